@@ -1,0 +1,40 @@
+"""Canonical JSON and content-addressed packet ids.
+
+The canonical form of a packet is its JSON data with ``packet_id`` removed, every member
+whose value is ``null`` removed (recursively, in objects only), object keys sorted by code
+point, no insignificant whitespace, UTF-8, numbers as msgspec writes them (shortest
+round-trip floats). The packet id is ``sha256:`` + the hex SHA-256 of those bytes, so the
+same content in any key order has the same id.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from typing import Any
+
+import msgspec
+
+__all__ = ["canonical_bytes", "packet_id_for", "strip_nulls"]
+
+_encoder = msgspec.json.Encoder(order="sorted")
+
+
+def strip_nulls(obj: Any) -> Any:
+    """A copy of ``obj`` with null-valued object members removed, at any depth."""
+    if isinstance(obj, dict):
+        return {k: strip_nulls(v) for k, v in obj.items() if v is not None}
+    if isinstance(obj, list):
+        return [strip_nulls(v) for v in obj]
+    return obj
+
+
+def canonical_bytes(data: Mapping[str, Any]) -> bytes:
+    """The canonical JSON bytes of a packet's data, without its ``packet_id``."""
+    body = {k: v for k, v in data.items() if k != "packet_id"}
+    return _encoder.encode(strip_nulls(body))
+
+
+def packet_id_for(data: Mapping[str, Any]) -> str:
+    """The content-addressed id of a packet given as JSON data (a dict)."""
+    return "sha256:" + hashlib.sha256(canonical_bytes(data)).hexdigest()

@@ -1,0 +1,70 @@
+"""The exception tree. Every error kernel-evidence raises on purpose derives from one root::
+
+    KernelEvidenceError
+    ├── InputError            a file or stream could not be read as packets (names file and place)
+    │   └── LimitExceeded     input over a size, line-length or nesting cap
+    ├── PacketInvalid         a packet failed validation (carries the report)
+    ├── AdapterError          a profiler or benchmark output could not be turned into packets
+    ├── MissingExtra          an optional dependency is not installed (names the extra)
+    └── ArchiveError          a Parquet archive could not be read or written
+
+Messages are one line: what was expected, what was found, and where.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AdapterError",
+    "ArchiveError",
+    "InputError",
+    "KernelEvidenceError",
+    "LimitExceeded",
+    "MissingExtra",
+    "PacketInvalid",
+]
+
+
+class KernelEvidenceError(Exception):
+    """Root of every error kernel-evidence raises on purpose."""
+
+
+class InputError(KernelEvidenceError):
+    """A file or stream could not be read. ``source`` and ``location`` say where."""
+
+    def __init__(self, source: str, location: str | None, message: str) -> None:
+        self.source = source
+        self.location = location
+        self.message = message
+        where = f"{source}:{location}" if location else source
+        super().__init__(f"{where}: {message}")
+
+
+class LimitExceeded(InputError):
+    """Input larger or deeper than a configured cap."""
+
+
+class PacketInvalid(KernelEvidenceError):
+    """A packet failed validation; ``report`` holds every finding."""
+
+    def __init__(self, report: object, message: str) -> None:
+        self.report = report
+        super().__init__(message)
+
+
+class AdapterError(KernelEvidenceError):
+    """A source file could not be turned into packets."""
+
+
+class MissingExtra(KernelEvidenceError, ImportError):
+    """An optional dependency is missing; the message names the extra to install."""
+
+    def __init__(self, package: str, extra: str, purpose: str) -> None:
+        self.package = package
+        self.extra = extra
+        super().__init__(
+            f"{purpose} needs the `{package}` package: pip install 'kernel-evidence[{extra}]'"
+        )
+
+
+class ArchiveError(KernelEvidenceError):
+    """A Parquet archive could not be read or written."""

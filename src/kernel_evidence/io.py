@@ -1,0 +1,327 @@
+"""Reading and writing packets: ``.json``, ``.jsonl``, ``.json.zst``, ``.jsonl.zst``, stdin.
+
+Reading streams: a JSONL file of any length is read line by line and a zstd stream is
+decompressed incrementally, so memory stays flat. Every read is capped (file size,
+decompressed size, line length) so hostile input fails with a message, not an
+out-of-memory kill. Writing is atomic: a temporary file in the target folder, then a rename.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import sys
+import tempfile
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any, BinaryIO
+
+import msgspec
+import zstandard
+
+from .errors import InputError, LimitExceeded
+
+__all__ = [
+    "Limits",
+    "Record",
+    "discover",
+    "iter_records",
+    "open_output",
+    "read_packets",
+    "write_packets",
+]
+
+PACKET_SUFFIXES = (".json", ".jsonl", ".json.zst", ".jsonl.zst", ".ndjson", ".ndjson.zst")
+_CHUNK = 1 << 20
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Caps on what one input may hold."""
+
+    #: largest single JSON document (a ``.json`` file, or one JSONL line), in bytes
+    max_record_bytes: int = 64 << 20
+    #: largest amount of data one file may decompress to, in bytes
+    max_decompressed_bytes: int = 8 << 30
+
+
+@dataclass(frozen=True)
+class Record:
+    """One JSON document read from an input, or the error that stopped reading it.
+
+    ``location`` is ``None`` for a whole-file document and ``"line N"`` for JSONL.
+    Exactly one of ``data`` and ``error`` is set.
+    """
+
+    source: str
+    location: str | None
+    data: bytes | None = None
+    error: InputError | None = None
+
+
+def _is_packet_file(path: Path) -> bool:
+    name = path.name.lower()
+    return any(name.endswith(s) for s in PACKET_SUFFIXES)
+
+
+def discover(paths: Iterable[str | os.PathLike[str]]) -> Iterator[str]:
+    """Expand files and directories (recursively, sorted) into input names; ``-`` is stdin."""
+    for p in paths:
+        s = os.fspath(p)
+        if s == "-":
+            yield s
+            continue
+        path = Path(s)
+        if path.is_dir():
+            for sub in sorted(path.rglob("*")):
+                if sub.is_file() and _is_packet_file(sub):
+                    yield str(sub)
+        else:
+            yield s
+
+
+def _kind(name: str) -> tuple[bool, bool]:
+    """(is_jsonl, is_zstd) from a file name."""
+    low = name.lower()
+    zst = low.endswith(".zst")
+    if zst:
+        low = low[:-4]
+    return low.endswith((".jsonl", ".ndjson")), zst
+
+
+class _CappedReader(io.RawIOBase):
+    """Wraps a binary stream and refuses to give more than ``cap`` bytes."""
+
+    def __init__(self, inner: BinaryIO, cap: int, source: str) -> None:
+        self._inner = inner
+        self._left = cap
+        self._cap = cap
+        self._source = source
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: Any) -> int:
+        data = self._inner.read(len(b))
+        if not data:
+            return 0
+        self._left -= len(data)
+        if self._left < 0:
+            raise LimitExceeded(
+                self._source,
+                None,
+                f"decompresses to more than {self._cap} bytes (the cap); "
+                "raise it with --max-decompressed-bytes if this is expected",
+            )
+        n = len(data)
+        b[:n] = data
+        return n
+
+
+_ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+
+
+def _open_binary(name: str, limits: Limits) -> BinaryIO:
+    """Open an input; zstd is recognised by the name, or by its magic number on stdin."""
+    if name == "-":
+        raw: BinaryIO = io.BufferedReader(sys.stdin.buffer.raw if hasattr(sys.stdin.buffer, "raw") else sys.stdin.buffer, _CHUNK)  # type: ignore[arg-type]
+        zst = raw.peek(4)[:4] == _ZSTD_MAGIC  # type: ignore[attr-defined]
+    else:
+        raw = open(name, "rb")  # noqa: SIM115
+        zst = _kind(name)[1]
+    if not zst:
+        return raw
+    stream = zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True, closefd=True)
+    capped = _CappedReader(stream, limits.max_decompressed_bytes, name)  # type: ignore[arg-type]
+    return io.BufferedReader(capped, _CHUNK)  # type: ignore[return-value]
+
+
+def _zstd_error(name: str, exc: Exception) -> InputError:
+    return InputError(name, None, f"not a readable zstd stream ({exc})")
+
+
+def iter_records(name: str, limits: Limits | None = None) -> Iterator[Record]:
+    """Yield every JSON document in one input, as raw bytes, or the error met.
+
+    A JSONL input yields one record per non-blank line; an error in one line does not stop
+    the others. A ``.json`` input yields one record (a top-level array is split by the
+    decoder later). Stdin is read as JSONL when it holds more than one line of JSON.
+    """
+    limits = limits or Limits()
+    is_jsonl, _ = _kind(name)
+    try:
+        fh = _open_binary(name, limits)
+    except FileNotFoundError:
+        yield Record(name, None, error=InputError(name, None, "no such file"))
+        return
+    except IsADirectoryError:
+        yield Record(name, None, error=InputError(name, None, "is a directory"))
+        return
+    except PermissionError:
+        yield Record(name, None, error=InputError(name, None, "permission denied"))
+        return
+    try:
+        if is_jsonl or name == "-":
+            yield from _iter_lines(name, fh, limits, stdin=name == "-")
+        else:
+            data = fh.read(limits.max_record_bytes + 1)
+            if len(data) > limits.max_record_bytes:
+                yield Record(
+                    name,
+                    None,
+                    error=LimitExceeded(
+                        name, None, f"larger than {limits.max_record_bytes} bytes (the per-document cap)"
+                    ),
+                )
+            elif not data.strip():
+                yield Record(name, None, error=InputError(name, None, "empty file; expected a JSON packet"))
+            else:
+                yield Record(name, None, data=data)
+    except InputError as exc:
+        yield Record(name, exc.location, error=exc)
+    except zstandard.ZstdError as exc:
+        yield Record(name, None, error=_zstd_error(name, exc))
+    except OSError as exc:
+        yield Record(name, None, error=InputError(name, None, f"could not be read ({exc.strerror or exc})"))
+    finally:
+        if name != "-":
+            fh.close()
+
+
+def _iter_lines(name: str, fh: BinaryIO, limits: Limits, *, stdin: bool) -> Iterator[Record]:
+    cap = limits.max_record_bytes
+    lineno = 0
+    saw_any = False
+    buf = b""
+    while True:
+        try:
+            chunk = fh.read(_CHUNK)
+        except zstandard.ZstdError as exc:
+            # a stream cut mid-frame: everything before it was already yielded
+            yield Record(name, f"line {lineno + 1}", error=InputError(name, f"line {lineno + 1}", f"zstd stream truncated or corrupt ({exc})"))
+            return
+        if not chunk:
+            break
+        buf += chunk
+        start = 0
+        while True:
+            nl = buf.find(b"\n", start)
+            if nl < 0:
+                break
+            lineno += 1
+            line = buf[start:nl]
+            start = nl + 1
+            if len(line) > cap:
+                yield Record(name, f"line {lineno}", error=LimitExceeded(name, f"line {lineno}", f"line longer than {cap} bytes (the per-document cap)"))
+                continue
+            if line.strip():
+                saw_any = True
+                yield Record(name, f"line {lineno}", data=line)
+        buf = buf[start:]
+        if len(buf) > cap:
+            # skip the rest of an over-long line without holding it in memory
+            lineno += 1
+            yield Record(name, f"line {lineno}", error=LimitExceeded(name, f"line {lineno}", f"line longer than {cap} bytes (the per-document cap)"))
+            buf = b""
+            while True:
+                chunk = fh.read(_CHUNK)
+                if not chunk:
+                    break
+                nl = chunk.find(b"\n")
+                if nl >= 0:
+                    buf = chunk[nl + 1 :]
+                    break
+    if buf.strip():
+        lineno += 1
+        saw_any = True
+        yield Record(name, f"line {lineno}", data=buf)
+    if not saw_any:
+        yield Record(name, None, error=InputError(name, None, "empty input; expected JSON packets"))
+
+
+def read_packets(paths: Iterable[str | os.PathLike[str]], limits: Limits | None = None) -> Iterator[Any]:
+    """Yield validated :class:`~kernel_evidence.models.EvidencePacket` objects from inputs.
+
+    Raises :class:`~kernel_evidence.errors.InputError` at the first unreadable or
+    structurally invalid document. Use :func:`kernel_evidence.validate_paths` to collect
+    every problem instead.
+    """
+    from ._decode import decode_document
+    from .models import EvidencePacket
+
+    for name in discover(paths):
+        for rec in iter_records(name, limits):
+            if rec.error is not None:
+                raise rec.error
+            assert rec.data is not None
+            for item in decode_document(rec):
+                if item.error is not None:
+                    raise InputError(rec.source, item.location, item.error)
+                yield EvidencePacket.model_validate(msgspec.to_builtins(item.packet))
+
+
+def open_output(path: str | os.PathLike[str]) -> tuple[IO[bytes], Any]:
+    """Not public: a temp file beside ``path`` and a commit function (rename into place)."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    fh = os.fdopen(fd, "wb")
+
+    def commit(ok: bool) -> None:
+        fh.close()
+        if ok:
+            os.replace(tmp, target)
+        else:
+            try:
+                os.unlink(tmp)
+            except FileNotFoundError:
+                pass
+
+    return fh, commit
+
+
+def write_packets(
+    path: str | os.PathLike[str],
+    packets: Iterable[Any],
+    *,
+    overwrite: bool = False,
+) -> int:
+    """Write packets atomically: one packet as JSON, several as JSONL; zstd when the name ends in ``.zst``.
+
+    A ``.json`` name with more than one packet is refused. An existing file is never
+    replaced unless ``overwrite`` is true. Returns the number of packets written.
+    """
+    target = Path(path)
+    if target.exists() and not overwrite:
+        raise FileExistsError(f"{target}: already exists; refusing to overwrite it (use overwrite=True / --force)")
+    is_jsonl, is_zst = _kind(str(target))
+    enc = msgspec.json.Encoder()
+    fh, commit = open_output(target)
+    ok = False
+    count = 0
+    try:
+        sink: Any = zstandard.ZstdCompressor(level=3).stream_writer(fh, closefd=False) if is_zst else fh
+        if is_jsonl:
+            for p in packets:
+                sink.write(enc.encode(_as_data(p)))
+                sink.write(b"\n")
+                count += 1
+        else:
+            items = list(packets)
+            if len(items) != 1:
+                raise ValueError(f"{target}: a .json file holds exactly one packet, got {len(items)}; use .jsonl")
+            sink.write(enc.encode(_as_data(items[0])))
+            sink.write(b"\n")
+            count = 1
+        if is_zst:
+            sink.close()
+        ok = True
+    finally:
+        commit(ok)
+    return count
+
+
+def _as_data(p: Any) -> Any:
+    """Models become their JSON data; dicts and msgspec structs are encoded as they are."""
+    return p.to_dict() if hasattr(p, "to_dict") else p

@@ -1,0 +1,48 @@
+"""What the profiler saw: one capture per profiler run, one record per kernel launch or op."""
+
+from __future__ import annotations
+
+from ._base import Artifact, Float, Int, Model, NonEmptyStr, NonNegInt, Quantity, Str
+
+__all__ = ["KernelRecord", "ProfilerCapture", "RawMetric"]
+
+
+class RawMetric(Model):
+    """A metric exactly as the profiler reported it: its value (number or text) and unit."""
+
+    value: Float | Str | None = None
+    unit: Str | None = None
+
+
+class KernelRecord(Model):
+    """One kernel launch, dispatch or HLO op.
+
+    ``metrics`` holds canonical metrics (names from the cross-vendor table in
+    ``adapters/canonical_metrics``), each with a unit; ``raw`` keeps every source metric
+    under its source name.
+    """
+
+    name: NonEmptyStr
+    raw_name: Str | None = None
+    id: Str | None = None
+    process: Str | None = None
+    stream: Str | None = None
+    device: Int | None = None
+    grid: list[NonNegInt] | None = None
+    block: list[NonNegInt] | None = None
+    invocations: NonNegInt | None = None
+    category: Str | None = None
+    metrics: dict[str, Quantity] | None = None
+    raw: dict[str, RawMetric] | None = None
+
+
+class ProfilerCapture(Model):
+    """One profiler capture (an ncu report, a rocprof-compute workload, an XProf profile)."""
+
+    tool: NonEmptyStr
+    version: Str | None = None
+    source: Artifact | None = None
+    kernels: list[KernelRecord] | None = None
+    summary: dict[str, Quantity] | None = None
+    attributes: dict[str, Str | Float | Int | None] | None = None
+    warnings: list[Str] | None = None
