@@ -1,0 +1,110 @@
+"""Adapters turn what profilers and benchmarks already write into packets.
+
+Every adapter has the same small interface (:class:`Adapter`): ``name``, ``aliases``, and
+``read(inputs, options) -> AdapterResult`` where ``inputs`` are paths (files or
+directories) and the result holds packets, possibly partial (no replay command or baseline:
+the source cannot know them), plus warnings. Built-in adapters are registered by module
+name; third-party adapters register through the ``kernel_evidence.adapters`` entry-point
+group, each entry point naming an object with the same interface.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from importlib.metadata import entry_points
+from typing import Any, Protocol, runtime_checkable
+
+from ..errors import AdapterError
+from ..models import EvidencePacket
+
+__all__ = [
+    "Adapter",
+    "AdapterOptions",
+    "AdapterResult",
+    "ENTRY_POINT_GROUP",
+    "available_adapters",
+    "get_adapter",
+]
+
+ENTRY_POINT_GROUP = "kernel_evidence.adapters"
+
+#: built-in adapter name -> module (relative to this package); aliases are declared by the adapters
+_BUILTIN: dict[str, str] = {
+    "ncu": ".ncu",
+    "vllm": ".vllm",
+    "rocprof": ".rocprof",
+    "xprof": ".xprof",
+}
+
+
+@dataclass
+class AdapterOptions:
+    """What the user tells an adapter that the source cannot know.
+
+    ``producer`` is filled by the caller; ``extra`` carries adapter-specific options.
+    """
+
+    created_at: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class AdapterResult:
+    """Packets made from the inputs, and warnings about what could not be read or derived."""
+
+    packets: list[EvidencePacket]
+    warnings: list[str] = field(default_factory=list)
+
+
+@runtime_checkable
+class Adapter(Protocol):
+    """The interface every adapter offers."""
+
+    name: str
+    aliases: tuple[str, ...]
+    description: str
+
+    def read(self, inputs: Sequence[str], options: AdapterOptions) -> AdapterResult:
+        """Read ``inputs`` (paths) and return packets plus warnings; raise AdapterError when nothing usable is found."""
+        ...
+
+
+def _builtin(name: str) -> Adapter:
+    module = importlib.import_module(_BUILTIN[name], __name__)
+    adapter: Adapter = module.ADAPTER
+    return adapter
+
+
+def available_adapters() -> dict[str, Adapter]:
+    """Every adapter by name and alias: built-in ones, then entry-point ones."""
+    found: dict[str, Adapter] = {}
+    for name in _BUILTIN:
+        try:
+            ad = _builtin(name)
+        except ModuleNotFoundError as exc:  # a built-in adapter module not present in this build
+            if exc.name and exc.name.endswith(f"adapters.{name}"):
+                continue
+            raise
+        for key in (ad.name, *ad.aliases):
+            found[key] = ad
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        try:
+            ad = ep.load()
+        except Exception as exc:  # noqa: BLE001 - a broken plug-in must not break the CLI
+            raise AdapterError(f"adapter plug-in `{ep.name}` ({ep.value}) failed to load: {exc}") from exc
+        if not isinstance(ad, Adapter):
+            raise AdapterError(f"adapter plug-in `{ep.name}` ({ep.value}) does not offer name/aliases/read()")
+        for key in (ad.name, *ad.aliases):
+            found.setdefault(key, ad)
+    return found
+
+
+def get_adapter(name: str) -> Adapter:
+    """The adapter registered under ``name`` (or one of its aliases)."""
+    table = available_adapters()
+    try:
+        return table[name]
+    except KeyError:
+        raise AdapterError(f"no adapter named `{name}`; available: {', '.join(sorted(table))}") from None
