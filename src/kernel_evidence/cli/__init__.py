@@ -28,6 +28,7 @@ COMMANDS = (
     "validate",
     "rules",
     "schema",
+    "id",
     "ingest",
     "metrics",
     "replay",

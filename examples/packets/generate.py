@@ -1,0 +1,497 @@
+"""Regenerate the example packets in valid/ and invalid/.
+
+    python examples/packets/generate.py
+
+Valid examples pass `kevidence validate`; each invalid example is named after the rule it
+breaks (KE101_..., KE301_...) and fails with that rule. A test checks both, and that the
+files match what this script writes.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from kernel_evidence.models import EvidencePacket
+
+HERE = Path(__file__).resolve().parent
+VERSION = "0.1.0"
+COMMIT = "3f9c2a7e5b1d4c8a9e0f6b2d7c1a5e3f9b8d4c2a"
+DIGEST = "sha256:" + "7d2f" * 16
+
+
+def samples(center: float, n: int, spread: float) -> list[float]:
+    return [round(center * (1 + spread * ((i * 7919) % n / n - 0.5)), 4) for i in range(n)]
+
+
+def stats(xs: list[float], unit: str) -> dict[str, Any]:
+    ys = sorted(xs)
+    n = len(ys)
+    med = ys[n // 2] if n % 2 else (ys[n // 2 - 1] + ys[n // 2]) / 2
+    return {
+        "unit": unit,
+        "median": med,
+        "mean": round(sum(ys) / n, 6),
+        "min": ys[0],
+        "max": ys[-1],
+        "n": n,
+        "percentiles": {"p10": ys[int(0.1 * (n - 1))], "p50": med, "p90": ys[int(0.9 * (n - 1))]},
+        "samples": xs,
+    }
+
+
+def envelope(name: str, kind: str = "kernel", status: str = "passed") -> dict[str, Any]:
+    return {
+        "schema_version": "0.1",
+        "created_at": "2026-11-20T09:30:00Z",
+        "producer": {"name": "kernel-evidence-examples", "version": VERSION},
+        "subject": {"kind": kind, "name": name},
+        "status": status,
+    }
+
+
+def replay(argv: list[str]) -> dict[str, Any]:
+    return {
+        "command": argv,
+        "cwd": ".",
+        "env": {"CUDA_VISIBLE_DEVICES": "0"},
+        "repository": {"url": "https://example.org/kernels.git", "commit": COMMIT, "dirty": False},
+        "container": {"image": "ghcr.io/example/kernels:2026.11", "digest": DIGEST},
+        "seeds": {"inputs": 1234},
+    }
+
+
+def nvidia_gemm() -> dict[str, Any]:
+    d = envelope("gemm_bf16_tn_4096")
+    cand = samples(152.0, 31, 0.04)
+    base = samples(171.0, 31, 0.04)
+    cs, bs = stats(cand, "us"), stats(base, "us")
+    d["task"] = {
+        "operator": "gemm",
+        "description": "C = A @ B^T, bf16 in, fp32 accumulate, bf16 out",
+        "dtypes": ["bf16"],
+        "shapes": [
+            {
+                "id": "m4096n4096k4096",
+                "dims": {"m": 4096, "n": 4096, "k": 4096},
+                "tensors": [
+                    {"name": "A", "shape": [4096, 4096], "dtype": "bf16", "layout": "row"},
+                    {"name": "B", "shape": [4096, 4096], "dtype": "bf16", "layout": "row"},
+                ],
+                "work": {"flops": {"value": 137438953472.0, "unit": "FLOP"}, "bytes": {"value": 100663296.0, "unit": "B"}},
+            }
+        ],
+        "reference": {"name": "torch.matmul", "kind": "torch_eager", "version": "2.5.1"},
+        "tolerance": {"atol": 0.01, "rtol": 0.01},
+    }
+    d["compile"] = {
+        "compiler": {"name": "nvcc", "version": "12.4.131"},
+        "language": "cuda",
+        "target_arch": "sm_90a",
+        "flags": ["-O3", "-arch=sm_90a", "--use_fast_math"],
+        "source_digest": "sha256:" + "a1b2" * 16,
+        "succeeded": True,
+        "artifacts": [
+            {"kind": "ptx", "name": "gemm.ptx", "sha256": "sha256:" + "c3d4" * 16, "size": {"value": 48213, "unit": "B"}, "media_type": "text/plain", "path": "build/gemm.ptx"},
+            {"kind": "sass", "name": "gemm.sass", "sha256": "sha256:" + "e5f6" * 16, "size": {"value": 120544, "unit": "B"}, "media_type": "text/plain", "path": "build/gemm.sass"},
+        ],
+    }
+    d["validation"] = {
+        "verdict": "passed",
+        "inputs_regenerated": True,
+        "seeds": [1234, 1235],
+        "shapes": [{"shape_id": "m4096n4096k4096", "passed": True, "max_abs_error": 0.0039, "max_rel_error": 0.0021, "atol": 0.01, "rtol": 0.01, "matched_ratio": 1.0, "reference_max_abs": 187.5, "nan_seen": False, "inf_seen": False, "elements": 16777216}],
+    }
+    d["timing"] = {
+        "method": "cuda_events",
+        "warmup": 10,
+        "repeats": 31,
+        "shape_id": "m4096n4096k4096",
+        "stats": cs,
+        "cache_policy": "flushed",
+        "clock_policy": "locked",
+        "synchronized": True,
+        "interleaved": True,
+        "stop_rule": "fixed 31 repeats after 10 warmup",
+        "baseline": {
+            "provider": "cuBLASLt",
+            "version": "12.4.5.8",
+            "call": "cublasLtMatmul(bf16, transa=N, transb=T, m=4096, n=4096, k=4096, compute=CUBLAS_COMPUTE_32F, heuristic=0)",
+            "same_session": True,
+            "interleaved": True,
+            "stats": bs,
+        },
+        "speedup": {"value": round(bs["median"] / cs["median"], 4), "basis": "median"},
+    }
+    d["profiler"] = [
+        {
+            "tool": "ncu",
+            "version": "2024.1.1",
+            "source": {"kind": "profile", "name": "gemm.ncu-rep", "sha256": "sha256:" + "0a1b" * 16, "size": {"value": 2351120, "unit": "B"}, "path": "profiles/gemm.ncu-rep"},
+            "kernels": [
+                {
+                    "name": "gemm_bf16_tn_128x256_warpspecialized",
+                    "id": "0",
+                    "process": "41233",
+                    "grid": [16, 32, 1],
+                    "block": [384, 1, 1],
+                    "metrics": {
+                        "duration": {"value": 151360.0, "unit": "ns"},
+                        "sm_throughput": {"value": 87.4, "unit": "%"},
+                        "tensor_pipe_utilization": {"value": 91.2, "unit": "%"},
+                        "registers_per_thread": {"value": 168, "unit": "count"},
+                    },
+                    "raw": {
+                        "gpu__time_duration.sum": {"value": 151.36, "unit": "usecond"},
+                        "sm__throughput.avg.pct_of_peak_sustained_elapsed": {"value": 87.4, "unit": "%"},
+                    },
+                }
+            ],
+        }
+    ]
+    d["hardware"] = {
+        "vendor": "nvidia",
+        "device": "NVIDIA H100 80GB HBM3",
+        "arch": "sm_90a",
+        "count": 1,
+        "compute_units": 132,
+        "memory": {"value": 80, "unit": "GiB"},
+        "driver": {"name": "nvidia", "version": "550.54.15"},
+        "runtime": {"name": "CUDA", "version": "12.4"},
+        "clocks": {"locked": True, "sm_requested": {"value": 1755, "unit": "MHz"}, "sm_observed": {"value": 1755, "unit": "MHz"}, "memory_observed": {"value": 2619, "unit": "MHz"}},
+        "power_limit": {"value": 700, "unit": "W"},
+    }
+    d["replay"] = replay(["python", "bench/gemm.py", "--m", "4096", "--n", "4096", "--k", "4096", "--dtype", "bf16"])
+    d["cost"] = {
+        "gpu_time": {"value": 14.2, "unit": "s"},
+        "energy": {"energy": {"value": 6120.0, "unit": "J"}, "window": {"value": 14.2, "unit": "s"}, "source": "nvml"},
+        "money": {"amount": 0.0118, "currency": "USD", "price_source": "on-demand list price, 1x H100 at 2.99 USD/h", "price_date": "2026-11-01"},
+    }
+    return d
+
+
+def amd_gemm() -> dict[str, Any]:
+    d = envelope("gemm_fp8_mi300x_8192")
+    cand = samples(1.212, 25, 0.03)
+    base = samples(1.318, 25, 0.03)
+    cs, bs = stats(cand, "ms"), stats(base, "ms")
+    d["task"] = {
+        "operator": "gemm",
+        "dtypes": ["fp8_e4m3fnuz", "bf16"],
+        "shapes": [{"id": "m8192n8192k8192", "dims": {"m": 8192, "n": 8192, "k": 8192}, "work": {"flops": {"value": 1099511627776.0, "unit": "FLOP"}}}],
+        "reference": {"name": "torch._scaled_mm", "kind": "torch_eager", "version": "2.5.1+rocm6.2"},
+        "tolerance": {"atol": 0.05, "rtol": 0.02},
+    }
+    d["compile"] = {"compiler": {"name": "hipcc", "version": "6.2.41133"}, "language": "hip", "target_arch": "gfx942", "flags": ["-O3", "--offload-arch=gfx942"], "succeeded": True}
+    d["validation"] = {"verdict": "passed", "shapes": [{"shape_id": "m8192n8192k8192", "passed": True, "max_abs_error": 0.031, "atol": 0.05, "rtol": 0.02, "reference_max_abs": 412.0, "nan_seen": False}]}
+    d["timing"] = {
+        "method": "hip_events",
+        "warmup": 20,
+        "repeats": 25,
+        "shape_id": "m8192n8192k8192",
+        "stats": cs,
+        "cache_policy": "flushed",
+        "synchronized": True,
+        "baseline": {"provider": "hipBLASLt", "version": "0.10.0", "call": "hipblasLtMatmul(fp8_e4m3fnuz, TN, m=n=k=8192, algo=heuristic top-1)", "same_session": True, "stats": bs},
+        "speedup": {"value": round(bs["median"] / cs["median"], 4), "basis": "median"},
+    }
+    d["hardware"] = {
+        "vendor": "amd",
+        "device": "AMD Instinct MI300X",
+        "arch": "gfx942",
+        "count": 1,
+        "compute_units": 304,
+        "partitions": 8,
+        "memory": {"value": 192, "unit": "GiB"},
+        "runtime": {"name": "ROCm", "version": "6.2.4"},
+        "clocks": {"locked": False, "sm_observed": {"value": 2100, "unit": "MHz"}},
+    }
+    d["replay"] = replay(["python", "bench/gemm_fp8.py", "--size", "8192"])
+    return d
+
+
+def tpu_op() -> dict[str, Any]:
+    d = envelope("ragged_paged_attention_pallas")
+    cand = samples(0.842, 21, 0.02)
+    base = samples(1.071, 21, 0.02)
+    cs, bs = stats(cand, "ms"), stats(base, "ms")
+    d["task"] = {
+        "operator": "paged_attention_decode",
+        "dtypes": ["bf16"],
+        "shapes": [{"id": "b64_h32_d128_ctx4096", "dims": {"batch": 64, "heads": 32, "head_dim": 128, "context": 4096}, "work": {"flops": {"value": 8589934592.0, "unit": "FLOP"}, "bytes": {"value": 536870912.0, "unit": "B"}}}],
+        "reference": {"name": "jnp reference attention", "kind": "jax", "version": "0.4.35"},
+        "tolerance": {"atol": 0.02, "rtol": 0.02},
+    }
+    d["compile"] = {"compiler": {"name": "XLA (jax)", "version": "jaxlib 0.4.35"}, "language": "pallas", "target_arch": "TPU v5e", "succeeded": True}
+    d["validation"] = {"verdict": "passed", "shapes": [{"shape_id": "b64_h32_d128_ctx4096", "passed": True, "max_abs_error": 0.0078, "atol": 0.02, "rtol": 0.02, "reference_max_abs": 6.2}]}
+    d["timing"] = {
+        "method": "xprof",
+        "warmup": 5,
+        "repeats": 21,
+        "shape_id": "b64_h32_d128_ctx4096",
+        "stats": cs,
+        "cache_policy": "unknown",
+        "baseline": {"provider": "XLA", "version": "jaxlib 0.4.35", "call": "jax.jit(reference_paged_attention)(q, k_pages, v_pages, lengths, page_indices)", "same_session": True, "stats": bs},
+        "speedup": {"value": round(bs["median"] / cs["median"], 4), "basis": "median"},
+    }
+    d["hardware"] = {"vendor": "google", "device": "TPU v5e", "arch": "TPU v5 lite", "count": 1, "memory": {"value": 16, "unit": "GiB"}, "clocks": {"locked": False, "sm_observed": {"value": 1500, "unit": "MHz"}}}
+    d["replay"] = replay(["python", "bench/paged_attention.py", "--batch", "64"])
+    return d
+
+
+def serving() -> dict[str, Any]:
+    d = envelope("llama-3.1-8b-random-1024-128", kind="serving")
+    d["task"] = {
+        "workload": "random 1024 in / 128 out",
+        "serving": {
+            "model": "meta-llama/Llama-3.1-8B-Instruct",
+            "engine": {"name": "vLLM", "version": "0.11.0"},
+            "dataset": "random",
+            "num_prompts": 1000,
+            "input_len": 1024,
+            "output_len": 128,
+            "max_concurrency": 64,
+            "request_rate": "inf",
+            "tensor_parallel_size": 1,
+            "settings": {"max_num_seqs": 256, "enable_chunked_prefill": True, "kv_cache_dtype": "fp8"},
+        },
+    }
+    ttft = {"unit": "ms", "median": 88.1, "mean": 95.3, "std": 21.4, "min": 41.2, "max": 210.7, "percentiles": {"p50": 88.1, "p90": 130.2, "p99": 190.4}, "n": 1000}
+    tpot = {"unit": "ms", "median": 14.2, "mean": 14.6, "min": 9.8, "max": 31.0, "percentiles": {"p50": 14.2, "p99": 24.9}, "n": 1000}
+    e2el = {"unit": "ms", "median": 1912.0, "mean": 1950.4, "min": 1202.0, "max": 3404.0, "percentiles": {"p50": 1912.0, "p99": 3120.0}, "n": 1000}
+    d["timing"] = {
+        "method": "serving_client",
+        "stats": e2el,
+        "serving": {
+            "completed": 1000,
+            "failed": 0,
+            "duration": {"value": 31.4, "unit": "s"},
+            "request_throughput": {"value": 31.85, "unit": "req/s"},
+            "output_throughput": {"value": 4076.4, "unit": "tok/s"},
+            "total_token_throughput": {"value": 36692.0, "unit": "tok/s"},
+            "total_input_tokens": 1024000,
+            "total_output_tokens": 128000,
+            "ttft": ttft,
+            "tpot": tpot,
+            "e2el": e2el,
+        },
+        "baseline": {
+            "engine": {"name": "vLLM", "version": "0.10.1"},
+            "settings": {"max_num_seqs": 256, "enable_chunked_prefill": True, "kv_cache_dtype": "auto", "tensor_parallel_size": 1},
+            "same_session": True,
+            "serving": {"output_throughput": {"value": 3520.1, "unit": "tok/s"}},
+        },
+        "speedup": {"value": round(4076.4 / 3520.1, 4), "basis": "output_throughput"},
+    }
+    d["hardware"] = {"vendor": "nvidia", "device": "NVIDIA H100 80GB HBM3", "arch": "sm_90", "count": 1, "clocks": {"locked": False, "sm_observed": {"value": 1980, "unit": "MHz"}}}
+    d["replay"] = replay(["vllm", "bench", "serve", "--model", "meta-llama/Llama-3.1-8B-Instruct", "--dataset-name", "random", "--random-input-len", "1024", "--random-output-len", "128", "--num-prompts", "1000", "--max-concurrency", "64", "--save-result"])
+    return d
+
+
+def failure_base(name: str, fc: str, message: str) -> dict[str, Any]:
+    d = envelope(name, status="failed")
+    d["failure"] = {"failure_class": fc, "message": message}
+    d["lineage"] = {"run_id": "rl-run-2026-11-20", "candidate_id": name, "iteration": 412, "parent_packet_id": "sha256:" + "5e6f" * 16, "relation": "mutation"}
+    d["task"] = {"operator": "softmax", "dtypes": ["fp16"], "shapes": [{"id": "b32_n4096", "dims": {"batch": 32, "n": 4096}}, {"id": "b7_n1000", "dims": {"batch": 7, "n": 1000}}], "reference": {"name": "torch.softmax", "kind": "torch_eager"}, "tolerance": {"atol": 0.001, "rtol": 0.001}}
+    d["hardware"] = {"vendor": "nvidia", "device": "NVIDIA L4", "arch": "sm_89", "count": 1}
+    d["replay"] = replay(["python", "eval_candidate.py", "--candidate", f"candidates/{name}.py"])
+    return d
+
+
+def compile_error() -> dict[str, Any]:
+    d = failure_base("softmax_cand_0413", "compile_error", "triton.compiler.errors.CompilationError: at 12:8: unsupported tensor index")
+    d["compile"] = {"compiler": {"name": "triton", "version": "3.1.0"}, "language": "triton", "target_arch": "sm_89", "succeeded": False, "log_excerpt": "at 12:8:\n    x = tl.load(ptr + offs[:, None, None])\n        ^\nunsupported tensor index", "duration": {"value": 0.84, "unit": "s"}}
+    return d
+
+
+def nan_failure() -> dict[str, Any]:
+    d = failure_base("softmax_cand_0414", "nan_inf", "output contains NaN for shape b32_n4096 (max subtraction skipped)")
+    d["failure"]["shape_id"] = "b32_n4096"
+    d["validation"] = {"verdict": "failed", "inputs_regenerated": True, "shapes": [{"shape_id": "b32_n4096", "passed": False, "nan_seen": True, "inf_seen": True, "atol": 0.001, "rtol": 0.001, "elements": 131072, "message": "4096 NaN, 12 Inf"}]}
+    return d
+
+
+def tolerance_miss() -> dict[str, Any]:
+    d = failure_base("softmax_cand_0415", "incorrect_numerical", "max abs error 0.0134 > atol 0.001 on shape b7_n1000 (off-by-one in the tail loop)")
+    d["failure"]["shape_id"] = "b7_n1000"
+    d["validation"] = {
+        "verdict": "failed",
+        "inputs_regenerated": True,
+        "shapes": [
+            {"shape_id": "b32_n4096", "passed": True, "max_abs_error": 0.00021, "atol": 0.001, "rtol": 0.001, "matched_ratio": 1.0, "reference_max_abs": 0.031, "nan_seen": False},
+            {"shape_id": "b7_n1000", "passed": False, "max_abs_error": 0.0134, "atol": 0.001, "rtol": 0.001, "matched_ratio": 0.9986, "required_matched_ratio": 1.0, "reference_max_abs": 0.041, "nan_seen": False},
+        ],
+    }
+    return d
+
+
+VALID = {
+    "nvidia_h100_gemm_vs_cublaslt.json": nvidia_gemm,
+    "amd_mi300x_gemm_fp8_vs_hipblaslt.json": amd_gemm,
+    "tpu_v5e_paged_attention_vs_xla.json": tpu_op,
+    "serving_vllm_llama8b_h100.json": serving,
+    "failed_compile_error.json": compile_error,
+    "failed_nan_inf.json": nan_failure,
+    "failed_tolerance_miss.json": tolerance_miss,
+}
+
+
+def _without(path: list[str]) -> Any:
+    def edit(d: dict[str, Any]) -> None:
+        obj = d
+        for k in path[:-1]:
+            obj = obj[k]
+        del obj[path[-1]]
+
+    return edit
+
+
+def _set(path: list[str], value: Any) -> Any:
+    def edit(d: dict[str, Any]) -> None:
+        obj = d
+        for k in path[:-1]:
+            obj = obj[k]
+        obj[path[-1]] = value
+
+    return edit
+
+
+def _bandwidth_cheat(d: dict[str, Any]) -> None:
+    # a copy kernel claiming 256 MiB in 48 us on an H100: ~5.6 TB/s, above the 3.35 TB/s peak
+    d["task"]["operator"] = "copy"
+    d["task"]["shapes"][0]["work"] = {"bytes": {"value": 268435456.0, "unit": "B"}}
+    d["timing"]["stats"] = {"unit": "us", "median": 48.0, "min": 47.1, "max": 49.0, "n": 31}
+    d["timing"]["baseline"]["stats"] = {"unit": "us", "median": 96.0, "n": 31}
+    d["timing"]["speedup"] = {"value": 2.0, "basis": "median"}
+    d["profiler"] = None
+
+
+def _flops_cheat(d: dict[str, Any]) -> None:
+    # 137 GFLOP in 40 us = 3.4 PFLOP/s of bf16 on an H100 (peak 989 TFLOP/s)
+    d["timing"]["stats"] = {"unit": "us", "median": 40.0, "min": 39.0, "max": 41.0, "n": 31}
+    d["timing"]["speedup"] = {"value": round(d["timing"]["baseline"]["stats"]["median"] / 40.0, 4), "basis": "median"}
+
+
+def _failed_claims(d: dict[str, Any]) -> None:
+    d["timing"] = {"method": "cuda_events", "repeats": 10, "stats": {"unit": "us", "median": 20.0}, "baseline": {"provider": "torch eager", "version": "2.5.1", "call": "torch.softmax(x, -1)", "stats": {"unit": "us", "median": 30.0}}, "speedup": {"value": 1.5, "basis": "median"}}
+
+
+def _bad_stats(d: dict[str, Any]) -> None:
+    m = d["timing"]["stats"]["median"]
+    d["timing"]["stats"] = {"unit": "ms", "median": m, "min": round(m * 1.05, 4), "max": round(m * 0.95, 4), "percentiles": {"p50": m, "p90": round(m * 0.9, 4)}, "n": 25}
+
+
+def _vacuous(d: dict[str, Any]) -> None:
+    d["validation"]["shapes"][0]["reference_max_abs"] = 0.004
+
+
+def _unidentified(d: dict[str, Any]) -> None:
+    d["hardware"] = {"vendor": "nvidia", "device": "GPU"}
+
+
+def _no_validation(d: dict[str, Any]) -> None:
+    del d["validation"]
+
+
+def _unit(d: dict[str, Any]) -> None:
+    d["timing"]["stats"]["unit"] = "GB/s"
+
+
+def _reference_claim_failed_shape(d: dict[str, Any]) -> None:
+    d["validation"]["shapes"][0]["passed"] = False
+
+
+INVALID: dict[str, tuple[Any, Any]] = {
+    "KE101_no_replay_command.json": (nvidia_gemm, _without(["replay", "command"])),
+    "KE101_no_replay.json": (compile_error, _without(["replay"])),
+    "KE201_no_baseline.json": (nvidia_gemm, _without(["timing", "baseline"])),
+    "KE202_unnamed_baseline.json": (nvidia_gemm, _set(["timing", "baseline", "provider"], "our previous kernel")),
+    "KE203_baseline_without_version_and_call.json": (amd_gemm, lambda d: (d["timing"]["baseline"].pop("version"), d["timing"]["baseline"].pop("call"))),
+    "KE205_serving_baseline_without_configuration.json": (serving, lambda d: (d["timing"]["baseline"].pop("engine"), d["timing"]["baseline"].pop("settings"))),
+    "KE301_speedup_does_not_match_timings.json": (nvidia_gemm, _set(["timing", "speedup", "value"], 1.85)),
+    "KE302_claim_cannot_be_checked.json": (tpu_op, _without(["timing", "baseline", "stats"])),
+    "KE401_failed_packet_claims_speedup.json": (tolerance_miss, _failed_claims),
+    "KE402_failed_without_failure_class.json": (nan_failure, _without(["failure"])),
+    "KE403_failure_class_does_not_fit_status.json": (compile_error, _set(["failure", "failure_class"], "infra_error")),
+    "KE404_claim_without_validation.json": (amd_gemm, _no_validation),
+    "KE407_verdict_contradicts_shapes.json": (tpu_op, _reference_claim_failed_shape),
+    "KE501_inconsistent_statistics.json": (amd_gemm, _bad_stats),
+    "KE601_flops_above_device_peak.json": (nvidia_gemm, _flops_cheat),
+    "KE602_bandwidth_above_device_peak.json": (nvidia_gemm, _bandwidth_cheat),
+    "KE701_tolerance_cannot_fail.json": (tpu_op, _vacuous),
+    "KE801_device_not_identified.json": (amd_gemm, _unidentified),
+    "KE001_time_stats_in_bandwidth_unit.json": (nvidia_gemm, _unit),
+}
+
+# documents that are not even well-formed packets, written as raw text
+RAW_INVALID = {
+    "KE001_truncated_json.json": lambda: json.dumps(finish(nvidia_gemm()))[:900],
+    "KE001_nan_token.json": lambda: json.dumps(finish(amd_gemm())).replace('"median": ', '"median": NaN, "x": ', 1),
+    "KE003_duplicate_key.json": lambda: json.dumps(finish(amd_gemm())).replace('"status": "passed"', '"status": "passed", "status": "failed"', 1),
+}
+
+# these examples keep a correct packet_id for their tampered content, so they fail only
+# their own rule; the tampered-id example keeps the original id on purpose
+TAMPERED = {"KE004_packet_id_does_not_match_content.json": nvidia_gemm}
+
+
+def finish(d: dict[str, Any]) -> dict[str, Any]:
+    d = {k: v for k, v in d.items() if v is not None}
+    for cat in list(d):
+        if isinstance(d[cat], dict):
+            d[cat] = {k: v for k, v in d[cat].items() if v is not None}
+    return EvidencePacket.model_validate(d).with_id().to_dict() if _models_ok(d) else {**d, "packet_id": _raw_id(d)}
+
+
+def _models_ok(d: dict[str, Any]) -> bool:
+    try:
+        EvidencePacket.model_validate(d)
+    except Exception:  # noqa: BLE001 - structurally invalid examples keep their raw form
+        return False
+    return True
+
+
+def _raw_id(d: dict[str, Any]) -> str:
+    from kernel_evidence._canonical import packet_id_for
+
+    return packet_id_for(d)
+
+
+def dump(d: Any) -> str:
+    return json.dumps(d, indent=2, ensure_ascii=False) + "\n"
+
+
+def render() -> dict[str, str]:
+    """Every example file: relative path -> text."""
+    files: dict[str, str] = {}
+    for name, make in VALID.items():
+        files[f"valid/{name}"] = dump(finish(make()))
+    for name, (make, edit) in INVALID.items():
+        d = copy.deepcopy(make())
+        edit(d)
+        files[f"invalid/{name}"] = dump(finish(d))
+    for name, make_text in RAW_INVALID.items():
+        files[f"invalid/{name}"] = make_text() + ("\n" if not name.startswith("KE001_truncated") else "")
+    for name, make in TAMPERED.items():
+        d = finish(make())
+        d["timing"]["speedup"]["value"] = round(d["timing"]["speedup"]["value"], 2)
+        d["status"] = "passed"
+        d["timing"]["repeats"] = 100
+        files[f"invalid/{name}"] = dump(d)
+    return files
+
+
+def main() -> int:
+    for rel, text in render().items():
+        path = HERE / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    print(f"wrote {len(render())} example files under {HERE}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

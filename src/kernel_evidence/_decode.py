@@ -1,0 +1,184 @@
+"""Decode raw JSON documents into packet structs, with the input-level checks.
+
+Input-level problems (malformed JSON, NaN tokens, non-UTF-8, nesting too deep, numbers out
+of range, duplicate keys, structure that does not match the schema) become findings of
+rules ``KE001``-``KE003`` with a JSON Pointer where one is known.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+
+from ._fast import PacketStruct
+
+__all__ = ["Decoded", "decode_document", "find_duplicate_key", "msgspec_path_to_pointer"]
+
+_packet_decoder = msgspec.json.Decoder(PacketStruct)
+_list_decoder = msgspec.json.Decoder(list[PacketStruct])  # type: ignore[valid-type]
+_any_decoder = msgspec.json.Decoder()
+_sorted_encoder = msgspec.json.Encoder(order="sorted")
+
+_PATH_RE = re.compile(r" - at `\$(.*)`$")
+_SEG_RE = re.compile(r"\.([A-Za-z_][A-Za-z0-9_]*)|\[(\d+)\]|\[('(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\")\]")
+
+
+@dataclass
+class Decoded:
+    """One packet decoded from a record, or why it could not be."""
+
+    location: str | None
+    packet: Any = None  # PacketStruct
+    rule_id: str | None = None
+    error: str | None = None
+    pointer: str = ""
+
+
+def _escape(seg: str) -> str:
+    return seg.replace("~", "~0").replace("/", "~1")
+
+
+def msgspec_path_to_pointer(path: str) -> str:
+    """``$.timing.stats[0]`` style path (without ``$``) -> JSON Pointer ``/timing/stats/0``."""
+    out = []
+    for m in _SEG_RE.finditer(path):
+        name, idx, key = m.groups()
+        if name is not None:
+            out.append(_escape(name))
+        elif idx is not None:
+            out.append(idx)
+        else:
+            out.append(_escape(key[1:-1]))
+    return "/" + "/".join(out) if out else ""
+
+
+def _split_msgspec_error(msg: str) -> tuple[str, str]:
+    m = _PATH_RE.search(msg)
+    if not m:
+        return msg, ""
+    return msg[: m.start()], msgspec_path_to_pointer(m.group(1))
+
+
+def _pairs_hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    seen: set[str] = set()
+    for k, _ in pairs:
+        if k in seen:
+            raise _Duplicate(k)
+        seen.add(k)
+    return dict(pairs)
+
+
+class _Duplicate(Exception):
+    def __init__(self, key: str) -> None:
+        self.key = key
+
+
+def find_duplicate_key(data: bytes) -> str | None:
+    """The first key that appears twice in one object, or None (exact, slow path)."""
+    try:
+        json.loads(data, object_pairs_hook=_pairs_hook)
+    except _Duplicate as d:
+        return d.key
+    except (ValueError, RecursionError):
+        return None
+    return None
+
+
+def _maybe_duplicates(raw: bytes, packet: Any) -> bool:
+    """Cheap screen: a document without duplicate keys re-encodes with as many quote marks.
+
+    Every string (key or value) contributes two quote bytes; a dropped duplicate removes at
+    least one key string. Escaped quotes count the same on both sides unless the input used
+    ``\\u`` escapes, in which case the exact check runs.
+    """
+    if b"\\u" in raw:
+        return True
+    return raw.count(b'"') != _sorted_encoder.encode(packet).count(b'"')
+
+
+def _structural_message(msg: str, pointer: str) -> tuple[str, str]:
+    """Make msgspec's structural messages read like ours (unit fields name the dimension)."""
+    if msg.startswith("Object contains unknown field"):
+        field = msg.split("`")[1] if "`" in msg else "?"
+        return f"unknown field `{field}` (not in schema 0.1; put tool-specific data under /extensions)", pointer
+    if msg.startswith("Object missing required field"):
+        field = msg.split("`")[1] if "`" in msg else "?"
+        return f"missing required field `{field}`", pointer + "/" + _escape(field)
+    if pointer.endswith("/schema_version"):
+        return f"unsupported schema_version; this validator reads 0.1 ({msg})", pointer
+    if pointer.endswith("/unit") and msg.startswith("Invalid enum value"):
+        got = msg.split("Invalid enum value ")[-1].strip("'\"")
+        return f"{_unit_expectation(pointer)}, got `{got}`", pointer
+    return msg, pointer
+
+
+def _unit_expectation(pointer: str) -> str:
+    from .rules._units import expected_unit_text
+
+    return expected_unit_text(pointer)
+
+
+def decode_document(record: Any) -> Iterator[Decoded]:
+    """Decode one record's bytes into packet structs (a JSON array yields one per element)."""
+    raw: bytes = record.data
+    loc = record.location
+    head = raw.lstrip()[:1]
+    try:
+        if head == b"[":
+            packets = _list_decoder.decode(raw)
+            multi = True
+        else:
+            packets = [_packet_decoder.decode(raw)]
+            multi = False
+    except msgspec.ValidationError as exc:
+        msg, pointer = _split_msgspec_error(str(exc))
+        if head == b"[" and pointer.startswith("/"):
+            first, _, rest = pointer[1:].partition("/")
+            loc = f"{loc + ', ' if loc else ''}item {first}"
+            pointer = "/" + rest if rest else ""
+        msg, pointer = _structural_message(msg, pointer)
+        yield Decoded(loc, rule_id="KE001", error=msg, pointer=pointer)
+        return
+    except msgspec.DecodeError as exc:
+        yield Decoded(loc, rule_id="KE001", error=_decode_error_text(raw, str(exc)))
+        return
+    except RecursionError:
+        yield Decoded(loc, rule_id="KE001", error="JSON nested too deeply (hostile or corrupt input)")
+        return
+    except UnicodeDecodeError as exc:
+        yield Decoded(loc, rule_id="KE001", error=f"not valid UTF-8 (byte {exc.start}); expected a UTF-8 JSON document")
+        return
+    if _maybe_duplicates(raw, packets if multi else packets[0]):
+        dup = find_duplicate_key(raw)
+        if dup is not None:
+            yield Decoded(
+                loc,
+                rule_id="KE003",
+                error=f"duplicate key `{dup}` in one object; a JSON object must not repeat a key",
+            )
+            return
+    for i, p in enumerate(packets):
+        yield Decoded(f"{loc + ', ' if loc else ''}item {i}" if multi else loc, packet=p)
+
+
+def _decode_error_text(raw: bytes, msg: str) -> str:
+    if "truncated" in msg:
+        return f"JSON truncated after {len(raw)} bytes; expected a complete JSON document"
+    if "malformed" in msg.lower():
+        m = re.search(r"byte (\d+)", msg)
+        if m:
+            pos = int(m.group(1))
+            snippet = raw[pos : pos + 12]
+            line = raw.count(b"\n", 0, pos) + 1
+            col = pos - (raw.rfind(b"\n", 0, pos) + 1) + 1
+            if snippet[:3] in (b"NaN", b"Inf", b"-In"):
+                return f"NaN/Infinity at line {line}, column {col} is not JSON; expected a finite number or null"
+            return f"malformed JSON at line {line}, column {col} (byte {pos}): {msg.split(':', 1)[-1].strip()}"
+    if "out of range" in msg.lower():
+        return f"number too large or too small to represent: {msg}"
+    return msg

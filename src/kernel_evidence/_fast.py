@@ -1,0 +1,106 @@
+"""msgspec mirror of the pydantic packet models, generated from them at import time.
+
+The pydantic models are the single source of truth. For speed, the batch validator
+decodes JSON straight into msgspec ``Struct`` types built here from the models' fields and
+constraints, so structure is checked during parsing. The translation covers the type
+vocabulary the models use (strict scalars, ``Literal``, ``Enum``, ``list``, ``dict``,
+optional fields, nested models, ``ge``/``le``/``min_length``/``pattern`` constraints); a
+test asserts both accept and reject the same documents.
+"""
+
+from __future__ import annotations
+
+import types
+import typing
+from enum import Enum
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
+
+import annotated_types
+import msgspec
+from pydantic import BaseModel
+from pydantic.fields import FieldInfo
+
+from .models import EvidencePacket
+
+__all__ = ["PacketStruct", "struct_for"]
+
+_cache: dict[type[BaseModel], type[msgspec.Struct]] = {}
+
+
+def _meta_kwargs(items: typing.Iterable[Any]) -> dict[str, Any]:
+    kw: dict[str, Any] = {}
+    for m in items:
+        if isinstance(m, FieldInfo):
+            kw.update(_meta_kwargs(m.metadata))
+        elif isinstance(m, annotated_types.Ge):
+            kw["ge"] = m.ge
+        elif isinstance(m, annotated_types.Gt):
+            kw["gt"] = m.gt
+        elif isinstance(m, annotated_types.Le):
+            kw["le"] = m.le
+        elif isinstance(m, annotated_types.Lt):
+            kw["lt"] = m.lt
+        elif isinstance(m, annotated_types.MinLen):
+            kw["min_length"] = m.min_length
+        elif isinstance(m, annotated_types.MaxLen):
+            kw["max_length"] = m.max_length
+        elif getattr(m, "pattern", None) is not None:
+            kw["pattern"] = m.pattern
+    return kw
+
+
+def _convert(tp: Any) -> Any:
+    origin = get_origin(tp)
+    if origin is Annotated:
+        base, *meta = get_args(tp)
+        kw = _meta_kwargs(meta)
+        conv = _convert(base)
+        return Annotated[conv, msgspec.Meta(**kw)] if kw else conv
+    if origin in (Union, types.UnionType):
+        return Union[tuple(_convert(a) for a in get_args(tp))]  # noqa: UP007
+    if origin is list:
+        (item,) = get_args(tp)
+        return list[_convert(item)]  # type: ignore[misc]
+    if origin is dict:
+        k, v = get_args(tp)
+        return dict[_convert(k), _convert(v)]  # type: ignore[misc]
+    if origin is Literal:
+        return tp
+    if isinstance(tp, type) and issubclass(tp, BaseModel):
+        return struct_for(tp)
+    if isinstance(tp, type) and issubclass(tp, Enum):
+        return tp
+    if tp in (str, int, float, bool) or tp is Any or tp is type(None):
+        return tp
+    raise TypeError(f"no msgspec translation for {tp!r}")
+
+
+def struct_for(model: type[BaseModel]) -> type[msgspec.Struct]:
+    """The msgspec ``Struct`` mirroring ``model`` (built once)."""
+    if model in _cache:
+        return _cache[model]
+    fields: list[tuple[str, Any, Any]] = []
+    for name, info in model.model_fields.items():
+        tp = _convert(info.annotation)
+        kw = _meta_kwargs(info.metadata)
+        if kw:
+            tp = Annotated[tp, msgspec.Meta(**kw)]
+        if info.is_required():
+            fields.append((name, tp, msgspec.NODEFAULT))
+        else:
+            if info.default is not None:
+                raise TypeError(f"{model.__name__}.{name}: packet fields default to None only")
+            fields.append((name, tp, None))
+    st = msgspec.defstruct(
+        model.__name__,
+        fields,
+        kw_only=True,
+        forbid_unknown_fields=True,
+        omit_defaults=True,
+        module=__name__,
+    )
+    _cache[model] = st
+    return st
+
+
+PacketStruct = struct_for(EvidencePacket)

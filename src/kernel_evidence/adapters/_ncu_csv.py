@@ -1,0 +1,560 @@
+"""Not public: Nsight Compute text exports -> :class:`~._ncu_common.Report`.
+
+Handles what ncu writes to a terminal or ``--log-file``: ``--csv`` details page (long, one
+row per metric), ``--csv --page raw`` (wide, units row, one row per launch), the default
+text page, and ``--print-summary`` tables, with ``==PROF==``/``==WARNING==`` lines and the
+program's own output around them. Columns are found by name; rows are split by the
+``csv`` module (details) or ``pyarrow.csv`` (raw page body, with the ``csv`` module as the
+fallback for ragged rows), never by hand.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from ..errors import InputError
+from ._ncu_common import Launch, RawCache, Report, parse_dims, parse_value
+
+__all__ = ["read_text"]
+
+#: identification columns of both CSV pages; every other column is a metric (or NVTX)
+ID_COLUMNS = frozenset(
+    {
+        "ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Kernel Time",
+        "Context", "Stream", "Block Size", "Grid Size", "Device", "CC",
+    }
+)  # fmt: skip
+DETAILS_COLUMNS = frozenset(
+    {
+        "Section Name", "Metric Name", "Metric Unit", "Metric Value", "Rule Name", "Rule Type",
+        "Rule Description", "Estimated Speedup Type", "Estimated Speedup",
+    }
+)  # fmt: skip
+#: id columns kept in ``raw`` as text (the others become KernelRecord fields)
+_KEEP_AS_RAW = ("Host Name", "Kernel Time", "Context", "CC")
+
+_HEADER = re.compile(r'^\ufeff?"?ID"?,"?Process ID"?,', re.M)
+_HEADER_B = re.compile(rb'^(?:\xef\xbb\xbf)?"?ID"?,"?Process ID"?,', re.M)
+_PROFILER_LINE = re.compile(r"^==(PROF|WARNING|ERROR|WARN)==")
+
+
+def _err(path: str, line: int | None, msg: str) -> InputError:
+    return InputError(path, f"line {line}" if line else None, msg)
+
+
+def _last_profiler_error(lines: Sequence[str]) -> tuple[int, str] | None:
+    last: tuple[int, str] | None = None
+    for i, line in enumerate(lines, 1):
+        if line.startswith(("==ERROR==", "==WARNING==")) and (
+            last is None or line.startswith("==ERROR==") or not last[1].startswith("==ERROR==")
+        ):
+            last = (i, line.strip())
+    return last
+
+
+def read_text(path: str, data: bytes, cache: RawCache) -> list[Report]:
+    """Every report found in one ncu text output; raises InputError when there is none."""
+    if _HEADER_B.search(data) is not None:
+        # raw page first: it is the only big one, read from bytes without splitting lines
+        return list(_read_csv(path, data, cache))
+    text = data.decode("utf-8", errors="replace")
+    lines = text.splitlines()
+    reports = _read_text_page(path, lines, cache)
+    if reports:
+        return reports
+    last = _last_profiler_error(lines)
+    expected = (
+        'no Nsight Compute table found (expected a CSV header starting "ID","Process ID", '
+        "a text page or a summary)"
+    )
+    if last is not None:
+        raise _err(path, last[0], f"{expected}; last profiler error: {last[1]}")
+    if any(_PROFILER_LINE.match(line) for line in lines):
+        raise _err(path, None, f"{expected}; the file holds only profiler status lines")
+    raise _err(path, 1 if lines else None, f"{expected}; this does not look like ncu output")
+
+
+# --------------------------------------------------------------------------------- CSV pages
+
+
+def _split_header(line: str) -> list[str]:
+    return next(csv.reader([line]))
+
+
+def _unique(names: Sequence[str]) -> list[str]:
+    seen: dict[str, int] = {}
+    out = []
+    for n in names:
+        if n in seen:
+            seen[n] += 1
+            out.append(f"{n}#{seen[n]}")
+        else:
+            seen[n] = 0
+            out.append(n)
+    return out
+
+
+def _read_csv(path: str, data: bytes, cache: RawCache) -> Iterator[Report]:
+    starts = [m.start() for m in _HEADER_B.finditer(data)]
+    for k, start in enumerate(starts):
+        end = starts[k + 1] if k + 1 < len(starts) else len(data)
+        line_no = data.count(b"\n", 0, start) + 1
+        nl = data.find(b"\n", start, end)
+        header_end = end if nl < 0 else nl
+        header_line = data[start:header_end].decode("utf-8", errors="replace").rstrip("\r")
+        header_line = header_line.lstrip("\ufeff")
+        quoted = header_line.startswith('"')
+        header = _split_header(header_line)
+        body = data[header_end + 1 : end] if nl >= 0 else b""
+        if "Metric Name" in header or "Metric Value" in header:
+            yield _read_details(path, line_no, header, body, cache, quoted)
+        else:
+            yield _read_raw(path, line_no, header, body, cache, quoted)
+
+
+def _body_lines(body: bytes, first_line: int, quoted: bool) -> Iterator[tuple[int, str]]:
+    """(line number, text) of table rows: profiler lines, blank lines and, when the header is
+    quoted, lines that do not start with a quote (program output) are skipped."""
+    for i, raw in enumerate(body.decode("utf-8", errors="replace").splitlines()):
+        if not raw.strip() or raw.startswith("=="):
+            continue
+        if quoted and not raw.startswith('"'):
+            continue
+        yield first_line + i, raw
+
+
+def _index(header: Sequence[str]) -> dict[str, int]:
+    idx: dict[str, int] = {}
+    for i, name in enumerate(header):
+        idx.setdefault(name, i)
+    return idx
+
+
+def _cell(row: Sequence[str], i: int | None) -> str:
+    if i is None or i >= len(row):
+        return ""
+    return row[i]
+
+
+def _new_launch(row: Sequence[str], idx: dict[str, int], cache: RawCache) -> Launch:
+    g = idx.get
+    launch = Launch(
+        id=_cell(row, g("ID")).strip(),
+        name=_cell(row, g("Kernel Name")),
+        pid=_cell(row, g("Process ID")).strip() or None,
+        process_name=_cell(row, g("Process Name")).strip() or None,
+        stream=_cell(row, g("Stream")).strip() or None,
+        grid=parse_dims(_cell(row, g("Grid Size"))),
+        block=parse_dims(_cell(row, g("Block Size"))),
+        cc=_cell(row, g("CC")).strip() or None,
+    )
+    dev = _cell(row, g("Device")).strip()
+    if dev.isdigit():
+        launch.device = int(dev)
+    for col in _KEEP_AS_RAW:
+        v = _cell(row, g(col)).strip()
+        if v:
+            launch.raw[col] = cache.get(v, None)
+    return launch
+
+
+def _nvtx_columns(header: Sequence[str]) -> list[tuple[str, int]]:
+    """Columns ncu inserts for ``--nvtx`` (names hold ``:``, metric names never do)."""
+    return [
+        (n, i)
+        for i, n in enumerate(header)
+        if n not in ID_COLUMNS and n not in DETAILS_COLUMNS and ":" in n
+    ]
+
+
+def _read_details(
+    path: str, line_no: int, header: list[str], body: bytes, cache: RawCache, quoted: bool
+) -> Report:
+    idx = _index(header)
+    for need in ("ID", "Kernel Name", "Metric Name", "Metric Value"):
+        if need not in idx:
+            raise _err(path, line_no, f"details-page CSV header has no `{need}` column; got {header[:16]}")
+    nvtx = _nvtx_columns(header)
+    i_id, i_pid = idx["ID"], idx.get("Process ID")
+    i_sec, i_name, i_unit, i_val = idx.get("Section Name"), idx["Metric Name"], idx.get("Metric Unit"), idx["Metric Value"]
+    i_rule, i_rtype, i_rdesc = idx.get("Rule Name"), idx.get("Rule Type"), idx.get("Rule Description")
+    i_stype, i_sval = idx.get("Estimated Speedup Type"), idx.get("Estimated Speedup")
+    width = len(header)
+    launches: dict[tuple[str | None, str], Launch] = {}
+    warnings: list[str] = []
+    decimal_commas: list[str] = []
+    skipped = 0
+    for _lno, text in _body_lines(body, line_no + 1, quoted=quoted):
+        row = next(csv.reader([text]))
+        if len(row) < width:
+            row.extend([""] * (width - len(row)))  # ragged rows (trailing comma) are padded
+        launch_id = row[i_id].strip()
+        if not launch_id or launch_id == "ID":
+            skipped += 1
+            continue
+        key = (row[i_pid].strip() if i_pid is not None else None, launch_id)
+        launch = launches.get(key)
+        if launch is None:
+            launch = launches[key] = _new_launch(row, idx, cache)
+            for col, i in nvtx:
+                v = row[i].strip()
+                if v:
+                    launch.raw[col] = cache.get(v, None)
+        name = row[i_name].strip()
+        section = row[i_sec].strip() if i_sec is not None else ""
+        if name:
+            unit = row[i_unit].strip() if i_unit is not None else ""
+            value = parse_value(row[i_val], decimal_commas)
+            key_name = name if name not in launch.raw else f"{section}/{name}"
+            launch.raw[key_name] = cache.get(value, unit)
+        elif i_rule is not None and row[i_rule].strip():
+            rule = row[i_rule].strip()
+            rtype = row[i_rtype].strip() if i_rtype is not None else ""
+            desc = row[i_rdesc].strip() if i_rdesc is not None else ""
+            launch.raw[f"rule:{section}/{rule}"] = cache.get(desc, rtype or None)
+            speedup = parse_value(row[i_sval]) if i_sval is not None else None
+            if speedup is not None:
+                stype = row[i_stype].strip() if i_stype is not None else ""
+                unit = f"% ({stype})" if stype else "%"
+                launch.raw[f"rule:{section}/{rule}:estimated_speedup"] = cache.get(speedup, unit)
+        else:
+            skipped += 1
+    if decimal_commas:
+        warnings.append(
+            f"{len(decimal_commas)} value(s) written with a decimal comma (e.g. `{decimal_commas[0]}`) were read as decimals"
+        )
+    if skipped:
+        warnings.append(f"{skipped} row(s) without a launch ID or metric were skipped")
+    if not launches:
+        raise _err(path, line_no, "the details-page CSV has a header but no metric rows")
+    return Report(page="details", launches=list(launches.values()), location=f"line {line_no}", warnings=warnings)
+
+
+def _read_raw(
+    path: str, line_no: int, header: list[str], body: bytes, cache: RawCache, quoted: bool
+) -> Report:
+    idx = _index(header)
+    for need in ("ID", "Kernel Name"):
+        if need not in idx:
+            raise _err(path, line_no, f"raw-page CSV header has no `{need}` column; got {header[:12]}")
+    names = _unique(header)
+    warnings: list[str] = []
+    # the units row: the first row after the header whose ID cell is empty
+    nl = body.find(b"\n")
+    first = body[: nl if nl >= 0 else len(body)].decode("utf-8", errors="replace").rstrip("\r")
+    units: list[str]
+    if first.startswith("==") or not first.strip():
+        # profiler lines right after the header: take the slow path, it filters them
+        units, rows_body, body_line = [], body, line_no + 1
+    else:
+        cells = next(csv.reader([first]))
+        if cells and cells[idx["ID"]].strip() == "":
+            units = cells
+            rows_body, body_line = (body[nl + 1 :] if nl >= 0 else b""), line_no + 2
+        else:
+            units, rows_body, body_line = [], body, line_no + 1
+            warnings.append("raw-page CSV has no units row after the header; units unknown")
+    columns = _columns_fast(rows_body, names, quoted)
+    if columns is None:
+        columns, units = _columns_slow(rows_body, body_line, names, units, warnings, quoted)
+    if len(units) < len(names):
+        units = list(units) + [""] * (len(names) - len(units))
+    return _launches_from_columns(path, line_no, header, names, units, columns, cache, warnings)
+
+
+def _columns_fast(body: bytes, names: list[str], quoted: bool) -> dict[str, list[Any]] | None:
+    """Column -> values with pyarrow.csv; None when the body needs the tolerant path."""
+    if not body.strip():
+        return {n: [] for n in names}
+    noise = rb'(?:^|\n)(?:[^"\r\n]|\r?\n)' if quoted else rb"(?:^|\n)(?:==|\r?\n)"
+    if re.search(noise, body.rstrip(b"\r\n")):
+        return None  # noise lines (program output, ==PROF==) inside the body
+    try:
+        import pyarrow as pa
+        import pyarrow.csv as pacsv
+    except ImportError:  # pragma: no cover - pyarrow is a dependency
+        return None
+    try:
+        table = pacsv.read_csv(
+            io.BytesIO(body),
+            read_options=pacsv.ReadOptions(column_names=names, block_size=1 << 24),
+            parse_options=pacsv.ParseOptions(newlines_in_values=False),
+            convert_options=pacsv.ConvertOptions(
+                column_types={n: pa.string() for n in names},
+                strings_can_be_null=True,
+                null_values=["", "n/a", "N/A"],
+                quoted_strings_can_be_null=True,
+            ),
+        )
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        return None  # ragged rows and the like
+    out: dict[str, list[Any]] = {}
+    for name in names:
+        col = table.column(name)
+        if name in ID_COLUMNS or ":" in name:
+            out[name] = col.to_pylist()
+        else:
+            out[name] = _numeric(col)
+    return out
+
+
+_THOUSANDS_OR_PLAIN = r"^[+-]?(\d{1,3}(,\d{3})+|\d*)(\.\d*)?([eE][+-]?\d+)?$"
+
+
+def _numeric(col: Any) -> list[Any]:
+    """A string column -> floats where every cell is a finite number, else cell by cell."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if col.null_count == len(col):
+        return [None] * len(col)
+    try:
+        f = pc.cast(col, pa.float64())
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        f = None
+        try:
+            if pc.all(pc.match_substring_regex(col, _THOUSANDS_OR_PLAIN)).as_py():
+                f = pc.cast(pc.replace_substring(col, ",", ""), pa.float64())
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            f = None
+    if f is not None and not pc.any(pc.invert(pc.is_finite(f))).as_py():
+        values: list[Any] = f.to_pylist()
+        return values
+    return [None if s is None else parse_value(s) for s in col.to_pylist()]
+
+
+def _columns_slow(
+    body: bytes, first_line: int, names: list[str], units: list[str], warnings: list[str], quoted: bool
+) -> tuple[dict[str, list[Any]], list[str]]:
+    """The tolerant path: csv module, noise lines skipped, short rows padded."""
+    width = len(names)
+    cols: list[list[Any]] = [[] for _ in names]
+    padded = 0
+    long_rows = 0
+    decimal_commas: list[str] = []
+    for _lno, text in _body_lines(body, first_line, quoted=quoted):
+        row = next(csv.reader([text]))
+        if not units and row and row[0].strip() == "":
+            units = row  # units row after profiler lines
+            continue
+        if len(row) < width:
+            padded += 1
+            row.extend([""] * (width - len(row)))
+        elif len(row) > width:
+            if any(c.strip() for c in row[width:]):
+                long_rows += 1
+            del row[width:]
+        for j, cell in enumerate(row):
+            name = names[j]
+            if name in ID_COLUMNS or ":" in name:
+                cols[j].append(cell if cell != "" else None)
+            else:
+                cols[j].append(parse_value(cell, decimal_commas))
+    if padded:
+        warnings.append(f"{padded} short row(s) were padded with empty cells")
+    if long_rows:
+        warnings.append(f"{long_rows} row(s) had more cells than the header; the extra cells were dropped")
+    if decimal_commas:
+        warnings.append(
+            f"{len(decimal_commas)} value(s) written with a decimal comma (e.g. `{decimal_commas[0]}`) were read as decimals"
+        )
+    return dict(zip(names, cols)), units
+
+
+def _launches_from_columns(
+    path: str,
+    line_no: int,
+    header: list[str],
+    names: list[str],
+    units: list[str],
+    columns: dict[str, list[Any]],
+    cache: RawCache,
+    warnings: list[str],
+) -> Report:
+    n_rows = len(columns[names[0]]) if names else 0
+    idx = _index(header)
+    metric_names: list[str] = []
+    metric_objs: list[list[Any]] = []
+    for j, name in enumerate(names):
+        if name in ID_COLUMNS and name not in _KEEP_AS_RAW:
+            continue
+        unit = units[j].strip() or None
+        values = columns[name]
+        if name in ID_COLUMNS or ":" in name:  # kept text
+            unit = None
+        lut = {v: cache.get(v, unit) for v in dict.fromkeys(values)}
+        metric_names.append(header[j] if names[j] == header[j] else names[j])
+        metric_objs.append([lut[v] for v in values])
+
+    def col(name: str) -> list[Any]:
+        i = idx.get(name)
+        return columns[names[i]] if i is not None else [None] * n_rows
+
+    ids, pids, pnames, kernels = col("ID"), col("Process ID"), col("Process Name"), col("Kernel Name")
+    streams, grids, blocks, devs, ccs = col("Stream"), col("Grid Size"), col("Block Size"), col("Device"), col("CC")
+    launches: list[Launch] = []
+    skipped = 0
+    for i, objs in enumerate(zip(*metric_objs)) if metric_objs else enumerate([() for _ in range(n_rows)]):
+        launch_id = ids[i]
+        if launch_id is None:
+            skipped += 1
+            continue
+        raw = dict(zip(metric_names, objs))
+        # n/a and empty cells stay in raw as value None only when ncu gave a unit for them
+        dev = devs[i]
+        launches.append(
+            Launch(
+                id=str(launch_id).strip(),
+                name=kernels[i] or "",
+                pid=pids[i],
+                process_name=pnames[i],
+                stream=streams[i],
+                device=int(dev) if isinstance(dev, str) and dev.strip().isdigit() else None,
+                grid=parse_dims(grids[i]),
+                block=parse_dims(blocks[i]),
+                cc=ccs[i],
+                raw=raw,
+            )
+        )
+    if skipped:
+        warnings.append(f"{skipped} row(s) without a launch ID were skipped")
+    if not launches:
+        raise _err(path, line_no, "the raw-page CSV has a header but no launch rows")
+    return Report(page="raw", launches=launches, location=f"line {line_no}", warnings=warnings)
+
+
+# --------------------------------------------------------------------------- text page / summary
+
+_PROCESS = re.compile(r"^\[(?P<pid>\d+)\]\s+(?P<name>.*?)(?:@(?P<host>\S+))?\s*$")
+_KERNEL = re.compile(
+    r"^  (?P<name>\S.*?)"
+    r"(?: \((?P<grid>\d+, \d+, \d+)\)x\((?P<block>\d+, \d+, \d+)\))?"
+    r"(?:, (?P<time>\d{4}-[A-Za-z]{3}-\d{1,2} \d{2}:\d{2}:\d{2}))?"
+    r", Context (?P<ctx>\d+), Stream (?P<stream>\d+)"
+    r"(?:, Device (?P<dev>\d+), CC (?P<cc>\d+\.\d+))?\s*$"
+)
+_SUMMARY_KERNEL = re.compile(
+    r"^\s{4}(?P<name>\S.*?), Block Size (?P<block>[\d,]+), Grid Size (?P<grid>[\d,]+), (?P<n>\d+) invocations?\s*$"
+)
+_DEVICE = re.compile(r"^\s+Device (?P<dev>\d+)\s*$")
+_SECTION = re.compile(r"^\s+Section: (?P<name>.+?)\s*$")
+_RULER = re.compile(r"^\s*-+(?: +-+)+\s*$")
+
+
+def _ruler_spans(line: str) -> list[tuple[int, int]]:
+    return [(m.start(), m.end()) for m in re.finditer(r"-+", line)]
+
+
+def _split_row(line: str, spans: list[tuple[int, int]]) -> list[str]:
+    """Cells of a fixed-width row; falls back to runs of 2+ spaces when a cell overflows."""
+    cuts = [e for _s, e in spans[:-1]]
+    if all(c >= len(line) or line[c - 1 : c + 1].strip() == "" or line[c : c + 1] == " " for c in cuts):
+        cells, prev = [], 0
+        for c in cuts:
+            cells.append(line[prev:c].strip())
+            prev = c
+        cells.append(line[prev:].strip())
+        return cells
+    parts = re.split(r"\s{2,}", line.strip())
+    if len(parts) == len(spans) - 1:  # empty unit
+        parts.insert(1, "")
+    return parts
+
+
+def _read_text_page(path: str, lines: list[str], cache: RawCache) -> list[Report]:
+    launches: list[Launch] = []
+    summary_mode = False
+    pid: str | None = None
+    pname: str | None = None
+    device: int | None = None
+    current: Launch | None = None
+    section = ""
+    spans: list[tuple[int, int]] | None = None
+    in_table = False
+    header_cells: list[str] = []
+    counters: dict[str | None, int] = {}
+    first_line: int | None = None
+    warnings: list[str] = []
+    for lno, line in enumerate(lines, 1):
+        if line.startswith("=="):
+            continue
+        m = _PROCESS.match(line)
+        if m and not line.startswith(" "):
+            pid, pname = m["pid"], m["name"]
+            current, in_table = None, False
+            continue
+        if pid is None:
+            continue
+        m = _KERNEL.match(line)
+        if m:
+            n = counters.get(pid, 0)
+            counters[pid] = n + 1
+            current = Launch(
+                id=str(n), name=m["name"], pid=pid, process_name=pname, stream=m["stream"],
+                grid=parse_dims(f"({m['grid']})") if m["grid"] else None,
+                block=parse_dims(f"({m['block']})") if m["block"] else None,
+                cc=m["cc"], device=int(m["dev"]) if m["dev"] else None,
+            )  # fmt: skip
+            current.raw["Context"] = cache.get(m["ctx"], None)
+            if m["time"]:
+                current.raw["Kernel Time"] = cache.get(m["time"], None)
+            if m["cc"]:
+                current.raw["CC"] = cache.get(m["cc"], None)
+            launches.append(current)
+            first_line = first_line or lno
+            in_table = False
+            continue
+        m = _DEVICE.match(line)
+        if m:
+            device = int(m["dev"])
+            continue
+        m = _SUMMARY_KERNEL.match(line)
+        if m:
+            summary_mode = True
+            n = counters.get(pid, 0)
+            counters[pid] = n + 1
+            current = Launch(id=str(n), name=m["name"], pid=pid, process_name=pname, device=device)
+            current.raw["Block Size"] = cache.get(float(m["block"].replace(",", "")), None)
+            current.raw["Grid Size"] = cache.get(float(m["grid"].replace(",", "")), None)
+            current.raw["invocations"] = cache.get(float(m["n"]), None)
+            launches.append(current)
+            first_line = first_line or lno
+            in_table = False
+            continue
+        if current is None:
+            continue
+        m = _SECTION.match(line)
+        if m:
+            section, in_table, spans = m["name"], False, None
+            continue
+        if _RULER.match(line):
+            if in_table:
+                in_table = False
+            else:
+                spans, in_table = _ruler_spans(line), True
+                prev = lines[lno - 2] if lno >= 2 else ""
+                header_cells = _split_row(prev, spans) if "Metric Name" in prev else []
+            continue
+        if in_table and spans and line.strip():
+            cells = _split_row(line, spans)
+            if len(cells) < 3:
+                continue
+            name, unit = cells[0], cells[1]
+            key = name if name not in current.raw else f"{section}/{name}"
+            if len(cells) >= 5 and header_cells[2:5] == ["Minimum", "Maximum", "Average"]:
+                current.raw[key] = cache.get(parse_value(cells[4]), unit)
+                current.raw[f"{key}.minimum"] = cache.get(parse_value(cells[2]), unit)
+                current.raw[f"{key}.maximum"] = cache.get(parse_value(cells[3]), unit)
+            else:
+                current.raw[key] = cache.get(parse_value(cells[-1]), unit)
+    if not launches:
+        return []
+    if all(len(la.raw) <= 3 for la in launches):
+        warnings.append("the text page lists kernels but no metric tables")
+    if summary_mode:
+        warnings.append("a --print-summary page: one record per kernel name, metric values are averages over its invocations")
+    return [Report(page="summary" if summary_mode else "text", launches=launches, location=f"line {first_line}", warnings=warnings)]

@@ -1,0 +1,150 @@
+"""Not public: binary ``.ncu-rep`` reports -> :class:`~._ncu_common.Report`, via NVIDIA's
+``ncu_report`` module (PyPI ``ncu-report``, the ``ncu`` extra; proprietary licence).
+
+API used (Nsight Compute "Python Report Interface"): ``load_report(path) -> IContext``;
+``IContext.num_ranges()/range_by_idx(i) -> IRange``; ``IRange.num_actions()/action_by_idx(i)
+-> IAction``; ``IAction.name(base)``, ``metric_names()``, ``metric_by_name(n) -> IMetric``;
+``IMetric.value()/unit()/kind()/has_value()/num_instances()/correlation_ids()/as_double(i)``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import InputError, MissingExtra
+from ._ncu_common import Launch, RawCache, Report
+
+__all__ = ["REP_MAGIC", "read_rep", "TENSOR_OPCODES"]
+
+#: an .ncu-rep file starts with these bytes (observed in reports from 2021 to 2025)
+REP_MAGIC = b"NVR\x00"
+
+#: SASS opcodes executed by the tensor cores (Volta..Blackwell): warp-level MMA, Hopper
+#: warpgroup MMA (``*GMMA``) and Blackwell tcgen05 MMA (``UTC*MMA``)
+TENSOR_OPCODES = frozenset(
+    {
+        "HMMA", "IMMA", "DMMA", "BMMA", "QMMA", "OMMA",
+        "HGMMA", "IGMMA", "QGMMA", "BGMMA",
+        "UTCHMMA", "UTCIMMA", "UTCQMMA", "UTCOMMA", "UTCBMMA", "UTCMMA",
+    }
+)  # fmt: skip
+
+_OPCODE_MIX = "sass__inst_executed_per_opcode"
+
+
+def _module() -> Any:
+    try:
+        import ncu_report
+    except ImportError as exc:
+        raise MissingExtra("ncu-report", "ncu", "reading .ncu-rep reports") from exc
+    return ncu_report
+
+
+def _value(metric: Any) -> float | str | None:
+    try:
+        if hasattr(metric, "has_value") and not metric.has_value():
+            return None
+        v = metric.value()
+    except Exception:  # noqa: BLE001 - a metric the module cannot decode stays unknown
+        return None
+    if isinstance(v, bool):
+        return float(v)
+    if isinstance(v, (int, float)):
+        f = float(v)
+        return f if f == f and f not in (float("inf"), float("-inf")) else str(v)
+    if v is None:
+        return None
+    return str(v)
+
+
+def _instances(metric: Any) -> list[tuple[str, float]]:
+    """(correlation id, value) of an instanced metric such as the per-opcode SASS mix."""
+    out: list[tuple[str, float]] = []
+    try:
+        n = metric.num_instances()
+        if not n or not metric.has_correlation_ids():
+            return out
+        ids = metric.correlation_ids()
+        for i in range(n):
+            key = ids.as_string(i) if ids.kind() == metric.ValueKind_STRING else str(ids.as_uint64(i))
+            out.append((key, float(metric.as_double(i))))
+    except Exception:  # noqa: BLE001
+        return []
+    return out
+
+
+def read_rep(path: str, cache: RawCache) -> Report:
+    """Every action (kernel launch) of every range of one report."""
+    mod = _module()
+    try:
+        ctx = mod.load_report(path)
+    except Exception as exc:  # noqa: BLE001 - the module raises plain exceptions
+        raise InputError(path, None, f"ncu_report could not load this report ({exc})") from None
+    if ctx is None:
+        raise InputError(path, None, "ncu_report could not load this report")
+    launches: list[Launch] = []
+    warnings: list[str] = []
+    tensor = 0.0
+    total = 0.0
+    with_mix = 0
+    for r in range(ctx.num_ranges()):
+        rng = ctx.range_by_idx(r)
+        for a in range(rng.num_actions()):
+            action = rng.action_by_idx(a)
+            raw: dict[str, Any] = {}
+            for name in action.metric_names():
+                metric = action.metric_by_name(name)
+                if metric is None:
+                    continue
+                unit = metric.unit() or None
+                raw[name] = cache.get(_value(metric), unit)
+                if name == _OPCODE_MIX:
+                    mix = _instances(metric)
+                    if mix:
+                        with_mix += 1
+                    for opcode, count in mix:
+                        raw[f"{_OPCODE_MIX}[{opcode}]"] = cache.get(count, "inst")
+                        total += count
+                        if opcode.split(".")[0] in TENSOR_OPCODES:
+                            tensor += count
+
+            def num(key: str) -> float | None:
+                m = raw.get(key)
+                return m.value if m is not None and isinstance(m.value, float) else None
+
+            dims = [num(f"launch__grid_dim_{c}") for c in "xyz"]
+            bdims = [num(f"launch__block_dim_{c}") for c in "xyz"]
+            major, minor = num("device__attribute_compute_capability_major"), num("device__attribute_compute_capability_minor")
+            dev = num("launch__device_id")
+            stream = num("launch__stream_id")
+            try:
+                mangled = action.name(action.NameBase_MANGLED)
+                demangled = action.name(action.NameBase_DEMANGLED)
+            except Exception:  # noqa: BLE001
+                mangled, demangled = None, action.name()
+            launches.append(
+                Launch(
+                    id=str(len(launches)),
+                    name=demangled or action.name() or "<unnamed>",
+                    raw_name=mangled if mangled and mangled != demangled else None,
+                    stream=str(int(stream)) if stream is not None else None,
+                    device=int(dev) if dev is not None else None,
+                    grid=[int(d) for d in dims] if None not in dims else None,  # type: ignore[arg-type]
+                    block=[int(d) for d in bdims] if None not in bdims else None,  # type: ignore[arg-type]
+                    cc=f"{int(major)}.{int(minor)}" if major is not None and minor is not None else None,
+                    raw=raw,
+                )
+            )
+    if not launches:
+        raise InputError(path, None, "the report holds no kernel launches (no ranges with actions)")
+    summary: dict[str, float] = {}
+    if with_mix:
+        summary = {"sass_inst_executed": total, "tensor_core_inst_executed": tensor}
+    else:
+        warnings.append("the report holds no SASS instruction mix (section InstructionStats not collected)")
+    reader = None
+    try:
+        reader = f"ncu_report {ctx.get_version()}"
+    except Exception:  # noqa: BLE001
+        pass
+    return Report(page="ncu-rep", launches=launches, warnings=warnings, summary=summary, reader=reader)

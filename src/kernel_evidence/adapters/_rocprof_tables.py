@@ -1,0 +1,408 @@
+"""Dispatch tables from rocprof-compute / Omniperf / rocprof CSV files, read with pyarrow.
+
+Every layout (rocprof v1 raw names, Omniperf 2.x renamed columns, rocprofv2, rocprofv3 CSV,
+the rocpd long format, rocprofv3 ``kernel_trace.csv`` / ``counter_collection.csv``,
+rocprof v1 ``results.csv``) becomes one :class:`Dispatches`: one row per dispatch, the
+source columns kept under their source names (for ``KernelRecord.raw``) and a few
+launch columns resolved by name to the Omniperf 2.x spelling (``Grid_Size``,
+``Arch_VGPR``...) so the mapping table can use one vocabulary. Columns are found by name,
+case-insensitively, and every one is optional.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pacsv
+
+from ..errors import InputError, LimitExceeded
+
+__all__ = ["Dispatches", "merge_level_pass", "normalise_kernel_name", "read_dispatches", "read_table"]
+
+#: largest CSV we agree to parse
+MAX_CSV_BYTES = 8 << 30
+
+#: lower-cased source column -> Omniperf 2.x name used by the mapping table
+ALIASES: dict[str, str] = {
+    "dispatch_id": "Dispatch_ID",
+    "index": "Dispatch_ID",
+    "kernel_name": "Kernel_Name",
+    "kernelname": "Kernel_Name",
+    "gpu_id": "GPU_ID",
+    "gpu-id": "GPU_ID",
+    "agent_id": "GPU_ID",
+    "queue_id": "Queue_ID",
+    "queue-id": "Queue_ID",
+    "pid": "PID",
+    "process_id": "PID",
+    "tid": "TID",
+    "thread_id": "TID",
+    "correlation_id": "Correlation_ID",
+    "kernel_id": "Kernel_ID",
+    "grid_size": "Grid_Size",
+    "grd": "Grid_Size",
+    "workgroup_size": "Workgroup_Size",
+    "wgr": "Workgroup_Size",
+    "grid_size_x": "Grid_Size_X",
+    "grid_size_y": "Grid_Size_Y",
+    "grid_size_z": "Grid_Size_Z",
+    "workgroup_size_x": "Workgroup_Size_X",
+    "workgroup_size_y": "Workgroup_Size_Y",
+    "workgroup_size_z": "Workgroup_Size_Z",
+    "lds_per_workgroup": "LDS_Per_Workgroup",
+    "lds": "LDS_Per_Workgroup",
+    "lds_block_size": "LDS_Per_Workgroup",
+    "group_segment_size": "LDS_Per_Workgroup",
+    "scratch_per_workitem": "Scratch_Per_Workitem",
+    "scr": "Scratch_Per_Workitem",
+    "scratch_size": "Scratch_Per_Workitem",
+    "private_segment_size": "Scratch_Per_Workitem",
+    "arch_vgpr": "Arch_VGPR",
+    "vgpr": "Arch_VGPR",
+    "vgpr_count": "Arch_VGPR",
+    "accum_vgpr": "Accum_VGPR",
+    "accum_vgpr_count": "Accum_VGPR",
+    "sgpr": "SGPR",
+    "sgpr_count": "SGPR",
+    "wave_size": "Wave_Size",
+    "start_timestamp": "Start_Timestamp",
+    "beginns": "Start_Timestamp",
+    "end_timestamp": "End_Timestamp",
+    "endns": "End_Timestamp",
+    "durationns": "DurationNs",
+    "counter_name": "Counter_Name",
+    "counter_value": "Counter_Value",
+}
+_TIME_COLUMNS = ("Start_Timestamp", "End_Timestamp", "BeginNs", "EndNs", "DispatchNs", "CompleteNs",
+                 "start_timestamp", "end_timestamp")  # fmt: skip
+_STRING_COLUMNS = ("Kernel_Name", "KernelName", "kernel_name", "Counter_Name", "Agent_Id", "Kind",
+                   "sig", "obj")  # fmt: skip
+#: columns repeated by Omniperf's join of counter passes (``wave_size_3``, ``Correlation_ID_5``)
+_JOIN_LEFTOVER = re.compile(
+    r"^(wave_size|obj|sig|correlation_id|kernel_id|xcc_index|queue_id|queue-id|queue-index|pid|tid"
+    r"|gpu_id|gpu-id|dispatch_id|kernel_name|grid_size|workgroup_size|lds_per_workgroup"
+    r"|scratch_per_workitem|arch_vgpr|accum_vgpr|sgpr)_\d+$",
+    re.IGNORECASE,
+)
+_KD_SUFFIX = re.compile(r"\s*(?:\[clone \.kd\]|\(\.kd\)|\.kd)\s*$")
+_INT_EXACT = 2**53
+
+
+def normalise_kernel_name(raw: str) -> str:
+    """Kernel name without the profiler's code-object suffix (`` [clone .kd]``, `` (.kd)``, ``.kd``).
+
+    >>> normalise_kernel_name("vecCopy(double*, int) [clone .kd]")
+    'vecCopy(double*, int)'
+    >>> normalise_kernel_name("__amd_rocclr_fillBufferAligned.kd")
+    '__amd_rocclr_fillBufferAligned'
+    """
+    name = raw.replace("\r", "").replace("\n", "").strip()
+    return _KD_SUFFIX.sub("", name).strip() or name
+
+
+def read_table(path: Path) -> pa.Table:
+    """Parse a CSV file with pyarrow; times and names stay text (times can exceed 2**53)."""
+    try:
+        size = path.stat().st_size
+    except OSError as exc:
+        raise InputError(str(path), None, f"cannot read: {exc.strerror or exc}") from None
+    if size > MAX_CSV_BYTES:
+        raise LimitExceeded(str(path), None, f"expected at most {MAX_CSV_BYTES} bytes, got {size}")
+    types = {c: pa.string() for c in (*_TIME_COLUMNS, *_STRING_COLUMNS)}
+    try:
+        return pacsv.read_csv(
+            str(path),
+            read_options=pacsv.ReadOptions(block_size=8 << 20),
+            parse_options=pacsv.ParseOptions(newlines_in_values=True),
+            convert_options=pacsv.ConvertOptions(
+                column_types=types,
+                null_values=["", "N/A", "n/a", "NA", "nan", "NaN", "None", "null"],
+                strings_can_be_null=True,
+            ),
+        )
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        m = re.search(r"[Rr]ow #(\d+)", first)
+        raise InputError(str(path), f"line {m.group(1)}" if m else None, f"expected CSV: {first}") from None
+    except OSError as exc:
+        raise InputError(str(path), None, f"cannot read: {exc.strerror or exc}") from None
+
+
+@dataclass
+class Dispatches:
+    """One row per dispatch: source columns, resolved launch columns, timestamps and durations."""
+
+    source: str
+    layout: str  # "wide" | "long"
+    n: int
+    #: source column name -> array, in file order (join leftovers dropped); what raw keeps
+    raw: dict[str, pa.Array] = field(default_factory=dict)
+    #: Omniperf 2.x name -> source column name, for the launch columns found
+    resolved: dict[str, str] = field(default_factory=dict)
+    #: counter columns (and level-pass counters as ``PASS.COUNTER``) usable in formulas
+    counters: dict[str, pa.Array] = field(default_factory=dict)
+    start: list[int | None] = field(default_factory=list)
+    end: list[int | None] = field(default_factory=list)
+    duration: list[float | None] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    def column(self, name: str) -> pa.Array | None:
+        """A launch column by its Omniperf 2.x name, or a counter, or None."""
+        src = self.resolved.get(name)
+        if src is not None:
+            return self.raw[src]
+        return self.counters.get(name)
+
+    def values(self, name: str) -> list[object]:
+        col = self.column(name)
+        return col.to_pylist() if col is not None else [None] * self.n
+
+
+def _combine(col: pa.ChunkedArray | pa.Array) -> pa.Array:
+    return col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+
+
+def _resolve(names: Iterable[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for name in names:
+        canon = ALIASES.get(name.strip().lower())
+        if canon is not None and canon not in out:
+            out[canon] = name
+    return out
+
+
+def _parse_times(col: pa.Array | None, n: int) -> tuple[list[int | None], list[str]]:
+    """Timestamps as ints; values written in scientific notation are returned as None + examples."""
+    if col is None:
+        return [None] * n, []
+    if pa.types.is_integer(col.type):
+        return col.to_pylist(), []
+    try:
+        return pc.cast(col, pa.int64()).to_pylist(), []
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        pass
+    out: list[int | None] = []
+    rounded: list[str] = []
+    for v in col.to_pylist():
+        if v is None:
+            out.append(None)
+            continue
+        s = str(v).strip()
+        if s.isdigit():
+            out.append(int(s))
+            continue
+        try:
+            x = float(s)
+        except ValueError:
+            out.append(None)
+            rounded.append(s)
+            continue
+        if math.isfinite(x) and x.is_integer() and re.fullmatch(r"\d+\.0*", s):
+            out.append(int(x))
+        else:
+            out.append(None)
+            rounded.append(s)
+    return out, rounded
+
+
+def _durations(d: Dispatches, rounded: list[str], start_name: str, end_name: str) -> None:
+    out: list[float | None] = []
+    negative = 0
+    for s, e in zip(d.start, d.end):
+        if s is None or e is None:
+            out.append(None)
+        elif e < s:
+            negative += 1
+            out.append(None)
+        else:
+            out.append(float(e - s))
+    d.duration = out
+    if rounded:
+        d.warnings.append(
+            f"{d.source}: {start_name}/{end_name} stored in rounded or non-integer notation "
+            f"(e.g. `{rounded[0]}`); duration and per-second metrics not derived for "
+            f"{sum(1 for x in out if x is None)} of {d.n} dispatches"
+        )
+    if negative:
+        d.warnings.append(f"{d.source}: {end_name} before {start_name} in {negative} dispatches; duration not derived")
+
+
+#: per-dispatch fields that are neither launch columns nor counters
+_NOT_COUNTERS = frozenset({
+    "fbar", "dispatchns", "completens", "queue-index", "xcc_index", "stream_id", "kind", "sig",
+    "obj", "node_id", "guid", "domain", "direction", "scratch_per_workitem",
+})  # fmt: skip
+
+
+def _is_counter(name: str) -> bool:
+    low = name.strip().lower()
+    return name not in ALIASES.values() and low not in ALIASES and low not in _NOT_COUNTERS
+
+
+def read_dispatches(path: Path, *, label: str | None = None) -> Dispatches:
+    """Read a dispatch CSV in any of the wide or long layouts."""
+    table = read_table(path)
+    names = table.column_names
+    resolved = _resolve(names)
+    source = label or path.name
+    if "Counter_Name" in resolved and "Counter_Value" in resolved:
+        return _from_long(table, resolved, source)
+    return _from_wide(table, resolved, source)
+
+
+def _from_wide(table: pa.Table, resolved: dict[str, str], source: str) -> Dispatches:
+    d = Dispatches(source=source, layout="wide", n=table.num_rows)
+    seen: set[str] = set()
+    for i, name in enumerate(table.column_names):
+        if name in seen or _JOIN_LEFTOVER.match(name):
+            continue
+        seen.add(name)
+        col = _combine(table.column(i))
+        d.raw[name] = col
+        if _is_counter(name) and (pa.types.is_integer(col.type) or pa.types.is_floating(col.type)):
+            d.counters[name] = col
+    d.resolved = {k: v for k, v in resolved.items() if v in d.raw}
+    s_name = d.resolved.get("Start_Timestamp", "Start_Timestamp")
+    e_name = d.resolved.get("End_Timestamp", "End_Timestamp")
+    d.start, r1 = _parse_times(d.column("Start_Timestamp"), d.n)
+    d.end, r2 = _parse_times(d.column("End_Timestamp"), d.n)
+    _durations(d, r1 + r2, s_name, e_name)
+    if "DurationNs" in d.resolved:  # rocprof v1 results.csv --timestamp on
+        given = d.values("DurationNs")
+        d.duration = [
+            float(g) if isinstance(g, (int, float)) and math.isfinite(g) and g >= 0 else old
+            for g, old in zip(given, d.duration)
+        ]
+    return d
+
+
+def _from_long(table: pa.Table, resolved: dict[str, str], source: str) -> Dispatches:
+    """Pivot the long layout (one row per dispatch and counter) to one row per dispatch."""
+    disp_name = resolved.get("Dispatch_ID")
+    if disp_name is None:
+        raise InputError(source, None, "expected a Dispatch_ID (or Dispatch_Id) column in the long counter layout")
+    cname, cval = resolved["Counter_Name"], resolved["Counter_Value"]
+    s_name, e_name = resolved.get("Start_Timestamp"), resolved.get("End_Timestamp")
+    table = table.filter(pc.is_valid(table[disp_name]))
+    values = table[cval]
+    if not (pa.types.is_floating(values.type) or pa.types.is_integer(values.type)):
+        values = pa.chunked_array(
+            [pa.array([_to_float(v) for v in values.to_pylist()], pa.float64())], pa.float64()
+        )
+    values = pc.cast(values, pa.float64())
+    work = pa.table({"d": table[disp_name], "c": table[cname], "v": values})
+
+    meta_names = [n for n in table.column_names if n not in (cname, cval, s_name, e_name)]
+    meta_names = list(dict.fromkeys(meta_names))
+    others = [n for n in meta_names if n != disp_name]
+    grouped = (
+        table.select([disp_name, *others])
+        .group_by(disp_name, use_threads=False)
+        .aggregate([(n, "first") for n in others])
+    )
+    grouped = grouped.take(pc.sort_indices(grouped[disp_name]))
+    meta = {disp_name: grouped[disp_name], **{n: grouped[f"{n}_first"] for n in others}}
+    ids = meta[disp_name].to_pylist()
+    n = len(ids)
+    index = {v: i for i, v in enumerate(ids)}
+    d = Dispatches(source=source, layout="long", n=n)
+    for name in meta_names:
+        if _JOIN_LEFTOVER.match(name):
+            continue
+        d.raw[name] = _combine(meta[name])
+
+    # timestamps: every counter pass has its own; keep the pass of median duration
+    d.start, d.end = [None] * n, [None] * n
+    rounded: list[str] = []
+    if s_name and e_name:
+        passes = table.select([disp_name, s_name, e_name]).group_by([disp_name, s_name, e_name]).aggregate([])
+        starts, r1 = _parse_times(_combine(passes[s_name]), passes.num_rows)
+        ends, r2 = _parse_times(_combine(passes[e_name]), passes.num_rows)
+        rounded = r1 + r2
+        per: dict[int, list[tuple[int, int, int]]] = {}
+        for did, s, e in zip(passes[disp_name].to_pylist(), starts, ends):
+            if did in index and s is not None and e is not None and e >= s:
+                per.setdefault(index[did], []).append((e - s, s, e))
+        npasses = 0
+        for i, lst in per.items():
+            lst.sort()
+            _, d.start[i], d.end[i] = lst[(len(lst) - 1) // 2]
+            npasses = max(npasses, len(lst))
+        if npasses > 1:
+            d.warnings.append(
+                f"{source}: long counter layout with up to {npasses} counter passes per dispatch, each "
+                f"with its own {s_name}/{e_name}; duration is the pass of median duration"
+            )
+        d.raw[s_name] = pa.array([None if s is None else str(s) for s in d.start], pa.string())
+        d.raw[e_name] = pa.array([None if e is None else str(e) for e in d.end], pa.string())
+    d.resolved = {k: v for k, v in resolved.items() if v in d.raw}
+    _durations(d, rounded, s_name or "Start_Timestamp", e_name or "End_Timestamp")
+
+    # counters: mean per (dispatch, counter), then one column per counter
+    agg = work.group_by(["c", "d"], use_threads=False).aggregate([("v", "mean")]).sort_by([("c", "ascending"), ("d", "ascending")])
+    cnames = agg["c"].to_pylist()
+    dids = _combine(agg["d"])
+    vals = _combine(agg["v_mean"])
+    start = 0
+    total = len(cnames)
+    while start < total:
+        name = cnames[start]
+        stop = start
+        while stop < total and cnames[stop] == name:
+            stop += 1
+        if name is not None:
+            seg = vals.slice(start, stop - start)
+            if stop - start == n and dids.slice(start, n).to_pylist() == ids:
+                col = seg
+            else:
+                col_list: list[float | None] = [None] * n
+                for did, v in zip(dids.slice(start, stop - start).to_pylist(), seg.to_pylist()):
+                    if did in index:
+                        col_list[index[did]] = v
+                col = pa.array(col_list, pa.float64())
+            if name not in d.raw:
+                d.raw[name] = col
+                d.counters[name] = col
+        start = stop
+    return d
+
+
+def _to_float(v: object) -> float | None:
+    try:
+        x = float(v)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+    return x if math.isfinite(x) else None
+
+
+def merge_level_pass(d: Dispatches, level: Dispatches, stem: str) -> str | None:
+    """Add the counters of a level/accumulate pass (``SQ_LEVEL_WAVES.csv``) as ``STEM.COUNTER``.
+
+    Rows are matched by dispatch id when both tables have one, else by position when the
+    row counts agree. Returns a warning when they cannot be matched.
+    """
+    ids = d.values("Dispatch_ID")
+    lids = level.values("Dispatch_ID")
+    order: list[int | None]
+    if any(x is not None for x in ids) and any(x is not None for x in lids):
+        where = {v: i for i, v in enumerate(lids)}
+        order = [where.get(v) for v in ids]
+    elif level.n == d.n:
+        order = list(range(d.n))
+    else:
+        return f"{level.source}: {level.n} rows for {d.n} dispatches and no Dispatch_ID to match them; not used"
+    if all(o is None for o in order):
+        return f"{level.source}: no Dispatch_ID in common with {d.source}; not used"
+    take = pa.array(order, pa.int64())
+    for name, col in level.counters.items():
+        key = f"{stem}.{name}"
+        arr = col.take(take)
+        d.counters[key] = arr
+        d.raw[key] = arr
+    return None

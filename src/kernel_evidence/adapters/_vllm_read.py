@@ -1,0 +1,340 @@
+"""Reading serving-benchmark result files into run records (the vLLM adapter's first stage).
+
+A file holds one JSON object (``--save-result``, sweep ``run=N.json``, ``bench latency``),
+a JSON list of objects (sweep ``summary.json``) or one object per line (``--append-result``,
+SGLang ``--output-file``). Each object becomes a :class:`RunRecord`.
+
+Speed: the document is first split into ``key -> raw JSON`` (msgspec ``Raw``, no objects
+built); small values are then decoded one by one and the per-request arrays are decoded
+only when they are used, straight into typed lists. Python's garbage collector is paused
+while a large document is decoded (millions of container objects otherwise trigger
+repeated full collections).
+
+Python's ``json.dump`` writes ``NaN``/``Infinity`` for non-finite floats, which is not JSON;
+such documents are re-read with the standard library and every non-finite value is
+reported and left out.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import math
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgspec
+
+from ..errors import AdapterError
+
+__all__ = ["ARRAY_KEYS", "RunRecord", "load_runs"]
+
+#: per-request arrays: decoded lazily, never copied into settings or the raw extension
+ARRAY_KEYS = frozenset(
+    {
+        "ttfts", "itls", "latencies", "input_lens", "output_lens", "errors", "generated_texts",
+        "start_times", "queue_times", "expected_output_lens", "details",
+    }
+)  # fmt: skip
+
+_RAW_OBJECT = msgspec.json.Decoder(dict[str, msgspec.Raw])
+_RAW_LIST = msgspec.json.Decoder(list[msgspec.Raw])
+_ANY = msgspec.json.Decoder()
+_FLOATS = msgspec.json.Decoder(list[float])
+_FLOAT_LISTS = msgspec.json.Decoder(list[list[float]])
+_STRS = msgspec.json.Decoder(list[str | None])
+
+#: documents larger than this are decoded with the garbage collector paused
+_GC_PAUSE_BYTES = 1 << 20
+
+
+@contextmanager
+def _gc_paused(active: bool) -> Iterator[None]:
+    was_enabled = gc.isenabled()
+    if active and was_enabled:
+        gc.disable()
+    try:
+        yield
+    finally:
+        if active and was_enabled:
+            gc.enable()
+
+
+@dataclass
+class RunRecord:
+    """One run read from a file: its scalar/nested values, and its arrays still as raw JSON."""
+
+    source: str
+    #: ``None`` for a whole-file object, ``"line N"`` (JSONL) or ``"[i]"`` (a list)
+    location: str | None
+    values: dict[str, Any]
+    arrays: dict[str, Any] = field(default_factory=dict)
+    #: keys whose value was NaN or infinite (json fallback only), left out of ``values``
+    non_finite: list[str] = field(default_factory=list)
+
+    def where(self, key: str | None = None) -> str:
+        """``file:location`` (and the key) for messages."""
+        place = self.source if self.location is None else f"{self.source}:{self.location}"
+        return place if key is None else f"{place}: key `{key}`"
+
+    def floats(self, key: str) -> list[float] | None:
+        """A flat per-request array of numbers, or ``None`` when absent or unusable."""
+        raw = self.arrays.get(key)
+        if raw is None:
+            return None
+        if isinstance(raw, msgspec.Raw):
+            try:
+                return _FLOATS.decode(raw)
+            except msgspec.ValidationError as exc:
+                raise AdapterError(f"{self.where(key)}: expected a list of numbers ({_short(exc)})") from None
+        return _checked_floats(self, key, raw)
+
+    def float_lists(self, key: str) -> list[list[float]] | None:
+        """A per-request array of lists of numbers (``itls``), or ``None`` when absent."""
+        raw = self.arrays.get(key)
+        if raw is None:
+            return None
+        if isinstance(raw, msgspec.Raw):
+            try:
+                return _FLOAT_LISTS.decode(raw)
+            except msgspec.ValidationError as exc:
+                raise AdapterError(
+                    f"{self.where(key)}: expected a list of lists of numbers ({_short(exc)})"
+                ) from None
+        if not isinstance(raw, list) or not all(isinstance(x, list) for x in raw):
+            raise AdapterError(f"{self.where(key)}: expected a list of lists of numbers")
+        return [_checked_floats(self, key, x) for x in raw]
+
+    def strings(self, key: str) -> list[str] | None:
+        """A per-request array of strings (``errors``); ``null`` entries become ``""``."""
+        raw = self.arrays.get(key)
+        if raw is None:
+            return None
+        if isinstance(raw, msgspec.Raw):
+            try:
+                items = _STRS.decode(raw)
+            except msgspec.ValidationError as exc:
+                raise AdapterError(f"{self.where(key)}: expected a list of strings ({_short(exc)})") from None
+        else:
+            if not isinstance(raw, list) or not all(x is None or isinstance(x, str) for x in raw):
+                raise AdapterError(f"{self.where(key)}: expected a list of strings")
+            items = raw
+        return [x or "" for x in items]
+
+
+def _checked_floats(rec: RunRecord, key: str, raw: Any) -> list[float]:
+    if not isinstance(raw, list):
+        raise AdapterError(f"{rec.where(key)}: expected a list of numbers, got {_type_name(raw)}")
+    out: list[float] = []
+    for x in raw:
+        if isinstance(x, bool) or not isinstance(x, (int, float)):
+            raise AdapterError(f"{rec.where(key)}: expected a list of numbers, found {_type_name(x)}")
+        out.append(float(x))
+    return out
+
+
+def _type_name(x: Any) -> str:
+    if x is None:
+        return "null"
+    return {bool: "a boolean", int: "an integer", float: "a number", str: "a string", list: "a list", dict: "an object"}.get(
+        type(x), type(x).__name__
+    )
+
+
+def _short(exc: Exception) -> str:
+    return str(exc).replace("\n", " ")
+
+
+def load_runs(path: str, *, max_bytes: int) -> list[RunRecord]:
+    """Every run object in ``path``; raises :class:`AdapterError` with file and place on bad input."""
+    try:
+        size = os.path.getsize(path)
+    except FileNotFoundError:
+        raise AdapterError(f"{path}: no such file") from None
+    except OSError as exc:
+        raise AdapterError(f"{path}: could not be read ({exc.strerror or exc})") from None
+    if size > max_bytes:
+        raise AdapterError(
+            f"{path}: {size} bytes is larger than the {max_bytes}-byte cap; expected a benchmark result "
+            "(raise the cap with the `max_bytes` option if this is expected)"
+        )
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except IsADirectoryError:
+        raise AdapterError(f"{path}: is a directory") from None
+    except OSError as exc:
+        raise AdapterError(f"{path}: could not be read ({exc.strerror or exc})") from None
+    return parse_runs(path, data)
+
+
+def parse_runs(source: str, data: bytes) -> list[RunRecord]:
+    """Split ``data`` (one file's bytes) into run records."""
+    stripped = data.strip()
+    if not stripped:
+        raise AdapterError(f"{source}: empty file; expected a JSON benchmark result")
+    first = stripped[:1]
+    with _gc_paused(len(data) > _GC_PAUSE_BYTES):
+        if first == b"[":
+            return _parse_list(source, data)
+        if first != b"{":
+            raise AdapterError(
+                f"{source}: byte 0: expected a JSON object, a JSON list or JSONL, found {stripped[:20]!r}"
+            )
+        try:
+            obj = _RAW_OBJECT.decode(data)
+        except msgspec.DecodeError as exc:
+            msg = str(exc)
+            if "trailing characters" in msg:  # several objects: JSONL (--append-result / SGLang)
+                return _parse_lines(source, data)
+            if "invalid character" in msg and _has_non_finite(data):
+                return [_fallback_record(source, None, data)]
+            raise AdapterError(f"{source}: {_json_problem(msg)}") from None
+        except msgspec.ValidationError:
+            raise AdapterError(f"{source}: top level: expected a JSON object") from None
+        return [_record(source, None, obj)]
+
+
+def _parse_list(source: str, data: bytes) -> list[RunRecord]:
+    try:
+        items = _RAW_LIST.decode(data)
+    except msgspec.DecodeError as exc:
+        msg = str(exc)
+        if "invalid character" in msg and _has_non_finite(data):
+            return _fallback_list(source, data)
+        raise AdapterError(f"{source}: {_json_problem(msg)}") from None
+    if not items:
+        raise AdapterError(f"{source}: top level: empty list; expected benchmark runs")
+    out = []
+    for i, raw in enumerate(items):
+        try:
+            obj = _RAW_OBJECT.decode(raw)
+        except (msgspec.ValidationError, msgspec.DecodeError):
+            raise AdapterError(f"{source}:[{i}]: expected a JSON object (one benchmark run)") from None
+        out.append(_record(source, f"[{i}]", obj))
+    return out
+
+
+def _parse_lines(source: str, data: bytes) -> list[RunRecord]:
+    out = []
+    for lineno, line in enumerate(data.split(b"\n"), start=1):
+        if not line.strip():
+            continue
+        where = f"line {lineno}"
+        try:
+            obj = _RAW_OBJECT.decode(line)
+        except msgspec.DecodeError as exc:
+            msg = str(exc)
+            if "invalid character" in msg and _has_non_finite(line):
+                out.append(_fallback_record(source, where, line))
+                continue
+            raise AdapterError(f"{source}:{where}: {_json_problem(msg)}") from None
+        except msgspec.ValidationError:
+            raise AdapterError(f"{source}:{where}: expected a JSON object (one benchmark run)") from None
+        out.append(_record(source, where, obj))
+    return out
+
+
+def _record(source: str, location: str | None, obj: dict[str, msgspec.Raw]) -> RunRecord:
+    values: dict[str, Any] = {}
+    arrays: dict[str, Any] = {}
+    for key, raw in obj.items():
+        if key in ARRAY_KEYS:
+            arrays[key] = raw
+        else:
+            values[key] = _ANY.decode(raw)
+    details = arrays.pop("details", None)
+    if details is not None:  # some SGLang versions nest the per-request arrays under "details"
+        try:
+            nested = _RAW_OBJECT.decode(details)
+        except (msgspec.ValidationError, msgspec.DecodeError):
+            nested = {}
+        for key, raw in nested.items():
+            if key in ARRAY_KEYS:
+                arrays.setdefault(key, raw)
+    return RunRecord(source, location, values, arrays)
+
+
+# ---------------------------------------------------------------------------------------
+# NaN / Infinity fallback (Python's json module accepts them)
+# ---------------------------------------------------------------------------------------
+def _has_non_finite(data: bytes) -> bool:
+    return b"NaN" in data or b"Infinity" in data
+
+
+def _json_loads(source: str, location: str | None, data: bytes) -> Any:
+    try:
+        return json.loads(data)
+    except (ValueError, RecursionError) as exc:
+        where = source if location is None else f"{source}:{location}"
+        raise AdapterError(f"{where}: not valid JSON ({exc}); expected a benchmark result") from None
+
+
+def _fallback_record(source: str, location: str | None, data: bytes) -> RunRecord:
+    obj = _json_loads(source, location, data)
+    if not isinstance(obj, dict):
+        where = source if location is None else f"{source}:{location}"
+        raise AdapterError(f"{where}: top level: expected a JSON object")
+    return _plain_record(source, location, obj)
+
+
+def _fallback_list(source: str, data: bytes) -> list[RunRecord]:
+    items = _json_loads(source, None, data)
+    if not isinstance(items, list) or not items:
+        raise AdapterError(f"{source}: top level: expected a non-empty list of benchmark runs")
+    out = []
+    for i, obj in enumerate(items):
+        if not isinstance(obj, dict):
+            raise AdapterError(f"{source}:[{i}]: expected a JSON object (one benchmark run)")
+        out.append(_plain_record(source, f"[{i}]", obj))
+    return out
+
+
+def _plain_record(source: str, location: str | None, obj: dict[str, Any]) -> RunRecord:
+    rec = RunRecord(source, location, {}, {})
+    if isinstance(obj.get("details"), dict):
+        for key, value in obj["details"].items():
+            if key in ARRAY_KEYS:
+                obj.setdefault(key, value)
+    for key, value in obj.items():
+        if key == "details":
+            continue
+        if key in ARRAY_KEYS:
+            if _contains_non_finite(value):
+                rec.non_finite.append(key)
+            else:
+                rec.arrays[key] = value
+        elif isinstance(value, float) and not math.isfinite(value):
+            if key == "request_rate" and value == math.inf:
+                rec.values[key] = "inf"  # Infinity written by json.dump for an unbounded rate
+            else:
+                rec.non_finite.append(key)
+        elif _contains_non_finite(value):
+            rec.non_finite.append(key)
+        else:
+            rec.values[key] = value
+    return rec
+
+
+def _contains_non_finite(value: Any) -> bool:
+    if isinstance(value, float):
+        return not math.isfinite(value)
+    if isinstance(value, list):
+        return any(_contains_non_finite(v) for v in value)
+    if isinstance(value, dict):
+        return any(_contains_non_finite(v) for v in value.values())
+    return False
+
+
+def _json_problem(msg: str) -> str:
+    """msgspec's decode message, reworded as place + expectation."""
+    text = msg.removeprefix("JSON is malformed: ")
+    if "truncated" in text.lower():
+        return "end of file: JSON truncated; expected a complete benchmark result object"
+    if "(byte " in text:
+        what, _, rest = text.partition(" (byte ")
+        return f"byte {rest.rstrip(')')}: malformed JSON ({what}); expected a benchmark result object"
+    return f"malformed JSON ({text}); expected a benchmark result object"

@@ -1,0 +1,490 @@
+"""Read XSpace protobufs (``*.xplane.pb``) into :class:`ProfileData`.
+
+Only the facts of the XPlane format are used (see ``_xplane.proto`` and
+``docs/adapters/xprof.md``): stat names are indirect (``XStat.metadata_id`` ->
+``plane.stat_metadata``), ``ref_value`` stats are interned strings, per-op constants
+(``flops``, ``bytes_accessed``, ``hlo_category``, ...) live on ``XEventMetadata.stats`` and
+per-occurrence values (``device_duration_ps``, ``hlo_op`` on GPU) on ``XEvent.stats``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import Any
+
+from ..errors import AdapterError
+from ._xprof_model import DeviceInfo, OpAgg, ProfileData, Step
+from ._xprof_proto import messages
+
+__all__ = ["parse_xspace", "profile_from_xspaces"]
+
+_TPU_PLANE = re.compile(r"^/device:TPU:(\d+)$")
+_GPU_PLANE = re.compile(r"^/device:GPU:(\d+)$")
+_MODULE_EVENT = re.compile(r"^(?P<name>.*)\((?P<id>\d+)\)$")
+
+#: derived (not hardware) lines on device planes
+_DERIVED_LINES = frozenset(
+    {
+        "Steps", "XLA Modules", "XLA Ops", "Async XLA Ops", "XLA TraceMe", "Overlay",
+        "TensorFlow Ops", "TensorFlow Name Scope", "Framework Ops", "Framework Name Scope",
+        "Source code", "Launch Stats", "_counters_",
+    }
+)  # fmt: skip
+
+#: XEventMetadata stats of a TPU op that are kept verbatim in KernelRecord.raw
+_OP_RAW_STATS = (
+    "flops", "model_flops", "bytes_accessed", "raw_bytes_accessed", "hlo_category",
+    "program_id", "symbol_id", "tf_op", "source", "shape_with_layout", "deduplicated_name",
+)  # fmt: skip
+
+
+def parse_xspace(data: bytes, source: str) -> Any:
+    """Parse the bytes of one ``.xplane.pb``; a one-line :class:`AdapterError` when they are not an XSpace."""
+    from google.protobuf.message import DecodeError
+
+    space = messages().XSpace()
+    try:
+        space.ParseFromString(data)
+    except (DecodeError, ValueError, RuntimeError) as exc:
+        detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise AdapterError(
+            f"{source}: not a valid XSpace protobuf ({detail}); "
+            "expected the binary <host>.xplane.pb the profiler writes"
+        ) from None
+    if not len(space.planes):
+        raise AdapterError(
+            f"{source}: no XPlane in the file ({len(data)} bytes); "
+            "expected the binary <host>.xplane.pb the profiler writes"
+        )
+    return space
+
+
+# ------------------------------------------------------------------------------------------
+# stats
+
+
+def _value(stat: Any, names: dict[int, str]) -> Any:
+    kind = stat.WhichOneof("value")
+    if kind is None:
+        return None
+    if kind == "ref_value":
+        return names.get(stat.ref_value, "")
+    return getattr(stat, kind)
+
+
+def _stats(stats: Iterable[Any], names: dict[int, str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for s in stats:
+        out[names.get(s.metadata_id, f"stat#{s.metadata_id}")] = _value(s, names)
+    return out
+
+
+def _num(v: Any) -> float | None:
+    if isinstance(v, bool):
+        return float(v)
+    if isinstance(v, (int, float)):
+        return float(v)
+    if isinstance(v, str):
+        try:
+            return float(v)
+        except ValueError:
+            return None
+    return None
+
+
+def _hbm_bytes(breakdown: bytes) -> float | None:
+    """HBM bytes of one occurrence from a ``memory_access_breakdown`` stat; None if undecodable/empty."""
+    if not breakdown:
+        return None
+    msg = messages().MemoryAccessBreakdown()
+    try:
+        msg.ParseFromString(breakdown)
+    except Exception:  # noqa: BLE001 - an opaque stat we cannot decode is simply not used
+        return None
+    if not len(msg.memory_accessed):
+        return None
+    return float(sum(m.bytes_accessed for m in msg.memory_accessed if m.memory_space == 1))
+
+
+_KERNEL_DETAIL = re.compile(r"(\w+):([^\s]+)")
+
+
+def parse_kernel_details(text: str) -> dict[str, str]:
+    """``regs:38 shm:0 grid:160,1,1 block:1024,1,1`` -> {"regs": "38", ...}."""
+    return dict(_KERNEL_DETAIL.findall(text))
+
+
+def _dims(text: str | None) -> list[int] | None:
+    if not text:
+        return None
+    try:
+        dims = [int(x) for x in text.split(",")]
+    except ValueError:
+        return None
+    return dims if all(d >= 0 for d in dims) else None
+
+
+# ------------------------------------------------------------------------------------------
+# planes
+
+
+class _Collector:
+    def __init__(self, profile: ProfileData) -> None:
+        self.p = profile
+        self.module_names: dict[str, str] = {}  # program_id -> module name
+        self.device_planes: list[tuple[int, Any, dict[int, str], dict[str, Any]]] = []
+        self.host_planes: list[tuple[Any, dict[int, str]]] = []
+        self.steps_by_device: dict[int, list[Step]] = {}
+
+    # -- bookkeeping -----------------------------------------------------------------------
+    def op(self, key: str, name: str) -> OpAgg:
+        agg = self.p.ops.get(key)
+        if agg is None:
+            agg = self.p.ops[key] = OpAgg(name=name, key=key)
+        return agg
+
+    # -- TPU ---------------------------------------------------------------------------------
+    def _tpu_op_info(self, plane: Any, mid: int, names: dict[int, str]) -> tuple[str, str, dict[str, Any], float | None]:
+        md = plane.event_metadata.get(mid)
+        if md is None:
+            return (f"event#{mid}", f"event#{mid}", {}, None)
+        stats = _stats(md.stats, names)
+        name = md.display_name or md.name
+        program_id = stats.get("program_id")
+        key = f"{program_id}/{name}" if program_id is not None else name
+        hbm = None
+        mab = stats.pop("memory_access_breakdown", None)
+        if isinstance(mab, bytes):
+            hbm = _hbm_bytes(mab)
+        stats.pop("source_stack", None)  # long, kept out of packets
+        stats["__long_name"] = md.name
+        return (key, name, stats, hbm)
+
+    def tpu_plane(self, ordinal: int, plane: Any, names: dict[int, str]) -> bool:
+        by_id = {v: k for k, v in names.items()}
+        dd_id = by_id.get("device_duration_ps")
+        info_cache: dict[int, tuple[OpAgg, int, float, float, float | None, float | None]] = {}
+        has_events = False
+        for line in plane.lines:
+            lname = line.name
+            if lname == "XLA Modules":
+                for ev in line.events:
+                    has_events = True
+                    self.p.program_time_ps += ev.duration_ps
+                    md = plane.event_metadata.get(ev.metadata_id)
+                    if md is None:
+                        continue
+                    self.p.programs[md.name] = self.p.programs.get(md.name, 0) + 1
+                    m = _MODULE_EVENT.match(md.name)
+                    if m:
+                        self.module_names.setdefault(m.group("id"), m.group("name"))
+            elif lname == "Steps":
+                self.steps_by_device.setdefault(ordinal, []).extend(self._steps(plane, line))
+            elif lname == "XLA Ops":
+                has_events = has_events or bool(len(line.events))
+                self._tpu_ops_line(ordinal, plane, line, names, dd_id, info_cache)
+        return has_events
+
+    def _tpu_ops_line(
+        self,
+        ordinal: int,
+        plane: Any,
+        line: Any,
+        names: dict[int, str],
+        dd_id: int | None,
+        cache: dict[int, Any],
+    ) -> None:
+        stack: list[tuple[int, OpAgg]] = []  # (end_ps, op) of enclosing events
+        for ev in line.events:
+            mid = ev.metadata_id
+            entry = cache.get(mid)
+            if entry is None:
+                key, name, stats, hbm = self._tpu_op_info(plane, mid, names)
+                agg = self.op(key, name)
+                if agg.occurrences == 0 and not agg.raw:
+                    self._init_tpu_op(agg, stats, hbm)
+                entry = cache[mid] = (agg, _num(stats.get("flops")), _num(stats.get("model_flops")),
+                                      _num(stats.get("bytes_accessed")), hbm)
+            agg, flops, model_flops, nbytes, hbm = entry
+            n = ev.num_occurrences or 1
+            dur = ev.duration_ps
+            if dd_id is not None:
+                for s in ev.stats:
+                    if s.metadata_id == dd_id:
+                        dur = s.int64_value or s.uint64_value or dur
+                        break
+            agg.occurrences += n
+            agg.time_ps += dur
+            agg.devices.add(ordinal)
+            if flops is not None:
+                agg.flops = (agg.flops or 0.0) + flops * n
+            if model_flops is not None:
+                agg.model_flops = (agg.model_flops or 0.0) + model_flops * n
+            if nbytes is not None:
+                agg.bytes_accessed = (agg.bytes_accessed or 0.0) + nbytes * n
+                agg.hbm_bytes = (agg.hbm_bytes or 0.0) + (hbm if hbm is not None else nbytes) * n
+            # self time: an event nested inside an earlier one on the same line is its child
+            start = ev.offset_ps
+            end = start + ev.duration_ps
+            while stack and stack[-1][0] <= start:
+                stack.pop()
+            if stack:
+                stack[-1][1].children_ps += dur
+            stack.append((end, agg))
+
+    def _init_tpu_op(self, agg: OpAgg, stats: dict[str, Any], hbm: float | None) -> None:
+        agg.raw_name = stats.pop("__long_name", None)
+        cat = stats.get("hlo_category")
+        agg.category = str(cat) if cat is not None else None
+        pid = stats.get("program_id")
+        agg.program_id = str(pid) if pid is not None else None
+        for k in _OP_RAW_STATS:
+            if k in stats and not isinstance(stats[k], bytes):
+                agg.raw[k] = (stats[k], None)
+        if hbm is not None:
+            agg.raw["hbm_bytes_accessed"] = (hbm, "B")
+
+    # -- GPU ---------------------------------------------------------------------------------
+    def gpu_plane(self, ordinal: int, plane: Any, names: dict[int, str]) -> bool:
+        by_id = {v: k for k, v in names.items()}
+        want = {
+            by_id[n]: n
+            for n in ("hlo_op", "hlo_module", "program_id", "kernel_details", "memcpy_details",
+                      "device_duration_ps", "hlo_category", "tf_op", "flops", "model_flops",
+                      "bytes_accessed")
+            if n in by_id
+        }  # fmt: skip
+        has_events = False
+        for line in plane.lines:
+            lname = line.name
+            if lname == "Steps":
+                self.steps_by_device.setdefault(ordinal, []).extend(self._steps(plane, line))
+                continue
+            if lname in _DERIVED_LINES:
+                continue
+            md_names: dict[int, str] = {}
+            for ev in line.events:
+                has_events = True
+                mid = ev.metadata_id
+                kname = md_names.get(mid)
+                if kname is None:
+                    md = plane.event_metadata.get(mid)
+                    kname = md_names[mid] = (md.display_name or md.name) if md is not None else f"event#{mid}"
+                found: dict[str, Any] = {}
+                for s in ev.stats:
+                    n = want.get(s.metadata_id)
+                    if n is not None:
+                        found[n] = _value(s, names)
+                self._gpu_event(ordinal, kname, ev, found)
+        return has_events
+
+    def _gpu_event(self, ordinal: int, kname: str, ev: Any, found: dict[str, Any]) -> None:
+        dur = _num(found.get("device_duration_ps")) or ev.duration_ps
+        hlo_op = found.get("hlo_op")
+        details = found.get("kernel_details")
+        if hlo_op:
+            program_id = found.get("program_id")
+            module = found.get("hlo_module")
+            scope = str(program_id) if program_id is not None else (str(module) if module else "")
+            agg = self.op(f"{scope}/{hlo_op}", str(hlo_op))
+            if agg.occurrences == 0:
+                agg.program_id = str(program_id) if program_id is not None else None
+                agg.module = str(module) if module else None
+                agg.raw_name = kname
+                cat = found.get("hlo_category")
+                agg.category = str(cat) if cat else None
+                for k in ("tf_op", "hlo_module", "program_id"):
+                    if found.get(k) is not None:
+                        agg.raw[k] = (found[k], None)
+                agg.raw["kernel_count"] = (0, "count")
+            kernels: set[str] = agg.raw.setdefault("__kernels", (set(), None))[0]  # type: ignore[assignment]
+            kernels.add(kname)
+        elif found.get("memcpy_details") is not None or kname.startswith(("Memcpy", "Memset")):
+            agg = self.op(f"memcpy/{kname}", kname)
+            agg.kind = "memcpy"
+            agg.category = "memcpy"
+            size = parse_kernel_details(str(found.get("memcpy_details") or "")).get("size")
+            if size is not None and size.isdigit():
+                agg.bytes_accessed = (agg.bytes_accessed or 0.0) + float(size)
+        else:
+            agg = self.op(f"kernel/{kname}/{details or ''}", kname)
+            if agg.occurrences == 0:
+                agg.kind = "kernel"
+                agg.category = "kernel"
+                if details:
+                    kd = parse_kernel_details(str(details))
+                    agg.grid = _dims(kd.get("grid"))
+                    agg.block = _dims(kd.get("block"))
+                    agg.raw["kernel_details"] = (str(details), None)
+                    for k, v in kd.items():
+                        if k not in ("grid", "block"):
+                            agg.raw[k] = (_num(v) if _num(v) is not None else v, None)
+            tf_op = found.get("tf_op")
+            if tf_op and "tf_op" not in agg.raw:
+                agg.raw["tf_op"] = (str(tf_op), None)
+        for k in ("flops", "model_flops", "bytes_accessed"):
+            v = _num(found.get(k))
+            if v is not None:
+                setattr(agg, k, (getattr(agg, k) or 0.0) + v)
+        agg.occurrences += 1
+        agg.time_ps += dur
+        agg.devices.add(ordinal)
+
+    # -- host --------------------------------------------------------------------------------
+    def host_ops(self, plane: Any, names: dict[int, str]) -> None:
+        """XLA CPU thunks (events with an ``hlo_op`` stat) when the run had no accelerator."""
+        by_id = {v: k for k, v in names.items()}
+        if "hlo_op" not in by_id:
+            return
+        want = {by_id[n]: n for n in ("hlo_op", "hlo_module", "program_id", "device_ordinal") if n in by_id}
+        hlo_id = by_id["hlo_op"]
+        for line in plane.lines:
+            for ev in line.events:
+                found: dict[str, Any] = {}
+                hit = False
+                for s in ev.stats:
+                    n = want.get(s.metadata_id)
+                    if n is not None:
+                        found[n] = _value(s, names)
+                        hit = hit or s.metadata_id == hlo_id
+                if not hit:
+                    continue
+                md = plane.event_metadata.get(ev.metadata_id)
+                kname = (md.display_name or md.name) if md is not None else f"event#{ev.metadata_id}"
+                ordinal = found.get("device_ordinal")
+                self._gpu_event(int(ordinal) if isinstance(ordinal, int) else 0, kname, ev, found)
+
+    def host_steps(self, plane: Any, names: dict[int, str]) -> list[Step]:
+        by_id = {v: k for k, v in names.items()}
+        step_id = by_id.get("step_num")
+        if step_id is None:
+            return []
+        out: list[Step] = []
+        for line in plane.lines:
+            for ev in line.events:
+                for s in ev.stats:
+                    if s.metadata_id == step_id:
+                        md = plane.event_metadata.get(ev.metadata_id)
+                        label = md.name if md is not None else "step"
+                        out.append(Step(name=f"{label} {_value(s, names)}", duration_ps=float(ev.duration_ps)))
+                        break
+        return out
+
+    def _steps(self, plane: Any, line: Any) -> list[Step]:
+        out = []
+        for ev in line.events:
+            md = plane.event_metadata.get(ev.metadata_id)
+            out.append(Step(name=md.name if md is not None else str(ev.metadata_id), duration_ps=float(ev.duration_ps)))
+        return out
+
+
+def _plane_names(plane: Any) -> dict[int, str]:
+    return {k: v.name for k, v in plane.stat_metadata.items()}
+
+
+def _device_info(kind: str, stats: dict[str, Any]) -> DeviceInfo:
+    info = DeviceInfo(kind=kind, stats=stats)
+    if kind == "tpu":
+        info.vendor = "google"
+        dt = stats.get("device_type_string")
+        info.device_type = str(dt) if dt else None
+        tf = _num(stats.get("peak_teraflops_per_second"))
+        info.peak_flop_rate = tf * 1e12 if tf else None
+        bw = _num(stats.get("peak_hbm_bw_gigabytes_per_second"))
+        info.peak_hbm_bandwidth = bw * 1e9 if bw else None
+        return info
+    clock = _num(stats.get("clock_rate"))  # kHz
+    info.clock_rate_hz = clock * 1e3 if clock else None
+    cores = _num(stats.get("core_count"))
+    info.core_count = int(cores) if cores else None
+    mem = _num(stats.get("memory_size"))
+    info.memory_bytes = mem if mem else None
+    bw = _num(stats.get("memory_bandwidth"))  # bytes/s
+    info.peak_hbm_bandwidth = bw if bw else None
+    major, minor = _num(stats.get("compute_cap_major")), _num(stats.get("compute_cap_minor"))
+    if major is not None:
+        info.compute_capability = (int(major), int(minor or 0))
+    vendor = stats.get("device_vendor")
+    if isinstance(vendor, str) and vendor:
+        info.vendor = {"nvidia": "nvidia", "amd": "amd"}.get(vendor.lower(), "other")
+    name = stats.get("gpu_device_name")
+    info.gpu_device_name = str(name) if name else None
+    return info
+
+
+def profile_from_xspaces(spaces: list[tuple[str, Any]]) -> ProfileData:
+    """Aggregate one or more XSpaces (the hosts of one run) into a :class:`ProfileData`."""
+    profile = ProfileData(sources=[s for s, _ in spaces], input_kind="xplane")
+    col = _Collector(profile)
+    devices: dict[tuple[str, int], DeviceInfo] = {}
+    active = 0
+    host_planes: list[tuple[Any, dict[int, str]]] = []
+    for source, space in spaces:
+        for h in space.hostnames:
+            if h not in profile.hostnames:
+                profile.hostnames.append(h)
+        for msg in list(space.errors)[:5]:
+            profile.warnings.append(f"{source}: profiler error: {msg}")
+        for msg in list(space.warnings)[:5]:
+            profile.warnings.append(f"{source}: profiler warning: {msg}")
+        for plane in space.planes:
+            pname = plane.name
+            m_tpu = _TPU_PLANE.match(pname)
+            m_gpu = None if m_tpu else _GPU_PLANE.match(pname)
+            if m_tpu or m_gpu:
+                names = _plane_names(plane)
+                stats = _stats(plane.stats, names)
+                ordinal = int((m_tpu or m_gpu).group(1))  # type: ignore[union-attr]
+                kind = "tpu" if m_tpu else "gpu"
+                devices[(source, ordinal)] = _device_info(kind, stats)
+                busy = col.tpu_plane(ordinal, plane, names) if m_tpu else col.gpu_plane(ordinal, plane, names)
+                active += int(busy)
+            elif pname.startswith("/device:TPU:"):
+                profile.attributes["sparse_core_planes"] = int(profile.attributes.get("sparse_core_planes", 0)) + 1
+            elif pname == "/host:metadata":
+                names = _plane_names(plane)
+                for k, v in _stats(plane.stats, names).items():
+                    if k.endswith("_version") and isinstance(v, str):
+                        profile.versions[k] = v
+            elif pname == "Task Environment":
+                names = _plane_names(plane)
+                for k, v in _stats(plane.stats, names).items():
+                    if k in ("profile_start_time", "profile_stop_time") and isinstance(v, int):
+                        profile.attributes.setdefault(k, v)
+            elif pname.startswith("/host:CPU"):
+                host_planes.append((plane, _plane_names(plane)))
+    # module names for TPU ops (program_id -> name, from the XLA Modules lines)
+    for agg in profile.ops.values():
+        if agg.module is None and agg.program_id is not None:
+            agg.module = col.module_names.get(agg.program_id)
+        kernels = agg.raw.pop("__kernels", None)
+        if kernels is not None:
+            agg.raw["kernel_count"] = (len(kernels[0]), "count")
+    if not devices:
+        for plane, names in host_planes:
+            col.host_ops(plane, names)
+        profile.device = DeviceInfo(kind="cpu", vendor="cpu", device_type="CPU", count=1, active=1)
+        if not profile.ops:
+            profile.warnings.append("no device plane and no XLA op events in the profile")
+    else:
+        first = devices[min(devices, key=lambda k: (k[1], k[0]))]
+        # prefer a plane that carries the capability stats
+        for info in devices.values():
+            if info.stats:
+                first = info
+                break
+        first.count = len(devices)
+        first.active = active
+        kinds = {d.kind for d in devices.values()}
+        if len(kinds) > 1:
+            profile.warnings.append(f"profile mixes device kinds {sorted(kinds)}; hardware describes {first.kind}")
+        profile.device = first
+    # steps: the device Steps line of the lowest device ordinal, else host step annotations
+    if col.steps_by_device:
+        ordinal = min(col.steps_by_device)
+        profile.steps = [Step(s.name, s.duration_ps, ordinal) for s in col.steps_by_device[ordinal]]
+    else:
+        for plane, names in host_planes:
+            profile.steps.extend(col.host_steps(plane, names))
+    return profile

@@ -1,0 +1,471 @@
+"""Nsight Compute (ncu) adapter: CSV, text and ``.ncu-rep`` reports -> evidence packets.
+
+One packet per report, with one :class:`~kernel_evidence.models.ProfilerCapture` holding one
+:class:`~kernel_evidence.models.KernelRecord` per launch (keyed by process and launch ID,
+never merged by name). Canonical metrics are derived through ``adapters/ncu.toml``; every
+metric ncu reported stays verbatim in ``KernelRecord.raw``. Hardware comes from the device
+attributes (raw page and ``.ncu-rep``; the details page only knows the compute capability).
+
+Supported inputs (see docs/adapters/ncu.md): ``--csv`` details page, ``--csv --page raw``,
+the default text page, ``--print-summary`` text, and binary ``.ncu-rep`` reports (needs the
+``ncu`` extra: ``pip install 'kernel-evidence[ncu]'``).
+"""
+
+from __future__ import annotations
+
+import gc
+import hashlib
+import os
+import statistics
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from .._resources import load_toml
+from .._version import __version__
+from ..errors import AdapterError, InputError, LimitExceeded
+from ..models import (
+    Artifact,
+    ByteSize,
+    Clocks,
+    EvidencePacket,
+    Frequency,
+    Hardware,
+    KernelRecord,
+    Producer,
+    ProfilerCapture,
+    Quantity,
+    RawMetric,
+    Stats,
+    Subject,
+    Timing,
+)
+from ..units import UnitError, convert, dimension_of
+from . import AdapterOptions, AdapterResult
+from ._ncu_common import Launch, RawCache, Report
+from ._ncu_csv import read_text
+from ._ncu_rep import REP_MAGIC, read_rep
+
+__all__ = ["ADAPTER", "NcuAdapter", "canonical_metrics"]
+
+#: largest text export read (bytes); a bigger file is refused with a message
+MAX_TEXT_BYTES = 4 << 30
+_TEXT_SUFFIXES = (".csv", ".txt", ".log", ".out")
+
+
+# ---------------------------------------------------------------------------- mapping table
+
+
+@dataclass(frozen=True)
+class _Source:
+    metrics: tuple[str, ...]
+    combine: str | None
+    weights: tuple[float, ...] | None
+    unit: str | None
+
+
+@dataclass(frozen=True)
+class _Canonical:
+    name: str
+    unit: str
+    sources: tuple[_Source, ...]
+
+
+@dataclass(frozen=True)
+class _Table:
+    metrics: tuple[_Canonical, ...]
+    units: dict[str, tuple[str, float]]
+
+
+@lru_cache(maxsize=1)
+def _table() -> _Table:
+    table = load_toml("ncu.toml")
+    canon = load_toml("canonical_metrics.toml")["metrics"]
+    metrics = []
+    for name, spec in table.get("metrics", {}).items():
+        if name not in canon:
+            raise AdapterError(f"adapters/ncu.toml: metric `{name}` is not in canonical_metrics.toml")
+        sources = []
+        for src in spec.get("sources", []):
+            m = src["metric"]
+            names = (m,) if isinstance(m, str) else tuple(m)
+            w = src.get("weights")
+            sources.append(
+                _Source(names, src.get("combine"), tuple(float(x) for x in w) if w else None, src.get("unit"))
+            )
+        metrics.append(_Canonical(name, canon[name]["unit"], tuple(sources)))
+    units = {k: (v[0], float(v[1])) for k, v in table.get("units", {}).items()}
+    return _Table(tuple(metrics), units)
+
+
+def canonical_metrics(raw: dict[str, RawMetric], warnings: set[str] | None = None) -> dict[str, Quantity]:
+    """Canonical metrics of one launch from its raw ncu metrics, through ``adapters/ncu.toml``.
+
+    >>> from kernel_evidence.models import RawMetric
+    >>> canonical_metrics({"gpu__time_duration.sum": RawMetric(value=5.15, unit="usecond")})["duration"]
+    Quantity(value=5150.0, unit='ns')
+    """
+    table = _table()
+    out: dict[str, Quantity] = {}
+    for canon in table.metrics:
+        for src in canon.sources:
+            value = _evaluate(src, canon, raw, table.units, warnings)
+            if value is not None:
+                out[canon.name] = Quantity(value=value, unit=canon.unit)  # type: ignore[arg-type]
+                break
+    return out
+
+
+def _in_unit(
+    metric: str, rm: RawMetric, target: str, src: _Source, units: dict[str, tuple[str, float]], warnings: set[str] | None
+) -> float | None:
+    assert isinstance(rm.value, float)  # noqa: S101 - checked by the caller
+    if src.unit is not None:
+        unit, factor = src.unit, 1.0
+    else:
+        spelled = rm.unit or ""
+        hit = units.get(spelled)
+        if hit is None:
+            if warnings is not None:
+                warnings.add(f"unit `{spelled}` of `{metric}` is not in adapters/ncu.toml [units]; left raw only")
+            return None
+        unit, factor = hit
+    try:
+        return convert(rm.value * factor, unit, target)
+    except UnitError:
+        if warnings is not None:
+            warnings.add(f"`{metric}` is in `{rm.unit}`, which cannot be expressed in `{target}`; left raw only")
+        return None
+
+
+def _evaluate(
+    src: _Source, canon: _Canonical, raw: dict[str, RawMetric], units: dict[str, tuple[str, float]], warnings: set[str] | None
+) -> float | None:
+    found = []
+    for m in src.metrics:
+        rm = raw.get(m)
+        if rm is None or not isinstance(rm.value, float):
+            return None
+        found.append((m, rm))
+    if src.combine is None:
+        m, rm = found[0]
+        value = _in_unit(m, rm, canon.unit, src, units, warnings)
+    elif src.combine == "sum":
+        weights = src.weights or (1.0,) * len(found)
+        total = 0.0
+        for (m, rm), w in zip(found, weights):
+            v = _in_unit(m, rm, canon.unit, src, units, warnings)
+            if v is None:
+                return None
+            total += w * v
+        value = total
+    elif src.combine == "product":
+        value = 1.0
+        for m, rm in found:
+            v = _in_unit(m, rm, "count", src, units, warnings)
+            if v is None:
+                return None
+            value *= v
+    elif src.combine == "ratio_pct":
+        (_ma, a), (_mb, b) = found[0], found[1]
+        if (a.unit or "") != (b.unit or "") or b.value == 0:
+            return None  # a ratio of two different things is not a rate
+        value = 100.0 * a.value / b.value  # type: ignore[operator]
+    else:
+        raise AdapterError(f"adapters/ncu.toml: unknown combine `{src.combine}` for `{canon.name}`")
+    if value is None or value != value or value in (float("inf"), float("-inf")):
+        return None
+    if value < 0 and dimension_of(canon.unit) not in ("ratio",):
+        return None
+    return value
+
+
+# --------------------------------------------------------------------------------- reading
+
+
+@contextmanager
+def _no_gc() -> Iterator[None]:
+    """Building hundreds of thousands of small models triggers the cyclic collector over and
+    over (5x slower); nothing built here forms cycles, so pause it while building."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
+def _expand(inputs: Sequence[str]) -> list[str]:
+    out: list[str] = []
+    for item in inputs:
+        p = Path(item)
+        if p.is_dir():
+            found = sorted(
+                str(f) for f in p.rglob("*") if f.is_file() and (f.suffix == ".ncu-rep" or f.suffix.lower() in _TEXT_SUFFIXES)
+            )
+            if not found:
+                raise InputError(item, None, "directory holds no .csv, .txt, .log or .ncu-rep files")
+            out.extend(found)
+        else:
+            out.append(item)
+    return out
+
+
+def read_reports(path: str, cache: RawCache | None = None) -> tuple[list[Report], bytes | None]:
+    """Every report in one file (several when one log holds several CSV tables)."""
+    cache = cache or RawCache()
+    try:
+        size = os.path.getsize(path)
+        with open(path, "rb") as fh:
+            head = fh.read(4)
+    except FileNotFoundError:
+        raise InputError(path, None, "no such file") from None
+    except IsADirectoryError:
+        raise InputError(path, None, "is a directory") from None
+    except PermissionError:
+        raise InputError(path, None, "permission denied") from None
+    if head == REP_MAGIC or path.endswith(".ncu-rep"):
+        if head != REP_MAGIC:
+            raise InputError(path, None, f"not an Nsight Compute report (expected the bytes NVR\\0 at offset 0, got {head!r})")
+        return [read_rep(path, cache)], None
+    if size > MAX_TEXT_BYTES:
+        raise LimitExceeded(path, None, f"larger than {MAX_TEXT_BYTES} bytes (the cap for ncu text exports)")
+    with open(path, "rb") as fh:
+        data = fh.read()
+    if not data.strip():
+        raise InputError(path, None, "empty file; expected ncu --csv output, a text page or an .ncu-rep report")
+    if b"\x00" in data[:4096]:
+        raise InputError(path, None, "binary file that is not an .ncu-rep report (no NVR\\0 header)")
+    return read_text(path, data, cache), data
+
+
+# ---------------------------------------------------------------------------- building packets
+
+
+def _num(launch: Launch, key: str) -> float | None:
+    m = launch.raw.get(key)
+    return m.value if m is not None and isinstance(m.value, float) else None
+
+
+def _arch(cc: str | None, launch: Launch) -> str | None:
+    major = _num(launch, "device__attribute_compute_capability_major")
+    minor = _num(launch, "device__attribute_compute_capability_minor")
+    if major is not None and minor is not None:
+        return f"sm_{int(major)}{int(minor)}"
+    if cc and "." in cc:
+        a, _, b = cc.strip().partition(".")
+        if a.isdigit() and b.isdigit():
+            return f"sm_{int(a)}{int(b)}"
+    return None
+
+
+def _median_frequency(launches: list[Launch], keys: Sequence[str], units: dict[str, tuple[str, float]]) -> Frequency | None:
+    values = []
+    for la in launches:
+        for key in keys:
+            m = la.raw.get(key)
+            if m is None or not isinstance(m.value, float):
+                continue
+            hit = units.get(m.unit or "")
+            if hit is None:
+                continue
+            try:
+                values.append(convert(m.value * hit[1], hit[0], "MHz"))
+            except UnitError:
+                continue
+            break
+    if not values:
+        return None
+    return Frequency(value=round(statistics.median(values), 3), unit="MHz")
+
+
+def _hardware(report: Report, warnings: list[str]) -> Hardware | None:
+    first = report.launches[0]
+    name_m = first.raw.get("device__attribute_display_name")
+    name = name_m.value if name_m is not None and isinstance(name_m.value, str) else None
+    arch = _arch(first.cc, first)
+    if not name:
+        if arch:
+            warnings.append(
+                f"device name not in this export ({report.page} page; compute capability {arch}); "
+                "hardware left empty: use --set hardware.vendor=nvidia --set hardware.device=..."
+            )
+        return None
+    sms = _num(first, "device__attribute_multiprocessor_count") or _num(first, "launch__sm_count")
+    memory = _num(first, "device__attribute_total_memory")
+    devices = {la.device for la in report.launches if la.device is not None}
+    if not devices:
+        devices = {_num(la, "device__attribute_device_index") for la in report.launches} - {None}  # type: ignore[assignment]
+    units = _table().units
+    sm_clock = _median_frequency(report.launches, ("sm__cycles_elapsed.avg.per_second", "SM Frequency"), units)
+    mem_clock = _median_frequency(report.launches, ("dram__cycles_elapsed.avg.per_second", "DRAM Frequency"), units)
+    clocks = Clocks(sm_observed=sm_clock, memory_observed=mem_clock) if sm_clock or mem_clock else None
+    return Hardware(
+        vendor="nvidia",
+        device=name,
+        arch=arch,
+        count=len(devices) if devices else None,
+        compute_units=int(sms) if sms and sms >= 1 else None,
+        memory=ByteSize(value=memory, unit="B") if memory else None,
+        clocks=clocks,
+    )
+
+
+def _attributes(report: Report) -> dict[str, Any]:
+    attrs: dict[str, Any] = {"page": report.page, "launches": len(report.launches)}
+    if report.reader:
+        attrs["reader"] = report.reader
+    first = report.launches[0]
+    if first.cc:
+        attrs["compute_capability"] = first.cc
+    for key, m in first.raw.items():
+        if key.startswith("device__attribute_") and m.value is not None:
+            attrs[key] = m.value
+    return attrs
+
+
+def _artifact(path: str, data: bytes | None) -> Artifact:
+    h = hashlib.sha256()
+    size = 0
+    if data is not None:
+        h.update(data)
+        size = len(data)
+    else:
+        with open(path, "rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                h.update(chunk)
+                size += len(chunk)
+    media = "application/octet-stream" if path.endswith(".ncu-rep") else ("text/csv" if path.lower().endswith(".csv") else "text/plain")
+    return Artifact(
+        kind="profile",
+        name=os.path.basename(path),
+        sha256=f"sha256:{h.hexdigest()}",
+        size=ByteSize(value=float(size), unit="B"),
+        media_type=media,
+        path=path,
+    )
+
+
+def _records(report: Report, warnings: set[str]) -> list[KernelRecord]:
+    records = []
+    for la in report.launches:
+        metrics = canonical_metrics(la.raw, warnings)
+        process = la.pid if not la.process_name else (f"{la.pid} {la.process_name}" if la.pid else la.process_name)
+        invocations = la.raw.get("invocations")
+        records.append(
+            KernelRecord(
+                name=la.name or "<unnamed>",
+                raw_name=la.raw_name,
+                id=la.id,
+                process=process,
+                stream=la.stream,
+                device=la.device,
+                grid=la.grid or _dims(la, "grid"),
+                block=la.block or _dims(la, "block"),
+                invocations=int(invocations.value) if invocations is not None and isinstance(invocations.value, float) else None,
+                metrics=metrics or None,
+                raw=la.raw or None,
+            )
+        )
+    return records
+
+
+def _dims(la: Launch, kind: str) -> list[int] | None:
+    vals = [_num(la, f"launch__{kind}_dim_{c}") for c in "xyz"]
+    if any(v is None or v < 0 for v in vals):
+        return None
+    return [int(v) for v in vals]  # type: ignore[arg-type]
+
+
+def _timing(records: list[KernelRecord]) -> Timing:
+    names = {r.name for r in records}
+    durations = [r.metrics["duration"].value for r in records if r.metrics and "duration" in r.metrics]
+    if len(names) == 1 and durations:
+        return Timing(
+            method="profiler",
+            stats=Stats(
+                unit="ns",
+                median=statistics.median(durations),
+                mean=statistics.fmean(durations),
+                min=min(durations),
+                max=max(durations),
+                n=len(durations),
+                std=statistics.stdev(durations) if len(durations) > 1 else None,
+            ),
+            notes="per-launch gpu__time_duration under the profiler (ncu serialises launches and may lock clocks)",
+        )
+    return Timing(
+        method="profiler",
+        notes="per-launch durations of several kernels are in profiler[0].kernels[*].metrics.duration",
+    )
+
+
+def _packet(path: str, report: Report, data: bytes | None, options: AdapterOptions, index: int, count: int) -> EvidencePacket:
+    warnings = list(report.warnings)
+    metric_warnings: set[str] = set()
+    records = _records(report, metric_warnings)
+    warnings.extend(sorted(metric_warnings))
+    hardware = _hardware(report, warnings)
+    summary = None
+    if report.summary:
+        summary = {k: Quantity(value=v, unit="count") for k, v in report.summary.items()}
+        if "tensor_core_inst_executed" in report.summary and report.summary["tensor_core_inst_executed"] == 0:
+            warnings.append("no tensor-core (MMA) instruction executed in any launch")
+    names = list(dict.fromkeys(r.name for r in records))
+    base = os.path.basename(path) + (f"#{index + 1}" if count > 1 else "")
+    subject_name = names[0] if len(names) == 1 else base
+    description = f"Nsight Compute {report.page} report {base}: {len(records)} launch(es) of {len(names)} kernel(s)"
+    capture = ProfilerCapture(
+        tool="ncu",
+        version=report.tool_version,
+        source=_artifact(path, data),
+        kernels=records,
+        summary=summary,
+        attributes=_attributes(report),
+        warnings=warnings or None,
+    )
+    return EvidencePacket(
+        schema_version="0.1",
+        created_at=options.created_at or _now(),
+        producer=Producer(name="kernel-evidence", version=__version__),
+        subject=Subject(kind="kernel", name=subject_name, description=description),
+        status="passed",  # type: ignore[arg-type]
+        timing=_timing(records),
+        profiler=[capture],
+        hardware=hardware,
+    )
+
+
+def _now() -> str:
+    from datetime import datetime, timezone
+
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class NcuAdapter:
+    """Nsight Compute: ``--csv`` (details or raw page), text page, summary, ``.ncu-rep``."""
+
+    name = "ncu"
+    aliases: tuple[str, ...] = ("nsight-compute", "ncu-rep", "nsight_compute")
+    description = "NVIDIA Nsight Compute: --csv details/raw pages, text/summary pages, .ncu-rep reports"
+
+    def read(self, inputs: Sequence[str], options: AdapterOptions) -> AdapterResult:
+        packets: list[EvidencePacket] = []
+        warnings: list[str] = []
+        cache = RawCache()
+        with _no_gc():
+            for path in _expand(inputs):
+                reports, data = read_reports(path, cache)
+                for i, report in enumerate(reports):
+                    packet = _packet(path, report, data, options, i, len(reports))
+                    packets.append(packet.with_id())
+                    for w in packet.profiler[0].warnings or ():  # type: ignore[index]
+                        warnings.append(f"{path}: {w}")
+        return AdapterResult(packets=packets, warnings=warnings)
+
+
+ADAPTER = NcuAdapter()

@@ -1,0 +1,50 @@
+"""The validator as the archive uses it: one call per packet, findings as plain tuples."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["Checked", "check"]
+
+
+@dataclass(frozen=True)
+class Checked:
+    """What the archive keeps of a validation report."""
+
+    ok: bool
+    grade: str | None
+    reasons: list[str]
+    #: dicts with ``rule_id``, ``severity``, ``pointer``, ``message`` (the findings column)
+    findings: list[dict[str, str]]
+    #: one line per error finding, for refusals
+    lines: list[str]
+
+
+def _from_report(report: Any) -> Checked:
+    findings = [
+        {
+            "rule_id": str(f.rule_id),
+            "severity": str(f.severity),
+            "pointer": str(f.pointer),
+            "message": str(f.message),
+        }
+        for f in report.findings
+    ]
+    lines = [
+        f"{f['rule_id']} {f['message']} - at `{f['pointer'] or '/'}`"
+        for f in findings
+        if f["severity"] == "error"
+    ]
+    grade = getattr(report, "grade", None)
+    letter = getattr(grade, "letter", None)
+    reasons = [str(r) for r in (getattr(grade, "reasons", None) or [])]
+    return Checked(bool(report.ok), str(letter) if letter else None, reasons, findings, lines)
+
+
+def check(data: dict[str, Any], raw: bytes | None) -> Checked:
+    """Validate one packet: its JSON bytes when we have them (the validator's fast path),
+    else its decoded data."""
+    from ..rules import validate
+
+    return _from_report(validate(raw if raw is not None else data))

@@ -1,0 +1,239 @@
+"""Reading an archive: the dataset with its fixed schema, filters, and export back to packets.
+
+``--where`` filters are parsed here, never evaluated as code: each is ``COLUMN OP VALUE``
+with ``OP`` one of ``=``, ``!=``, ``<``, ``<=``, ``>``, ``>=``. ``VALUE`` is read with the
+column's type; ``a|b|c`` after ``=`` or ``!=`` means one of several values, and ``null``
+means a missing value. Several filters must all hold.
+
+>>> str(parse_where(["status=failed", "speedup>=1.5"]))
+'((status == "failed") and (speedup >= 1.5))'
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from collections.abc import Iterable, Iterator
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as ds
+import pyarrow.parquet as pq
+import zstandard
+
+from ..errors import ArchiveError
+from ..io import open_output
+from . import _layout
+from .schema import DATASET_SCHEMA, META_LAYOUT_VERSION, PARTITION_SCHEMA
+
+__all__ = ["WhereError", "export_packets", "iter_packets", "open_archive", "parse_where", "scan"]
+
+_PARTITIONING = ds.partitioning(PARTITION_SCHEMA, flavor="hive")
+_WHERE_RE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(!=|>=|<=|=|<|>)\s*(.*?)\s*$")
+
+
+class WhereError(ValueError):
+    """A ``--where`` filter that cannot be understood (a usage error)."""
+
+
+def _files(root: Path) -> list[Path]:
+    _layout.read_marker(root, for_write=False)
+    return _layout.data_files(root)
+
+
+def open_archive(root: str | os.PathLike[str]) -> ds.Dataset:
+    """The archive as a :class:`pyarrow.dataset.Dataset` with :data:`DATASET_SCHEMA`.
+
+    Checks the marker and layout version; files are opened lazily, so a corrupt file shows
+    up when scanned (see :func:`scan`, which names it).
+    """
+    path = Path(root)
+    files = _files(path)
+    return ds.dataset(
+        [str(f) for f in files],
+        schema=DATASET_SCHEMA,
+        format="parquet",
+        partitioning=_PARTITIONING,
+        partition_base_dir=str(path),
+    )
+
+
+def _check_file(path: Path) -> None:
+    try:
+        meta = pq.read_metadata(path)
+    except (pa.ArrowException, OSError) as exc:
+        raise ArchiveError(f"{path}: not a readable Parquet file ({_short(exc)})") from None
+    kv = meta.metadata or {}
+    raw = kv.get(META_LAYOUT_VERSION)
+    if raw is None:
+        raise ArchiveError(f"{path}: not a kevidence archive file (no archive layout version in its metadata)")
+    found = _layout.parse_version(raw.decode("utf-8", "replace"), str(path))
+    _layout.check_layout(path, found, for_write=False)
+
+
+def _short(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
+
+
+def scan(
+    root: str | os.PathLike[str],
+    columns: list[str] | None = None,
+    where: pc.Expression | None = None,
+    batch_size: int = 16_384,
+) -> Iterator[pa.RecordBatch]:
+    """Record batches of the archive, file by file in path order, after checking each file.
+
+    A file that cannot be read raises :class:`ArchiveError` naming it.
+    """
+    dataset = open_archive(root)
+    for fragment in sorted(dataset.get_fragments(filter=where), key=lambda f: f.path):
+        path = Path(fragment.path)
+        _check_file(path)
+        try:
+            yield from fragment.to_batches(
+                schema=DATASET_SCHEMA, columns=columns, filter=where, batch_size=batch_size
+            )
+        except (pa.ArrowException, OSError) as exc:
+            raise ArchiveError(f"{path}: not a readable Parquet file ({_short(exc)})") from None
+
+
+def read_table(
+    root: str | os.PathLike[str], columns: list[str] | None = None, where: pc.Expression | None = None
+) -> pa.Table:
+    """The selected columns of the whole archive as one table (checks every file)."""
+    names = columns if columns is not None else DATASET_SCHEMA.names
+    schema = pa.schema([DATASET_SCHEMA.field(n) for n in names])
+    return pa.Table.from_batches(list(scan(root, names, where)), schema=schema)
+
+
+def iter_packets(root: str | os.PathLike[str], where: Iterable[str] | pc.Expression | None = None) -> Iterator[bytes]:
+    """The archived packets' JSON bytes (compact, as they came in), optionally filtered."""
+    expr = where if isinstance(where, pc.Expression) or where is None else parse_where(where)
+    for batch in scan(root, ["packet"], expr):
+        yield from batch.column(0).to_pylist()
+
+
+def export_packets(
+    root: str | os.PathLike[str],
+    out: str | os.PathLike[str],
+    *,
+    where: Iterable[str] | pc.Expression | None = None,
+    overwrite: bool = False,
+) -> int:
+    """Write the archived packets (filtered) to JSONL, zstd-compressed when ``out`` ends in
+    ``.zst``; ``-`` is standard output. Atomic; returns the number of packets written."""
+    expr = where if isinstance(where, pc.Expression) or where is None else parse_where(where)
+    # resolve everything that can fail on the archive before creating the output
+    open_archive(root)
+    target = str(out)
+    if target == "-":
+        return _write(sys.stdout.buffer, root, expr, zst=False)
+    if Path(target).exists() and not overwrite:
+        raise FileExistsError(f"{target}: already exists; refusing to overwrite it (use --force)")
+    fh, commit = open_output(target)
+    ok = False
+    try:
+        n = _write(fh, root, expr, zst=target.lower().endswith(".zst"))
+        ok = True
+    finally:
+        commit(ok)
+    return n
+
+
+def _write(fh: Any, root: str | os.PathLike[str], expr: pc.Expression | None, *, zst: bool) -> int:
+    sink: Any = zstandard.ZstdCompressor(level=3).stream_writer(fh, closefd=False) if zst else fh
+    n = 0
+    for batch in scan(root, ["packet"], expr):
+        values = batch.column(0).to_pylist()
+        if values:
+            sink.write(b"\n".join(values))
+            sink.write(b"\n")
+            n += len(values)
+    if zst:
+        sink.close()
+    else:
+        sink.flush()
+    return n
+
+
+# -- filters ---------------------------------------------------------------------------
+
+
+def _value(text: str, typ: pa.DataType, name: str) -> Any:
+    if text == "null":
+        return None
+    try:
+        if pa.types.is_string(typ):
+            return text
+        if pa.types.is_integer(typ):
+            return int(text)
+        if pa.types.is_floating(typ):
+            return float(text)
+        if pa.types.is_boolean(typ):
+            if text.lower() not in ("true", "false"):
+                raise ValueError(text)
+            return text.lower() == "true"
+        if pa.types.is_timestamp(typ):
+            return _timestamp(text)
+    except ValueError:
+        raise WhereError(f"`{name}` holds {typ} values; cannot read `{text}` as one") from None
+    raise WhereError(f"cannot filter on `{name}` ({typ}); filter on a scalar column")
+
+
+def _timestamp(text: str) -> datetime:
+    t = text.strip()
+    if re.fullmatch(r"\d{4}-\d{2}-\d{2}", t):
+        t += "T00:00:00Z"
+    if t.endswith("Z"):
+        t = t[:-1] + "+00:00"
+    m = re.fullmatch(r"(.*T\d{2}:\d{2}:\d{2})(\.\d+)?([+-]\d{2}:\d{2})", t)
+    if m is None:
+        raise ValueError(text)
+    frac = (m.group(2) or "")[:7]  # fromisoformat takes at most 6 digits
+    dt = datetime.fromisoformat(m.group(1) + frac + m.group(3))
+    return dt.astimezone(timezone.utc)
+
+
+def parse_where(filters: Iterable[str]) -> pc.Expression | None:
+    """One filter expression from ``COLUMN OP VALUE`` texts (all must hold), or ``None``."""
+    expr: pc.Expression | None = None
+    for text in filters:
+        m = _WHERE_RE.match(text)
+        if m is None:
+            raise WhereError(
+                f"cannot read filter `{text}`; expected COLUMN OP VALUE with OP one of = != < <= > >="
+            )
+        name, op, raw = m.groups()
+        if name not in DATASET_SCHEMA.names:
+            raise WhereError(f"unknown column `{name}` in filter `{text}`; see docs/archive.md for the columns")
+        typ = DATASET_SCHEMA.field(name).type
+        field = pc.field(name)
+        if op in ("=", "!=") and "|" in raw:
+            values = [_value(v, typ, name) for v in raw.split("|")]
+            if None in values:
+                raise WhereError(f"`null` cannot be one of several values in filter `{text}`")
+            e = field.isin(pa.array(values, type=typ))
+            e = ~e if op == "!=" else e
+        else:
+            value = _value(raw, typ, name)
+            if value is None:
+                if op not in ("=", "!="):
+                    raise WhereError(f"`null` only goes with = or != in filter `{text}`")
+                e = field.is_null() if op == "=" else field.is_valid()
+            else:
+                scalar = pa.scalar(value, type=typ)
+                e = {
+                    "=": field == scalar,
+                    "!=": field != scalar,
+                    "<": field < scalar,
+                    "<=": field <= scalar,
+                    ">": field > scalar,
+                    ">=": field >= scalar,
+                }[op]
+        expr = e if expr is None else expr & e
+    return expr

@@ -1,0 +1,408 @@
+"""Archiving packets into a Parquet dataset.
+
+Streaming: packets are read one document at a time, buffered per partition up to one row
+group, and written out; memory stays bounded whatever the input size (the only thing that
+grows is the set of packet ids used to skip duplicates: 32 bytes of digest per packet).
+
+Atomic: every file is written under a hidden ``.name.tmp`` name and renamed into place only
+after every file of the run was written, flushed and synced. A failure (a full disk, a
+permission error, an interrupt) removes the temporary files, so readers never see a partial
+file and the dataset is exactly as it was. A process killed during the final renames leaves
+whole files only; running the same archive command again adds what is missing.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import uuid
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from .._canonical import packet_id_for
+from .._version import __version__
+from ..errors import ArchiveError
+from ..io import Limits, discover, iter_records
+from ..models import SCHEMA_VERSION
+from . import _layout
+from ._check import check
+from ._rows import extract, partition_of
+from .schema import (
+    ARCHIVE_LAYOUT_VERSION,
+    COLUMNS,
+    DICTIONARY_COLUMNS,
+    FILE_SCHEMA,
+    META_LAYOUT_VERSION,
+    META_PRODUCER,
+    META_SCHEMA_VERSION,
+)
+
+__all__ = ["ArchiveSummary", "Refusal", "archive_packets"]
+
+#: rows per row group, and the packet bytes that close a row group early
+ROW_GROUP_ROWS = 65_536
+ROW_GROUP_BYTES = 64 << 20
+#: packet bytes buffered over all partitions before the largest buffer is flushed
+BUFFER_BYTES = 128 << 20
+#: rows per file before a partition starts a new file
+FILE_ROWS = 1_048_576
+_MAX_KEPT_REFUSALS = 1000
+
+_decoder = msgspec.json.Decoder()
+_encoder = msgspec.json.Encoder()
+_NO_STATS = ("packet", "findings", "grade_reasons", "dtypes", "shape_ids")
+_STATS_COLUMNS = [c.name for c in COLUMNS if c.name not in _NO_STATS]
+_PRODUCER = f"kernel-evidence {__version__}"
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """A document that was not archived: where it came from and why (one line each)."""
+
+    source: str
+    location: str | None
+    reasons: list[str]
+
+    def line(self) -> str:
+        where = f"{self.source}:{self.location}" if self.location else self.source
+        return f"{where}: " + "; ".join(self.reasons)
+
+
+@dataclass
+class ArchiveSummary:
+    """What one archive run did."""
+
+    added: int = 0
+    duplicates: int = 0
+    refused_count: int = 0
+    #: the first refusals (at most 1000), in input order
+    refused: list[Refusal] = field(default_factory=list)
+    #: files added to the dataset, relative to its root
+    files: list[str] = field(default_factory=list)
+
+
+class _FdWriter(io.RawIOBase):
+    """A raw file over an OS file descriptor; every byte goes through :func:`os.write`."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, b: Any) -> int:
+        view = memoryview(b).cast("B")
+        total = len(view)
+        while view:
+            n = os.write(self._fd, view)
+            view = view[n:]
+        return total
+
+    def fileno(self) -> int:
+        return self._fd
+
+
+class _PartFile:
+    """One Parquet file being written under a hidden temporary name."""
+
+    def __init__(self, directory: Path, metadata: dict[bytes, bytes]) -> None:
+        stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S")
+        self.name = f"part-{stamp}-{uuid.uuid4().hex[:16]}.parquet"
+        self.final = directory / self.name
+        self.tmp = directory / f".{self.name}.tmp"
+        self.rows = 0
+        self._fd = os.open(self.tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        self._buf = io.BufferedWriter(_FdWriter(self._fd), 1 << 20)
+        self._writer: pq.ParquetWriter | None = pq.ParquetWriter(
+            self._buf,
+            FILE_SCHEMA.with_metadata(metadata),
+            compression="zstd",
+            compression_level=3,
+            use_dictionary=list(DICTIONARY_COLUMNS),
+            write_statistics=_STATS_COLUMNS,
+        )
+
+    def write(self, table: pa.Table) -> None:
+        assert self._writer is not None
+        self._writer.write_table(table, row_group_size=ROW_GROUP_ROWS)
+        self.rows += table.num_rows
+
+    def finish(self) -> None:
+        """Close the Parquet footer, flush and sync; the file stays hidden."""
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+        self._buf.flush()
+        os.fsync(self._fd)
+        self._buf.close()  # marks the raw writer closed; the descriptor is ours to close
+        self._close_fd()
+
+    def _close_fd(self) -> None:
+        if self._fd >= 0:
+            try:
+                os.close(self._fd)
+            except OSError:
+                pass
+            self._fd = -1
+
+    def abort(self) -> None:
+        self._writer = None
+        self._close_fd()
+        try:
+            os.unlink(self.tmp)
+        except FileNotFoundError:
+            pass
+
+
+class _Partition:
+    """Rows buffered for one ``vendor=/month=`` directory, and its files."""
+
+    def __init__(self, root: Path, key: tuple[str, str]) -> None:
+        self.key = key
+        self.rel = Path(f"vendor={key[0]}") / f"month={key[1]}"
+        self.dir = root / self.rel
+        self.rows: list[list[Any]] = []
+        self.bytes = 0
+        self.files: list[_PartFile] = []
+        self.existing: set[bytes] | None = None
+
+    def table(self) -> pa.Table:
+        cols = list(zip(*self.rows))
+        arrays = [pa.array(col, type=c.type) for col, c in zip(cols, COLUMNS)]
+        return pa.Table.from_arrays(arrays, schema=FILE_SCHEMA)
+
+
+def _digest(pid: str) -> bytes:
+    """32 raw bytes of a ``sha256:`` id (or the id text itself when it is not one)."""
+    try:
+        return bytes.fromhex(pid[7:]) if pid.startswith("sha256:") and len(pid) == 71 else pid.encode()
+    except ValueError:
+        return pid.encode()
+
+
+class _Writer:
+    def __init__(self, root: Path, *, allow_invalid: bool, peaks: Any) -> None:
+        self.root = root
+        self.allow_invalid = allow_invalid
+        self.peaks = peaks
+        self.parts: dict[tuple[str, str], _Partition] = {}
+        self.buffered = 0
+        self.summary = ArchiveSummary()
+        self.created_dirs: list[Path] = []
+        self.metadata = {
+            META_LAYOUT_VERSION: _layout.format_version(ARCHIVE_LAYOUT_VERSION).encode(),
+            META_SCHEMA_VERSION: SCHEMA_VERSION.encode(),
+            META_PRODUCER: _PRODUCER.encode(),
+        }
+
+    # -- reading existing ids ------------------------------------------------------------
+
+    def _load_existing(self, part: _Partition) -> set[bytes]:
+        ids: set[bytes] = set()
+        if part.dir.is_dir():
+            for path in _layout.data_files(part.dir):
+                ids.update(_digest(p) for p in _read_ids(path, self.root))
+        return ids
+
+    # -- adding packets ------------------------------------------------------------------
+
+    def refuse(self, source: str, location: str | None, reasons: list[str]) -> Refusal:
+        r = Refusal(source, location, reasons)
+        self.summary.refused_count += 1
+        if len(self.summary.refused) < _MAX_KEPT_REFUSALS:
+            self.summary.refused.append(r)
+        return r
+
+    def add(self, data: Any, raw: bytes | None, source: str, location: str | None) -> Refusal | None:
+        if not isinstance(data, dict):
+            return self.refuse(source, location, [f"expected a JSON object (a packet), got {type(data).__name__}"])
+        pid = data.get("packet_id")
+        if not isinstance(pid, str):
+            if pid is not None:
+                return self.refuse(source, location, [f"expected `packet_id` to be a string, got {type(pid).__name__} - at `/packet_id`"])
+            pid = packet_id_for(data)
+            data = {"packet_id": pid, **data}
+            raw = None
+        key = partition_of(data)
+        part = self.parts.get(key)
+        if part is None:
+            part = self.parts[key] = _Partition(self.root, key)
+        if part.existing is None:
+            part.existing = self._load_existing(part)
+        digest = _digest(pid)
+        if digest in part.existing:
+            self.summary.duplicates += 1
+            return None
+        checked = check(data, raw)
+        if not checked.ok and not self.allow_invalid:
+            return self.refuse(source, location, checked.lines or ["invalid packet"])
+        part.existing.add(digest)
+        packet = _encoder.encode(data) if raw is None else raw
+        row = extract(data, self.peaks)
+        row.extend((checked.ok, checked.grade, checked.reasons, checked.findings, packet))
+        part.rows.append(row)
+        part.bytes += len(packet)
+        self.buffered += len(packet)
+        self.summary.added += 1
+        if len(part.rows) >= ROW_GROUP_ROWS or part.bytes >= ROW_GROUP_BYTES:
+            self._flush(part)
+        elif self.buffered >= BUFFER_BYTES:
+            self._flush(max(self.parts.values(), key=lambda p: p.bytes))
+        return None
+
+    def _flush(self, part: _Partition) -> None:
+        if not part.rows:
+            return
+        table = part.table()
+        if not part.files or part.files[-1].rows >= FILE_ROWS:
+            if not part.dir.is_dir():
+                for d in (part.dir.parent, part.dir):
+                    if not d.is_dir():
+                        d.mkdir()
+                        self.created_dirs.append(d)
+            part.files.append(_PartFile(part.dir, self.metadata))
+        part.files[-1].write(table)
+        self.buffered -= part.bytes
+        part.rows = []
+        part.bytes = 0
+
+    # -- ending --------------------------------------------------------------------------
+
+    def commit(self) -> None:
+        for part in self.parts.values():
+            self._flush(part)
+        files = [f for part in self.parts.values() for f in part.files]
+        for f in files:
+            f.finish()
+        for part in self.parts.values():
+            for f in part.files:
+                os.replace(f.tmp, f.final)
+                self.summary.files.append(str(part.rel / f.name))
+        for part in self.parts.values():
+            if part.files:
+                _fsync_dir(part.dir)
+
+    def abort(self) -> None:
+        for part in self.parts.values():
+            for f in part.files:
+                f.abort()
+        for d in reversed(self.created_dirs):
+            try:
+                d.rmdir()
+            except OSError:
+                pass
+
+
+def _fsync_dir(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _read_ids(path: Path, root: Path) -> list[str]:
+    try:
+        col = pq.read_table(path, columns=["packet_id"]).column(0)
+    except (pa.ArrowException, OSError) as exc:
+        raise ArchiveError(f"{path}: not a readable archive file ({_short(exc)})") from None
+    return [v for v in col.to_pylist() if v is not None]
+
+
+def _short(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
+
+
+def _documents(
+    sources: Iterable[str | os.PathLike[str]], limits: Limits | None
+) -> Iterator[tuple[str, str | None, Any, bytes | None, str | None]]:
+    """``(source, location, data, compact_bytes, error)`` for every packet-like document."""
+    for name in discover(sources):
+        for rec in iter_records(name, limits):
+            if rec.error is not None:
+                yield rec.source, rec.location, None, None, rec.error.message
+                continue
+            assert rec.data is not None
+            try:
+                data = _decoder.decode(rec.data)
+            except msgspec.DecodeError as exc:
+                yield rec.source, rec.location, None, None, f"not valid JSON ({exc})"
+                continue
+            if isinstance(data, list):
+                for i, item in enumerate(data):
+                    loc = f"{rec.location or 'item'} {i}" if rec.location else f"item {i}"
+                    yield rec.source, loc, item, None, None
+            else:
+                yield rec.source, rec.location, data, msgspec.json.format(rec.data, indent=0), None
+
+
+def archive_packets(
+    sources: Iterable[str | os.PathLike[str]],
+    to: str | os.PathLike[str],
+    *,
+    allow_invalid: bool = False,
+    limits: Limits | None = None,
+    on_refusal: Callable[[Refusal], None] | None = None,
+) -> ArchiveSummary:
+    """Archive the packets of ``sources`` (files, directories, ``-``) into the dataset ``to``.
+
+    Valid packets are added; a packet whose id is already in the dataset is skipped;
+    invalid packets are refused (reported, not written) unless ``allow_invalid``, in which
+    case they are stored with their findings and grade. Unreadable documents are refused.
+    Raises :class:`~kernel_evidence.errors.ArchiveError` when the dataset cannot be
+    written; it is then left exactly as it was.
+    """
+    root = Path(to)
+    created = _layout.init_marker(root, _PRODUCER, SCHEMA_VERSION)
+    if not created:
+        _layout.read_marker(root, for_write=True)
+    writer = _Writer(root, allow_invalid=allow_invalid, peaks=_peak_lookup())
+    try:
+        for source, location, data, raw, error in _documents(sources, limits):
+            refusal = (
+                writer.refuse(source, location, [error])
+                if error is not None
+                else writer.add(data, raw, source, location)
+            )
+            if refusal is not None and on_refusal is not None:
+                on_refusal(refusal)
+        writer.commit()
+    except OSError as exc:
+        writer.abort()
+        what = exc.strerror or type(exc).__name__
+        where = f" ({exc.filename})" if exc.filename else ""
+        raise ArchiveError(f"{root}: could not write the archive: {what}{where}; nothing was added") from None
+    except BaseException:
+        writer.abort()
+        raise
+    return writer.summary
+
+
+def _table_peaks(
+    device: str | None, arch: str | None, dtypes: list[str] | None
+) -> tuple[float, float] | None:
+    """(FLOP/s, B/s) of one device from the rule engine's peak table, for the task's dtypes."""
+    from ..rules import device_peaks
+    from ..rules._tables import peak_flops_for
+
+    peaks = device_peaks(device, arch)
+    if peaks is None:
+        return None
+    return peak_flops_for(peaks, tuple(dtypes or ())), peaks.bandwidth
+
+
+def _peak_lookup() -> Any:
+    return _table_peaks

@@ -1,0 +1,36 @@
+"""``kevidence export DIR -o FILE``: give archived packets back as JSONL."""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from ..errors import ArchiveError
+from ._common import EXIT_OK, EXIT_USAGE, fail
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("export")
+    def export_cmd(
+        archive: str = typer.Argument(..., help="Archive directory."),
+        output: str = typer.Option(..., "--output", "-o", help="Output file: .jsonl, or .jsonl.zst for zstd; - for stdout."),
+        where: list[str] = typer.Option([], "--where", "-w", help="Filter COLUMN OP VALUE (OP: = != < <= > >=; a|b for one of several; null). Repeatable: all must hold."),
+        force: bool = typer.Option(False, "--force", help="Replace an existing output file."),
+    ) -> None:
+        """Export archived packets, byte for byte as they were archived (compact JSON)."""
+        from ..archive.reader import WhereError, export_packets, parse_where
+
+        try:
+            expr = parse_where(where)
+        except WhereError as exc:
+            fail(f"--where: {exc}", EXIT_USAGE)
+        try:
+            n = export_packets(archive, output, where=expr, overwrite=force)
+        except FileExistsError as exc:
+            fail(str(exc))
+        except (ArchiveError, OSError) as exc:
+            fail(str(exc))
+        if output != "-":
+            sys.stderr.write(f"{output}: {n} packets exported\n")
+        raise typer.Exit(EXIT_OK)

@@ -1,0 +1,36 @@
+"""``kevidence schema``: print the published JSON Schema."""
+
+from __future__ import annotations
+
+import sys
+from typing import Optional
+
+import typer
+
+from ..schema import SUPPORTED_VERSIONS, SchemaVersion, dumps_schema, load_schema
+from ._common import EXIT_USAGE, fail
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("schema")
+    def schema_cmd(
+        version: str = typer.Option(str(SUPPORTED_VERSIONS[-1]), "--version", help="Schema version."),
+        output: Optional[str] = typer.Option(None, "-o", "--output", help="Write to a file instead of stdout (never overwrites)."),
+    ) -> None:
+        """Print the JSON Schema (Draft 2020-12) of a packet version."""
+        try:
+            v = SchemaVersion.parse(version)
+        except ValueError as exc:
+            fail(str(exc), EXIT_USAGE)
+        if v not in SUPPORTED_VERSIONS:
+            fail(f"unknown schema version {v}; known: {', '.join(map(str, SUPPORTED_VERSIONS))}", EXIT_USAGE)
+        text = dumps_schema(load_schema(v))
+        if output is None:
+            sys.stdout.write(text)
+            return
+        import os
+
+        if os.path.exists(output):
+            fail(f"{output}: already exists; refusing to overwrite it")
+        with open(output, "x", encoding="utf-8") as fh:
+            fh.write(text)

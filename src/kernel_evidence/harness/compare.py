@@ -1,0 +1,300 @@
+"""Is B faster than A, by how much, and how sure? From raw samples, or summaries when that is all.
+
+With samples on both sides (``timing.stats.samples``): the speedup is
+``median(A) / median(B)`` (above 1: B is faster), its confidence interval comes from a
+seeded percentile bootstrap, and significance from a two-sided Mann-Whitney U test. B is
+*improved* when the test is significant at ``alpha``, the interval lies above 1 and the
+speedup reaches ``1 + min_effect``; *regressed* symmetrically; otherwise *no_change*.
+
+Without samples, summaries are used: non-overlapping median confidence intervals
+(conservative), else a normal approximation on means and standard deviations, else the
+verdict is *inconclusive* and the notes say why.
+
+Packets that are not comparable (different device, arch, operator, shapes, dtypes,
+timing method, or a packet that did not pass) are refused unless ``force=True``.
+
+Exit codes for the CLI and loops: 0 improved, 3 no significant change (or inconclusive),
+4 regressed, 1 invalid input or incomparable, 2 usage.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+from ..models import EvidencePacket, Stats, Status
+from ..units import convert
+from ._stats import _norm_cdf, bootstrap_ratio_ci, mann_whitney_u
+
+__all__ = [
+    "EXIT_CODES",
+    "Comparison",
+    "comparability_problems",
+    "compare_packets",
+    "compare_samples",
+]
+
+Verdict = Literal["improved", "no_change", "regressed", "inconclusive", "incomparable"]
+
+#: verdict -> process exit code
+EXIT_CODES: dict[str, int] = {"improved": 0, "no_change": 3, "inconclusive": 3, "regressed": 4, "incomparable": 1}
+
+
+@dataclass
+class Comparison:
+    """The answer: verdict, speedup of B over A with its interval, the test, and caveats."""
+
+    verdict: Verdict
+    speedup: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    ci_level: float | None = None
+    p_value: float | None = None
+    method: str | None = None
+    n_a: int | None = None
+    n_b: int | None = None
+    median_a_ns: float | None = None
+    median_b_ns: float | None = None
+    problems: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    forced: bool = False
+
+    @property
+    def exit_code(self) -> int:
+        """0 improved, 3 no change / inconclusive, 4 regressed, 1 incomparable."""
+        return EXIT_CODES[self.verdict]
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON data (nulls dropped)."""
+        data = {k: v for k, v in asdict(self).items() if v is not None and v != []}
+        data["exit_code"] = self.exit_code
+        return data
+
+    def summary(self) -> str:
+        """One line a person reads first."""
+        if self.verdict == "incomparable":
+            return "not comparable: " + "; ".join(self.problems)
+        if self.speedup is None:
+            return f"{self.verdict}: " + "; ".join(self.notes)
+        pct = (self.speedup - 1.0) * 100.0
+        faster = f"B is {abs(pct):.1f}% {'faster' if pct >= 0 else 'slower'} than A (speedup {self.speedup:.4g}x"
+        if self.ci_low is not None and self.ci_high is not None:
+            faster += f", {self.ci_level or 0.95:.0%} CI {self.ci_low:.4g}-{self.ci_high:.4g}"
+        if self.p_value is not None:
+            faster += f", p={self.p_value:.3g}"
+        faster += ")"
+        word = {"improved": "improved", "regressed": "regressed", "no_change": "no significant change", "inconclusive": "inconclusive"}[self.verdict]
+        return f"{word}: {faster}"
+
+
+def _verdict(speedup: float, lo: float, hi: float, p: float | None, alpha: float, min_effect: float) -> tuple[Verdict, str | None]:
+    significant = p is None or p < alpha
+    if significant and lo > 1.0 and speedup >= 1.0 + min_effect:
+        return "improved", None
+    if significant and hi < 1.0 and speedup <= 1.0 / (1.0 + min_effect):
+        return "regressed", None
+    if significant and (lo > 1.0 or hi < 1.0):
+        return "no_change", f"the difference is significant but smaller than the {min_effect:.1%} minimum effect"
+    return "no_change", None
+
+
+def compare_samples(
+    a_ns: list[float],
+    b_ns: list[float],
+    *,
+    alpha: float = 0.05,
+    min_effect: float = 0.01,
+    level: float = 0.95,
+    resamples: int = 2000,
+    seed: int = 0,
+) -> Comparison:
+    """Compare two sets of timing samples (same unit); speedup = median(A) / median(B)."""
+    notes: list[str] = []
+    if min(a_ns) < 0 or min(b_ns) < 0:
+        raise ValueError("timing samples must not be negative")
+    if sorted(b_ns)[len(b_ns) // 2] <= 0:
+        return Comparison(verdict="inconclusive", notes=["the median of B is zero: a ratio is undefined (timer resolution too coarse?)"])
+    point, lo, hi = bootstrap_ratio_ci(a_ns, b_ns, level=level, resamples=resamples, seed=seed)
+    mw = mann_whitney_u(a_ns, b_ns)
+    zero_a = max(a_ns) == min(a_ns)
+    zero_b = max(b_ns) == min(b_ns)
+    if zero_a and zero_b:
+        notes.append(
+            "both sample sets have zero spread (a constant or a coarse timer): the ratio is exact for "
+            "these samples, but run-to-run noise is unknown; repeat in fresh processes before trusting it"
+        )
+    elif zero_a or zero_b:
+        notes.append(f"{'A' if zero_a else 'B'} has zero spread (a constant or a coarse timer); its noise is unknown")
+    smallest_p = 2.0 * _norm_cdf(-(len(a_ns) * len(b_ns) / 2.0 - 0.5) / math.sqrt(len(a_ns) * len(b_ns) * (len(a_ns) + len(b_ns) + 1) / 12.0))
+    if smallest_p >= alpha:
+        notes.append(f"too few samples (n={len(a_ns)} and {len(b_ns)}) for any difference to be significant at alpha={alpha:g}")
+    verdict, note = _verdict(point, lo, hi, mw.p_value, alpha, min_effect)
+    if note:
+        notes.append(note)
+    return Comparison(
+        verdict=verdict,
+        speedup=point,
+        ci_low=lo,
+        ci_high=hi,
+        ci_level=level,
+        p_value=mw.p_value,
+        method=f"bootstrap CI of the median ratio ({resamples} resamples, seed {seed}) + Mann-Whitney U",
+        n_a=len(a_ns),
+        n_b=len(b_ns),
+        median_a_ns=_median(a_ns),
+        median_b_ns=_median(b_ns),
+        notes=notes,
+    )
+
+
+def _median(v: list[float]) -> float:
+    s = sorted(v)
+    n = len(s)
+    return s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2.0
+
+
+def _ns(stats: Stats, value: float | None) -> float | None:
+    return None if value is None else convert(value, stats.unit, "ns")
+
+
+def _compare_summaries(a: Stats, b: Stats, *, alpha: float, min_effect: float) -> Comparison:
+    ma, mb = _ns(a, a.median), _ns(b, b.median)
+    assert ma is not None and mb is not None
+    base = {"n_a": a.n, "n_b": b.n, "median_a_ns": ma, "median_b_ns": mb}
+    if mb <= 0:
+        return Comparison(verdict="inconclusive", notes=["the median of B is zero: a ratio is undefined"], **base)
+    point = ma / mb
+    notes: list[str] = []
+    if None not in (a.ci_low, a.ci_high, b.ci_low, b.ci_high):
+        al, ah, bl, bh = (_ns(a, a.ci_low), _ns(a, a.ci_high), _ns(b, b.ci_low), _ns(b, b.ci_high))
+        assert al is not None and ah is not None and bl is not None and bh is not None
+        lo = al / bh if bh > 0 else 0.0
+        hi = ah / bl if bl > 0 else math.inf
+        notes.append("significance from non-overlapping median confidence intervals (conservative)")
+        verdict, note = _verdict(point, lo, hi, None, alpha, min_effect)
+        if note:
+            notes.append(note)
+        level = min(a.ci_level or 0.95, b.ci_level or 0.95)
+        return Comparison(verdict=verdict, speedup=point, ci_low=lo, ci_high=hi if math.isfinite(hi) else None, ci_level=level, method="summary: median CI overlap", notes=notes, **base)
+    if None not in (a.mean, b.mean, a.std, b.std) and (a.n or 0) >= 2 and (b.n or 0) >= 2:
+        mean_a, mean_b, sa, sb = _ns(a, a.mean), _ns(b, b.mean), _ns(a, a.std), _ns(b, b.std)
+        assert mean_a is not None and mean_b is not None and sa is not None and sb is not None
+        assert a.n is not None and b.n is not None
+        se = math.sqrt(sa**2 / a.n + sb**2 / b.n)
+        if se == 0:
+            notes.append("both standard deviations are zero: the noise is unknown, nothing can be concluded about significance")
+            return Comparison(verdict="inconclusive", speedup=point, method="summary: mean and std", notes=notes, **base)
+        z = (mean_a - mean_b) / se
+        p = 2.0 * _norm_cdf(-abs(z))
+        # delta-method interval of the mean ratio, used as the interval of the speedup
+        r = mean_a / mean_b
+        se_r = r * math.sqrt((sa**2 / a.n) / mean_a**2 + (sb**2 / b.n) / mean_b**2)
+        zc = 1.959963984540054
+        notes.append("significance from a normal approximation on means and standard deviations (Welch z)")
+        verdict, note = _verdict(point, r - zc * se_r, r + zc * se_r, p, alpha, min_effect)
+        if note:
+            notes.append(note)
+        return Comparison(verdict=verdict, speedup=point, ci_low=r - zc * se_r, ci_high=r + zc * se_r, ci_level=0.95, p_value=p, method="summary: Welch z on means", notes=notes, **base)
+    notes.append(
+        f"no samples and no spread (CI or std with n): the medians differ by {(point - 1) * 100:+.1f}%, "
+        "but the noise is unknown, so no significance can be claimed; record timing.stats.samples"
+    )
+    return Comparison(verdict="inconclusive", speedup=point, method="summary: medians only", notes=notes, **base)
+
+
+def _shapes_key(p: EvidencePacket) -> Any:
+    t = p.timing
+    if t is not None and t.shape_id:
+        dims = None
+        if p.task and p.task.shapes:
+            for c in p.task.shapes:
+                if c.id == t.shape_id:
+                    dims = c.dims
+        return ("shape", t.shape_id, tuple(sorted((dims or {}).items())))
+    if p.task and p.task.shapes:
+        return ("suite", tuple(sorted((c.id, tuple(sorted((c.dims or {}).items()))) for c in p.task.shapes)))
+    return None
+
+
+def comparability_problems(a: EvidencePacket, b: EvidencePacket) -> list[str]:
+    """Why A and B should not be compared (empty when they may be)."""
+    problems: list[str] = []
+    for label, p in (("A", a), ("B", b)):
+        if p.status is not Status.PASSED:
+            problems.append(f"{label} did not pass (status {p.status.value}): its timing is not a valid measurement")
+    ha, hb = a.hardware, b.hardware
+    if ha is not None and hb is not None:
+        for attr in ("vendor", "device", "arch"):
+            va, vb = getattr(ha, attr), getattr(hb, attr)
+            if va is not None and vb is not None and va != vb:
+                problems.append(f"different {attr}: A `{va}`, B `{vb}`")
+    ta, tb = a.task, b.task
+    if ta is not None and tb is not None:
+        if ta.operator and tb.operator and ta.operator != tb.operator:
+            problems.append(f"different operator: A `{ta.operator}`, B `{tb.operator}`")
+        if ta.dtypes and tb.dtypes and sorted(ta.dtypes) != sorted(tb.dtypes):
+            problems.append(f"different dtypes: A {sorted(ta.dtypes)}, B {sorted(tb.dtypes)}")
+    ka, kb = _shapes_key(a), _shapes_key(b)
+    if ka is not None and kb is not None and ka != kb:
+        problems.append(f"different shapes: A {_show_shape(ka)}, B {_show_shape(kb)}")
+    if a.timing is not None and b.timing is not None and a.timing.method != b.timing.method:
+        problems.append(f"different timing method: A `{a.timing.method}`, B `{b.timing.method}`")
+    return problems
+
+
+def _show_shape(key: Any) -> str:
+    if key[0] == "shape":
+        return f"`{key[1]}`" + (f" {dict(key[2])}" if key[2] else "")
+    return "suite [" + ", ".join(c[0] for c in key[1]) + "]"
+
+
+def compare_packets(
+    a: EvidencePacket,
+    b: EvidencePacket,
+    *,
+    force: bool = False,
+    alpha: float = 0.05,
+    min_effect: float = 0.01,
+    level: float = 0.95,
+    resamples: int = 2000,
+    seed: int = 0,
+) -> Comparison:
+    """Compare the timing of packet B against packet A (see the module docstring).
+
+    Raises :class:`ValueError` when a packet has no ``timing.stats`` (nothing to compare).
+    """
+    for label, p in (("A", a), ("B", b)):
+        if p.timing is None or p.timing.stats is None:
+            raise ValueError(f"{label} has no timing.stats: nothing to compare")
+    problems = comparability_problems(a, b)
+    if problems and not force:
+        return Comparison(verdict="incomparable", problems=problems)
+    assert a.timing is not None and b.timing is not None
+    sa, sb = a.timing.stats, b.timing.stats
+    assert sa is not None and sb is not None
+    if sa.samples and sb.samples:
+        fa = convert(1.0, sa.unit, "ns")
+        fb = convert(1.0, sb.unit, "ns")
+        result = compare_samples(
+            [v * fa for v in sa.samples],
+            [v * fb for v in sb.samples],
+            alpha=alpha,
+            min_effect=min_effect,
+            level=level,
+            resamples=resamples,
+            seed=seed,
+        )
+    else:
+        result = _compare_summaries(sa, sb, alpha=alpha, min_effect=min_effect)
+        missing = [lbl for lbl, s in (("A", sa), ("B", sb)) if not s.samples]
+        result.notes.insert(
+            0,
+            f"{' and '.join(missing)} {'has' if len(missing) == 1 else 'have'} no raw samples: "
+            "compared from summary statistics",
+        )
+    if problems:
+        result.problems = problems
+        result.forced = True
+        result.notes.append("compared despite the problems listed (--force)")
+    return result

@@ -1,0 +1,127 @@
+"""Validation: one rule engine for the library, the CLI and CI.
+
+>>> from kernel_evidence.rules import RULES
+>>> RULES["KE101"].title
+'replay command present'
+
+Two entry points, with the same rules:
+
+- :func:`validate` takes a packet model, JSON data (a dict) or JSON bytes. Dicts are
+  checked for structure by the pydantic models, bytes by the msgspec mirror (fast path).
+- :func:`validate_paths` streams files, directories, JSONL and zstd input through the fast
+  path and yields one :class:`Report` per packet or unreadable document.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import msgspec
+from pydantic import ValidationError
+
+from .._decode import Decoded, decode_document
+from .._fast import PacketStruct
+from ..io import Limits, Record, discover, iter_records
+from ..models import EvidencePacket
+from . import _checks  # noqa: F401  (registers the rules)
+from ._engine import RULES, Finding, Grade, Report, Rule, finding, iter_rules, run_checks
+from ._grade import grade_packet
+from ._tables import baseline_entry, baseline_names, device_peaks
+
+__all__ = [
+    "RULES",
+    "Finding",
+    "Grade",
+    "Report",
+    "Rule",
+    "baseline_entry",
+    "baseline_names",
+    "device_peaks",
+    "iter_rules",
+    "validate",
+    "validate_paths",
+    "validate_struct",
+]
+
+_to_struct = msgspec.json.Decoder(PacketStruct)
+_F = "KE001"
+
+
+def validate_struct(packet: Any, source: str | None = None, location: str | None = None) -> Report:
+    """Run every rule over a decoded packet struct (no structural checks: it decoded)."""
+    findings = run_checks(packet)
+    return Report(source, location, packet.packet_id, findings, grade_packet(packet, findings))
+
+
+def _report_for(item: Decoded, source: str | None) -> Report:
+    if item.packet is not None:
+        return validate_struct(item.packet, source, item.location)
+    f = finding(item.rule_id or _F, item.pointer, item.error or "unreadable")
+    return Report(source, item.location, None, [f], Grade("F", (f"invalid: {f.rule_id}",)))
+
+
+def _pydantic_findings(exc: ValidationError) -> list[Finding]:
+    out = []
+    for err in exc.errors(include_url=False):
+        loc = err["loc"]
+        pointer = "".join("/" + str(x).replace("~", "~0").replace("/", "~1") for x in loc)
+        msg = err["msg"]
+        typ = err["type"]
+        if typ == "missing":
+            msg = f"missing required field `{loc[-1]}`"
+        elif typ == "extra_forbidden":
+            msg = f"unknown field `{loc[-1]}` (not in schema 0.1; put tool-specific data under /extensions)"
+            pointer = pointer.rsplit("/", 1)[0]
+        elif loc and loc[-1] == "unit" and typ == "literal_error":
+            from ._units import expected_unit_text
+
+            msg = f"{expected_unit_text(pointer)}, got `{err.get('input')}`"
+        elif loc == ("schema_version",):
+            msg = f"unsupported schema_version; this validator reads 0.1 ({msg})"
+        out.append(finding(_F, pointer, msg))
+    return out
+
+
+def validate(packet: EvidencePacket | dict[str, Any] | bytes | str) -> Report:
+    """Validate one packet and grade it.
+
+    >>> from kernel_evidence.strategies import example_packet
+    >>> validate(example_packet()).ok
+    True
+    """
+    if isinstance(packet, EvidencePacket):
+        return validate_struct(_to_struct.decode(packet.to_json()))
+    if isinstance(packet, (bytes, str)):
+        raw = packet.encode() if isinstance(packet, str) else packet
+        reports = [_report_for(d, None) for d in decode_document(Record("<bytes>", None, data=raw))]
+        return reports[0]
+    if isinstance(packet, dict):
+        try:
+            model = EvidencePacket.model_validate(packet)
+        except ValidationError as exc:
+            fs = _pydantic_findings(exc)
+            return Report(None, None, packet.get("packet_id") if isinstance(packet.get("packet_id"), str) else None, fs, Grade("F", ("invalid: KE001",)))
+        # the struct is built from the data as given, so packet_id is checked against it
+        struct = msgspec.convert(model.model_dump(mode="json", exclude_none=True), PacketStruct)
+        return validate_struct(struct)
+    raise TypeError(f"validate() takes an EvidencePacket, a dict or JSON bytes, not {type(packet).__name__}")
+
+
+def validate_paths(
+    paths: Iterable[str | os.PathLike[str]], limits: Limits | None = None
+) -> Iterator[Report]:
+    """Validate every packet in files, directories (recursive), JSONL and zstd inputs, or ``-``.
+
+    Streams: memory does not grow with the number of packets. Unreadable documents yield a
+    report with a single KE000/KE001/KE003 finding; the rest of the batch is still checked.
+    """
+    for name in discover(paths):
+        for rec in iter_records(name, limits):
+            if rec.error is not None:
+                f = finding("KE000", "", rec.error.message)
+                yield Report(rec.source, rec.location, None, [f], Grade("F", ("invalid: KE000",)))
+                continue
+            for item in decode_document(rec):
+                yield _report_for(item, rec.source)

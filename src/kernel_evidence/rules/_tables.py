@@ -1,0 +1,156 @@
+"""The data tables rules consult: the baseline registry and the device peak table."""
+
+from __future__ import annotations
+
+import re
+import sys
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+__all__ = ["BaselineEntry", "DevicePeaks", "baseline_entry", "device_peaks", "dtype_class", "peak_flops_for"]
+
+_HERE = Path(__file__).resolve().parent
+
+
+def _load(name: str) -> dict[str, Any]:
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib
+    with open(_HERE / name, "rb") as fh:
+        return tomllib.load(fh)
+
+
+@dataclass(frozen=True)
+class BaselineEntry:
+    """One library in the baseline registry."""
+
+    key: str
+    name: str
+    kind: str  # vendor | reference | engine
+    vendor: str | None
+
+
+_NORM = re.compile(r"[\s_.\-/]+")
+
+
+def _norm(s: str) -> str:
+    return _NORM.sub("", s.casefold())
+
+
+@lru_cache(maxsize=1)
+def _baseline_index() -> dict[str, BaselineEntry]:
+    index: dict[str, BaselineEntry] = {}
+    for key, row in _load("baselines.toml")["providers"].items():
+        entry = BaselineEntry(key, row["name"], row["kind"], row.get("vendor"))
+        for alias in (row["name"], key, *row.get("aliases", ())):
+            index[_norm(alias)] = entry
+    return index
+
+
+@lru_cache(maxsize=4096)
+def baseline_entry(provider: str) -> BaselineEntry | None:
+    """The registry entry for a provider name (case, spaces, dashes, dots ignored), or None."""
+    return _baseline_index().get(_norm(provider))
+
+
+def baseline_names() -> list[str]:
+    """Canonical names of every registered provider."""
+    return sorted({e.name for e in _baseline_index().values()}, key=str.casefold)
+
+
+@dataclass(frozen=True)
+class DevicePeaks:
+    """Peak figures of one device (dense), in base units."""
+
+    key: str
+    vendor: str
+    bandwidth: float  # B/s
+    flops: dict[str, float]  # dtype class -> FLOP/s
+    source: str
+
+
+@lru_cache(maxsize=1)
+def _devices() -> tuple[list[tuple[list[re.Pattern[str]], DevicePeaks]], dict[str, list[DevicePeaks]]]:
+    rows = []
+    by_arch: dict[str, list[DevicePeaks]] = {}
+    for row in _load("device_peaks.toml")["devices"]:
+        peaks = DevicePeaks(
+            row["key"],
+            row["vendor"],
+            float(row["memory_bandwidth_gbs"]) * 1e9,
+            {k: float(v) * 1e12 for k, v in row["tflops"].items()},
+            row["source"],
+        )
+        rows.append(([re.compile(p, re.IGNORECASE) for p in row["match"]], peaks))
+        for a in row.get("arch", ()):
+            by_arch.setdefault(a.casefold(), []).append(peaks)
+    return rows, by_arch
+
+
+def all_devices() -> list[DevicePeaks]:
+    """Every device of the peak table, in file order."""
+    return [p for _, p in _devices()[0]]
+
+
+@lru_cache(maxsize=4096)
+def device_peaks(device: str | None, arch: str | None = None) -> DevicePeaks | None:
+    """Peaks for a device name (first matching entry), else the upper bound over an arch."""
+    rows, by_arch = _devices()
+    if device:
+        for patterns, peaks in rows:
+            if any(p.search(device) for p in patterns):
+                return peaks
+    if arch:
+        cands = by_arch.get(arch.casefold())
+        if cands:
+            classes = {k for c in cands for k in c.flops}
+            return DevicePeaks(
+                f"arch:{arch}",
+                cands[0].vendor,
+                max(c.bandwidth for c in cands),
+                {k: max(c.flops.get(k, 0.0) for c in cands) for k in classes},
+                "; ".join(sorted({c.source for c in cands})),
+            )
+    return None
+
+
+_DTYPE_CLASSES = (
+    ("fp64", re.compile(r"^(float64|fp64|f64|double|torch\.float64)$")),
+    ("fp32", re.compile(r"^(float32|fp32|f32|float|torch\.float32)$")),
+    ("tf32", re.compile(r"^(tf32|tensorfloat32)$")),
+    ("bf16", re.compile(r"^(bfloat16|bf16|torch\.bfloat16)$")),
+    ("fp16", re.compile(r"^(float16|fp16|f16|half|torch\.float16)$")),
+    ("fp8", re.compile(r"^(float8.*|fp8.*|f8.*|e4m3.*|e5m2.*|torch\.float8.*)$")),
+    ("fp6", re.compile(r"^(fp6.*|mxfp6.*|float6.*)$")),
+    ("fp4", re.compile(r"^(fp4.*|nvfp4|mxfp4|float4.*)$")),
+    ("int8", re.compile(r"^(int8|i8|s8|uint8|u8|torch\.int8)$")),
+)
+
+
+@lru_cache(maxsize=1024)
+def dtype_class(dtype: str) -> str | None:
+    """The precision class of a dtype spelling (``bf16``, ``torch.float16``...), or None."""
+    d = dtype.strip().casefold()
+    for cls, pat in _DTYPE_CLASSES:
+        if pat.match(d):
+            return cls
+    return None
+
+
+def peak_flops_for(peaks: DevicePeaks, dtypes: tuple[str, ...]) -> float:
+    """The FLOP/s ceiling for work in ``dtypes``: the highest peak among their classes.
+
+    Unknown or absent dtypes give the device's highest figure, so the check only ever
+    rejects results above every peak the device has.
+    """
+    classes = [dtype_class(d) for d in dtypes]
+    if not classes or any(c is None for c in classes):
+        return max(peaks.flops.values())
+    wanted = set(classes)
+    if "fp32" in wanted:
+        wanted.add("tf32")
+    vals = [peaks.flops[c] for c in wanted if c in peaks.flops]  # type: ignore[index]
+    return max(vals) if vals else max(peaks.flops.values())
