@@ -28,7 +28,6 @@ from .rules import Finding, Grade, Report, validate, validate_paths
 from .schema import SchemaVersion, load_schema
 
 __all__ = [
-    "SCHEMA_VERSION",
     "AdapterError",
     "ArchiveError",
     "EvidencePacket",
@@ -42,6 +41,7 @@ __all__ = [
     "MissingExtra",
     "PacketInvalid",
     "Report",
+    "SCHEMA_VERSION",
     "SchemaVersion",
     "Status",
     "__version__",

@@ -109,6 +109,10 @@ def _structural_message(msg: str, pointer: str) -> tuple[str, str]:
     if msg.startswith("Object missing required field"):
         field = msg.split("`")[1] if "`" in msg else "?"
         return f"missing required field `{field}`", pointer + "/" + _escape(field)
+    if msg.startswith("Number out of range"):
+        return "number too large or too small to represent; expected a finite float64", pointer
+    if msg.startswith("Integer value out of range"):
+        return "integer out of range; expected a 64-bit integer", pointer
     if pointer.endswith("/schema_version"):
         return f"unsupported schema_version; this validator reads 0.1 ({msg})", pointer
     if pointer.endswith("/unit") and msg.startswith("Invalid enum value"):
@@ -150,8 +154,15 @@ def decode_document(record: Any) -> Iterator[Decoded]:
     except RecursionError:
         yield Decoded(loc, rule_id="KE001", error="JSON nested too deeply (hostile or corrupt input)")
         return
-    except UnicodeDecodeError as exc:
-        yield Decoded(loc, rule_id="KE001", error=f"not valid UTF-8 (byte {exc.start}); expected a UTF-8 JSON document")
+    except UnicodeDecodeError:
+        try:
+            raw.decode("utf-8")
+            pos = -1
+        except UnicodeDecodeError as exc:
+            pos = exc.start
+        line = raw.count(b"\n", 0, pos) + 1
+        col = pos - (raw.rfind(b"\n", 0, pos) + 1) + 1
+        yield Decoded(loc, rule_id="KE001", error=f"not valid UTF-8 at line {line}, column {col} (byte {pos}); expected a UTF-8 JSON document")
         return
     if _maybe_duplicates(raw, packets if multi else packets[0]):
         dup = find_duplicate_key(raw)

@@ -102,6 +102,11 @@ class _CappedReader(io.RawIOBase):
     def readable(self) -> bool:
         return True
 
+    def close(self) -> None:
+        if not self.closed:
+            self._inner.close()
+        super().close()
+
     def readinto(self, b: Any) -> int:
         data = self._inner.read(len(b))
         if not data:

@@ -29,9 +29,11 @@ __all__ = [
 
 Str = Annotated[str, Strict()]
 NonEmptyStr = Annotated[str, Strict(), Field(min_length=1)]
-Int = Annotated[int, Strict()]
-NonNegInt = Annotated[int, Strict(), Field(ge=0)]
-PosInt = Annotated[int, Strict(), Field(ge=1)]
+_I64 = 2**63 - 1
+#: integers are 64-bit so that every consumer (Arrow, DuckDB, Spark) can hold them
+Int = Annotated[int, Strict(), Field(ge=-_I64 - 1, le=_I64)]
+NonNegInt = Annotated[int, Strict(), Field(ge=0, le=_I64)]
+PosInt = Annotated[int, Strict(), Field(ge=1, le=_I64)]
 Float = Annotated[float, Strict()]
 NonNegFloat = Annotated[float, Strict(), Field(ge=0)]
 Bool = Annotated[bool, Strict()]

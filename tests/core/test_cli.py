@@ -1,0 +1,206 @@
+"""`kevidence validate`, `rules`, `schema`, `id`: exit codes, formats and hostile input."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import zstandard
+
+from kernel_evidence.cli import main
+from kernel_evidence.strategies import example_packet
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "packets"
+GOOD = example_packet().to_json()
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def write(tmp_path: Path, name: str, data: bytes) -> str:
+    p = tmp_path / name
+    p.write_bytes(data)
+    return str(p)
+
+
+def test_valid_examples_exit_zero(capsys) -> None:
+    code, out, _ = run(capsys, "validate", str(EXAMPLES / "valid"))
+    assert code == 0
+    assert out.strip().splitlines()[-1].startswith("ok: 7 packet(s) in 7 file(s): 7 valid, 0 invalid")
+
+
+def test_each_invalid_example_exits_one_naming_its_rule(capsys) -> None:
+    for path in sorted((EXAMPLES / "invalid").glob("*.json")):
+        code, out, _ = run(capsys, "validate", str(path))
+        assert code == 1, path.name
+        assert path.name.split("_")[0] in out, (path.name, out)
+
+
+def test_mixed_directory_checks_every_file(capsys, tmp_path: Path) -> None:
+    write(tmp_path, "a.json", GOOD)
+    write(tmp_path, "b.json", b"{not json")
+    (tmp_path / "sub").mkdir()
+    write(tmp_path / "sub", "c.json", GOOD)
+    write(tmp_path, "ignored.txt", b"whatever")
+    code, out, err = run(capsys, "validate", str(tmp_path))
+    assert code == 1
+    assert "b.json: KE001 error: malformed JSON at line 1, column 2" in out
+    assert "3 packet(s) in 3 file(s): 2 valid, 1 invalid" in out
+    assert "Traceback" not in out + err
+
+
+@pytest.mark.parametrize(
+    "data,expected",
+    [
+        (GOOD[: len(GOOD) // 2], "JSON truncated after"),
+        (GOOD.replace(b'"median":180.0', b'"median":NaN'), "NaN/Infinity at line 1, column"),
+        (GOOD.replace(b'"median":180.0', b'"median":Infinity'), "NaN/Infinity at line 1, column"),
+        (GOOD.replace(b'"median":180.0', b'"median":"fast"'), "KE001 error at /timing/stats/median: Expected `float`, got `str`"),
+        (GOOD.replace(b'"median":180.0', b'"median":1e400'), "number too large or too small"),
+        (GOOD.replace(b'"repeats":50', b'"repeats":' + b"9" * 40), "KE001 error at /timing/repeats: Expected `int` <= 9223372036854775807"),
+        (GOOD.replace(b'"status":"passed"', b'"status":"passed","status":"failed"'), "KE003 error: duplicate key `status`"),
+        (GOOD[:-1] + b',"extensions":{"urn:x:y":{"a":' + b"[" * 50000 + b"]" * 50000 + b"}}}", "nested too deeply"),
+        (GOOD.replace(b'"name":"gemm_bf16_4096"', b'"name":"\xff\xfe"'), "not valid UTF-8 at line 1, column"),
+        (b"", "empty file; expected a JSON packet"),
+        (b"   \n", "empty file; expected a JSON packet"),
+        (GOOD.replace(b'"schema_version":"0.1"', b'"schema_version":"9.0"'), "unsupported schema_version"),
+        (b'"just a string"', "KE001"),
+    ],
+    ids=["truncated", "nan", "infinity", "wrong-type", "huge-float", "huge-int", "duplicate", "deep", "utf8", "empty", "blank", "version", "not-object"],
+)
+def test_bad_input_gets_one_line_and_exit_one(capsys, tmp_path: Path, data: bytes, expected: str) -> None:
+    path = write(tmp_path, "bad.json", data)
+    code, out, err = run(capsys, "validate", path)
+    assert code == 1
+    lines = [ln for ln in out.splitlines() if ln.startswith(path)]
+    assert len(lines) == 1, out
+    assert expected in lines[0], lines[0]
+    assert "Traceback" not in out + err
+
+
+def test_missing_file_is_invalid_input_not_a_crash(capsys, tmp_path: Path) -> None:
+    code, out, _ = run(capsys, "validate", str(tmp_path / "nope.json"))
+    assert code == 1
+    assert "nope.json: KE000 error: no such file" in out
+
+
+def test_jsonl_and_zstd_streams(capsys, tmp_path: Path) -> None:
+    lines = b"\n".join([GOOD, GOOD, b"{broken", GOOD]) + b"\n"
+    write(tmp_path, "p.jsonl", lines)
+    write(tmp_path, "p.jsonl.zst", zstandard.ZstdCompressor().compress(lines))
+    write(tmp_path, "one.json.zst", zstandard.ZstdCompressor().compress(GOOD))
+    code, out, _ = run(capsys, "validate", str(tmp_path))
+    assert code == 1
+    assert "p.jsonl:line 3: KE001 error: malformed JSON" in out
+    assert "p.jsonl.zst:line 3: KE001" in out
+    assert "9 packet(s) in 3 file(s): 7 valid, 2 invalid" in out
+
+
+def test_json_array_of_packets(capsys, tmp_path: Path) -> None:
+    path = write(tmp_path, "arr.json", b"[" + GOOD + b"," + GOOD + b"]")
+    code, out, _ = run(capsys, "validate", path)
+    assert code == 0 and "2 packet(s)" in out
+
+
+def test_zstd_bomb_is_capped(capsys, tmp_path: Path) -> None:
+    bomb = zstandard.ZstdCompressor(level=19).compress(b" " * (64 << 20))
+    assert len(bomb) < 100_000
+    path = write(tmp_path, "bomb.jsonl.zst", bomb)
+    code, out, _ = run(capsys, "validate", "--max-decompressed-bytes", "1000000", path)
+    assert code == 1
+    assert "decompresses to more than 1000000 bytes (the cap)" in out
+
+
+def test_overlong_jsonl_line_is_refused_without_reading_it_whole(capsys, tmp_path: Path) -> None:
+    path = write(tmp_path, "long.jsonl", GOOD + b"\n" + b"x" * 3_000_000 + b"\n" + GOOD + b"\n")
+    code, out, _ = run(capsys, "validate", "--max-record-bytes", "1000000", path)
+    assert code == 1
+    assert "long.jsonl:line 2: KE000 error: line longer than 1000000 bytes" in out
+    assert "3 packet(s) in 1 file(s): 2 valid, 1 invalid" in out
+
+
+def test_corrupt_zstd(capsys, tmp_path: Path) -> None:
+    good = zstandard.ZstdCompressor().compress(GOOD + b"\n" + GOOD + b"\n")
+    path = write(tmp_path, "cut.jsonl.zst", good[:-6])
+    code, out, _ = run(capsys, "validate", path)
+    assert code == 1
+    assert "cut.jsonl.zst" in out and "Traceback" not in out
+
+
+def test_stdin(capsys, monkeypatch) -> None:
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(GOOD + b"\n" + GOOD + b"\n")))
+    code, out, _ = run(capsys, "validate", "-")
+    assert code == 0 and "2 packet(s)" in out
+
+
+def test_stdin_zstd(capsys, monkeypatch) -> None:
+    data = zstandard.ZstdCompressor().compress(GOOD + b"\n")
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data)))
+    code, out, _ = run(capsys, "validate", "-")
+    assert code == 0 and "1 packet(s)" in out
+
+
+def test_strict_fails_on_warnings(capsys, tmp_path: Path) -> None:
+    d = json.loads(GOOD)
+    d["replay"].pop("repository")
+    d.pop("packet_id")
+    path = write(tmp_path, "w.json", json.dumps(d).encode())
+    assert run(capsys, "validate", path)[0] == 0
+    code, out, _ = run(capsys, "validate", "--strict", path)
+    assert code == 1 and "KE102 warning" in out and "KE005 warning" in out
+
+
+def test_json_format_is_one_parseable_document(capsys) -> None:
+    code, out, _ = run(capsys, "validate", "--format", "json", str(EXAMPLES / "invalid" / "KE301_speedup_does_not_match_timings.json"), str(EXAMPLES / "valid"))
+    assert code == 1
+    doc = json.loads(out)
+    assert doc["summary"]["packets"] == 8 and doc["summary"]["invalid"] == 1
+    bad = [r for r in doc["reports"] if not r["valid"]][0]
+    assert bad["findings"][0]["rule_id"] == "KE301" and bad["grade"]["letter"] == "F"
+
+
+def test_usage_errors_exit_two(capsys) -> None:
+    assert run(capsys, "validate")[0] == 2
+    assert run(capsys, "validate", "--format", "xml", "x.json")[0] == 2
+    assert run(capsys, "no-such-command")[0] == 2
+
+
+def test_rules_and_schema_and_id(capsys, tmp_path: Path) -> None:
+    code, out, _ = run(capsys, "rules")
+    assert code == 0 and "KE101 error" in out and "KE602 error" in out
+    code, out, _ = run(capsys, "rules", "--format", "json")
+    assert {r["id"] for r in json.loads(out)} >= {"KE101", "KE201", "KE301", "KE601", "KE701", "KE801"}
+    code, out, _ = run(capsys, "rules", "--baselines")
+    assert "cuBLASLt" in out and "hipBLASLt" in out
+    code, out, _ = run(capsys, "schema")
+    assert json.loads(out)["$id"] == "urn:kernel-evidence:packet:0.1"
+    d = json.loads(GOOD)
+    d.pop("packet_id")
+    src = write(tmp_path, "noid.json", json.dumps(d).encode())
+    code, out, _ = run(capsys, "id", src, "-o", str(tmp_path / "withid.json"))
+    assert code == 0 and out.startswith(example_packet().packet_id)
+    assert json.loads((tmp_path / "withid.json").read_text())["packet_id"] == example_packet().packet_id
+    # never overwrites
+    code, _, err = run(capsys, "id", src, "-o", str(tmp_path / "withid.json"))
+    assert code == 1 and "already exists" in err
+
+
+def test_entry_points_run_without_traceback(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_bytes(b"{")
+    for argv in (["kevidence"], [sys.executable, "-m", "kernel_evidence"]):
+        r = subprocess.run([*argv, "validate", str(bad)], capture_output=True, text=True, timeout=60)
+        assert r.returncode == 1
+        assert "Traceback" not in r.stdout + r.stderr
+        assert "bad.json: KE001 error: JSON truncated" in r.stdout
+    r = subprocess.run(["kevidence", "--version"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and r.stdout.startswith("kevidence ")
+    r = subprocess.run(["kevidence", "validate", "-"], input=GOOD.decode(), capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stdout + r.stderr

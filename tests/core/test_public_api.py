@@ -1,0 +1,28 @@
+"""The public API is curated: nothing appears in or disappears from it by accident."""
+
+import kernel_evidence
+
+EXPECTED = {
+    "SCHEMA_VERSION", "AdapterError", "ArchiveError", "EvidencePacket", "FailureClass", "Finding",
+    "Grade", "InputError", "KernelEvidenceError", "LimitExceeded", "Limits", "MissingExtra",
+    "PacketInvalid", "Report", "SchemaVersion", "Status", "__version__", "load_schema", "models",
+    "read_packets", "strategies", "validate", "validate_paths", "write_packets",
+}  # fmt: skip
+
+
+def test_all_is_exactly_the_curated_set() -> None:
+    assert set(kernel_evidence.__all__) == EXPECTED
+
+
+def test_all_is_sorted_and_resolvable() -> None:
+    names = kernel_evidence.__all__
+    assert names == sorted(names)
+    for name in names:
+        assert hasattr(kernel_evidence, name), name
+
+
+def test_no_accidental_public_modules() -> None:
+    public = {n for n in vars(kernel_evidence) if not n.startswith("_")}
+    # submodules imported as a side effect are allowed; anything else must be in __all__
+    submodules = {"adapters", "cli", "errors", "io", "models", "rules", "schema", "strategies", "units", "harness", "archive"}
+    assert public - set(kernel_evidence.__all__) <= submodules

@@ -1,0 +1,219 @@
+"""The rules: every example fails with its own rule, valid examples pass, evidence must hold."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+
+from kernel_evidence import validate
+from kernel_evidence.rules import RULES
+from kernel_evidence.rules._tables import baseline_entry, device_peaks, dtype_class, peak_flops_for
+from kernel_evidence.strategies import example_packet, kernel_claim_packets, packets
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "packets"
+VALID = sorted((EXAMPLES / "valid").glob("*.json"))
+INVALID = sorted((EXAMPLES / "invalid").glob("*.json"))
+
+
+def _load(path: Path):
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("path", VALID, ids=lambda p: p.name)
+def test_valid_examples_pass(path: Path) -> None:
+    report = validate(path.read_bytes())
+    assert report.ok, [f.line() for f in report.errors]
+
+
+@pytest.mark.parametrize("path", INVALID, ids=lambda p: p.name)
+def test_invalid_examples_fail_with_their_rule(path: Path) -> None:
+    rule_id = path.name.split("_", 1)[0]
+    assert rule_id in RULES
+    report = validate(path.read_bytes())
+    assert not report.ok
+    assert rule_id in {f.rule_id for f in report.errors}, [f.line() for f in report.findings]
+
+
+def _claims(d) -> bool:
+    return bool(d.get("timing", {}).get("speedup"))
+
+
+PERF = [p for p in VALID if _claims(_load(p))]
+
+
+def test_there_are_performance_examples_for_every_vendor() -> None:
+    vendors = {_load(p)["hardware"]["vendor"] for p in PERF}
+    assert {"nvidia", "amd", "google"} <= vendors
+
+
+@pytest.mark.parametrize("path", PERF, ids=lambda p: p.name)
+@pytest.mark.parametrize(
+    "cut,rule",
+    [(("replay",), "KE101"), (("replay", "command"), "KE101"), (("timing", "baseline"), "KE201")],
+)
+def test_deleting_replay_or_baseline_fails(path: Path, cut, rule) -> None:
+    d = _load(path)
+    obj = d
+    for k in cut[:-1]:
+        obj = obj[k]
+    del obj[cut[-1]]
+    d.pop("packet_id")
+    report = validate(d)
+    assert not report.ok
+    assert rule in {f.rule_id for f in report.errors}
+
+
+@settings(max_examples=80, deadline=None)
+@given(kernel_claim_packets())
+def test_generated_claims_fail_without_replay_or_baseline(packet) -> None:
+    for cut in ("replay", "baseline"):
+        d = packet.to_dict()
+        d.pop("packet_id")
+        if cut == "replay":
+            d["replay"]["command"] = []
+            want = "KE101"
+        else:
+            del d["timing"]["baseline"]
+            want = "KE201"
+        assert want in {f.rule_id for f in validate(d).errors}
+
+
+@settings(max_examples=200, deadline=None)
+@given(packets())
+def test_generated_packets_are_valid(packet) -> None:
+    report = validate(packet)
+    assert report.ok, [f.line() for f in report.errors]
+    assert report.grade.letter in "ABCD"
+
+
+def _perf():
+    return json.loads((EXAMPLES / "valid" / "nvidia_h100_gemm_vs_cublaslt.json").read_text())
+
+
+def _ids(d) -> set[str]:
+    d = copy.deepcopy(d)
+    d.pop("packet_id", None)
+    return {f.rule_id for f in validate(d).findings}
+
+
+def test_reference_baseline_is_reported_as_reference_speedup() -> None:
+    d = _perf()
+    d["timing"]["baseline"]["provider"] = "torch.compile"
+    report = validate({k: v for k, v in d.items() if k != "packet_id"})
+    assert report.ok
+    info = [f for f in report.findings if f.rule_id == "KE204"]
+    assert info and info[0].severity == "info"
+    assert "reference speedup, not a vendor speedup" in info[0].message
+    assert report.grade.letter == "C"
+
+
+def test_speedup_within_tolerance_passes_and_outside_fails() -> None:
+    d = _perf()
+    stats = d["timing"]
+    true = stats["baseline"]["stats"]["median"] / stats["stats"]["median"]
+    d["timing"]["speedup"]["value"] = true * 1.015
+    assert "KE301" not in _ids(d)
+    d["timing"]["speedup"]["value"] = true * 1.03
+    assert "KE301" in _ids(d)
+    d["timing"]["speedup"]["tolerance"] = 0.05
+    assert "KE301" not in _ids(d)
+
+
+def test_speedup_compares_across_time_units() -> None:
+    d = _perf()
+    b = d["timing"]["baseline"]["stats"]
+    b = {"unit": "ms", "median": b["median"] / 1000}
+    d["timing"]["baseline"]["stats"] = b
+    assert "KE301" not in _ids(d)
+
+
+def test_warm_cache_bandwidth_is_a_warning_not_an_error() -> None:
+    d = json.loads((EXAMPLES / "invalid" / "KE602_bandwidth_above_device_peak.json").read_text())
+    d["timing"]["cache_policy"] = "warm"
+    ids = _ids(d)
+    assert "KE602" not in ids and "KE603" in ids
+
+
+def test_rtol_of_one_is_vacuous() -> None:
+    d = _perf()
+    d["validation"]["shapes"][0]["rtol"] = 1.0
+    assert "KE701" in _ids(d)
+
+
+def test_samples_must_agree_with_summary() -> None:
+    d = _perf()
+    d["timing"]["stats"]["median"] *= 1.1
+    assert "KE503" in _ids(d)
+
+
+def test_passed_packet_must_not_carry_failure() -> None:
+    d = _perf()
+    d["failure"] = {"failure_class": "timeout"}
+    assert "KE402" in _ids(d)
+
+
+def test_exact_messages() -> None:
+    d = _perf()
+    d["replay"]["command"] = []
+    d["timing"]["baseline"]["provider"] = "ours"
+    d.pop("packet_id")
+    lines = {f.line() for f in validate(d).errors}
+    assert "KE101 error at /replay/command: replay command is missing or empty" in lines
+    assert "KE202 error at /timing/baseline/provider: baseline provider `ours` is not a named library in the registry" in lines
+
+
+def test_grade_a_needs_everything_and_says_why_not() -> None:
+    d = _perf()
+    assert validate(d).grade.letter == "A"
+    del d["replay"]["container"]
+    d["timing"]["stats"].pop("samples")
+    d["timing"]["stats"].pop("n")
+    d["timing"]["baseline"]["stats"].pop("samples")
+    d.pop("packet_id")
+    g = validate(d).grade
+    assert g.letter == "B"
+    assert "replay pins no container digest" in g.reasons
+    assert "no raw samples or confidence interval" in g.reasons
+
+
+def test_failures_grade_d_and_invalid_grade_f() -> None:
+    d = json.loads((EXAMPLES / "valid" / "failed_nan_inf.json").read_text())
+    assert validate(d).grade.letter == "D"
+    d = json.loads((EXAMPLES / "invalid" / "KE301_speedup_does_not_match_timings.json").read_text())
+    assert validate(d).grade.letter == "F"
+
+
+def test_baseline_registry_matching() -> None:
+    assert baseline_entry("cublaslt").name == "cuBLASLt"
+    assert baseline_entry("Composable-Kernel").name == "Composable Kernel"
+    assert baseline_entry("flash_attn").name == "FlashAttention"
+    assert baseline_entry("torch").kind == "reference"
+    assert baseline_entry("my kernel v2") is None
+
+
+def test_peak_table() -> None:
+    h100 = device_peaks("NVIDIA H100 80GB HBM3")
+    assert h100.key == "h100-sxm" and h100.bandwidth == 3.35e12
+    assert device_peaks("NVIDIA H100 PCIe").key == "h100-pcie"
+    assert device_peaks("AMD Instinct MI300X").flops["bf16"] == pytest.approx(1307.4e12)
+    assert device_peaks("TPU v5 lite").key == "tpu-v5e"
+    assert device_peaks(None, "gfx942").bandwidth == 6000e9  # upper bound over MI300X/A/MI325X
+    assert device_peaks("Some Unknown Accelerator") is None
+    assert dtype_class("torch.bfloat16") == "bf16" and dtype_class("fp8_e4m3fnuz") == "fp8"
+    assert peak_flops_for(h100, ("bf16",)) == pytest.approx(989.4e12)
+    assert peak_flops_for(h100, ("fp32",)) == pytest.approx(494.7e12)  # tf32 admitted
+    assert peak_flops_for(h100, ("weird",)) == pytest.approx(1978.9e12)
+
+
+def test_every_rule_is_documented() -> None:
+    for r in RULES.values():
+        assert r.doc and r.hint and r.title, r.id
+        assert r.severity in ("error", "warning", "info")
+
+
+def test_example_packet_is_valid() -> None:
+    assert validate(example_packet()).ok
