@@ -15,14 +15,13 @@ from typing import Any
 
 import msgspec
 
-from ._fast import PacketStruct
+from ._fast import PacketStruct, canonical_struct_bytes
 
 __all__ = ["Decoded", "decode_document", "find_duplicate_key", "msgspec_path_to_pointer"]
 
 _packet_decoder = msgspec.json.Decoder(PacketStruct)
 _list_decoder = msgspec.json.Decoder(list[PacketStruct])  # type: ignore[valid-type]
 _any_decoder = msgspec.json.Decoder()
-_sorted_encoder = msgspec.json.Encoder(order="sorted")
 
 _PATH_RE = re.compile(r" - at `\$(.*)`$")
 _SEG_RE = re.compile(r"\.([A-Za-z_][A-Za-z0-9_]*)|\[(\d+)\]|\[('(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\")\]")
@@ -34,6 +33,7 @@ class Decoded:
 
     location: str | None
     packet: Any = None  # PacketStruct
+    canonical: bytes | None = None
     rule_id: str | None = None
     error: str | None = None
     pointer: str = ""
@@ -89,16 +89,17 @@ def find_duplicate_key(data: bytes) -> str | None:
     return None
 
 
-def _maybe_duplicates(raw: bytes, packet: Any) -> bool:
+def _maybe_duplicates(raw: bytes, encoded_quotes: int) -> bool:
     """Cheap screen: a document without duplicate keys re-encodes with as many quote marks.
 
     Every string (key or value) contributes two quote bytes; a dropped duplicate removes at
     least one key string. Escaped quotes count the same on both sides unless the input used
-    ``\\u`` escapes, in which case the exact check runs.
+    ``\\u`` escapes, in which case the exact check runs. Explicit nulls in the input also
+    trip the screen (they are not re-encoded); the exact check then clears them.
     """
     if b"\\u" in raw:
         return True
-    return raw.count(b'"') != _sorted_encoder.encode(packet).count(b'"')
+    return raw.count(b'"') != encoded_quotes
 
 
 def _structural_message(msg: str, pointer: str) -> tuple[str, str]:
@@ -164,7 +165,10 @@ def decode_document(record: Any) -> Iterator[Decoded]:
         col = pos - (raw.rfind(b"\n", 0, pos) + 1) + 1
         yield Decoded(loc, rule_id="KE001", error=f"not valid UTF-8 at line {line}, column {col} (byte {pos}); expected a UTF-8 JSON document")
         return
-    if _maybe_duplicates(raw, packets if multi else packets[0]):
+    canon = [canonical_struct_bytes(p) for p in packets]
+    # the canonical form omits packet_id: 4 quote marks per packet that has one
+    quotes = sum(c.count(b'"') + (4 if p.packet_id is not None else 0) for c, p in zip(canon, packets))
+    if _maybe_duplicates(raw, quotes):
         dup = find_duplicate_key(raw)
         if dup is not None:
             yield Decoded(
@@ -173,8 +177,8 @@ def decode_document(record: Any) -> Iterator[Decoded]:
                 error=f"duplicate key `{dup}` in one object; a JSON object must not repeat a key",
             )
             return
-    for i, p in enumerate(packets):
-        yield Decoded(f"{loc + ', ' if loc else ''}item {i}" if multi else loc, packet=p)
+    for i, (p, c) in enumerate(zip(packets, canon)):
+        yield Decoded(f"{loc + ', ' if loc else ''}item {i}" if multi else loc, packet=p, canonical=c)
 
 
 def _decode_error_text(raw: bytes, msg: str) -> str:

@@ -44,5 +44,5 @@ class ProfilerCapture(Model):
     source: Artifact | None = None
     kernels: list[KernelRecord] | None = None
     summary: dict[str, Quantity] | None = None
-    attributes: dict[str, Str | Float | Int | None] | None = None
+    attributes: dict[str, Str | Float | Int] | None = None
     warnings: list[Str] | None = None

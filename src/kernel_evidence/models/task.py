@@ -79,7 +79,7 @@ class ServingTask(Model):
     request_rate: NonNegFloat | Literal["inf"] | None = None
     tensor_parallel_size: PosInt | None = None
     pipeline_parallel_size: PosInt | None = None
-    settings: dict[str, Str | Float | Int | Bool | None] | None = None
+    settings: dict[str, Str | Float | Int | Bool] | None = None
 
 
 class Task(Model):

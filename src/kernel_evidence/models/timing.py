@@ -104,7 +104,7 @@ class Baseline(Model):
     version: Str | None = None
     call: Str | None = None
     engine: Software | None = None
-    settings: dict[str, Str | Float | Int | Bool | None] | None = None
+    settings: dict[str, Str | Float | Int | Bool] | None = None
     packet_id: Digest | None = None
     same_session: Bool | None = None
     interleaved: Bool | None = None

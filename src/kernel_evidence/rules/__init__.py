@@ -25,7 +25,7 @@ from .._decode import Decoded, decode_document
 from .._fast import PacketStruct
 from ..io import Limits, Record, discover, iter_records
 from ..models import EvidencePacket
-from . import _checks  # noqa: F401  (registers the rules)
+from ._checks import identity_findings  # also registers the rules
 from ._engine import RULES, Finding, Grade, Report, Rule, finding, iter_rules, run_checks
 from ._grade import grade_packet
 from ._tables import baseline_entry, baseline_names, device_peaks
@@ -49,15 +49,24 @@ _to_struct = msgspec.json.Decoder(PacketStruct)
 _F = "KE001"
 
 
-def validate_struct(packet: Any, source: str | None = None, location: str | None = None) -> Report:
-    """Run every rule over a decoded packet struct (no structural checks: it decoded)."""
-    findings = run_checks(packet)
+def validate_struct(
+    packet: Any,
+    source: str | None = None,
+    location: str | None = None,
+    canonical: bytes | None = None,
+) -> Report:
+    """Run every rule over a decoded packet struct (no structural checks: it decoded).
+
+    ``canonical`` is the packet's canonical JSON without its id, when already computed.
+    """
+    findings = [finding(rid, ptr, msg) for rid, ptr, msg in identity_findings(packet, canonical)]
+    findings.extend(run_checks(packet))
     return Report(source, location, packet.packet_id, findings, grade_packet(packet, findings))
 
 
 def _report_for(item: Decoded, source: str | None) -> Report:
     if item.packet is not None:
-        return validate_struct(item.packet, source, item.location)
+        return validate_struct(item.packet, source, item.location, item.canonical)
     f = finding(item.rule_id or _F, item.pointer, item.error or "unreadable")
     return Report(source, item.location, None, [f], Grade("F", (f"invalid: {f.rule_id}",)))
 

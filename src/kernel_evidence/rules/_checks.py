@@ -7,13 +7,14 @@ tolerance, KE8xx hardware.
 
 from __future__ import annotations
 
+import hashlib
 import math
 import re
+import time
 from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from .._canonical import packet_id_for
 from ._engine import declare, rule
 from ._tables import baseline_entry, device_peaks, peak_flops_for
 from ._units import base, seconds
@@ -44,37 +45,57 @@ def _now() -> datetime:
     return datetime.now(timezone.utc)
 
 
-@rule("KE004", "error", "packet_id matches the content", "recompute it: kernel_evidence.models.EvidencePacket.with_id() or `kevidence id`")
-def packet_id_matches(p: Any) -> Iterator[tuple[str, str]]:
-    """``packet_id`` is ``sha256:`` + the SHA-256 of the canonical JSON of the packet without
-    its id (keys sorted, nulls dropped, compact). A packet whose content changed after its id
-    was computed fails."""
-    if p.packet_id is not None:
-        import msgspec
+declare(
+    "KE004", "error", "packet_id matches the content",
+    "recompute it: EvidencePacket.with_id() or `kevidence id FILE -o OUT`",
+    "``packet_id`` is ``sha256:`` + the SHA-256 of the canonical JSON of the packet without "
+    "its id (keys sorted, null members dropped, compact). A packet whose content changed "
+    "after its id was computed fails.",
+)  # fmt: skip
+declare(
+    "KE005", "warning", "packet has a packet_id",
+    "set it with EvidencePacket.with_id() or `kevidence id FILE -o OUT`",
+    "Packets SHOULD carry their content-addressed id so that others can reference them.",
+)  # fmt: skip
 
-        data = msgspec.to_builtins(p)
-        want = packet_id_for(data)
-        if want != p.packet_id:
-            yield "/packet_id", f"packet_id does not match the content; expected {want}"
 
-
-@rule("KE005", "warning", "packet has a packet_id", "set it with EvidencePacket.with_id() or `kevidence id`")
-def packet_id_present(p: Any) -> Iterator[tuple[str, str]]:
-    """Packets SHOULD carry their content-addressed id so that others can reference them."""
+def identity_findings(p: Any, canonical: bytes | None) -> Iterator[tuple[str, str, str]]:
+    """KE004/KE005 over the canonical bytes computed once by the decoder."""
     if p.packet_id is None:
-        yield "/packet_id", "no packet_id; other packets and archives cannot reference this one"
+        yield "KE005", "/packet_id", "no packet_id; other packets and archives cannot reference this one"
+        return
+    if canonical is None:
+        from .._fast import canonical_struct_bytes
+
+        canonical = canonical_struct_bytes(p)
+    want = "sha256:" + hashlib.sha256(canonical).hexdigest()
+    if want != p.packet_id:
+        yield "KE004", "/packet_id", f"packet_id does not match the content; expected {want}"
+
+
+_future_cache: list[Any] = [0.0, ""]
+
+
+def _future_limit() -> str:
+    """Now + 1 day as an RFC 3339 string, refreshed once a minute."""
+    mono = time.monotonic()
+    if mono - _future_cache[0] > 60 or not _future_cache[1]:
+        _future_cache[0] = mono
+        _future_cache[1] = (_now() + timedelta(days=1)).strftime("%Y-%m-%dT%H:%M:%S")
+    return str(_future_cache[1])
 
 
 @rule("KE006", "warning", "created_at is not in the future", "record the time in UTC when the packet was made")
 def created_at_sane(p: Any) -> Iterator[tuple[str, str]]:
     """``created_at`` more than a day in the future means a wrong clock or timezone."""
-    try:
-        t = datetime.strptime(p.created_at[:19], "%Y-%m-%dT%H:%M:%S").replace(tzinfo=timezone.utc)
-    except ValueError:
-        yield "/created_at", f"not a valid date-time: `{p.created_at}`"
-        return
-    if t > _now() + timedelta(days=1):
+    # same fixed-width UTC format on both sides: string order is time order
+    if p.created_at[:19] > _future_limit():
         yield "/created_at", f"created_at {p.created_at} is in the future"
+        return
+    try:
+        datetime.strptime(p.created_at[:10], "%Y-%m-%d")
+    except ValueError:
+        yield "/created_at", f"not a valid date: `{p.created_at}`"
 
 
 # ---------------------------------------------------------------- KE1xx replay

@@ -1,0 +1,149 @@
+"""Validation throughput and memory, against jsonschema and the msgspec parse floor.
+
+    python benchmarks/bench_validate.py [--packets 50000]
+
+Prints, in one run on the same JSONL file:
+  * packets/s of kernel_evidence.validate_paths (the `kevidence validate` engine, all rules)
+  * packets/s of `kevidence validate --quiet` end to end (process start included)
+  * packets/s of jsonschema's Draft 2020-12 validator with the published schema
+    (on a subset: it is slow; the rate is per packet, so it compares directly)
+  * packets/s of msgspec.json.decode alone (the parse floor)
+  * peak RSS of `kevidence validate` on 20k vs 200k packets (must not grow with the count)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import msgspec
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def make_packets(n: int, path: Path) -> None:
+    """Write n valid, varied packets (built from the bundled examples) as JSONL."""
+    from kernel_evidence._canonical import packet_id_for
+
+    templates = [json.loads(p.read_text()) for p in sorted((ROOT / "examples/packets/valid").glob("*.json"))]
+    rng = random.Random(7)
+    enc = msgspec.json.Encoder(order="sorted")
+    with open(path, "wb") as fh:
+        for i in range(n):
+            d = json.loads(json.dumps(templates[i % len(templates)]))
+            d["lineage"] = {"run_id": "bench", "candidate_id": f"c{i}", "iteration": i}
+            d["subject"]["name"] = f"{d['subject']['name']}_{rng.randrange(10**6)}"
+            d.pop("packet_id", None)
+            d["packet_id"] = packet_id_for(d)
+            fh.write(enc.encode(d))  # as kernel_evidence writes packets: compact, sorted keys
+            fh.write(b"\n")
+
+
+def rate(n: int, seconds: float) -> float:
+    return n / seconds if seconds > 0 else float("inf")
+
+
+def bench_interleaved(path: Path, chunk: int = 2000) -> tuple[int, float, float]:
+    """Engine and parse floor timed chunk by chunk, alternating, so both see the same load.
+
+    The engine runs exactly as `kevidence validate` does (file reading, decoding, every
+    rule, grading), over files of ``chunk`` lines; the floor decodes the same lines.
+    """
+    from kernel_evidence.rules import validate_paths
+
+    dec = msgspec.json.Decoder()
+    lines = path.read_bytes().splitlines()
+    engine = floor = 0.0
+    n = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        for start in range(0, len(lines), chunk):
+            part = lines[start : start + chunk]
+            f = Path(tmp) / "chunk.jsonl"
+            f.write_bytes(b"\n".join(part) + b"\n")
+            t = time.perf_counter()
+            for line in part:
+                dec.decode(line)
+            floor += time.perf_counter() - t
+            t = time.perf_counter()
+            bad = 0
+            for rep in validate_paths([str(f)]):
+                n += 1
+                bad += not rep.ok
+            engine += time.perf_counter() - t
+            assert bad == 0, f"{bad} invalid packets in the benchmark input"
+    return n, engine, floor
+
+
+def bench_jsonschema(path: Path, limit: int) -> tuple[int, float]:
+    import jsonschema
+
+    from kernel_evidence.schema import load_schema
+
+    v = jsonschema.Draft202012Validator(load_schema())
+    lines = path.read_bytes().splitlines()[:limit]
+    t = time.perf_counter()
+    for line in lines:
+        errors = list(v.iter_errors(json.loads(line)))
+        assert not errors
+    return len(lines), time.perf_counter() - t
+
+
+def cli_run(path: Path) -> tuple[float, int]:
+    """Wall time and peak RSS (KiB) of `kevidence validate --quiet path` in a child process."""
+    code = (
+        "import resource,subprocess,sys,time;"
+        "t=time.perf_counter();"
+        f"r=subprocess.run([sys.executable,'-m','kernel_evidence','validate','--quiet','--no-progress',{str(path)!r}],stdout=subprocess.DEVNULL);"
+        "dt=time.perf_counter()-t;"
+        "print(dt, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, r.returncode)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    if out[2] != "0":
+        raise SystemExit("kevidence validate failed on the benchmark input")
+    return float(out[0]), int(out[1])
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--packets", type=int, default=50_000)
+    ap.add_argument("--jsonschema-packets", type=int, default=3_000)
+    ap.add_argument("--memory", action=argparse.BooleanOptionalAction, default=True)
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "packets.jsonl"
+        make_packets(args.packets, path)
+        size = path.stat().st_size
+        n, dt, fdt = bench_interleaved(path)
+        fn = n
+        jn, jdt = bench_jsonschema(path, args.jsonschema_packets)
+        cli_dt, _ = cli_run(path)
+        ours, floor, js = rate(n, dt), rate(fn, fdt), rate(jn, jdt)
+        print(f"input: {n} packets, {size / n:.0f} bytes/packet on average")
+        print(f"kevidence engine (all rules)   {ours:>10,.0f} packets/s")
+        print(f"kevidence validate (CLI, e2e)  {rate(n, cli_dt):>10,.0f} packets/s  ({cli_dt:.2f} s incl. start-up)")
+        print(f"jsonschema Draft 2020-12       {js:>10,.0f} packets/s  (on {jn} packets)")
+        print(f"msgspec.json.decode (floor)    {floor:>10,.0f} packets/s")
+        print(f"ratio vs jsonschema: {ours / js:.1f}x faster (target >= 50x)")
+        print(f"ratio vs parse floor: {floor / ours:.2f}x slower (target <= 3x)")
+        if args.memory:
+            rss = {}
+            for count in (20_000, 200_000):
+                p = Path(tmp) / f"m{count}.jsonl"
+                make_packets(count, p)
+                _, rss[count] = cli_run(p)
+                p.unlink()
+            print(f"peak RSS: 20k packets {rss[20_000] / 1024:.1f} MiB, 200k packets {rss[200_000] / 1024:.1f} MiB "
+                  f"(ratio {rss[200_000] / rss[20_000]:.2f})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,22 @@
+"""Examples in docstrings run as tests."""
+
+import doctest
+import importlib
+
+import pytest
+
+MODULES = [
+    "kernel_evidence",
+    "kernel_evidence.units",
+    "kernel_evidence.schema",
+    "kernel_evidence.rules",
+    "kernel_evidence.strategies",
+    "kernel_evidence._canonical",
+]
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_doctests(name: str) -> None:
+    module = importlib.import_module(name)
+    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
+    assert result.failed == 0
