@@ -15,7 +15,7 @@ from typing import Any
 
 import msgspec
 
-from ._fast import PacketStruct, canonical_struct_bytes
+from ._fast import PacketStruct, canonical_from_encoded, encode_struct
 
 __all__ = ["Decoded", "decode_document", "find_duplicate_key", "msgspec_path_to_pointer"]
 
@@ -27,7 +27,7 @@ _PATH_RE = re.compile(r" - at `\$(.*)`$")
 _SEG_RE = re.compile(r"\.([A-Za-z_][A-Za-z0-9_]*)|\[(\d+)\]|\[('(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\")\]")
 
 
-@dataclass
+@dataclass(slots=True)
 class Decoded:
     """One packet decoded from a record, or why it could not be."""
 
@@ -165,18 +165,21 @@ def decode_document(record: Any) -> Iterator[Decoded]:
         col = pos - (raw.rfind(b"\n", 0, pos) + 1) + 1
         yield Decoded(loc, rule_id="KE001", error=f"not valid UTF-8 at line {line}, column {col} (byte {pos}); expected a UTF-8 JSON document")
         return
-    canon = [canonical_struct_bytes(p) for p in packets]
-    # the canonical form omits packet_id: 4 quote marks per packet that has one
-    quotes = sum(c.count(b'"') + (4 if p.packet_id is not None else 0) for c, p in zip(canon, packets))
-    if _maybe_duplicates(raw, quotes):
-        dup = find_duplicate_key(raw)
-        if dup is not None:
-            yield Decoded(
-                loc,
-                rule_id="KE003",
-                error=f"duplicate key `{dup}` in one object; a JSON object must not repeat a key",
-            )
-            return
+    encoded = [encode_struct(p) for p in packets]
+    canon = [canonical_from_encoded(p, e) for p, e in zip(packets, encoded)]
+    # input already in canonical form (as kernel-evidence writes it) cannot repeat a key
+    exact = not multi and raw.startswith(encoded[0]) and not raw[len(encoded[0]) :].strip()
+    if not exact:
+        quotes = sum(e.count(b'"') for e in encoded)
+        if _maybe_duplicates(raw, quotes):
+            dup = find_duplicate_key(raw)
+            if dup is not None:
+                yield Decoded(
+                    loc,
+                    rule_id="KE003",
+                    error=f"duplicate key `{dup}` in one object; a JSON object must not repeat a key",
+                )
+                return
     for i, (p, c) in enumerate(zip(packets, canon)):
         yield Decoded(f"{loc + ', ' if loc else ''}item {i}" if multi else loc, packet=p, canonical=c)
 

@@ -22,7 +22,7 @@ from pydantic.fields import FieldInfo
 
 from .models import EvidencePacket
 
-__all__ = ["PacketStruct", "canonical_struct_bytes", "struct_for"]
+__all__ = ["PacketStruct", "canonical_from_encoded", "canonical_struct_bytes", "encode_struct", "struct_for"]
 
 _cache: dict[type[BaseModel], type[msgspec.Struct]] = {}
 
@@ -118,6 +118,29 @@ def _has_null(obj: Any) -> bool:
     if isinstance(obj, list):
         return any(_has_null(v) for v in obj)
     return False
+
+
+def encode_struct(packet: Any) -> bytes:
+    """The packet (with its id) in canonical key order, nulls omitted."""
+    return _canonical_encoder.encode(packet)
+
+
+def canonical_from_encoded(packet: Any, encoded: bytes) -> bytes:
+    """Canonical bytes without the id, cut out of :func:`encode_struct`'s output.
+
+    Inside JSON strings a quote is always escaped, and no object that sorts before
+    ``packet_id`` has free-form keys except ``extensions``, so the first
+    ``,"packet_id":"…"`` is the top-level member. Packets with extensions take the general path.
+    """
+    if packet.packet_id is None:
+        return encoded if packet.extensions is None else canonical_struct_bytes(packet)
+    if packet.extensions is not None:
+        return canonical_struct_bytes(packet)
+    member = b',"packet_id":"' + packet.packet_id.encode() + b'"'
+    i = encoded.find(member)
+    if i < 0:  # pragma: no cover - cannot happen for a struct with an id
+        return canonical_struct_bytes(packet)
+    return encoded[:i] + encoded[i + len(member) :]
 
 
 def canonical_struct_bytes(packet: Any) -> bytes:

@@ -46,7 +46,7 @@ class Limits:
     max_decompressed_bytes: int = 8 << 30
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Record:
     """One JSON document read from an input, or the error that stopped reading it.
 
@@ -301,7 +301,7 @@ def write_packets(
     if target.exists() and not overwrite:
         raise FileExistsError(f"{target}: already exists; refusing to overwrite it (use overwrite=True / --force)")
     is_jsonl, is_zst = _kind(str(target))
-    enc = msgspec.json.Encoder()
+    enc = msgspec.json.Encoder(order="sorted")  # canonical key order, as EvidencePacket.to_json
     fh, commit = open_output(target)
     ok = False
     count = 0

@@ -34,7 +34,8 @@ __all__ = [
 ]
 
 SCHEMA_VERSION = "0.1"
-_encoder = msgspec.json.Encoder()
+#: packets are written in canonical key order (sorted, compact, no nulls), the id included
+_encoder = msgspec.json.Encoder(order="sorted")
 
 
 class Status(str, Enum):
@@ -130,7 +131,7 @@ class EvidencePacket(Model):
         return self.model_dump(mode="json", exclude_none=True)
 
     def to_json(self) -> bytes:
-        """The packet as compact JSON bytes, without null members."""
+        """The packet as compact JSON bytes in canonical key order, without null members."""
         return _encoder.encode(self.to_dict())
 
     def compute_id(self) -> str:

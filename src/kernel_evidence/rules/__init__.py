@@ -27,7 +27,6 @@ from ..io import Limits, Record, discover, iter_records
 from ..models import EvidencePacket
 from ._checks import identity_findings  # also registers the rules
 from ._engine import RULES, Finding, Grade, Report, Rule, finding, iter_rules, run_checks
-from ._grade import grade_packet
 from ._tables import baseline_entry, baseline_names, device_peaks
 
 __all__ = [
@@ -61,7 +60,7 @@ def validate_struct(
     """
     findings = [finding(rid, ptr, msg) for rid, ptr, msg in identity_findings(packet, canonical)]
     findings.extend(run_checks(packet))
-    return Report(source, location, packet.packet_id, findings, grade_packet(packet, findings))
+    return Report(source, location, packet.packet_id, findings, packet=packet)
 
 
 def _report_for(item: Decoded, source: str | None) -> Report:

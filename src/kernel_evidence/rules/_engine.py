@@ -1,20 +1,19 @@
 """The rule engine: rule registry, findings, reports and evidence grades.
 
-One engine serves the library, the CLI and CI. A rule is a function over a decoded packet
-(:data:`kernel_evidence._fast.PacketStruct`) that yields ``(pointer, message)`` pairs; the
-registry adds its id, severity and hint.
+One engine serves the library, the CLI and CI. Rules are declared with their id, severity,
+hint and documentation; :func:`kernel_evidence.rules._checks.check_packet` checks them all in
+one pass over a decoded packet (:data:`kernel_evidence._fast.PacketStruct`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any, Literal
 
-__all__ = ["Finding", "Grade", "Report", "Rule", "RULES", "rule"]
+__all__ = ["Finding", "Grade", "Report", "Rule", "RULES", "declare", "finding", "iter_rules", "run_checks"]
 
 Severity = Literal["error", "warning", "info"]
-Check = Callable[[Any], Iterable[tuple[str, str]] | None]
 
 
 @dataclass(frozen=True)
@@ -26,7 +25,6 @@ class Rule:
     title: str
     hint: str
     doc: str
-    check: Check | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,15 +63,50 @@ class Grade:
         return {"letter": self.letter, "reasons": list(self.reasons)}
 
 
-@dataclass
 class Report:
-    """Every finding for one packet (or one unreadable document), and its grade."""
+    """Every finding for one packet (or one unreadable document), and its grade.
 
-    source: str | None
-    location: str | None
-    packet_id: str | None
-    findings: list[Finding] = field(default_factory=list)
-    grade: Grade = field(default_factory=lambda: Grade("F"))
+    The grade is computed when first read, so a batch that only needs the verdict does not
+    pay for it.
+    """
+
+    __slots__ = ("source", "location", "packet_id", "findings", "_grade", "_packet")
+
+    def __init__(
+        self,
+        source: str | None,
+        location: str | None,
+        packet_id: str | None,
+        findings: list[Finding] | None = None,
+        grade: Grade | None = None,
+        packet: Any = None,
+    ) -> None:
+        self.source = source
+        self.location = location
+        self.packet_id = packet_id
+        self.findings = findings if findings is not None else []
+        self._grade = grade
+        self._packet = packet
+
+    @property
+    def grade(self) -> Grade:
+        if self._grade is None:
+            if self._packet is None:
+                self._grade = Grade("F", ("invalid: the document could not be read as a packet",))
+            else:
+                from ._grade import grade_packet
+
+                self._grade = grade_packet(self._packet, self.findings)
+                self._packet = None
+        return self._grade
+
+    def __repr__(self) -> str:
+        return f"Report(source={self.source!r}, location={self.location!r}, packet_id={self.packet_id!r}, findings={self.findings!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Report) and (self.source, self.location, self.packet_id, self.findings, self.grade) == (
+            other.source, other.location, other.packet_id, other.findings, other.grade
+        )
 
     @property
     def ok(self) -> bool:
@@ -110,40 +143,25 @@ class Report:
         }
 
 
-#: every rule by id, in id order once all rule modules are imported
+#: every rule by id
 RULES: dict[str, Rule] = {}
-_CHECKS: list[Rule] = []
-
-
-def rule(id: str, severity: Severity, title: str, hint: str) -> Callable[[Check], Check]:
-    """Register a check function as rule ``id``; its docstring is the rule's documentation."""
-
-    def deco(fn: Check) -> Check:
-        r = Rule(id, severity, title, hint, (fn.__doc__ or "").strip(), fn)
-        if id in RULES:
-            raise ValueError(f"rule {id} registered twice")
-        RULES[id] = r
-        _CHECKS.append(r)
-        return fn
-
-    return deco
 
 
 def declare(id: str, severity: Severity, title: str, hint: str, doc: str) -> None:
-    """Register a rule that is enforced outside the check functions (decoding, structure)."""
+    """Register a rule: its id, severity, title, hint and documentation."""
     if id in RULES:
         raise ValueError(f"rule {id} registered twice")
     RULES[id] = Rule(id, severity, title, hint, doc)
 
 
 def run_checks(packet: Any) -> list[Finding]:
-    """Run every registered check over a decoded packet."""
-    out: list[Finding] = []
-    for r in _CHECKS:
-        res = r.check(packet)  # type: ignore[misc]
-        if res:
-            for pointer, message in res:
-                out.append(Finding(r.id, r.severity, pointer, message, r.hint))
+    """Every rule over a decoded packet, as findings."""
+    from ._checks import check_packet
+
+    out = []
+    for rid, pointer, message in check_packet(packet):
+        r = RULES[rid]
+        out.append(Finding(rid, r.severity, pointer, message, r.hint))
     return out
 
 
