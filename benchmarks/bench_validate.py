@@ -15,9 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
-import resource
 import subprocess
 import sys
 import tempfile
@@ -105,7 +103,9 @@ def cli_run(path: Path) -> tuple[float, int]:
         "dt=time.perf_counter()-t;"
         "print(dt, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, r.returncode)"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.split()
     if out[2] != "0":
         raise SystemExit("kevidence validate failed on the benchmark input")
     return float(out[0]), int(out[1])
@@ -128,7 +128,9 @@ def main() -> int:
         ours, floor, js = rate(n, dt), rate(fn, fdt), rate(jn, jdt)
         print(f"input: {n} packets, {size / n:.0f} bytes/packet on average")
         print(f"kevidence engine (all rules)   {ours:>10,.0f} packets/s")
-        print(f"kevidence validate (CLI, e2e)  {rate(n, cli_dt):>10,.0f} packets/s  ({cli_dt:.2f} s incl. start-up)")
+        print(
+            f"kevidence validate (CLI, e2e)  {rate(n, cli_dt):>10,.0f} packets/s  ({cli_dt:.2f} s incl. start-up)"
+        )
         print(f"jsonschema Draft 2020-12       {js:>10,.0f} packets/s  (on {jn} packets)")
         print(f"msgspec.json.decode (floor)    {floor:>10,.0f} packets/s")
         print(f"ratio vs jsonschema: {ours / js:.1f}x faster (target >= 50x)")
@@ -140,8 +142,10 @@ def main() -> int:
                 make_packets(count, p)
                 _, rss[count] = cli_run(p)
                 p.unlink()
-            print(f"peak RSS: 20k packets {rss[20_000] / 1024:.1f} MiB, 200k packets {rss[200_000] / 1024:.1f} MiB "
-                  f"(ratio {rss[200_000] / rss[20_000]:.2f})")
+            print(
+                f"peak RSS: 20k packets {rss[20_000] / 1024:.1f} MiB, 200k packets {rss[200_000] / 1024:.1f} MiB "
+                f"(ratio {rss[200_000] / rss[20_000]:.2f})"
+            )
     return 0
 
 

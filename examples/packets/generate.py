@@ -81,7 +81,10 @@ def nvidia_gemm() -> dict[str, Any]:
                     {"name": "A", "shape": [4096, 4096], "dtype": "bf16", "layout": "row"},
                     {"name": "B", "shape": [4096, 4096], "dtype": "bf16", "layout": "row"},
                 ],
-                "work": {"flops": {"value": 137438953472.0, "unit": "FLOP"}, "bytes": {"value": 100663296.0, "unit": "B"}},
+                "work": {
+                    "flops": {"value": 137438953472.0, "unit": "FLOP"},
+                    "bytes": {"value": 100663296.0, "unit": "B"},
+                },
             }
         ],
         "reference": {"name": "torch.matmul", "kind": "torch_eager", "version": "2.5.1"},
@@ -95,15 +98,43 @@ def nvidia_gemm() -> dict[str, Any]:
         "source_digest": "sha256:" + "a1b2" * 16,
         "succeeded": True,
         "artifacts": [
-            {"kind": "ptx", "name": "gemm.ptx", "sha256": "sha256:" + "c3d4" * 16, "size": {"value": 48213, "unit": "B"}, "media_type": "text/plain", "path": "build/gemm.ptx"},
-            {"kind": "sass", "name": "gemm.sass", "sha256": "sha256:" + "e5f6" * 16, "size": {"value": 120544, "unit": "B"}, "media_type": "text/plain", "path": "build/gemm.sass"},
+            {
+                "kind": "ptx",
+                "name": "gemm.ptx",
+                "sha256": "sha256:" + "c3d4" * 16,
+                "size": {"value": 48213, "unit": "B"},
+                "media_type": "text/plain",
+                "path": "build/gemm.ptx",
+            },
+            {
+                "kind": "sass",
+                "name": "gemm.sass",
+                "sha256": "sha256:" + "e5f6" * 16,
+                "size": {"value": 120544, "unit": "B"},
+                "media_type": "text/plain",
+                "path": "build/gemm.sass",
+            },
         ],
     }
     d["validation"] = {
         "verdict": "passed",
         "inputs_regenerated": True,
         "seeds": [1234, 1235],
-        "shapes": [{"shape_id": "m4096n4096k4096", "passed": True, "max_abs_error": 0.0039, "max_rel_error": 0.0021, "atol": 0.01, "rtol": 0.01, "matched_ratio": 1.0, "reference_max_abs": 187.5, "nan_seen": False, "inf_seen": False, "elements": 16777216}],
+        "shapes": [
+            {
+                "shape_id": "m4096n4096k4096",
+                "passed": True,
+                "max_abs_error": 0.0039,
+                "max_rel_error": 0.0021,
+                "atol": 0.01,
+                "rtol": 0.01,
+                "matched_ratio": 1.0,
+                "reference_max_abs": 187.5,
+                "nan_seen": False,
+                "inf_seen": False,
+                "elements": 16777216,
+            }
+        ],
     }
     d["timing"] = {
         "method": "cuda_events",
@@ -130,7 +161,13 @@ def nvidia_gemm() -> dict[str, Any]:
         {
             "tool": "ncu",
             "version": "2024.1.1",
-            "source": {"kind": "profile", "name": "gemm.ncu-rep", "sha256": "sha256:" + "0a1b" * 16, "size": {"value": 2351120, "unit": "B"}, "path": "profiles/gemm.ncu-rep"},
+            "source": {
+                "kind": "profile",
+                "name": "gemm.ncu-rep",
+                "sha256": "sha256:" + "0a1b" * 16,
+                "size": {"value": 2351120, "unit": "B"},
+                "path": "profiles/gemm.ncu-rep",
+            },
             "kernels": [
                 {
                     "name": "gemm_bf16_tn_128x256_warpspecialized",
@@ -161,14 +198,30 @@ def nvidia_gemm() -> dict[str, Any]:
         "memory": {"value": 80, "unit": "GiB"},
         "driver": {"name": "nvidia", "version": "550.54.15"},
         "runtime": {"name": "CUDA", "version": "12.4"},
-        "clocks": {"locked": True, "sm_requested": {"value": 1755, "unit": "MHz"}, "sm_observed": {"value": 1755, "unit": "MHz"}, "memory_observed": {"value": 2619, "unit": "MHz"}},
+        "clocks": {
+            "locked": True,
+            "sm_requested": {"value": 1755, "unit": "MHz"},
+            "sm_observed": {"value": 1755, "unit": "MHz"},
+            "memory_observed": {"value": 2619, "unit": "MHz"},
+        },
         "power_limit": {"value": 700, "unit": "W"},
     }
-    d["replay"] = replay(["python", "bench/gemm.py", "--m", "4096", "--n", "4096", "--k", "4096", "--dtype", "bf16"])
+    d["replay"] = replay(
+        ["python", "bench/gemm.py", "--m", "4096", "--n", "4096", "--k", "4096", "--dtype", "bf16"]
+    )
     d["cost"] = {
         "gpu_time": {"value": 14.2, "unit": "s"},
-        "energy": {"energy": {"value": 6120.0, "unit": "J"}, "window": {"value": 14.2, "unit": "s"}, "source": "nvml"},
-        "money": {"amount": 0.0118, "currency": "USD", "price_source": "on-demand list price, 1x H100 at 2.99 USD/h", "price_date": "2026-11-01"},
+        "energy": {
+            "energy": {"value": 6120.0, "unit": "J"},
+            "window": {"value": 14.2, "unit": "s"},
+            "source": "nvml",
+        },
+        "money": {
+            "amount": 0.0118,
+            "currency": "USD",
+            "price_source": "on-demand list price, 1x H100 at 2.99 USD/h",
+            "price_date": "2026-11-01",
+        },
     }
     return d
 
@@ -181,12 +234,37 @@ def amd_gemm() -> dict[str, Any]:
     d["task"] = {
         "operator": "gemm",
         "dtypes": ["fp8_e4m3fnuz", "bf16"],
-        "shapes": [{"id": "m8192n8192k8192", "dims": {"m": 8192, "n": 8192, "k": 8192}, "work": {"flops": {"value": 1099511627776.0, "unit": "FLOP"}}}],
+        "shapes": [
+            {
+                "id": "m8192n8192k8192",
+                "dims": {"m": 8192, "n": 8192, "k": 8192},
+                "work": {"flops": {"value": 1099511627776.0, "unit": "FLOP"}},
+            }
+        ],
         "reference": {"name": "torch._scaled_mm", "kind": "torch_eager", "version": "2.5.1+rocm6.2"},
         "tolerance": {"atol": 0.05, "rtol": 0.02},
     }
-    d["compile"] = {"compiler": {"name": "hipcc", "version": "6.2.41133"}, "language": "hip", "target_arch": "gfx942", "flags": ["-O3", "--offload-arch=gfx942"], "succeeded": True}
-    d["validation"] = {"verdict": "passed", "shapes": [{"shape_id": "m8192n8192k8192", "passed": True, "max_abs_error": 0.031, "atol": 0.05, "rtol": 0.02, "reference_max_abs": 412.0, "nan_seen": False}]}
+    d["compile"] = {
+        "compiler": {"name": "hipcc", "version": "6.2.41133"},
+        "language": "hip",
+        "target_arch": "gfx942",
+        "flags": ["-O3", "--offload-arch=gfx942"],
+        "succeeded": True,
+    }
+    d["validation"] = {
+        "verdict": "passed",
+        "shapes": [
+            {
+                "shape_id": "m8192n8192k8192",
+                "passed": True,
+                "max_abs_error": 0.031,
+                "atol": 0.05,
+                "rtol": 0.02,
+                "reference_max_abs": 412.0,
+                "nan_seen": False,
+            }
+        ],
+    }
     d["timing"] = {
         "method": "hip_events",
         "warmup": 20,
@@ -195,7 +273,13 @@ def amd_gemm() -> dict[str, Any]:
         "stats": cs,
         "cache_policy": "flushed",
         "synchronized": True,
-        "baseline": {"provider": "hipBLASLt", "version": "0.10.0", "call": "hipblasLtMatmul(fp8_e4m3fnuz, TN, m=n=k=8192, algo=heuristic top-1)", "same_session": True, "stats": bs},
+        "baseline": {
+            "provider": "hipBLASLt",
+            "version": "0.10.0",
+            "call": "hipblasLtMatmul(fp8_e4m3fnuz, TN, m=n=k=8192, algo=heuristic top-1)",
+            "same_session": True,
+            "stats": bs,
+        },
         "speedup": {"value": round(bs["median"] / cs["median"], 4), "basis": "median"},
     }
     d["hardware"] = {
@@ -221,12 +305,38 @@ def tpu_op() -> dict[str, Any]:
     d["task"] = {
         "operator": "paged_attention_decode",
         "dtypes": ["bf16"],
-        "shapes": [{"id": "b64_h32_d128_ctx4096", "dims": {"batch": 64, "heads": 32, "head_dim": 128, "context": 4096}, "work": {"flops": {"value": 8589934592.0, "unit": "FLOP"}, "bytes": {"value": 536870912.0, "unit": "B"}}}],
+        "shapes": [
+            {
+                "id": "b64_h32_d128_ctx4096",
+                "dims": {"batch": 64, "heads": 32, "head_dim": 128, "context": 4096},
+                "work": {
+                    "flops": {"value": 8589934592.0, "unit": "FLOP"},
+                    "bytes": {"value": 536870912.0, "unit": "B"},
+                },
+            }
+        ],
         "reference": {"name": "jnp reference attention", "kind": "jax", "version": "0.4.35"},
         "tolerance": {"atol": 0.02, "rtol": 0.02},
     }
-    d["compile"] = {"compiler": {"name": "XLA (jax)", "version": "jaxlib 0.4.35"}, "language": "pallas", "target_arch": "TPU v5e", "succeeded": True}
-    d["validation"] = {"verdict": "passed", "shapes": [{"shape_id": "b64_h32_d128_ctx4096", "passed": True, "max_abs_error": 0.0078, "atol": 0.02, "rtol": 0.02, "reference_max_abs": 6.2}]}
+    d["compile"] = {
+        "compiler": {"name": "XLA (jax)", "version": "jaxlib 0.4.35"},
+        "language": "pallas",
+        "target_arch": "TPU v5e",
+        "succeeded": True,
+    }
+    d["validation"] = {
+        "verdict": "passed",
+        "shapes": [
+            {
+                "shape_id": "b64_h32_d128_ctx4096",
+                "passed": True,
+                "max_abs_error": 0.0078,
+                "atol": 0.02,
+                "rtol": 0.02,
+                "reference_max_abs": 6.2,
+            }
+        ],
+    }
     d["timing"] = {
         "method": "xprof",
         "warmup": 5,
@@ -234,10 +344,23 @@ def tpu_op() -> dict[str, Any]:
         "shape_id": "b64_h32_d128_ctx4096",
         "stats": cs,
         "cache_policy": "unknown",
-        "baseline": {"provider": "XLA", "version": "jaxlib 0.4.35", "call": "jax.jit(reference_paged_attention)(q, k_pages, v_pages, lengths, page_indices)", "same_session": True, "stats": bs},
+        "baseline": {
+            "provider": "XLA",
+            "version": "jaxlib 0.4.35",
+            "call": "jax.jit(reference_paged_attention)(q, k_pages, v_pages, lengths, page_indices)",
+            "same_session": True,
+            "stats": bs,
+        },
         "speedup": {"value": round(bs["median"] / cs["median"], 4), "basis": "median"},
     }
-    d["hardware"] = {"vendor": "google", "device": "TPU v5e", "arch": "TPU v5 lite", "count": 1, "memory": {"value": 16, "unit": "GiB"}, "clocks": {"locked": False, "sm_observed": {"value": 1500, "unit": "MHz"}}}
+    d["hardware"] = {
+        "vendor": "google",
+        "device": "TPU v5e",
+        "arch": "TPU v5 lite",
+        "count": 1,
+        "memory": {"value": 16, "unit": "GiB"},
+        "clocks": {"locked": False, "sm_observed": {"value": 1500, "unit": "MHz"}},
+    }
     d["replay"] = replay(["python", "bench/paged_attention.py", "--batch", "64"])
     return d
 
@@ -259,9 +382,34 @@ def serving() -> dict[str, Any]:
             "settings": {"max_num_seqs": 256, "enable_chunked_prefill": True, "kv_cache_dtype": "fp8"},
         },
     }
-    ttft = {"unit": "ms", "median": 88.1, "mean": 95.3, "std": 21.4, "min": 41.2, "max": 210.7, "percentiles": {"p50": 88.1, "p90": 130.2, "p99": 190.4}, "n": 1000}
-    tpot = {"unit": "ms", "median": 14.2, "mean": 14.6, "min": 9.8, "max": 31.0, "percentiles": {"p50": 14.2, "p99": 24.9}, "n": 1000}
-    e2el = {"unit": "ms", "median": 1912.0, "mean": 1950.4, "min": 1202.0, "max": 3404.0, "percentiles": {"p50": 1912.0, "p99": 3120.0}, "n": 1000}
+    ttft = {
+        "unit": "ms",
+        "median": 88.1,
+        "mean": 95.3,
+        "std": 21.4,
+        "min": 41.2,
+        "max": 210.7,
+        "percentiles": {"p50": 88.1, "p90": 130.2, "p99": 190.4},
+        "n": 1000,
+    }
+    tpot = {
+        "unit": "ms",
+        "median": 14.2,
+        "mean": 14.6,
+        "min": 9.8,
+        "max": 31.0,
+        "percentiles": {"p50": 14.2, "p99": 24.9},
+        "n": 1000,
+    }
+    e2el = {
+        "unit": "ms",
+        "median": 1912.0,
+        "mean": 1950.4,
+        "min": 1202.0,
+        "max": 3404.0,
+        "percentiles": {"p50": 1912.0, "p99": 3120.0},
+        "n": 1000,
+    }
     d["timing"] = {
         "method": "serving_client",
         "stats": e2el,
@@ -280,49 +428,145 @@ def serving() -> dict[str, Any]:
         },
         "baseline": {
             "engine": {"name": "vLLM", "version": "0.10.1"},
-            "settings": {"max_num_seqs": 256, "enable_chunked_prefill": True, "kv_cache_dtype": "auto", "tensor_parallel_size": 1},
+            "settings": {
+                "max_num_seqs": 256,
+                "enable_chunked_prefill": True,
+                "kv_cache_dtype": "auto",
+                "tensor_parallel_size": 1,
+            },
             "same_session": True,
             "serving": {"output_throughput": {"value": 3520.1, "unit": "tok/s"}},
         },
         "speedup": {"value": round(4076.4 / 3520.1, 4), "basis": "output_throughput"},
     }
-    d["hardware"] = {"vendor": "nvidia", "device": "NVIDIA H100 80GB HBM3", "arch": "sm_90", "count": 1, "clocks": {"locked": False, "sm_observed": {"value": 1980, "unit": "MHz"}}}
-    d["replay"] = replay(["vllm", "bench", "serve", "--model", "meta-llama/Llama-3.1-8B-Instruct", "--dataset-name", "random", "--random-input-len", "1024", "--random-output-len", "128", "--num-prompts", "1000", "--max-concurrency", "64", "--save-result"])
+    d["hardware"] = {
+        "vendor": "nvidia",
+        "device": "NVIDIA H100 80GB HBM3",
+        "arch": "sm_90",
+        "count": 1,
+        "clocks": {"locked": False, "sm_observed": {"value": 1980, "unit": "MHz"}},
+    }
+    d["replay"] = replay(
+        [
+            "vllm",
+            "bench",
+            "serve",
+            "--model",
+            "meta-llama/Llama-3.1-8B-Instruct",
+            "--dataset-name",
+            "random",
+            "--random-input-len",
+            "1024",
+            "--random-output-len",
+            "128",
+            "--num-prompts",
+            "1000",
+            "--max-concurrency",
+            "64",
+            "--save-result",
+        ]
+    )
     return d
 
 
 def failure_base(name: str, fc: str, message: str) -> dict[str, Any]:
     d = envelope(name, status="failed")
     d["failure"] = {"failure_class": fc, "message": message}
-    d["lineage"] = {"run_id": "rl-run-2026-11-20", "candidate_id": name, "iteration": 412, "parent_packet_id": "sha256:" + "5e6f" * 16, "relation": "mutation"}
-    d["task"] = {"operator": "softmax", "dtypes": ["fp16"], "shapes": [{"id": "b32_n4096", "dims": {"batch": 32, "n": 4096}}, {"id": "b7_n1000", "dims": {"batch": 7, "n": 1000}}], "reference": {"name": "torch.softmax", "kind": "torch_eager"}, "tolerance": {"atol": 0.001, "rtol": 0.001}}
+    d["lineage"] = {
+        "run_id": "rl-run-2026-11-20",
+        "candidate_id": name,
+        "iteration": 412,
+        "parent_packet_id": "sha256:" + "5e6f" * 16,
+        "relation": "mutation",
+    }
+    d["task"] = {
+        "operator": "softmax",
+        "dtypes": ["fp16"],
+        "shapes": [
+            {"id": "b32_n4096", "dims": {"batch": 32, "n": 4096}},
+            {"id": "b7_n1000", "dims": {"batch": 7, "n": 1000}},
+        ],
+        "reference": {"name": "torch.softmax", "kind": "torch_eager"},
+        "tolerance": {"atol": 0.001, "rtol": 0.001},
+    }
     d["hardware"] = {"vendor": "nvidia", "device": "NVIDIA L4", "arch": "sm_89", "count": 1}
     d["replay"] = replay(["python", "eval_candidate.py", "--candidate", f"candidates/{name}.py"])
     return d
 
 
 def compile_error() -> dict[str, Any]:
-    d = failure_base("softmax_cand_0413", "compile_error", "triton.compiler.errors.CompilationError: at 12:8: unsupported tensor index")
-    d["compile"] = {"compiler": {"name": "triton", "version": "3.1.0"}, "language": "triton", "target_arch": "sm_89", "succeeded": False, "log_excerpt": "at 12:8:\n    x = tl.load(ptr + offs[:, None, None])\n        ^\nunsupported tensor index", "duration": {"value": 0.84, "unit": "s"}}
+    d = failure_base(
+        "softmax_cand_0413",
+        "compile_error",
+        "triton.compiler.errors.CompilationError: at 12:8: unsupported tensor index",
+    )
+    d["compile"] = {
+        "compiler": {"name": "triton", "version": "3.1.0"},
+        "language": "triton",
+        "target_arch": "sm_89",
+        "succeeded": False,
+        "log_excerpt": "at 12:8:\n    x = tl.load(ptr + offs[:, None, None])\n        ^\nunsupported tensor index",
+        "duration": {"value": 0.84, "unit": "s"},
+    }
     return d
 
 
 def nan_failure() -> dict[str, Any]:
-    d = failure_base("softmax_cand_0414", "nan_inf", "output contains NaN for shape b32_n4096 (max subtraction skipped)")
+    d = failure_base(
+        "softmax_cand_0414", "nan_inf", "output contains NaN for shape b32_n4096 (max subtraction skipped)"
+    )
     d["failure"]["shape_id"] = "b32_n4096"
-    d["validation"] = {"verdict": "failed", "inputs_regenerated": True, "shapes": [{"shape_id": "b32_n4096", "passed": False, "nan_seen": True, "inf_seen": True, "atol": 0.001, "rtol": 0.001, "elements": 131072, "message": "4096 NaN, 12 Inf"}]}
+    d["validation"] = {
+        "verdict": "failed",
+        "inputs_regenerated": True,
+        "shapes": [
+            {
+                "shape_id": "b32_n4096",
+                "passed": False,
+                "nan_seen": True,
+                "inf_seen": True,
+                "atol": 0.001,
+                "rtol": 0.001,
+                "elements": 131072,
+                "message": "4096 NaN, 12 Inf",
+            }
+        ],
+    }
     return d
 
 
 def tolerance_miss() -> dict[str, Any]:
-    d = failure_base("softmax_cand_0415", "incorrect_numerical", "max abs error 0.0134 > atol 0.001 on shape b7_n1000 (off-by-one in the tail loop)")
+    d = failure_base(
+        "softmax_cand_0415",
+        "incorrect_numerical",
+        "max abs error 0.0134 > atol 0.001 on shape b7_n1000 (off-by-one in the tail loop)",
+    )
     d["failure"]["shape_id"] = "b7_n1000"
     d["validation"] = {
         "verdict": "failed",
         "inputs_regenerated": True,
         "shapes": [
-            {"shape_id": "b32_n4096", "passed": True, "max_abs_error": 0.00021, "atol": 0.001, "rtol": 0.001, "matched_ratio": 1.0, "reference_max_abs": 0.031, "nan_seen": False},
-            {"shape_id": "b7_n1000", "passed": False, "max_abs_error": 0.0134, "atol": 0.001, "rtol": 0.001, "matched_ratio": 0.9986, "required_matched_ratio": 1.0, "reference_max_abs": 0.041, "nan_seen": False},
+            {
+                "shape_id": "b32_n4096",
+                "passed": True,
+                "max_abs_error": 0.00021,
+                "atol": 0.001,
+                "rtol": 0.001,
+                "matched_ratio": 1.0,
+                "reference_max_abs": 0.031,
+                "nan_seen": False,
+            },
+            {
+                "shape_id": "b7_n1000",
+                "passed": False,
+                "max_abs_error": 0.0134,
+                "atol": 0.001,
+                "rtol": 0.001,
+                "matched_ratio": 0.9986,
+                "required_matched_ratio": 1.0,
+                "reference_max_abs": 0.041,
+                "nan_seen": False,
+            },
         ],
     }
     return d
@@ -372,16 +616,37 @@ def _bandwidth_cheat(d: dict[str, Any]) -> None:
 def _flops_cheat(d: dict[str, Any]) -> None:
     # 137 GFLOP in 40 us = 3.4 PFLOP/s of bf16 on an H100 (peak 989 TFLOP/s)
     d["timing"]["stats"] = {"unit": "us", "median": 40.0, "min": 39.0, "max": 41.0, "n": 31}
-    d["timing"]["speedup"] = {"value": round(d["timing"]["baseline"]["stats"]["median"] / 40.0, 4), "basis": "median"}
+    d["timing"]["speedup"] = {
+        "value": round(d["timing"]["baseline"]["stats"]["median"] / 40.0, 4),
+        "basis": "median",
+    }
 
 
 def _failed_claims(d: dict[str, Any]) -> None:
-    d["timing"] = {"method": "cuda_events", "repeats": 10, "stats": {"unit": "us", "median": 20.0}, "baseline": {"provider": "torch eager", "version": "2.5.1", "call": "torch.softmax(x, -1)", "stats": {"unit": "us", "median": 30.0}}, "speedup": {"value": 1.5, "basis": "median"}}
+    d["timing"] = {
+        "method": "cuda_events",
+        "repeats": 10,
+        "stats": {"unit": "us", "median": 20.0},
+        "baseline": {
+            "provider": "torch eager",
+            "version": "2.5.1",
+            "call": "torch.softmax(x, -1)",
+            "stats": {"unit": "us", "median": 30.0},
+        },
+        "speedup": {"value": 1.5, "basis": "median"},
+    }
 
 
 def _bad_stats(d: dict[str, Any]) -> None:
     m = d["timing"]["stats"]["median"]
-    d["timing"]["stats"] = {"unit": "ms", "median": m, "min": round(m * 1.05, 4), "max": round(m * 0.95, 4), "percentiles": {"p50": m, "p90": round(m * 0.9, 4)}, "n": 25}
+    d["timing"]["stats"] = {
+        "unit": "ms",
+        "median": m,
+        "min": round(m * 1.05, 4),
+        "max": round(m * 0.95, 4),
+        "percentiles": {"p50": m, "p90": round(m * 0.9, 4)},
+        "n": 25,
+    }
 
 
 def _vacuous(d: dict[str, Any]) -> None:
@@ -408,14 +673,26 @@ INVALID: dict[str, tuple[Any, Any]] = {
     "KE101_no_replay_command.json": (nvidia_gemm, _without(["replay", "command"])),
     "KE101_no_replay.json": (compile_error, _without(["replay"])),
     "KE201_no_baseline.json": (nvidia_gemm, _without(["timing", "baseline"])),
-    "KE202_unnamed_baseline.json": (nvidia_gemm, _set(["timing", "baseline", "provider"], "our previous kernel")),
-    "KE203_baseline_without_version_and_call.json": (amd_gemm, lambda d: (d["timing"]["baseline"].pop("version"), d["timing"]["baseline"].pop("call"))),
-    "KE205_serving_baseline_without_configuration.json": (serving, lambda d: (d["timing"]["baseline"].pop("engine"), d["timing"]["baseline"].pop("settings"))),
+    "KE202_unnamed_baseline.json": (
+        nvidia_gemm,
+        _set(["timing", "baseline", "provider"], "our previous kernel"),
+    ),
+    "KE203_baseline_without_version_and_call.json": (
+        amd_gemm,
+        lambda d: (d["timing"]["baseline"].pop("version"), d["timing"]["baseline"].pop("call")),
+    ),
+    "KE205_serving_baseline_without_configuration.json": (
+        serving,
+        lambda d: (d["timing"]["baseline"].pop("engine"), d["timing"]["baseline"].pop("settings")),
+    ),
     "KE301_speedup_does_not_match_timings.json": (nvidia_gemm, _set(["timing", "speedup", "value"], 1.85)),
     "KE302_claim_cannot_be_checked.json": (tpu_op, _without(["timing", "baseline", "stats"])),
     "KE401_failed_packet_claims_speedup.json": (tolerance_miss, _failed_claims),
     "KE402_failed_without_failure_class.json": (nan_failure, _without(["failure"])),
-    "KE403_failure_class_does_not_fit_status.json": (compile_error, _set(["failure", "failure_class"], "infra_error")),
+    "KE403_failure_class_does_not_fit_status.json": (
+        compile_error,
+        _set(["failure", "failure_class"], "infra_error"),
+    ),
     "KE404_claim_without_validation.json": (amd_gemm, _no_validation),
     "KE407_verdict_contradicts_shapes.json": (tpu_op, _reference_claim_failed_shape),
     "KE501_inconsistent_statistics.json": (amd_gemm, _bad_stats),
@@ -429,8 +706,12 @@ INVALID: dict[str, tuple[Any, Any]] = {
 # documents that are not even well-formed packets, written as raw text
 RAW_INVALID = {
     "KE001_truncated_json.json": lambda: json.dumps(finish(nvidia_gemm()))[:900],
-    "KE001_nan_token.json": lambda: json.dumps(finish(amd_gemm())).replace('"median": ', '"median": NaN, "x": ', 1),
-    "KE003_duplicate_key.json": lambda: json.dumps(finish(amd_gemm())).replace('"status": "passed"', '"status": "passed", "status": "failed"', 1),
+    "KE001_nan_token.json": lambda: json.dumps(finish(amd_gemm())).replace(
+        '"median": ', '"median": NaN, "x": ', 1
+    ),
+    "KE003_duplicate_key.json": lambda: json.dumps(finish(amd_gemm())).replace(
+        '"status": "passed"', '"status": "passed", "status": "failed"', 1
+    ),
 }
 
 # these examples keep a correct packet_id for their tampered content, so they fail only
@@ -443,7 +724,11 @@ def finish(d: dict[str, Any]) -> dict[str, Any]:
     for cat in list(d):
         if isinstance(d[cat], dict):
             d[cat] = {k: v for k, v in d[cat].items() if v is not None}
-    return EvidencePacket.model_validate(d).with_id().to_dict() if _models_ok(d) else {**d, "packet_id": _raw_id(d)}
+    return (
+        EvidencePacket.model_validate(d).with_id().to_dict()
+        if _models_ok(d)
+        else {**d, "packet_id": _raw_id(d)}
+    )
 
 
 def _models_ok(d: dict[str, Any]) -> bool:

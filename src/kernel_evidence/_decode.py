@@ -106,7 +106,10 @@ def _structural_message(msg: str, pointer: str) -> tuple[str, str]:
     """Make msgspec's structural messages read like ours (unit fields name the dimension)."""
     if msg.startswith("Object contains unknown field"):
         field = msg.split("`")[1] if "`" in msg else "?"
-        return f"unknown field `{field}` (not in schema 0.1; put tool-specific data under /extensions)", pointer
+        return (
+            f"unknown field `{field}` (not in schema 0.1; put tool-specific data under /extensions)",
+            pointer,
+        )
     if msg.startswith("Object missing required field"):
         field = msg.split("`")[1] if "`" in msg else "?"
         return f"missing required field `{field}`", pointer + "/" + _escape(field)
@@ -163,10 +166,14 @@ def decode_document(record: Any) -> Iterator[Decoded]:
             pos = exc.start
         line = raw.count(b"\n", 0, pos) + 1
         col = pos - (raw.rfind(b"\n", 0, pos) + 1) + 1
-        yield Decoded(loc, rule_id="KE001", error=f"not valid UTF-8 at line {line}, column {col} (byte {pos}); expected a UTF-8 JSON document")
+        yield Decoded(
+            loc,
+            rule_id="KE001",
+            error=f"not valid UTF-8 at line {line}, column {col} (byte {pos}); expected a UTF-8 JSON document",
+        )
         return
     encoded = [encode_struct(p) for p in packets]
-    canon = [canonical_from_encoded(p, e) for p, e in zip(packets, encoded)]
+    canon = [canonical_from_encoded(p, e) for p, e in zip(packets, encoded, strict=True)]
     # input already in canonical form (as kernel-evidence writes it) cannot repeat a key
     exact = not multi and raw.startswith(encoded[0]) and not raw[len(encoded[0]) :].strip()
     if not exact:
@@ -180,7 +187,7 @@ def decode_document(record: Any) -> Iterator[Decoded]:
                     error=f"duplicate key `{dup}` in one object; a JSON object must not repeat a key",
                 )
                 return
-    for i, (p, c) in enumerate(zip(packets, canon)):
+    for i, (p, c) in enumerate(zip(packets, canon, strict=True)):
         yield Decoded(f"{loc + ', ' if loc else ''}item {i}" if multi else loc, packet=p, canonical=c)
 
 
@@ -195,8 +202,12 @@ def _decode_error_text(raw: bytes, msg: str) -> str:
             line = raw.count(b"\n", 0, pos) + 1
             col = pos - (raw.rfind(b"\n", 0, pos) + 1) + 1
             if snippet[:3] in (b"NaN", b"Inf", b"-In"):
-                return f"NaN/Infinity at line {line}, column {col} is not JSON; expected a finite number or null"
-            return f"malformed JSON at line {line}, column {col} (byte {pos}): {msg.split(':', 1)[-1].strip()}"
+                return (
+                    f"NaN/Infinity at line {line}, column {col} is not JSON; expected a finite number or null"
+                )
+            return (
+                f"malformed JSON at line {line}, column {col} (byte {pos}): {msg.split(':', 1)[-1].strip()}"
+            )
     if "out of range" in msg.lower():
         return f"number too large or too small to represent: {msg}"
     return msg

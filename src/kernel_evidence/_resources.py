@@ -7,7 +7,7 @@ install, or tests run from the tree) they are the top-level ``schema/`` and ``ad
 from __future__ import annotations
 
 import sys
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +36,7 @@ def adapters_dir() -> Path:
     return _find("adapters")
 
 
-@lru_cache(maxsize=None)
+@cache
 def load_toml(name: str) -> dict[str, Any]:
     """Load ``adapters/<name>`` (TOML) once."""
     if sys.version_info >= (3, 11):

@@ -61,9 +61,7 @@ class MissingExtra(KernelEvidenceError, ImportError):
     def __init__(self, package: str, extra: str, purpose: str) -> None:
         self.package = package
         self.extra = extra
-        super().__init__(
-            f"{purpose} needs the `{package}` package: pip install 'kernel-evidence[{extra}]'"
-        )
+        super().__init__(f"{purpose} needs the `{package}` package: pip install 'kernel-evidence[{extra}]'")
 
 
 class ArchiveError(KernelEvidenceError):

@@ -8,6 +8,7 @@ out-of-memory kill. Writing is atomic: a temporary file in the target folder, th
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import sys
@@ -15,7 +16,7 @@ import tempfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, BinaryIO
+from typing import IO, Any, BinaryIO, cast
 
 import msgspec
 import zstandard
@@ -129,17 +130,19 @@ _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 
 def _open_binary(name: str, limits: Limits) -> BinaryIO:
     """Open an input; zstd is recognised by the name, or by its magic number on stdin."""
+    raw: Any
     if name == "-":
-        raw: BinaryIO = io.BufferedReader(sys.stdin.buffer.raw if hasattr(sys.stdin.buffer, "raw") else sys.stdin.buffer, _CHUNK)  # type: ignore[arg-type]
-        zst = raw.peek(4)[:4] == _ZSTD_MAGIC  # type: ignore[attr-defined]
+        inner: Any = getattr(sys.stdin.buffer, "raw", sys.stdin.buffer)
+        raw = io.BufferedReader(inner, _CHUNK)
+        zst = raw.peek(4)[:4] == _ZSTD_MAGIC
     else:
         raw = open(name, "rb")  # noqa: SIM115
         zst = _kind(name)[1]
     if not zst:
-        return raw
+        return cast(BinaryIO, raw)
     stream = zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True, closefd=True)
-    capped = _CappedReader(stream, limits.max_decompressed_bytes, name)  # type: ignore[arg-type]
-    return io.BufferedReader(capped, _CHUNK)  # type: ignore[return-value]
+    capped = _CappedReader(cast(BinaryIO, stream), limits.max_decompressed_bytes, name)
+    return cast(BinaryIO, io.BufferedReader(capped, _CHUNK))
 
 
 def _zstd_error(name: str, exc: Exception) -> InputError:
@@ -204,7 +207,11 @@ def _iter_lines(name: str, fh: BinaryIO, limits: Limits, *, stdin: bool) -> Iter
             chunk = fh.read(_CHUNK)
         except zstandard.ZstdError as exc:
             # a stream cut mid-frame: everything before it was already yielded
-            yield Record(name, f"line {lineno + 1}", error=InputError(name, f"line {lineno + 1}", f"zstd stream truncated or corrupt ({exc})"))
+            yield Record(
+                name,
+                f"line {lineno + 1}",
+                error=InputError(name, f"line {lineno + 1}", f"zstd stream truncated or corrupt ({exc})"),
+            )
             return
         if not chunk:
             break
@@ -218,7 +225,13 @@ def _iter_lines(name: str, fh: BinaryIO, limits: Limits, *, stdin: bool) -> Iter
             line = buf[start:nl]
             start = nl + 1
             if len(line) > cap:
-                yield Record(name, f"line {lineno}", error=LimitExceeded(name, f"line {lineno}", f"line longer than {cap} bytes (the per-document cap)"))
+                yield Record(
+                    name,
+                    f"line {lineno}",
+                    error=LimitExceeded(
+                        name, f"line {lineno}", f"line longer than {cap} bytes (the per-document cap)"
+                    ),
+                )
                 continue
             if line.strip():
                 saw_any = True
@@ -227,7 +240,13 @@ def _iter_lines(name: str, fh: BinaryIO, limits: Limits, *, stdin: bool) -> Iter
         if len(buf) > cap:
             # skip the rest of an over-long line without holding it in memory
             lineno += 1
-            yield Record(name, f"line {lineno}", error=LimitExceeded(name, f"line {lineno}", f"line longer than {cap} bytes (the per-document cap)"))
+            yield Record(
+                name,
+                f"line {lineno}",
+                error=LimitExceeded(
+                    name, f"line {lineno}", f"line longer than {cap} bytes (the per-document cap)"
+                ),
+            )
             buf = b""
             while True:
                 chunk = fh.read(_CHUNK)
@@ -278,10 +297,8 @@ def open_output(path: str | os.PathLike[str]) -> tuple[IO[bytes], Any]:
         if ok:
             os.replace(tmp, target)
         else:
-            try:
+            with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp)
-            except FileNotFoundError:
-                pass
 
     return fh, commit
 
@@ -299,7 +316,9 @@ def write_packets(
     """
     target = Path(path)
     if target.exists() and not overwrite:
-        raise FileExistsError(f"{target}: already exists; refusing to overwrite it (use overwrite=True / --force)")
+        raise FileExistsError(
+            f"{target}: already exists; refusing to overwrite it (use overwrite=True / --force)"
+        )
     is_jsonl, is_zst = _kind(str(target))
     enc = msgspec.json.Encoder(order="sorted")  # canonical key order, as EvidencePacket.to_json
     fh, commit = open_output(target)
@@ -315,7 +334,9 @@ def write_packets(
         else:
             items = list(packets)
             if len(items) != 1:
-                raise ValueError(f"{target}: a .json file holds exactly one packet, got {len(items)}; use .jsonl")
+                raise ValueError(
+                    f"{target}: a .json file holds exactly one packet, got {len(items)}; use .jsonl"
+                )
             sink.write(enc.encode(_as_data(items[0])))
             sink.write(b"\n")
             count = 1

@@ -31,7 +31,9 @@ _DEVICES = [
 ]
 _TIME_UNITS = ["ns", "us", "ms"]
 _UNIT_SCALE = {"ns": 1e6, "us": 1e3, "ms": 1.0}
-_text = st.text(st.characters(min_codepoint=32, max_codepoint=0x2FFF, exclude_categories=("Cs",)), min_size=1, max_size=24)
+_text = st.text(
+    st.characters(min_codepoint=32, max_codepoint=0x2FFF, exclude_categories=("Cs",)), min_size=1, max_size=24
+)
 _ident = st.from_regex(r"[a-z][a-z0-9_]{0,15}", fullmatch=True)
 _ts = st.datetimes(
     min_value=__import__("datetime").datetime(2020, 1, 1),
@@ -44,16 +46,35 @@ def _envelope(draw: Any, kind: str, status: str) -> dict[str, Any]:
     return {
         "schema_version": "0.1",
         "created_at": draw(_ts),
-        "producer": {"name": draw(st.sampled_from(["kernel-evidence", "my-harness", "kb-eval"])), "version": __version__},
+        "producer": {
+            "name": draw(st.sampled_from(["kernel-evidence", "my-harness", "kb-eval"])),
+            "version": __version__,
+        },
         "subject": {"kind": kind, "name": draw(_ident)},
         "status": status,
         "replay": {
             "command": draw(st.lists(_text, min_size=1, max_size=4).map(lambda xs: ["python", *xs])),
-            "repository": draw(st.none() | st.builds(lambda c: {"url": "https://example.org/repo.git", "commit": c, "dirty": False}, st.from_regex(r"[0-9a-f]{40}", fullmatch=True))),
-            "container": draw(st.none() | _hex64.map(lambda d: {"image": "ghcr.io/example/bench:1", "digest": d})),
+            "repository": draw(
+                st.none()
+                | st.builds(
+                    lambda c: {"url": "https://example.org/repo.git", "commit": c, "dirty": False},
+                    st.from_regex(r"[0-9a-f]{40}", fullmatch=True),
+                )
+            ),
+            "container": draw(
+                st.none() | _hex64.map(lambda d: {"image": "ghcr.io/example/bench:1", "digest": d})
+            ),
             "seeds": draw(st.none() | st.dictionaries(_ident, st.integers(0, 2**31 - 1), max_size=2)),
         },
-        "lineage": draw(st.none() | st.builds(lambda r, c, i: {"run_id": r, "candidate_id": c, "iteration": i}, _ident, _ident, st.integers(0, 10**6))),
+        "lineage": draw(
+            st.none()
+            | st.builds(
+                lambda r, c, i: {"run_id": r, "candidate_id": c, "iteration": i},
+                _ident,
+                _ident,
+                st.integers(0, 10**6),
+            )
+        ),
         "extensions": draw(st.none() | st.just({"https://example.org/ext/v1": {"note": "x", "n": 1}})),
     }
 
@@ -85,7 +106,12 @@ def _hardware(draw: Any, vendor: str, device: str, arch: str) -> dict[str, Any]:
         "arch": arch,
         "count": 1,
         "driver": {"name": "driver", "version": draw(st.sampled_from(["550.54.15", "6.8.5", "n/a"]))},
-        "clocks": draw(st.none() | st.builds(lambda o: {"locked": False, "sm_observed": {"value": o, "unit": "MHz"}}, st.floats(500, 2500))),
+        "clocks": draw(
+            st.none()
+            | st.builds(
+                lambda o: {"locked": False, "sm_observed": {"value": o, "unit": "MHz"}}, st.floats(500, 2500)
+            )
+        ),
     }
 
 
@@ -109,13 +135,29 @@ def kernel_claim_packets(draw: Any) -> EvidencePacket:
     d["task"] = {
         "operator": draw(st.sampled_from(["gemm", "softmax", "rmsnorm", "flash_attention_fwd"])),
         "dtypes": [draw(st.sampled_from(["bf16", "fp16", "fp32", "fp8_e4m3"]))],
-        "shapes": [{"id": f"m{m}", "dims": {"m": m, "n": m, "k": m}, "work": {"flops": {"value": flops, "unit": "FLOP"}}}],
+        "shapes": [
+            {
+                "id": f"m{m}",
+                "dims": {"m": m, "n": m, "k": m},
+                "work": {"flops": {"value": flops, "unit": "FLOP"}},
+            }
+        ],
         "reference": {"name": "torch.matmul", "kind": "torch_eager"},
         "tolerance": {"atol": 1e-2, "rtol": 1e-2},
     }
     d["validation"] = {
         "verdict": "passed",
-        "shapes": [{"shape_id": f"m{m}", "passed": True, "max_abs_error": draw(st.floats(0, 1e-3)), "atol": 1e-2, "rtol": 1e-2, "reference_max_abs": draw(st.floats(1.0, 100.0)), "nan_seen": False}],
+        "shapes": [
+            {
+                "shape_id": f"m{m}",
+                "passed": True,
+                "max_abs_error": draw(st.floats(0, 1e-3)),
+                "atol": 1e-2,
+                "rtol": 1e-2,
+                "reference_max_abs": draw(st.floats(1.0, 100.0)),
+                "nan_seen": False,
+            }
+        ],
     }
     d["timing"] = {
         "method": draw(st.sampled_from(["cuda_events", "cupti", "hip_events", "xprof"])),
@@ -178,7 +220,16 @@ def serving_packets(draw: Any) -> EvidencePacket:
     return EvidencePacket.model_validate(d).with_id()
 
 
-_FAILED = ["compile_error", "runtime_error", "timeout", "incorrect_shape", "incorrect_dtype", "incorrect_numerical", "nan_inf", "reward_hack"]
+_FAILED = [
+    "compile_error",
+    "runtime_error",
+    "timeout",
+    "incorrect_shape",
+    "incorrect_dtype",
+    "incorrect_numerical",
+    "nan_inf",
+    "reward_hack",
+]
 _ERROR = ["infra_error", "invalid_reference", "timeout", "runtime_error"]
 _NEEDS_VALIDATION = {"incorrect_shape", "incorrect_dtype", "incorrect_numerical", "nan_inf"}
 
@@ -192,11 +243,23 @@ def failure_packets(draw: Any) -> EvidencePacket:
     d["failure"] = {"failure_class": fc, "message": draw(_text)}
     d["task"] = {"operator": draw(_ident), "dtypes": ["fp16"]}
     if fc == "compile_error":
-        d["compile"] = {"compiler": {"name": "nvcc", "version": "12.4"}, "target_arch": "sm_90a", "succeeded": False, "log_excerpt": draw(_text)}
+        d["compile"] = {
+            "compiler": {"name": "nvcc", "version": "12.4"},
+            "target_arch": "sm_90a",
+            "succeeded": False,
+            "log_excerpt": draw(_text),
+        }
     if fc in _NEEDS_VALIDATION:
         d["validation"] = {
             "verdict": "failed",
-            "shapes": [{"shape_id": "s0", "passed": False, "max_abs_error": draw(st.floats(0.1, 1e6)), "nan_seen": fc == "nan_inf"}],
+            "shapes": [
+                {
+                    "shape_id": "s0",
+                    "passed": False,
+                    "max_abs_error": draw(st.floats(0.1, 1e6)),
+                    "nan_seen": fc == "nan_inf",
+                }
+            ],
         }
     vendor, device, arch, _, _ = draw(st.sampled_from(_DEVICES))
     d["hardware"] = _hardware(draw, vendor, device, arch)
@@ -216,17 +279,37 @@ def example_packet() -> EvidencePacket:
         "producer": {"name": "kernel-evidence", "version": __version__},
         "subject": {"kind": "kernel", "name": "gemm_bf16_4096"},
         "status": "passed",
-        "task": {"operator": "gemm", "dtypes": ["bf16"], "shapes": [{"id": "4096", "work": {"flops": {"value": 1.374e11, "unit": "FLOP"}}}]},
-        "validation": {"verdict": "passed", "shapes": [{"shape_id": "4096", "passed": True, "atol": 0.01, "rtol": 0.01, "reference_max_abs": 41.0}]},
+        "task": {
+            "operator": "gemm",
+            "dtypes": ["bf16"],
+            "shapes": [{"id": "4096", "work": {"flops": {"value": 1.374e11, "unit": "FLOP"}}}],
+        },
+        "validation": {
+            "verdict": "passed",
+            "shapes": [
+                {"shape_id": "4096", "passed": True, "atol": 0.01, "rtol": 0.01, "reference_max_abs": 41.0}
+            ],
+        },
         "timing": {
             "method": "cuda_events",
             "repeats": 50,
             "shape_id": "4096",
             "stats": {"unit": "us", "median": 180.0, "min": 178.0, "max": 190.0},
-            "baseline": {"provider": "cuBLASLt", "version": "12.4.5", "call": "cublasLtMatmul(bf16, m=n=k=4096)", "same_session": True, "stats": {"unit": "us", "median": 207.0}},
+            "baseline": {
+                "provider": "cuBLASLt",
+                "version": "12.4.5",
+                "call": "cublasLtMatmul(bf16, m=n=k=4096)",
+                "same_session": True,
+                "stats": {"unit": "us", "median": 207.0},
+            },
             "speedup": {"value": 1.15, "basis": "median"},
         },
-        "hardware": {"vendor": "nvidia", "device": "NVIDIA H100 80GB HBM3", "arch": "sm_90a", "clocks": {"locked": True}},
+        "hardware": {
+            "vendor": "nvidia",
+            "device": "NVIDIA H100 80GB HBM3",
+            "arch": "sm_90a",
+            "clocks": {"locked": True},
+        },
         "replay": {"command": ["python", "bench.py", "--m", "4096"], "repository": {"commit": "0" * 40}},
     }
     return EvidencePacket.model_validate(d).with_id()

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from enum import Enum
 from fractions import Fraction
-from functools import lru_cache
+from functools import cache
 from typing import Final
 
 __all__ = [
@@ -185,7 +185,7 @@ def to_base(value: float, unit: str | Unit) -> float:
     return value * _lookup(unit)[1]
 
 
-@lru_cache(maxsize=None)
+@cache
 def _ratio(from_unit: str, to_unit: str) -> float:
     d1, f1 = _lookup(from_unit)
     d2, f2 = _lookup(to_unit)

@@ -62,18 +62,44 @@ def test_mixed_directory_checks_every_file(capsys, tmp_path: Path) -> None:
         (GOOD[: len(GOOD) // 2], "JSON truncated after"),
         (GOOD.replace(b'"median":180.0', b'"median":NaN'), "NaN/Infinity at line 1, column"),
         (GOOD.replace(b'"median":180.0', b'"median":Infinity'), "NaN/Infinity at line 1, column"),
-        (GOOD.replace(b'"median":180.0', b'"median":"fast"'), "KE001 error at /timing/stats/median: Expected `float`, got `str`"),
+        (
+            GOOD.replace(b'"median":180.0', b'"median":"fast"'),
+            "KE001 error at /timing/stats/median: Expected `float`, got `str`",
+        ),
         (GOOD.replace(b'"median":180.0', b'"median":1e400'), "number too large or too small"),
-        (GOOD.replace(b'"repeats":50', b'"repeats":' + b"9" * 40), "KE001 error at /timing/repeats: Expected `int` <= 9223372036854775807"),
-        (GOOD.replace(b'"status":"passed"', b'"status":"passed","status":"failed"'), "KE003 error: duplicate key `status`"),
-        (GOOD[:-1] + b',"extensions":{"urn:x:y":{"a":' + b"[" * 50000 + b"]" * 50000 + b"}}}", "nested too deeply"),
+        (
+            GOOD.replace(b'"repeats":50', b'"repeats":' + b"9" * 40),
+            "KE001 error at /timing/repeats: Expected `int` <= 9223372036854775807",
+        ),
+        (
+            GOOD.replace(b'"status":"passed"', b'"status":"passed","status":"failed"'),
+            "KE003 error: duplicate key `status`",
+        ),
+        (
+            GOOD[:-1] + b',"extensions":{"urn:x:y":{"a":' + b"[" * 50000 + b"]" * 50000 + b"}}}",
+            "nested too deeply",
+        ),
         (GOOD.replace(b'"name":"gemm_bf16_4096"', b'"name":"\xff\xfe"'), "not valid UTF-8 at line 1, column"),
         (b"", "empty file; expected a JSON packet"),
         (b"   \n", "empty file; expected a JSON packet"),
         (GOOD.replace(b'"schema_version":"0.1"', b'"schema_version":"9.0"'), "unsupported schema_version"),
         (b'"just a string"', "KE001"),
     ],
-    ids=["truncated", "nan", "infinity", "wrong-type", "huge-float", "huge-int", "duplicate", "deep", "utf8", "empty", "blank", "version", "not-object"],
+    ids=[
+        "truncated",
+        "nan",
+        "infinity",
+        "wrong-type",
+        "huge-float",
+        "huge-int",
+        "duplicate",
+        "deep",
+        "utf8",
+        "empty",
+        "blank",
+        "version",
+        "not-object",
+    ],
 )
 def test_bad_input_gets_one_line_and_exit_one(capsys, tmp_path: Path, data: bytes, expected: str) -> None:
     path = write(tmp_path, "bad.json", data)
@@ -158,7 +184,14 @@ def test_strict_fails_on_warnings(capsys, tmp_path: Path) -> None:
 
 
 def test_json_format_is_one_parseable_document(capsys) -> None:
-    code, out, _ = run(capsys, "validate", "--format", "json", str(EXAMPLES / "invalid" / "KE301_speedup_does_not_match_timings.json"), str(EXAMPLES / "valid"))
+    code, out, _ = run(
+        capsys,
+        "validate",
+        "--format",
+        "json",
+        str(EXAMPLES / "invalid" / "KE301_speedup_does_not_match_timings.json"),
+        str(EXAMPLES / "valid"),
+    )
     assert code == 1
     doc = json.loads(out)
     assert doc["summary"]["packets"] == 8 and doc["summary"]["invalid"] == 1
@@ -202,5 +235,7 @@ def test_entry_points_run_without_traceback(tmp_path: Path) -> None:
         assert "bad.json: KE001 error: JSON truncated" in r.stdout
     r = subprocess.run(["kevidence", "--version"], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0 and r.stdout.startswith("kevidence ")
-    r = subprocess.run(["kevidence", "validate", "-"], input=GOOD.decode(), capture_output=True, text=True, timeout=60)
+    r = subprocess.run(
+        ["kevidence", "validate", "-"], input=GOOD.decode(), capture_output=True, text=True, timeout=60
+    )
     assert r.returncode == 0, r.stdout + r.stderr

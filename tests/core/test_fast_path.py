@@ -69,7 +69,10 @@ def test_same_verdict_and_findings_on_mutated_packets(d) -> None:
     if slow_structural:
         # msgspec stops at the first structural error; it must be one pydantic reports too
         ptr = fast_structural[0].pointer
-        assert any(p == ptr or p.startswith(ptr + "/") or ptr.startswith(p + "/") for p in slow_structural), (ptr, slow_structural)
+        assert any(p == ptr or p.startswith(ptr + "/") or ptr.startswith(p + "/") for p in slow_structural), (
+            ptr,
+            slow_structural,
+        )
     else:
         assert _key(slow) == _key(fast)
         assert slow.grade == fast.grade

@@ -24,5 +24,17 @@ def test_all_is_sorted_and_resolvable() -> None:
 def test_no_accidental_public_modules() -> None:
     public = {n for n in vars(kernel_evidence) if not n.startswith("_")}
     # submodules imported as a side effect are allowed; anything else must be in __all__
-    submodules = {"adapters", "cli", "errors", "io", "models", "rules", "schema", "strategies", "units", "harness", "archive"}
+    submodules = {
+        "adapters",
+        "cli",
+        "errors",
+        "io",
+        "models",
+        "rules",
+        "schema",
+        "strategies",
+        "units",
+        "harness",
+        "archive",
+    }
     assert public - set(kernel_evidence.__all__) <= submodules

@@ -163,7 +163,10 @@ def test_exact_messages() -> None:
     d.pop("packet_id")
     lines = {f.line() for f in validate(d).errors}
     assert "KE101 error at /replay/command: replay command is missing or empty" in lines
-    assert "KE202 error at /timing/baseline/provider: baseline provider `ours` is not a named library in the registry" in lines
+    assert (
+        "KE202 error at /timing/baseline/provider: baseline provider `ours` is not a named library in the registry"
+        in lines
+    )
 
 
 def test_grade_a_needs_everything_and_says_why_not() -> None:

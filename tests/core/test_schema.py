@@ -50,14 +50,22 @@ def test_every_packet_the_models_accept_the_schema_accepts(packet) -> None:
 
 
 _json = st.recursive(
-    st.none() | st.booleans() | st.integers(-(2**53), 2**53) | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=8),
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**53), 2**53)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=8),
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
     max_leaves=8,
 )
 
 
 @settings(max_examples=150, deadline=None)
-@given(packets(), st.sampled_from(["status", "timing", "hardware", "replay", "task", "created_at", "subject"]), _json)
+@given(
+    packets(),
+    st.sampled_from(["status", "timing", "hardware", "replay", "task", "created_at", "subject"]),
+    _json,
+)
 def test_models_never_accept_what_the_schema_rejects(packet, key, value) -> None:
     from pydantic import ValidationError
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-from typing import Optional
 
 import msgspec
 import typer
@@ -17,7 +16,12 @@ def register(app: typer.Typer) -> None:
     @app.command("id")
     def id_cmd(
         paths: list[str] = typer.Argument(..., help="Packet files, directories or - for stdin."),
-        output: Optional[str] = typer.Option(None, "-o", "--output", help="Write the packets, with packet_id set, to this file (.json/.jsonl[.zst])."),
+        output: str | None = typer.Option(
+            None,
+            "-o",
+            "--output",
+            help="Write the packets, with packet_id set, to this file (.json/.jsonl[.zst]).",
+        ),
         force: bool = typer.Option(False, "--force", help="Overwrite the output file if it exists."),
     ) -> None:
         """Compute each packet's id (sha256 of its canonical JSON without packet_id)."""
@@ -29,6 +33,7 @@ def register(app: typer.Typer) -> None:
                     sys.stderr.write(f"kevidence: error: {rec.error}\n")
                     code = EXIT_INVALID
                     continue
+                assert rec.data is not None  # a record without error carries data
                 try:
                     data = msgspec.json.decode(rec.data)
                 except (msgspec.DecodeError, RecursionError) as exc:

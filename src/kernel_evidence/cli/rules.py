@@ -33,15 +33,39 @@ def register(app: typer.Typer) -> None:
         if peaks:
             devs = all_devices()
             if fmt == "json":
-                print(json.dumps([{"key": d.key, "vendor": d.vendor, "bandwidth_GBps": d.bandwidth / 1e9, "TFLOPs": {k: v / 1e12 for k, v in d.flops.items()}, "source": d.source} for d in devs], indent=2))
+                print(
+                    json.dumps(
+                        [
+                            {
+                                "key": d.key,
+                                "vendor": d.vendor,
+                                "bandwidth_GBps": d.bandwidth / 1e9,
+                                "TFLOPs": {k: v / 1e12 for k, v in d.flops.items()},
+                                "source": d.source,
+                            }
+                            for d in devs
+                        ],
+                        indent=2,
+                    )
+                )
             else:
                 for d in devs:
                     fl = ", ".join(f"{k} {v / 1e12:g}" for k, v in d.flops.items())
-                    out.print(f"{d.key:<10} {d.vendor:<7} {d.bandwidth / 1e9:>7g} GB/s  TFLOP/s: {fl}", markup=False)
+                    out.print(
+                        f"{d.key:<10} {d.vendor:<7} {d.bandwidth / 1e9:>7g} GB/s  TFLOP/s: {fl}", markup=False
+                    )
             return
         rules = list(iter_rules())
         if fmt == "json":
-            print(json.dumps([{"id": r.id, "severity": r.severity, "title": r.title, "hint": r.hint, "doc": r.doc} for r in rules], indent=2))
+            print(
+                json.dumps(
+                    [
+                        {"id": r.id, "severity": r.severity, "title": r.title, "hint": r.hint, "doc": r.doc}
+                        for r in rules
+                    ],
+                    indent=2,
+                )
+            )
         elif fmt == "markdown":
             print("| id | severity | rule | what to do |\n|---|---|---|---|")
             for r in rules:

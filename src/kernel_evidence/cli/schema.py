@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-from typing import Optional
 
 import typer
 
@@ -15,7 +14,9 @@ def register(app: typer.Typer) -> None:
     @app.command("schema")
     def schema_cmd(
         version: str = typer.Option(str(SUPPORTED_VERSIONS[-1]), "--version", help="Schema version."),
-        output: Optional[str] = typer.Option(None, "-o", "--output", help="Write to a file instead of stdout (never overwrites)."),
+        output: str | None = typer.Option(
+            None, "-o", "--output", help="Write to a file instead of stdout (never overwrites)."
+        ),
     ) -> None:
         """Print the JSON Schema (Draft 2020-12) of a packet version."""
         try:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import sys
 import time
-from typing import Optional
 
 import typer
 
@@ -21,20 +20,33 @@ def _style(sev: str) -> str:
 def register(app: typer.Typer) -> None:
     @app.command("validate")
     def validate_cmd(
-        paths: list[str] = typer.Argument(..., help="Packet files, directories (recursive) or - for stdin; .json, .jsonl, .json.zst, .jsonl.zst."),
+        paths: list[str] = typer.Argument(
+            ...,
+            help="Packet files, directories (recursive) or - for stdin; .json, .jsonl, .json.zst, .jsonl.zst.",
+        ),
         fmt: str = typer.Option("text", "--format", "-f", help="Output format: text or json."),
         strict: bool = typer.Option(False, "--strict", help="Warnings fail too."),
-        verbose: bool = typer.Option(False, "--verbose", "-v", help="Also list valid packets, their grade, and info findings."),
+        verbose: bool = typer.Option(
+            False, "--verbose", "-v", help="Also list valid packets, their grade, and info findings."
+        ),
         quiet: bool = typer.Option(False, "--quiet", "-q", help="Only the summary line."),
-        progress: Optional[bool] = typer.Option(None, "--progress/--no-progress", help="Progress bar (default: on a terminal)."),
-        max_record_bytes: int = typer.Option(Limits.max_record_bytes, help="Largest single document accepted."),
-        max_decompressed_bytes: int = typer.Option(Limits.max_decompressed_bytes, help="Largest amount one zstd file may decompress to."),
+        progress: bool | None = typer.Option(
+            None, "--progress/--no-progress", help="Progress bar (default: on a terminal)."
+        ),
+        max_record_bytes: int = typer.Option(
+            Limits.max_record_bytes, help="Largest single document accepted."
+        ),
+        max_decompressed_bytes: int = typer.Option(
+            Limits.max_decompressed_bytes, help="Largest amount one zstd file may decompress to."
+        ),
     ) -> None:
         """Validate packets: exit 0 when all are valid, 1 when any is invalid, 2 on usage errors."""
         if fmt not in ("text", "json"):
             fail(f"--format must be text or json, got `{fmt}`", EXIT_USAGE)
         limits = Limits(max_record_bytes=max_record_bytes, max_decompressed_bytes=max_decompressed_bytes)
-        code = run(paths, fmt=fmt, strict=strict, verbose=verbose, quiet=quiet, progress=progress, limits=limits)
+        code = run(
+            paths, fmt=fmt, strict=strict, verbose=verbose, quiet=quiet, progress=progress, limits=limits
+        )
         raise typer.Exit(code)
 
 
@@ -53,7 +65,9 @@ def run(
     counts = {"packets": 0, "valid": 0, "invalid": 0, "warned": 0}
     sources: set[str] = set()
     out = out_console()
-    show_progress = progress if progress is not None else (sys.stderr.isatty() and fmt == "text" and not quiet)
+    show_progress = (
+        progress if progress is not None else (sys.stderr.isatty() and fmt == "text" and not quiet)
+    )
     reports = validate_paths(paths, limits)
     if fmt == "json":
         sys.stdout.write('{"reports": [')
@@ -61,7 +75,14 @@ def run(
     if show_progress:
         from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-        bar = Progress(TextColumn("validating"), BarColumn(), TextColumn("{task.completed} packets"), TimeElapsedColumn(), console=err_console(), transient=True)
+        bar = Progress(
+            TextColumn("validating"),
+            BarColumn(),
+            TextColumn("{task.completed} packets"),
+            TimeElapsedColumn(),
+            console=err_console(),
+            transient=True,
+        )
         bar.start()
         task = bar.add_task("validate", total=None)
     first = True
@@ -95,9 +116,11 @@ def run(
         "seconds": round(elapsed, 3),
     }
     if fmt == "json":
-        sys.stdout.write("\n], \"summary\": " + json.dumps(summary) + "}\n")
+        sys.stdout.write('\n], "summary": ' + json.dumps(summary) + "}\n")
     else:
-        verdict = "[bold green]ok[/]" if counts["invalid"] == 0 and counts["packets"] else "[bold red]FAILED[/]"
+        verdict = (
+            "[bold green]ok[/]" if counts["invalid"] == 0 and counts["packets"] else "[bold red]FAILED[/]"
+        )
         out.print(
             f"{verdict}: {counts['packets']} packet(s) in {len(sources)} file(s): "
             f"{counts['valid']} valid, {counts['invalid']} invalid, {counts['warned']} with warnings "
@@ -115,14 +138,20 @@ def _print_text(out, rep: Report, good: bool, verbose: bool) -> None:  # type: i
     where = rep.where()
     if verbose or not good or shown:
         tag = "[green]valid[/]" if good else "[bold red]invalid[/]"
-        if len(rep.findings) == 1 and rep.findings[0].rule_id in ("KE000", "KE001", "KE003") and rep.packet_id is None:
+        if (
+            len(rep.findings) == 1
+            and rep.findings[0].rule_id in ("KE000", "KE001", "KE003")
+            and rep.packet_id is None
+        ):
             f = rep.findings[0]
             at = f" at {f.pointer}" if f.pointer else ""
             out.print(f"{where}: [{_style(f.severity)}]{f.rule_id} {f.severity}[/]{at}: {_esc(f.message)}")
             return
         out.print(f"{where}: {tag} (grade {rep.grade.letter})")
         for f in shown:
-            out.print(f"  [{_style(f.severity)}]{f.rule_id} {f.severity}[/] at {f.pointer or '/'}: {_esc(f.message)} [dim](hint: {_esc(f.hint)})[/]")
+            out.print(
+                f"  [{_style(f.severity)}]{f.rule_id} {f.severity}[/] at {f.pointer or '/'}: {_esc(f.message)} [dim](hint: {_esc(f.hint)})[/]"
+            )
         if verbose and rep.grade.reasons:
             for r in rep.grade.reasons:
                 out.print(f"  [dim]grade: {_esc(r)}[/]")

@@ -12,7 +12,6 @@ import msgspec
 from pydantic import Field, Strict
 
 from .._canonical import packet_id_for
-
 from ._base import Digest, Model, NonEmptyStr, NonNegInt, Str, UtcTimestamp
 from .compile import Compile
 from .cost import Cost

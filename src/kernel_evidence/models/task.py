@@ -53,7 +53,9 @@ class Reference(Model):
     """The implementation outputs are compared against."""
 
     name: NonEmptyStr
-    kind: Literal["torch_eager", "torch_compile", "numpy", "jax", "triton", "vendor_library", "other"] | None = None
+    kind: (
+        Literal["torch_eager", "torch_compile", "numpy", "jax", "triton", "vendor_library", "other"] | None
+    ) = None
     version: Str | None = None
     source: Artifact | None = None
 

@@ -7,8 +7,8 @@ from typing import Literal
 from ._base import (
     Artifact,
     Bool,
-    Duration,
     Digest,
+    Duration,
     Float,
     Int,
     Model,
@@ -120,9 +120,10 @@ class Speedup(Model):
     """
 
     value: NonNegFloat
-    basis: Literal[
-        "median", "mean", "min", "output_throughput", "request_throughput", "total_token_throughput"
-    ] | None = None
+    basis: (
+        Literal["median", "mean", "min", "output_throughput", "request_throughput", "total_token_throughput"]
+        | None
+    ) = None
     tolerance: NonNegFloat | None = None
 
 

@@ -110,16 +110,20 @@ def validate(packet: EvidencePacket | dict[str, Any] | bytes | str) -> Report:
             model = EvidencePacket.model_validate(packet)
         except ValidationError as exc:
             fs = _pydantic_findings(exc)
-            return Report(None, None, packet.get("packet_id") if isinstance(packet.get("packet_id"), str) else None, fs, Grade("F", ("invalid: KE001",)))
+            return Report(
+                None,
+                None,
+                packet.get("packet_id") if isinstance(packet.get("packet_id"), str) else None,
+                fs,
+                Grade("F", ("invalid: KE001",)),
+            )
         # the struct is built from the data as given, so packet_id is checked against it
         struct = msgspec.convert(model.model_dump(mode="json", exclude_none=True), PacketStruct)
         return validate_struct(struct)
     raise TypeError(f"validate() takes an EvidencePacket, a dict or JSON bytes, not {type(packet).__name__}")
 
 
-def validate_paths(
-    paths: Iterable[str | os.PathLike[str]], limits: Limits | None = None
-) -> Iterator[Report]:
+def validate_paths(paths: Iterable[str | os.PathLike[str]], limits: Limits | None = None) -> Iterator[Report]:
     """Validate every packet in files, directories (recursive), JSONL and zstd inputs, or ``-``.
 
     Streams: memory does not grow with the number of packets. Unreadable documents yield a

@@ -178,6 +178,7 @@ for _id, _sev, _title, _hint, _doc in _RULES:
 
 # ---------------------------------------------------------------- identity (KE004, KE005)
 
+
 def identity_findings(p: Any, canonical: bytes | None) -> Iterator[tuple[str, str, str]]:
     """KE004/KE005 over the canonical bytes (computed once by the decoder when it can)."""
     if p.packet_id is None:
@@ -215,7 +216,9 @@ _FAILED_CLASSES = frozenset({
 })  # fmt: skip
 _ERROR_CLASSES = frozenset({"infra_error", "invalid_reference", "timeout", "runtime_error"})
 _NEEDS_VALIDATION = frozenset({"incorrect_shape", "incorrect_dtype", "incorrect_numerical", "nan_inf"})
-_UNIDENTIFIED = frozenset({"", "unknown", "n/a", "na", "none", "gpu", "cuda", "device", "accelerator", "tpu", "cpu", "?"})
+_UNIDENTIFIED = frozenset(
+    {"", "unknown", "n/a", "na", "none", "gpu", "cuda", "device", "accelerator", "tpu", "cpu", "?"}
+)
 _SLACK = 1.05  # boost clocks and rounding: reject only what is clearly above the peak
 
 
@@ -304,6 +307,7 @@ def achieved_rates(p: Any) -> tuple[float | None, float | None]:
 
 # ---------------------------------------------------------------- the pass
 
+
 def check_packet(p: Any) -> list[tuple[str, str, str]]:
     """Every rule over one decoded packet: ``(rule_id, pointer, message)`` triples."""
     out: list[tuple[str, str, str]] = []
@@ -338,7 +342,9 @@ def _replay(r: Any, add: Add) -> None:
         return
     if not r.command[0].strip():
         add(("KE101", "/replay/command/0", "replay command's program (argv[0]) is empty"))
-    if not (r.repository is not None and r.repository.commit) and not (r.container is not None and r.container.digest):
+    if not (r.repository is not None and r.repository.commit) and not (
+        r.container is not None and r.container.digest
+    ):
         add(("KE102", "/replay", "replay pins neither a repository commit nor a container digest"))
 
 
@@ -356,7 +362,13 @@ def _claim(p: Any, t: Any, status: str, add: Add) -> None:
                 if b.packet_id is None:
                     add(("KE202", "/timing/baseline/provider", "baseline has no provider"))
             elif entry is None:
-                add(("KE202", "/timing/baseline/provider", f"baseline provider `{b.provider}` is not a named library in the registry"))
+                add(
+                    (
+                        "KE202",
+                        "/timing/baseline/provider",
+                        f"baseline provider `{b.provider}` is not a named library in the registry",
+                    )
+                )
             if not (b.packet_id is not None and b.provider is None):
                 if not (b.version and b.version.strip()):
                     add(("KE203", "/timing/baseline/version", "baseline version is missing"))
@@ -366,21 +378,51 @@ def _claim(p: Any, t: Any, status: str, add: Add) -> None:
             if b.engine is None or not b.engine.version:
                 add(("KE205", "/timing/baseline/engine", "serving baseline names no engine with a version"))
             if not b.settings:
-                add(("KE205", "/timing/baseline/settings", "serving baseline gives no settings (e.g. tensor_parallel_size, max_num_seqs)"))
+                add(
+                    (
+                        "KE205",
+                        "/timing/baseline/settings",
+                        "serving baseline gives no settings (e.g. tensor_parallel_size, max_num_seqs)",
+                    )
+                )
         if entry is not None and entry.kind == "reference":
-            add(("KE204", "/timing/baseline/provider", f"`{entry.name}` is a reference implementation: this is a reference speedup, not a vendor speedup"))
+            add(
+                (
+                    "KE204",
+                    "/timing/baseline/provider",
+                    f"`{entry.name}` is a reference implementation: this is a reference speedup, not a vendor speedup",
+                )
+            )
         if b.same_session is not True:
-            add(("KE206", "/timing/baseline/same_session", "baseline not stated to be measured in the same session"))
+            add(
+                (
+                    "KE206",
+                    "/timing/baseline/same_session",
+                    "baseline not stated to be measured in the same session",
+                )
+            )
         s = t.speedup
         basis = speedup_basis(p)
         computed = computed_speedup(p, basis)
         if computed is None:
             if not (b.packet_id is not None and b.stats is None and b.serving is None):
-                add(("KE302", "/timing/speedup", f"speedup on basis `{basis}` cannot be checked: candidate or baseline lacks that statistic"))
+                add(
+                    (
+                        "KE302",
+                        "/timing/speedup",
+                        f"speedup on basis `{basis}` cannot be checked: candidate or baseline lacks that statistic",
+                    )
+                )
         else:
             tol = s.tolerance if s.tolerance is not None else 0.02
             if computed <= 0 or abs(s.value - computed) > tol * computed:
-                add(("KE301", "/timing/speedup/value", f"claimed speedup {s.value:g} does not match the timings: {basis} gives {computed:.4g} (tolerance {tol:g})"))
+                add(
+                    (
+                        "KE301",
+                        "/timing/speedup/value",
+                        f"claimed speedup {s.value:g} does not match the timings: {basis} gives {computed:.4g} (tolerance {tol:g})",
+                    )
+                )
     if kernel:
         if p.validation is None:
             add(("KE404", "/validation", "claims a kernel speedup without validation"))
@@ -399,9 +441,21 @@ def _status(p: Any, status: str, claim: bool, add: Add) -> None:
         if status == "passed":
             add(("KE402", "/failure", "a passed packet carries a failure"))
         elif status == "failed" and fc not in _FAILED_CLASSES:
-            add(("KE403", "/failure/failure_class", f"failure class `{fc}` is not a fault of the candidate; use status `error`"))
+            add(
+                (
+                    "KE403",
+                    "/failure/failure_class",
+                    f"failure class `{fc}` is not a fault of the candidate; use status `error`",
+                )
+            )
         elif status == "error" and fc not in _ERROR_CLASSES:
-            add(("KE403", "/failure/failure_class", f"failure class `{fc}` is a fault of the candidate; use status `failed`"))
+            add(
+                (
+                    "KE403",
+                    "/failure/failure_class",
+                    f"failure class `{fc}` is a fault of the candidate; use status `failed`",
+                )
+            )
         if fc in _NEEDS_VALIDATION:
             if v is None:
                 add(("KE406", "/validation", f"a {fc} failure without validation results"))
@@ -415,7 +469,13 @@ def _status(p: Any, status: str, claim: bool, add: Add) -> None:
         bad = [i for i, s in enumerate(v.shapes) if not s.passed or s.nan_seen or s.inf_seen]
         if v.verdict == "passed" and bad:
             i = bad[0]
-            add(("KE407", f"/validation/shapes/{i}", f"verdict passed but shape `{v.shapes[i].shape_id}` failed or saw NaN/Inf"))
+            add(
+                (
+                    "KE407",
+                    f"/validation/shapes/{i}",
+                    f"verdict passed but shape `{v.shapes[i].shape_id}` failed or saw NaN/Inf",
+                )
+            )
         elif v.verdict == "failed" and not bad:
             add(("KE407", "/validation/verdict", "verdict failed but every listed shape passed"))
 
@@ -425,7 +485,13 @@ def _timing(p: Any, t: Any, add: Add) -> None:
         if t.repeats < 1:
             add(("KE502", "/timing/repeats", f"repeats is {t.repeats}; expected at least 1"))
         elif t.stats is not None and t.stats.samples and len(t.stats.samples) != t.repeats:
-            add(("KE504", "/timing/repeats", f"repeats is {t.repeats} but {len(t.stats.samples)} samples are kept"))
+            add(
+                (
+                    "KE504",
+                    "/timing/repeats",
+                    f"repeats is {t.repeats} but {len(t.stats.samples)} samples are kept",
+                )
+            )
     for ptr, s in _stats_blocks(t):
         _stats(ptr, s, add)
     _limits(p, t, add)
@@ -469,15 +535,27 @@ def _stats(ptr: str, s: Any, add: Add) -> None:
         for k, val in pcts.items():
             q = _pct(k)
             if q is None:
-                add(("KE501", f"{ptr}/percentiles/{k}", f"percentile key `{k}` is not of the form p0..p100 (e.g. p50, p99.9)"))
+                add(
+                    (
+                        "KE501",
+                        f"{ptr}/percentiles/{k}",
+                        f"percentile key `{k}` is not of the form p0..p100 (e.g. p50, p99.9)",
+                    )
+                )
             else:
                 items.append((q, k, val))
         items.sort()
-        pq = pk = pv = None
+        pk = pv = None
         for q, k, val in items:
             if pv is not None and val < pv * _LO:
-                add(("KE501", f"{ptr}/percentiles/{k}", f"{k} = {val:g} is below {pk} = {pv:g}; percentiles must not decrease"))
-            pq, pk, pv = q, k, val
+                add(
+                    (
+                        "KE501",
+                        f"{ptr}/percentiles/{k}",
+                        f"{k} = {val:g} is below {pk} = {pv:g}; percentiles must not decrease",
+                    )
+                )
+            pk, pv = k, val
             if q == 50 and abs(val - med) > 0.01 * max(abs(val), abs(med)):
                 add(("KE501", f"{ptr}/percentiles/{k}", f"p50 = {val:g} differs from the median {med:g}"))
             if lo is not None and val < lo * _LO:
@@ -487,7 +565,9 @@ def _stats(ptr: str, s: Any, add: Add) -> None:
     if s.ci_low is not None and s.ci_low > med * _HI:
         add(("KE501", f"{ptr}/ci_low", f"confidence interval low {s.ci_low:g} is above the median {med:g}"))
     if s.ci_high is not None and s.ci_high < med * _LO:
-        add(("KE501", f"{ptr}/ci_high", f"confidence interval high {s.ci_high:g} is below the median {med:g}"))
+        add(
+            ("KE501", f"{ptr}/ci_high", f"confidence interval high {s.ci_high:g} is below the median {med:g}")
+        )
     n = s.n
     if n is not None and n < 1:
         add(("KE502", f"{ptr}/n", f"n is {n}; expected at least 1"))
@@ -514,7 +594,9 @@ def _limits(p: Any, t: Any, add: Add) -> None:
     h = p.hardware
     peaks = device_peaks(h.device, h.arch) if h is not None else None
     count = h.count if h is not None and h.count else 1
-    if peaks is None and not (h is not None and (h.peak_flop_rate is not None or h.peak_bandwidth is not None)):
+    if peaks is None and not (
+        h is not None and (h.peak_flop_rate is not None or h.peak_bandwidth is not None)
+    ):
         dev = h.device if h is not None else "unknown device"
         add(("KE604", "/hardware/device", f"no peak figures for `{dev}`: achieved rates cannot be checked"))
         return
@@ -524,24 +606,48 @@ def _limits(p: Any, t: Any, add: Add) -> None:
         if peaks is not None:
             peak, src = peak_flops_for(peaks, dtypes), f"{peaks.key} peak"
         elif h.peak_flop_rate is not None:
-            peak, src = base(h.peak_flop_rate.value, h.peak_flop_rate.unit), "the recorded hardware.peak_flop_rate"
+            peak, src = (
+                base(h.peak_flop_rate.value, h.peak_flop_rate.unit),
+                "the recorded hardware.peak_flop_rate",
+            )
         if peak:
             peak *= count
             if fl > peak * _SLACK:
-                add(("KE601", "/timing/stats/median", f"achieved {fl / 1e12:.4g} TFLOP/s exceeds {src} of {peak / 1e12:.4g} TFLOP/s"))
+                add(
+                    (
+                        "KE601",
+                        "/timing/stats/median",
+                        f"achieved {fl / 1e12:.4g} TFLOP/s exceeds {src} of {peak / 1e12:.4g} TFLOP/s",
+                    )
+                )
     if by is not None:
         bw: float | None = None
         if peaks is not None:
             bw, src = peaks.bandwidth, f"{peaks.key} peak"
         elif h.peak_bandwidth is not None:
-            bw, src = base(h.peak_bandwidth.value, h.peak_bandwidth.unit), "the recorded hardware.peak_bandwidth"
+            bw, src = (
+                base(h.peak_bandwidth.value, h.peak_bandwidth.unit),
+                "the recorded hardware.peak_bandwidth",
+            )
         if bw:
             bw *= count
             if by > bw * _SLACK:
                 if t.cache_policy == "warm":
-                    add(("KE603", "/timing/stats/median", f"achieved {by / 1e9:.4g} GB/s exceeds {src} of {bw / 1e9:.4g} GB/s with warm caches"))
+                    add(
+                        (
+                            "KE603",
+                            "/timing/stats/median",
+                            f"achieved {by / 1e9:.4g} GB/s exceeds {src} of {bw / 1e9:.4g} GB/s with warm caches",
+                        )
+                    )
                 else:
-                    add(("KE602", "/timing/stats/median", f"achieved {by / 1e9:.4g} GB/s exceeds {src} of {bw / 1e9:.4g} GB/s"))
+                    add(
+                        (
+                            "KE602",
+                            "/timing/stats/median",
+                            f"achieved {by / 1e9:.4g} GB/s exceeds {src} of {bw / 1e9:.4g} GB/s",
+                        )
+                    )
 
 
 def _tolerance(p: Any, v: Any, add: Add) -> None:
@@ -552,9 +658,21 @@ def _tolerance(p: Any, v: Any, add: Add) -> None:
         atol = s.atol if s.atol is not None else (tol.atol if tol is not None else None)
         rtol = s.rtol if s.rtol is not None else (tol.rtol if tol is not None else None)
         if atol is not None and s.reference_max_abs is not None and s.reference_max_abs < atol:
-            add(("KE701", f"/validation/shapes/{i}", f"shape `{s.shape_id}`: largest reference magnitude {s.reference_max_abs:g} is below atol {atol:g}; an all-zeros output would pass"))
+            add(
+                (
+                    "KE701",
+                    f"/validation/shapes/{i}",
+                    f"shape `{s.shape_id}`: largest reference magnitude {s.reference_max_abs:g} is below atol {atol:g}; an all-zeros output would pass",
+                )
+            )
         elif rtol is not None and rtol >= 1:
-            add(("KE701", f"/validation/shapes/{i}", f"shape `{s.shape_id}`: rtol {rtol:g} >= 1 lets an all-zeros output pass"))
+            add(
+                (
+                    "KE701",
+                    f"/validation/shapes/{i}",
+                    f"shape `{s.shape_id}`: rtol {rtol:g} >= 1 lets an all-zeros output pass",
+                )
+            )
 
 
 def _hardware(p: Any, t: Any, claim: bool, add: Add) -> None:

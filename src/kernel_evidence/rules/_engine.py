@@ -104,9 +104,13 @@ class Report:
         return f"Report(source={self.source!r}, location={self.location!r}, packet_id={self.packet_id!r}, findings={self.findings!r})"
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Report) and (self.source, self.location, self.packet_id, self.findings, self.grade) == (
-            other.source, other.location, other.packet_id, other.findings, other.grade
-        )
+        return isinstance(other, Report) and (
+            self.source,
+            self.location,
+            self.packet_id,
+            self.findings,
+            self.grade,
+        ) == (other.source, other.location, other.packet_id, other.findings, other.grade)
 
     @property
     def ok(self) -> bool:

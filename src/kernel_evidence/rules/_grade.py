@@ -57,7 +57,9 @@ def grade_packet(p: Any, findings: list[Finding]) -> Grade:
             caps.append(("B", "replay commit had uncommitted changes (dirty tree)"))
         if r is None or r.container is None or not r.container.digest:
             caps.append(("B", "replay pins no container digest"))
-        work = p.task is not None and (p.task.work is not None or any(s.work is not None for s in p.task.shapes or ()))
+        work = p.task is not None and (
+            p.task.work is not None or any(s.work is not None for s in p.task.shapes or ())
+        )
         if not p.profiler and not work:
             caps.append(("B", "no profiler capture or work figures: the speed-of-light fraction is unknown"))
     warns = sorted({f.rule_id for f in findings if f.severity == "warning"})

@@ -146,11 +146,12 @@ def peak_flops_for(peaks: DevicePeaks, dtypes: tuple[str, ...]) -> float:
     Unknown or absent dtypes give the device's highest figure, so the check only ever
     rejects results above every peak the device has.
     """
-    classes = [dtype_class(d) for d in dtypes]
-    if not classes or any(c is None for c in classes):
+    found = [dtype_class(d) for d in dtypes]
+    classes = [c for c in found if c is not None]
+    if not classes or len(classes) != len(found):
         return max(peaks.flops.values())
     wanted = set(classes)
     if "fp32" in wanted:
         wanted.add("tf32")
-    vals = [peaks.flops[c] for c in wanted if c in peaks.flops]  # type: ignore[index]
+    vals = [peaks.flops[c] for c in wanted if c in peaks.flops]
     return max(vals) if vals else max(peaks.flops.values())
