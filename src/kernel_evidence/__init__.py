@@ -11,7 +11,7 @@ private. Packet models live in :mod:`kernel_evidence.models`, rules in
 :mod:`kernel_evidence.rules`, adapters in :mod:`kernel_evidence.adapters`.
 """
 
-from . import models, strategies
+from . import models
 from ._version import __version__
 from .errors import (
     AdapterError,
@@ -27,6 +27,30 @@ from .models import SCHEMA_VERSION, EvidencePacket, FailureClass, Status
 from .rules import Finding, Grade, Report, validate, validate_paths
 from .schema import SchemaVersion, load_schema
 
+
+
+_LAZY = {
+    # name -> (module, attribute or None for the module itself); loaded on first use so that
+    # `import kernel_evidence` stays light (strategies pulls in Hypothesis)
+    "strategies": (".strategies", None),
+    "harness": (".harness", None),
+    "Recorder": (".harness", "Recorder"),
+    "reward": (".harness", "reward"),
+}
+
+
+def __getattr__(name: str) -> object:
+    if name in _LAZY:
+        import importlib
+
+        module_name, attr = _LAZY[name]
+        module = importlib.import_module(module_name, __name__)
+        value = module if attr is None else getattr(module, attr)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 __all__ = [
     "AdapterError",
     "ArchiveError",
@@ -40,14 +64,17 @@ __all__ = [
     "Limits",
     "MissingExtra",
     "PacketInvalid",
+    "Recorder",
     "Report",
     "SCHEMA_VERSION",
     "SchemaVersion",
     "Status",
     "__version__",
+    "harness",
     "load_schema",
     "models",
     "read_packets",
+    "reward",
     "strategies",
     "validate",
     "validate_paths",

@@ -91,14 +91,25 @@ def _kind(name: str) -> tuple[bool, bool]:
     return low.endswith((".jsonl", ".ndjson")), zst
 
 
-class _CappedReader(io.RawIOBase):
-    """Wraps a binary stream and refuses to give more than ``cap`` bytes."""
+class _ZstdFrames(io.RawIOBase):
+    """Decompress a (multi-frame) zstd stream incrementally, refusing more than ``cap`` bytes.
+
+    Unlike a plain stream reader it notices a stream that ends inside a frame (a writer killed
+    mid-write, a truncated download) and raises, after every complete frame was delivered.
+    """
 
     def __init__(self, inner: BinaryIO, cap: int, source: str) -> None:
         self._inner = inner
+        self._dctx = zstandard.ZstdDecompressor()
+        self._obj: Any = None
+        self._pending = b""
+        self._out = bytearray()
         self._left = cap
         self._cap = cap
         self._source = source
+        self._done = False
+        #: set at the end of the stream when it stopped inside a frame
+        self.truncated = False
 
     def readable(self) -> bool:
         return True
@@ -108,21 +119,43 @@ class _CappedReader(io.RawIOBase):
             self._inner.close()
         super().close()
 
+    def _fill(self) -> None:
+        while not self._out and not self._done:
+            data = self._pending or self._inner.read(_CHUNK)
+            self._pending = b""
+            if not data:
+                self._done = True
+                # reported by the reader once every complete record was delivered
+                self.truncated = self._obj is not None and not self._obj.eof
+                return
+            if self._obj is None or self._obj.eof:
+                self._obj = self._dctx.decompressobj()
+            chunk = self._obj.decompress(data)
+            if self._obj.eof and self._obj.unused_data:
+                self._pending = self._obj.unused_data
+            self._left -= len(chunk)
+            if self._left < 0:
+                raise LimitExceeded(
+                    self._source,
+                    None,
+                    f"decompresses to more than {self._cap} bytes (the cap); "
+                    "raise it with --max-decompressed-bytes if this is expected",
+                )
+            self._out += chunk
+
     def readinto(self, b: Any) -> int:
-        data = self._inner.read(len(b))
-        if not data:
-            return 0
-        self._left -= len(data)
-        if self._left < 0:
-            raise LimitExceeded(
-                self._source,
-                None,
-                f"decompresses to more than {self._cap} bytes (the cap); "
-                "raise it with --max-decompressed-bytes if this is expected",
-            )
-        n = len(data)
-        b[:n] = data
+        self._fill()
+        n = min(len(b), len(self._out))
+        b[:n] = self._out[:n]
+        del self._out[:n]
         return n
+
+
+_TRUNCATED = "zstd stream ends inside a frame: the last record is incomplete (a writer stopped mid-write?)"
+
+
+def _truncated(fh: Any) -> bool:
+    return bool(getattr(getattr(fh, "raw", None), "truncated", False))
 
 
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
@@ -140,9 +173,8 @@ def _open_binary(name: str, limits: Limits) -> BinaryIO:
         zst = _kind(name)[1]
     if not zst:
         return cast(BinaryIO, raw)
-    stream = zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True, closefd=True)
-    capped = _CappedReader(cast(BinaryIO, stream), limits.max_decompressed_bytes, name)
-    return cast(BinaryIO, io.BufferedReader(capped, _CHUNK))
+    frames = _ZstdFrames(cast(BinaryIO, raw), limits.max_decompressed_bytes, name)
+    return cast(BinaryIO, io.BufferedReader(frames, _CHUNK))
 
 
 def _zstd_error(name: str, exc: Exception) -> InputError:
@@ -182,6 +214,8 @@ def iter_records(name: str, limits: Limits | None = None) -> Iterator[Record]:
                         name, None, f"larger than {limits.max_record_bytes} bytes (the per-document cap)"
                     ),
                 )
+            elif _truncated(fh):
+                yield Record(name, None, error=InputError(name, None, _TRUNCATED))
             elif not data.strip():
                 yield Record(name, None, error=InputError(name, None, "empty file; expected a JSON packet"))
             else:
@@ -256,6 +290,11 @@ def _iter_lines(name: str, fh: BinaryIO, limits: Limits, *, stdin: bool) -> Iter
                 if nl >= 0:
                     buf = chunk[nl + 1 :]
                     break
+    if _truncated(fh):
+        lineno += 1
+        where = f"line {lineno}"
+        yield Record(name, where, error=InputError(name, where, _TRUNCATED))
+        return
     if buf.strip():
         lineno += 1
         saw_any = True

@@ -6,14 +6,14 @@ from typing import Any
 
 from kernel_evidence._version import __version__
 from kernel_evidence.models import (
+    Bandwidth,
     Baseline,
+    ByteSize,
     EvidencePacket,
     Failure,
     FailureClass,
     FlopCount,
     FlopRate,
-    Bandwidth,
-    ByteSize,
     Hardware,
     Lineage,
     Producer,
@@ -90,7 +90,7 @@ def make_packet(i: int, *, month: int = 11, run: str = "run-a") -> EvidencePacke
         )
     return EvidencePacket(
         schema_version="0.1",
-        created_at=f"2026-{month:02d}-{1 + i % 28:02d}T{i % 24:02d}:{i % 60:02d}:{(i * 7) % 60:02d}Z",
+        created_at=f"2026-{month:02d}-{1 + i % 28:02d}T{i % 24:02d}:{i % 60:02d}:{i * 7 % 60:02d}Z",
         producer=Producer(name="kernel-evidence", version=__version__),
         subject=Subject(kind="kernel", name=f"{op}_candidate_{i}"),
         status=status,
@@ -100,7 +100,9 @@ def make_packet(i: int, *, month: int = 11, run: str = "run-a") -> EvidencePacke
             operator=op,
             dtypes=["bf16", "fp32"] if i % 2 else ["bf16"],
             shapes=[ShapeCase(id=f"m{m}n{n}k{k}", dims={"m": m, "n": n, "k": k})],
-            work=Work(flops=FlopCount(value=flops, unit="FLOP"), bytes=ByteSize(value=nbytes, unit="B")),
+            work=Work(
+                flops=FlopCount(value=flops, unit="FLOP"), bytes=ByteSize(value=nbytes, unit="B")
+            ),
         ),
         validation=Validation(verdict="failed" if fail else "passed"),
         timing=timing,

@@ -64,7 +64,7 @@ def test_mixed_directory_checks_every_file(capsys, tmp_path: Path) -> None:
         (GOOD.replace(b'"median":180.0', b'"median":Infinity'), "NaN/Infinity at line 1, column"),
         (
             GOOD.replace(b'"median":180.0', b'"median":"fast"'),
-            "KE001 error at /timing/stats/median: Expected `float`, got `str`",
+            "KE001 error at /timing/stats/median: Expected `float | null`, got `str`",
         ),
         (GOOD.replace(b'"median":180.0', b'"median":1e400'), "number too large or too small"),
         (
@@ -239,3 +239,13 @@ def test_entry_points_run_without_traceback(tmp_path: Path) -> None:
         ["kevidence", "validate", "-"], input=GOOD.decode(), capture_output=True, text=True, timeout=60
     )
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_torn_zstd_stream_keeps_complete_records_and_reports_the_tear(capsys, tmp_path: Path) -> None:
+    c = zstandard.ZstdCompressor()
+    data = b"".join(c.compress(GOOD + b"\n") for _ in range(3))[:-20]
+    path = write(tmp_path, "torn.jsonl.zst", data)
+    code, out, _ = run(capsys, "validate", path)
+    assert code == 1
+    assert "torn.jsonl.zst:line 3: KE000 error: zstd stream ends inside a frame" in out
+    assert "3 packet(s) in 1 file(s): 2 valid, 1 invalid" in out

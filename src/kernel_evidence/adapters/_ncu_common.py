@@ -45,16 +45,40 @@ class Report:
     reader: str | None = None  # the library that decoded a binary report, with its version
     warnings: list[str] = field(default_factory=list)
     summary: dict[str, float] = field(default_factory=dict)  # e.g. SASS instruction-mix totals
+    #: device attributes identical in every launch, taken out of the launches' raw metrics
+    device_attributes: dict[str, float | str] = field(default_factory=dict)
+
+
+class _PerUnit(dict):  # type: ignore[type-arg]
+    """value -> RawMetric for one unit; a missing value is built on first use."""
+
+    __slots__ = ("unit",)
+
+    def __init__(self, unit: str | None) -> None:
+        super().__init__()
+        self.unit = unit
+
+    def __missing__(self, value: float | str | None) -> RawMetric:
+        made = self[value] = RawMetric(value=value, unit=self.unit)
+        return made
 
 
 class RawCache:
     """Shares one immutable :class:`RawMetric` per distinct (value, unit): real reports repeat
     device attributes and launch settings in every row, and building models is the slow part."""
 
-    __slots__ = ("_cache",)
+    __slots__ = ("_by_unit", "_cache")
 
     def __init__(self) -> None:
         self._cache: dict[tuple[object, object, type], RawMetric] = {}
+        self._by_unit: dict[str | None, _PerUnit] = {}
+
+    def column(self, values: list[float | str | None], unit: str | None) -> list[RawMetric]:
+        """One shared RawMetric per value of a column whose cells all have ``unit``."""
+        known = self._by_unit.get(unit or None)
+        if known is None:
+            known = self._by_unit[unit or None] = _PerUnit(unit or None)
+        return list(map(known.__getitem__, values))
 
     def get(self, value: float | str | None, unit: str | None) -> RawMetric:
         key = (value, unit, type(value))

@@ -58,7 +58,7 @@ def _last_profiler_error(lines: Sequence[str]) -> tuple[int, str] | None:
 
 def read_text(path: str, data: bytes, cache: RawCache) -> list[Report]:
     """Every report found in one ncu text output; raises InputError when there is none."""
-    if _HEADER_B.search(data) is not None:
+    if _header_starts(data[: 1 << 22]) or _HEADER_B.search(data) is not None:
         # raw page first: it is the only big one, read from bytes without splitting lines
         return list(_read_csv(path, data, cache))
     text = data.decode("utf-8", errors="replace")
@@ -81,8 +81,12 @@ def read_text(path: str, data: bytes, cache: RawCache) -> list[Report]:
 # --------------------------------------------------------------------------------- CSV pages
 
 
-def _split_header(line: str) -> list[str]:
-    return next(csv.reader([line]))
+def _split(path: str, line_no: int | None, text: str) -> list[str]:
+    """One CSV line -> cells (csv module); a malformed line is an InputError naming it."""
+    try:
+        return next(csv.reader([text]), [])
+    except csv.Error as exc:
+        raise _err(path, line_no, f"malformed CSV line ({exc})") from None
 
 
 def _unique(names: Sequence[str]) -> list[str]:
@@ -98,8 +102,21 @@ def _unique(names: Sequence[str]) -> list[str]:
     return out
 
 
+def _header_starts(data: bytes) -> list[int]:
+    """Offsets of every CSV header line (a log may hold several tables)."""
+    starts = []
+    for needle in (b'"ID","Process ID",', b"ID,Process ID,"):
+        at = data.find(needle)
+        while at >= 0:
+            line_start = data.rfind(b"\n", 0, at) + 1
+            if data[line_start:at] in (b"", b"\xef\xbb\xbf"):
+                starts.append(line_start)
+            at = data.find(needle, at + len(needle))
+    return sorted(set(starts))
+
+
 def _read_csv(path: str, data: bytes, cache: RawCache) -> Iterator[Report]:
-    starts = [m.start() for m in _HEADER_B.finditer(data)]
+    starts = _header_starts(data)
     for k, start in enumerate(starts):
         end = starts[k + 1] if k + 1 < len(starts) else len(data)
         line_no = data.count(b"\n", 0, start) + 1
@@ -108,7 +125,7 @@ def _read_csv(path: str, data: bytes, cache: RawCache) -> Iterator[Report]:
         header_line = data[start:header_end].decode("utf-8", errors="replace").rstrip("\r")
         header_line = header_line.lstrip("\ufeff")
         quoted = header_line.startswith('"')
-        header = _split_header(header_line)
+        header = _split(path, line_no, header_line)
         body = data[header_end + 1 : end] if nl >= 0 else b""
         if "Metric Name" in header or "Metric Value" in header:
             yield _read_details(path, line_no, header, body, cache, quoted)
@@ -165,9 +182,7 @@ def _new_launch(row: Sequence[str], idx: dict[str, int], cache: RawCache) -> Lau
 def _nvtx_columns(header: Sequence[str]) -> list[tuple[str, int]]:
     """Columns ncu inserts for ``--nvtx`` (names hold ``:``, metric names never do)."""
     return [
-        (n, i)
-        for i, n in enumerate(header)
-        if n not in ID_COLUMNS and n not in DETAILS_COLUMNS and ":" in n
+        (n, i) for i, n in enumerate(header) if n not in ID_COLUMNS and n not in DETAILS_COLUMNS and ":" in n
     ]
 
 
@@ -180,16 +195,25 @@ def _read_details(
             raise _err(path, line_no, f"details-page CSV header has no `{need}` column; got {header[:16]}")
     nvtx = _nvtx_columns(header)
     i_id, i_pid = idx["ID"], idx.get("Process ID")
-    i_sec, i_name, i_unit, i_val = idx.get("Section Name"), idx["Metric Name"], idx.get("Metric Unit"), idx["Metric Value"]
-    i_rule, i_rtype, i_rdesc = idx.get("Rule Name"), idx.get("Rule Type"), idx.get("Rule Description")
+    i_sec, i_name, i_unit, i_val = (
+        idx.get("Section Name"),
+        idx["Metric Name"],
+        idx.get("Metric Unit"),
+        idx["Metric Value"],
+    )
+    i_rule, i_rtype, i_rdesc = (
+        idx.get("Rule Name"),
+        idx.get("Rule Type"),
+        idx.get("Rule Description"),
+    )
     i_stype, i_sval = idx.get("Estimated Speedup Type"), idx.get("Estimated Speedup")
     width = len(header)
     launches: dict[tuple[str | None, str], Launch] = {}
     warnings: list[str] = []
     decimal_commas: list[str] = []
     skipped = 0
-    for _lno, text in _body_lines(body, line_no + 1, quoted=quoted):
-        row = next(csv.reader([text]))
+    for lno, text in _body_lines(body, line_no + 1, quoted=quoted):
+        row = _split(path, lno, text)
         if len(row) < width:
             row.extend([""] * (width - len(row)))  # ragged rows (trailing comma) are padded
         launch_id = row[i_id].strip()
@@ -231,7 +255,12 @@ def _read_details(
         warnings.append(f"{skipped} row(s) without a launch ID or metric were skipped")
     if not launches:
         raise _err(path, line_no, "the details-page CSV has a header but no metric rows")
-    return Report(page="details", launches=list(launches.values()), location=f"line {line_no}", warnings=warnings)
+    return Report(
+        page="details",
+        launches=list(launches.values()),
+        location=f"line {line_no}",
+        warnings=warnings,
+    )
 
 
 def _read_raw(
@@ -251,7 +280,7 @@ def _read_raw(
         # profiler lines right after the header: take the slow path, it filters them
         units, rows_body, body_line = [], body, line_no + 1
     else:
-        cells = next(csv.reader([first]))
+        cells = _split(path, line_no + 1, first)
         if cells and cells[idx["ID"]].strip() == "":
             units = cells
             rows_body, body_line = (body[nl + 1 :] if nl >= 0 else b""), line_no + 2
@@ -260,7 +289,7 @@ def _read_raw(
             warnings.append("raw-page CSV has no units row after the header; units unknown")
     columns = _columns_fast(rows_body, names, quoted)
     if columns is None:
-        columns, units = _columns_slow(rows_body, body_line, names, units, warnings, quoted)
+        columns, units = _columns_slow(path, rows_body, body_line, names, units, warnings, quoted)
     if len(units) < len(names):
         units = list(units) + [""] * (len(names) - len(units))
     return _launches_from_columns(path, line_no, header, names, units, columns, cache, warnings)
@@ -268,10 +297,18 @@ def _read_raw(
 
 def _columns_fast(body: bytes, names: list[str], quoted: bool) -> dict[str, list[Any]] | None:
     """Column -> values with pyarrow.csv; None when the body needs the tolerant path."""
-    if not body.strip():
+    if len(body) < 4096 and not body.strip():
         return {n: [] for n in names}
-    noise = rb'(?:^|\n)(?:[^"\r\n]|\r?\n)' if quoted else rb"(?:^|\n)(?:==|\r?\n)"
-    if re.search(noise, body.rstrip(b"\r\n")):
+    text = body
+    while text.endswith((b"\n", b"\r")):
+        text = text[:-1]
+    if not text:
+        return {n: [] for n in names}
+    if quoted:
+        noisy = not text.startswith(b'"') or re.search(rb'\n[^"]', text) is not None
+    else:
+        noisy = text.startswith(b"==") or b"\n==" in text or re.search(rb"\n\r?\n", text) is not None
+    if noisy:
         return None  # noise lines (program output, ==PROF==) inside the body
     try:
         import pyarrow as pa
@@ -328,7 +365,13 @@ def _numeric(col: Any) -> list[Any]:
 
 
 def _columns_slow(
-    body: bytes, first_line: int, names: list[str], units: list[str], warnings: list[str], quoted: bool
+    path: str,
+    body: bytes,
+    first_line: int,
+    names: list[str],
+    units: list[str],
+    warnings: list[str],
+    quoted: bool,
 ) -> tuple[dict[str, list[Any]], list[str]]:
     """The tolerant path: csv module, noise lines skipped, short rows padded."""
     width = len(names)
@@ -336,8 +379,8 @@ def _columns_slow(
     padded = 0
     long_rows = 0
     decimal_commas: list[str] = []
-    for _lno, text in _body_lines(body, first_line, quoted=quoted):
-        row = next(csv.reader([text]))
+    for lno, text in _body_lines(body, first_line, quoted=quoted):
+        row = _split(path, lno, text)
         if not units and row and row[0].strip() == "":
             units = row  # units row after profiler lines
             continue
@@ -362,7 +405,7 @@ def _columns_slow(
         warnings.append(
             f"{len(decimal_commas)} value(s) written with a decimal comma (e.g. `{decimal_commas[0]}`) were read as decimals"
         )
-    return dict(zip(names, cols)), units
+    return dict(zip(names, cols, strict=True)), units
 
 
 def _launches_from_columns(
@@ -379,6 +422,7 @@ def _launches_from_columns(
     idx = _index(header)
     metric_names: list[str] = []
     metric_objs: list[list[Any]] = []
+    device_attributes: dict[str, float | str] = {}
     for j, name in enumerate(names):
         if name in ID_COLUMNS and name not in _KEEP_AS_RAW:
             continue
@@ -386,24 +430,41 @@ def _launches_from_columns(
         values = columns[name]
         if name in ID_COLUMNS or ":" in name:  # kept text
             unit = None
-        lut = {v: cache.get(v, unit) for v in dict.fromkeys(values)}
-        metric_names.append(header[j] if names[j] == header[j] else names[j])
-        metric_objs.append([lut[v] for v in values])
+        elif name.startswith("device__attribute_") and unit is None and n_rows:
+            first = values[0]
+            if first is not None and values.count(first) == n_rows:
+                device_attributes[name] = first  # the same in every launch: kept once
+                continue
+        metric_names.append(name)
+        metric_objs.append(cache.column(values, unit))
 
     def col(name: str) -> list[Any]:
         i = idx.get(name)
         return columns[names[i]] if i is not None else [None] * n_rows
 
-    ids, pids, pnames, kernels = col("ID"), col("Process ID"), col("Process Name"), col("Kernel Name")
-    streams, grids, blocks, devs, ccs = col("Stream"), col("Grid Size"), col("Block Size"), col("Device"), col("CC")
+    ids, pids, pnames, kernels = (
+        col("ID"),
+        col("Process ID"),
+        col("Process Name"),
+        col("Kernel Name"),
+    )
+    streams, grids, blocks, devs, ccs = (
+        col("Stream"),
+        col("Grid Size"),
+        col("Block Size"),
+        col("Device"),
+        col("CC"),
+    )
     launches: list[Launch] = []
     skipped = 0
-    for i, objs in enumerate(zip(*metric_objs)) if metric_objs else enumerate([() for _ in range(n_rows)]):
+    for i, objs in (
+        enumerate(zip(*metric_objs, strict=True)) if metric_objs else enumerate([() for _ in range(n_rows)])
+    ):
         launch_id = ids[i]
         if launch_id is None:
             skipped += 1
             continue
-        raw = dict(zip(metric_names, objs))
+        raw = dict(zip(metric_names, objs, strict=True))
         # n/a and empty cells stay in raw as value None only when ncu gave a unit for them
         dev = devs[i]
         launches.append(
@@ -424,7 +485,13 @@ def _launches_from_columns(
         warnings.append(f"{skipped} row(s) without a launch ID were skipped")
     if not launches:
         raise _err(path, line_no, "the raw-page CSV has a header but no launch rows")
-    return Report(page="raw", launches=launches, location=f"line {line_no}", warnings=warnings)
+    return Report(
+        page="raw",
+        launches=launches,
+        location=f"line {line_no}",
+        warnings=warnings,
+        device_attributes=device_attributes,
+    )
 
 
 # --------------------------------------------------------------------------- text page / summary
@@ -556,5 +623,14 @@ def _read_text_page(path: str, lines: list[str], cache: RawCache) -> list[Report
     if all(len(la.raw) <= 3 for la in launches):
         warnings.append("the text page lists kernels but no metric tables")
     if summary_mode:
-        warnings.append("a --print-summary page: one record per kernel name, metric values are averages over its invocations")
-    return [Report(page="summary" if summary_mode else "text", launches=launches, location=f"line {first_line}", warnings=warnings)]
+        warnings.append(
+            "a --print-summary page: one record per kernel name, metric values are averages over its invocations"
+        )
+    return [
+        Report(
+            page="summary" if summary_mode else "text",
+            launches=launches,
+            location=f"line {first_line}",
+            warnings=warnings,
+        )
+    ]

@@ -9,6 +9,7 @@ API used (Nsight Compute "Python Report Interface"): ``load_report(path) -> ICon
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 from ..errors import InputError, MissingExtra
@@ -32,11 +33,11 @@ TENSOR_OPCODES = frozenset(
 _OPCODE_MIX = "sass__inst_executed_per_opcode"
 
 
-def _module() -> Any:
+def _module(path: str) -> Any:
     try:
-        import ncu_report
+        import ncu_report  # type: ignore[import-not-found]
     except ImportError as exc:
-        raise MissingExtra("ncu-report", "ncu", "reading .ncu-rep reports") from exc
+        raise MissingExtra("ncu-report", "ncu", f"{path}: reading .ncu-rep reports") from exc
     return ncu_report
 
 
@@ -73,9 +74,14 @@ def _instances(metric: Any) -> list[tuple[str, float]]:
     return out
 
 
+def _num(raw: dict[str, Any], key: str) -> float | None:
+    m = raw.get(key)
+    return m.value if m is not None and isinstance(m.value, float) else None
+
+
 def read_rep(path: str, cache: RawCache) -> Report:
     """Every action (kernel launch) of every range of one report."""
-    mod = _module()
+    mod = _module(path)
     try:
         ctx = mod.load_report(path)
     except Exception as exc:  # noqa: BLE001 - the module raises plain exceptions
@@ -108,15 +114,14 @@ def read_rep(path: str, cache: RawCache) -> Report:
                         if opcode.split(".")[0] in TENSOR_OPCODES:
                             tensor += count
 
-            def num(key: str) -> float | None:
-                m = raw.get(key)
-                return m.value if m is not None and isinstance(m.value, float) else None
-
-            dims = [num(f"launch__grid_dim_{c}") for c in "xyz"]
-            bdims = [num(f"launch__block_dim_{c}") for c in "xyz"]
-            major, minor = num("device__attribute_compute_capability_major"), num("device__attribute_compute_capability_minor")
-            dev = num("launch__device_id")
-            stream = num("launch__stream_id")
+            dims = [_num(raw, f"launch__grid_dim_{c}") for c in "xyz"]
+            bdims = [_num(raw, f"launch__block_dim_{c}") for c in "xyz"]
+            major, minor = (
+                _num(raw, "device__attribute_compute_capability_major"),
+                _num(raw, "device__attribute_compute_capability_minor"),
+            )
+            dev = _num(raw, "launch__device_id")
+            stream = _num(raw, "launch__stream_id")
             try:
                 mangled = action.name(action.NameBase_MANGLED)
                 demangled = action.name(action.NameBase_DEMANGLED)
@@ -143,8 +148,6 @@ def read_rep(path: str, cache: RawCache) -> Report:
     else:
         warnings.append("the report holds no SASS instruction mix (section InstructionStats not collected)")
     reader = None
-    try:
+    with contextlib.suppress(Exception):
         reader = f"ncu_report {ctx.get_version()}"
-    except Exception:  # noqa: BLE001
-        pass
     return Report(page="ncu-rep", launches=launches, warnings=warnings, summary=summary, reader=reader)

@@ -100,10 +100,19 @@ class SysInfo:
         mclk, chans = self.number("max_mclk"), self.number("num_hbm_channels")
         if mclk and chans and mclk > 0 and chans > 0:
             return mclk / 1000.0 * 32.0 * chans, "max_mclk/1000*32*num_hbm_channels"
-        if self.text("hbm_bw") is not None or mclk == 0:
-            why = "is 0 in" if (self.number("hbm_bw") == 0 or mclk == 0) else "is not a number in"
-            return None, f"peak HBM bandwidth {why} {self.source or 'sysinfo'} (hbm_bw / max_mclk)"
-        return None, f"peak HBM bandwidth unknown: {self.source or 'sysinfo'} has no hbm_bw and no max_mclk"
+        src = self.source or "sysinfo"
+        if self.number("hbm_bw") == 0:
+            return None, f"peak HBM bandwidth is 0 in {src} (hbm_bw)"
+        if mclk is not None and mclk <= 0:
+            return None, f"peak HBM bandwidth would be 0: max_mclk is {mclk:g} in {src}"
+        if mclk is not None:
+            return None, f"peak HBM bandwidth unknown: {src} has max_mclk but no num_hbm_channels"
+        if "max_mclk" in self.values:
+            return (
+                None,
+                f"peak HBM bandwidth unknown: max_mclk is empty in {src} and there is no hbm_bw",
+            )
+        return None, f"peak HBM bandwidth unknown: {src} has no hbm_bw and no max_mclk"
 
     def variables(self) -> dict[str, float]:
         """The ``$`` variables formulas may use (only those known)."""
@@ -188,10 +197,25 @@ def _read_text(path: Path) -> str:
         raise InputError(str(path), None, f"cannot read: {exc.strerror or exc}") from None
 
 
+def _csv_rows(path: Path, text: str) -> list[list[str]]:
+    try:
+        return list(csv.reader(io.StringIO(text.replace("\x00", ""), newline="")))
+    except csv.Error as exc:
+        raise InputError(str(path), None, f"expected CSV: {exc}") from None
+
+
+def _csv_dicts(path: Path) -> list[dict[str, str]]:
+    rows = _csv_rows(path, _read_text(path))
+    if not rows:
+        return []
+    header = [h.strip() for h in rows[0]]
+    return [dict(zip(header, r, strict=False)) for r in rows[1:] if any(c.strip() for c in r)]
+
+
 def read_sysinfo(path: Path) -> SysInfo:
     """Read ``sysinfo.csv`` in any of its layouts (a header row and one data row)."""
     text = _read_text(path)
-    rows = list(csv.reader(io.StringIO(text)))
+    rows = _csv_rows(path, text)
     rows = [r for r in rows if any(c.strip() for c in r)]
     info = SysInfo(source=path.name)
     if len(rows) < 2:
@@ -203,7 +227,7 @@ def read_sysinfo(path: Path) -> SysInfo:
             f"{path.name}: line 2 has {len(data)} fields, the header has {len(header)}; "
             "fields past the shorter one are ignored"
         )
-    raw = {h.strip(): v for h, v in zip(header, data)}
+    raw = {h.strip(): v for h, v in zip(header, data, strict=False)}
     if "gpu_soc" in raw or "numCU" in raw:
         info.layout = "omniperf-1"
         info.values = {_OMNI1.get(k, k): v for k, v in raw.items()}
@@ -216,7 +240,7 @@ def read_sysinfo(path: Path) -> SysInfo:
 
 def read_agent_info(path: Path, agent: int | None = None) -> SysInfo:
     """rocprofv3 ``agent_info.csv``: the GPU agent ``agent`` (or the first GPU)."""
-    rows = list(csv.DictReader(io.StringIO(_read_text(path))))
+    rows = _csv_dicts(path)
     gpus = [r for r in rows if (r.get("Agent_Type") or "").upper().endswith("GPU")] or rows
     pick = None
     for r in gpus:
@@ -289,7 +313,7 @@ def read_rocminfo(path: Path) -> SysInfo:
 
 def read_roofline(path: Path) -> tuple[dict[str, float], list[str]]:
     """Empirical peaks of device 0 from ``roofline.csv`` (GB/s and GFLOP/s), by column name."""
-    rows = list(csv.DictReader(io.StringIO(_read_text(path))))
+    rows = _csv_dicts(path)
     if not rows:
         return {}, [f"{path.name}: no data rows"]
     out: dict[str, float] = {}

@@ -23,7 +23,13 @@ import pyarrow.csv as pacsv
 
 from ..errors import InputError, LimitExceeded
 
-__all__ = ["Dispatches", "merge_level_pass", "normalise_kernel_name", "read_dispatches", "read_table"]
+__all__ = [
+    "Dispatches",
+    "merge_level_pass",
+    "normalise_kernel_name",
+    "read_dispatches",
+    "read_table",
+]
 
 #: largest CSV we agree to parse
 MAX_CSV_BYTES = 8 << 30
@@ -103,7 +109,7 @@ def normalise_kernel_name(raw: str) -> str:
     '__amd_rocclr_fillBufferAligned'
     """
     name = raw.replace("\r", "").replace("\n", "").strip()
-    return _KD_SUFFIX.sub("", name).strip() or name
+    return _KD_SUFFIX.sub("", name).strip()
 
 
 def read_table(path: Path) -> pa.Table:
@@ -115,23 +121,54 @@ def read_table(path: Path) -> pa.Table:
     if size > MAX_CSV_BYTES:
         raise LimitExceeded(str(path), None, f"expected at most {MAX_CSV_BYTES} bytes, got {size}")
     types = {c: pa.string() for c in (*_TIME_COLUMNS, *_STRING_COLUMNS)}
+    convert = pacsv.ConvertOptions(
+        column_types=types,
+        null_values=["", "N/A", "n/a", "NA", "nan", "NaN", "None", "null"],
+        strings_can_be_null=True,
+    )
+    read = pacsv.ReadOptions(block_size=8 << 20)
     try:
-        return pacsv.read_csv(
-            str(path),
-            read_options=pacsv.ReadOptions(block_size=8 << 20),
-            parse_options=pacsv.ParseOptions(newlines_in_values=True),
-            convert_options=pacsv.ConvertOptions(
-                column_types=types,
-                null_values=["", "N/A", "n/a", "NA", "nan", "NaN", "None", "null"],
-                strings_can_be_null=True,
-            ),
-        )
+        try:  # fast, parallel parse; quoted newlines in values need the slower mode
+            return pacsv.read_csv(str(path), read_options=read, convert_options=convert)
+        except pa.ArrowInvalid:
+            return pacsv.read_csv(
+                str(path),
+                read_options=read,
+                parse_options=pacsv.ParseOptions(newlines_in_values=True),
+                convert_options=convert,
+            )
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        m = re.search(r"[Rr]ow #(\d+)", first)
-        raise InputError(str(path), f"line {m.group(1)}" if m else None, f"expected CSV: {first}") from None
+        m = re.search(r"Expected (\d+) columns, got (\d+)", first)
+        if m:
+            line = _bad_row(path, int(m.group(1)))
+            raise InputError(
+                str(path),
+                f"line {line}" if line else None,
+                f"expected {m.group(1)} fields as in the header, got {m.group(2)}",
+            ) from None
+        if first.startswith("Empty CSV file"):
+            raise InputError(str(path), None, "expected a CSV header row, got an empty file") from None
+        raise InputError(str(path), None, f"expected CSV: {first}") from None
     except OSError as exc:
         raise InputError(str(path), None, f"cannot read: {exc.strerror or exc}") from None
+
+
+def _bad_row(path: Path, ncols: int) -> int | None:
+    """The line number of the first record whose field count differs from ``ncols``."""
+    import csv
+    import gzip
+
+    opener = gzip.open if path.suffix == ".gz" else open
+    try:
+        with opener(path, "rt", encoding="utf-8", errors="replace", newline="") as fh:
+            reader = csv.reader(fh)
+            for row in reader:
+                if row and len(row) != ncols:
+                    return reader.line_num
+    except (OSError, csv.Error):
+        return None
+    return None
 
 
 @dataclass
@@ -214,7 +251,7 @@ def _parse_times(col: pa.Array | None, n: int) -> tuple[list[int | None], list[s
 def _durations(d: Dispatches, rounded: list[str], start_name: str, end_name: str) -> None:
     out: list[float | None] = []
     negative = 0
-    for s, e in zip(d.start, d.end):
+    for s, e in zip(d.start, d.end, strict=False):
         if s is None or e is None:
             out.append(None)
         elif e < s:
@@ -230,7 +267,9 @@ def _durations(d: Dispatches, rounded: list[str], start_name: str, end_name: str
             f"{sum(1 for x in out if x is None)} of {d.n} dispatches"
         )
     if negative:
-        d.warnings.append(f"{d.source}: {end_name} before {start_name} in {negative} dispatches; duration not derived")
+        d.warnings.append(
+            f"{d.source}: {end_name} before {start_name} in {negative} dispatches; duration not derived"
+        )
 
 
 #: per-dispatch fields that are neither launch columns nor counters
@@ -277,7 +316,7 @@ def _from_wide(table: pa.Table, resolved: dict[str, str], source: str) -> Dispat
         given = d.values("DurationNs")
         d.duration = [
             float(g) if isinstance(g, (int, float)) and math.isfinite(g) and g >= 0 else old
-            for g, old in zip(given, d.duration)
+            for g, old in zip(given, d.duration, strict=False)
         ]
     return d
 
@@ -286,7 +325,11 @@ def _from_long(table: pa.Table, resolved: dict[str, str], source: str) -> Dispat
     """Pivot the long layout (one row per dispatch and counter) to one row per dispatch."""
     disp_name = resolved.get("Dispatch_ID")
     if disp_name is None:
-        raise InputError(source, None, "expected a Dispatch_ID (or Dispatch_Id) column in the long counter layout")
+        raise InputError(
+            source,
+            None,
+            "expected a Dispatch_ID (or Dispatch_Id) column in the long counter layout",
+        )
     cname, cval = resolved["Counter_Name"], resolved["Counter_Value"]
     s_name, e_name = resolved.get("Start_Timestamp"), resolved.get("End_Timestamp")
     table = table.filter(pc.is_valid(table[disp_name]))
@@ -326,7 +369,7 @@ def _from_long(table: pa.Table, resolved: dict[str, str], source: str) -> Dispat
         ends, r2 = _parse_times(_combine(passes[e_name]), passes.num_rows)
         rounded = r1 + r2
         per: dict[int, list[tuple[int, int, int]]] = {}
-        for did, s, e in zip(passes[disp_name].to_pylist(), starts, ends):
+        for did, s, e in zip(passes[disp_name].to_pylist(), starts, ends, strict=False):
             if did in index and s is not None and e is not None and e >= s:
                 per.setdefault(index[did], []).append((e - s, s, e))
         npasses = 0
@@ -345,7 +388,11 @@ def _from_long(table: pa.Table, resolved: dict[str, str], source: str) -> Dispat
     _durations(d, rounded, s_name or "Start_Timestamp", e_name or "End_Timestamp")
 
     # counters: mean per (dispatch, counter), then one column per counter
-    agg = work.group_by(["c", "d"], use_threads=False).aggregate([("v", "mean")]).sort_by([("c", "ascending"), ("d", "ascending")])
+    agg = (
+        work.group_by(["c", "d"], use_threads=False)
+        .aggregate([("v", "mean")])
+        .sort_by([("c", "ascending"), ("d", "ascending")])
+    )
     cnames = agg["c"].to_pylist()
     dids = _combine(agg["d"])
     vals = _combine(agg["v_mean"])
@@ -362,7 +409,7 @@ def _from_long(table: pa.Table, resolved: dict[str, str], source: str) -> Dispat
                 col = seg
             else:
                 col_list: list[float | None] = [None] * n
-                for did, v in zip(dids.slice(start, stop - start).to_pylist(), seg.to_pylist()):
+                for did, v in zip(dids.slice(start, stop - start).to_pylist(), seg.to_pylist(), strict=False):
                     if did in index:
                         col_list[index[did]] = v
                 col = pa.array(col_list, pa.float64())
@@ -381,7 +428,7 @@ def _to_float(v: object) -> float | None:
     return x if math.isfinite(x) else None
 
 
-def merge_level_pass(d: Dispatches, level: Dispatches, stem: str) -> str | None:
+def merge_level_pass(d: Dispatches, level: Dispatches, stem: str | None) -> str | None:
     """Add the counters of a level/accumulate pass (``SQ_LEVEL_WAVES.csv``) as ``STEM.COUNTER``.
 
     Rows are matched by dispatch id when both tables have one, else by position when the
@@ -396,12 +443,16 @@ def merge_level_pass(d: Dispatches, level: Dispatches, stem: str) -> str | None:
     elif level.n == d.n:
         order = list(range(d.n))
     else:
-        return f"{level.source}: {level.n} rows for {d.n} dispatches and no Dispatch_ID to match them; not used"
+        return (
+            f"{level.source}: {level.n} rows for {d.n} dispatches and no Dispatch_ID to match them; not used"
+        )
     if all(o is None for o in order):
         return f"{level.source}: no Dispatch_ID in common with {d.source}; not used"
     take = pa.array(order, pa.int64())
     for name, col in level.counters.items():
-        key = f"{stem}.{name}"
+        key = f"{stem}.{name}" if stem else name
+        if key in d.counters:
+            continue
         arr = col.take(take)
         d.counters[key] = arr
         d.raw[key] = arr

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from typing import Any
 
 from .._resources import load_toml
@@ -62,7 +62,7 @@ def _formats_of(entry: dict[str, Any]) -> tuple[str, ...]:
     return tuple(entry.get("formats", DEFAULT_FORMATS))
 
 
-@lru_cache(maxsize=None)
+@cache
 def mapping(fmt: str) -> Mapping:
     """The lookups for output format ``fmt`` (one of :data:`FORMATS`)."""
     table = load_toml("vllm.toml")

@@ -30,7 +30,15 @@ import msgspec
 
 from ..errors import AdapterError
 
-__all__ = ["ARRAY_KEYS", "RunRecord", "load_runs"]
+__all__ = [
+    "ARRAY_KEYS",
+    "GC_PAUSE_BYTES",
+    "RunRecord",
+    "gc_paused",
+    "load_runs",
+    "parse_runs",
+    "read_bytes",
+]
 
 #: per-request arrays: decoded lazily, never copied into settings or the raw extension
 ARRAY_KEYS = frozenset(
@@ -48,11 +56,11 @@ _FLOAT_LISTS = msgspec.json.Decoder(list[list[float]])
 _STRS = msgspec.json.Decoder(list[str | None])
 
 #: documents larger than this are decoded with the garbage collector paused
-_GC_PAUSE_BYTES = 1 << 20
+GC_PAUSE_BYTES = 1 << 20
 
 
 @contextmanager
-def _gc_paused(active: bool) -> Iterator[None]:
+def gc_paused(active: bool) -> Iterator[None]:
     was_enabled = gc.isenabled()
     if active and was_enabled:
         gc.disable()
@@ -139,17 +147,22 @@ def _checked_floats(rec: RunRecord, key: str, raw: Any) -> list[float]:
 def _type_name(x: Any) -> str:
     if x is None:
         return "null"
-    return {bool: "a boolean", int: "an integer", float: "a number", str: "a string", list: "a list", dict: "an object"}.get(
-        type(x), type(x).__name__
-    )
+    return {
+        bool: "a boolean",
+        int: "an integer",
+        float: "a number",
+        str: "a string",
+        list: "a list",
+        dict: "an object",
+    }.get(type(x), type(x).__name__)
 
 
 def _short(exc: Exception) -> str:
     return str(exc).replace("\n", " ")
 
 
-def load_runs(path: str, *, max_bytes: int) -> list[RunRecord]:
-    """Every run object in ``path``; raises :class:`AdapterError` with file and place on bad input."""
+def read_bytes(path: str, *, max_bytes: int) -> bytes:
+    """The bytes of ``path``; :class:`AdapterError` when missing, unreadable or over the cap."""
     try:
         size = os.path.getsize(path)
     except FileNotFoundError:
@@ -158,26 +171,40 @@ def load_runs(path: str, *, max_bytes: int) -> list[RunRecord]:
         raise AdapterError(f"{path}: could not be read ({exc.strerror or exc})") from None
     if size > max_bytes:
         raise AdapterError(
-            f"{path}: {size} bytes is larger than the {max_bytes}-byte cap; expected a benchmark result "
+            f"{path}: {size} bytes is larger than the {max_bytes}-byte cap; "
+            "expected a benchmark result "
             "(raise the cap with the `max_bytes` option if this is expected)"
         )
     try:
         with open(path, "rb") as fh:
-            data = fh.read()
+            return fh.read()
     except IsADirectoryError:
         raise AdapterError(f"{path}: is a directory") from None
     except OSError as exc:
         raise AdapterError(f"{path}: could not be read ({exc.strerror or exc})") from None
-    return parse_runs(path, data)
+
+
+def load_runs(path: str, *, max_bytes: int) -> list[RunRecord]:
+    """Every run object in ``path``; :class:`AdapterError` with file and place on bad input."""
+    return parse_runs(path, read_bytes(path, max_bytes=max_bytes))
 
 
 def parse_runs(source: str, data: bytes) -> list[RunRecord]:
     """Split ``data`` (one file's bytes) into run records."""
+    try:
+        return _parse_runs(source, data)
+    except RecursionError:
+        raise AdapterError(f"{source}: JSON nested too deeply; expected a benchmark result object") from None
+
+
+def _parse_runs(source: str, data: bytes) -> list[RunRecord]:
+    if data.startswith(b"\xef\xbb\xbf"):  # a UTF-8 byte-order mark
+        data = data[3:]
     stripped = data.strip()
     if not stripped:
         raise AdapterError(f"{source}: empty file; expected a JSON benchmark result")
     first = stripped[:1]
-    with _gc_paused(len(data) > _GC_PAUSE_BYTES):
+    with gc_paused(len(data) > GC_PAUSE_BYTES):
         if first == b"[":
             return _parse_list(source, data)
         if first != b"{":
@@ -188,7 +215,8 @@ def parse_runs(source: str, data: bytes) -> list[RunRecord]:
             obj = _RAW_OBJECT.decode(data)
         except msgspec.DecodeError as exc:
             msg = str(exc)
-            if "trailing characters" in msg:  # several objects: JSONL (--append-result / SGLang)
+            # several objects, one per line: JSONL (--append-result / SGLang --output-file)
+            if "trailing characters" in msg or b"\n{" in data.strip():
                 return _parse_lines(source, data)
             if "invalid character" in msg and _has_non_finite(data):
                 return [_fallback_record(source, None, data)]

@@ -64,7 +64,7 @@ def _summarize_numpy(values: Any, qs: Sequence[float]) -> Summary:
     arr = values if isinstance(values, _np.ndarray) else _np.asarray(values, dtype=_np.float64)
     wanted = sorted({50.0, *map(float, qs)})
     got = _np.percentile(arr, wanted)
-    pct = {q: float(v) for q, v in zip(wanted, got)}
+    pct = {q: float(v) for q, v in zip(wanted, got, strict=True)}
     return Summary(
         n=int(arr.size),
         mean=float(arr.mean()),
@@ -137,23 +137,31 @@ def collect_samples(
     output_lens: list[float] | None,
     input_lens: list[float] | None,
     errors: list[str] | None,
+    ok_mask: list[bool] | None = None,
     use_numpy: bool | None = None,
 ) -> RunSamples | None:
     """Group per-request arrays into per-metric samples of the successful requests.
 
     A request succeeded when its ``errors`` entry is empty (vLLM and SGLang write ``""``);
-    without ``errors`` every request counts as successful. Following vLLM's
-    ``calculate_metrics``: ttft and e2el take one value per successful request, tpot
-    ``(latency - ttft) / (output_len - 1)`` for successful requests with ``output_len > 1``,
-    and itl pools every chunk gap of the successful requests.
+    without ``errors``, ``ok_mask`` says which succeeded (else every request counts).
+    Following vLLM's ``calculate_metrics``: ttft and e2el take one value per successful
+    request, tpot ``(latency - ttft) / (output_len - 1)`` for successful requests with
+    ``output_len > 1``, and itl pools every chunk gap of the successful requests.
     """
     lengths = {len(a) for a in (ttfts, itls, latencies, output_lens, input_lens, errors) if a is not None}
     if not lengths:
         return None
     if len(lengths) != 1:
-        raise ValueError(f"per-request arrays have different lengths ({', '.join(map(str, sorted(lengths)))})")
+        raise ValueError(
+            f"per-request arrays have different lengths ({', '.join(map(str, sorted(lengths)))})"
+        )
     n = lengths.pop()
-    ok = [not e for e in errors] if errors is not None else [True] * n
+    if errors is not None:
+        ok = [not e for e in errors]
+    elif ok_mask is not None and len(ok_mask) == n:
+        ok = list(ok_mask)
+    else:
+        ok = [True] * n
     succeeded = sum(ok)
     out = RunSamples(n_requests=n, succeeded=succeeded)
     if errors is not None:
@@ -182,14 +190,15 @@ def collect_samples(
             sel = olen > 1
             out.metrics["tpot"] = (lat[sel] - ttft[sel]) / (olen[sel] - 1)
         if itls is not None:
-            chosen = itls if all_ok else [x for x, good in zip(itls, ok) if good]
+            chosen = itls if all_ok else [x for x, good in zip(itls, ok, strict=True) if good]
             count = sum(map(len, chosen))
             from itertools import chain
 
             out.metrics["itl"] = np.fromiter(chain.from_iterable(chosen), dtype=np.float64, count=count)
     else:
+
         def pick_py(values: list[float]) -> list[float]:
-            return list(values) if all_ok else [v for v, good in zip(values, ok) if good]
+            return list(values) if all_ok else [v for v, good in zip(values, ok, strict=True) if good]
 
         if ttfts is not None:
             out.metrics["ttft"] = pick_py(ttfts)
@@ -198,13 +207,13 @@ def collect_samples(
         if latencies is not None and ttfts is not None and output_lens is not None:
             out.metrics["tpot"] = [
                 (lat - t) / (o - 1)
-                for lat, t, o, good in zip(latencies, ttfts, output_lens, ok)
+                for lat, t, o, good in zip(latencies, ttfts, output_lens, ok, strict=True)
                 if good and o > 1
             ]
         if itls is not None:
-            out.metrics["itl"] = [g for x, good in zip(itls, ok) if good for g in x]
+            out.metrics["itl"] = [g for x, good in zip(itls, ok, strict=True) if good for g in x]
     if output_lens is not None:
-        out.total_output_tokens = int(sum(o for o, good in zip(output_lens, ok) if good))
+        out.total_output_tokens = int(sum(o for o, good in zip(output_lens, ok, strict=True) if good))
     if input_lens is not None:
-        out.total_input_tokens = int(sum(i for i, good in zip(input_lens, ok) if good))
+        out.total_input_tokens = int(sum(i for i, good in zip(input_lens, ok, strict=True) if good))
     return out

@@ -87,6 +87,9 @@ class ProfileData:
     device: DeviceInfo = field(default_factory=DeviceInfo)
     steps: list[Step] = field(default_factory=list)
     program_time_ps: float = 0.0  # sum of XLA Modules events (all program executions, all cores)
+    #: per device, last op end - first op start on the op timeline, summed over devices
+    #: (xprof's "Program" total_time in roofline_model)
+    device_time_ps: float = 0.0
     programs: dict[str, int] = field(default_factory=dict)  # module name -> executions
     hostnames: list[str] = field(default_factory=list)
     versions: dict[str, str] = field(default_factory=dict)

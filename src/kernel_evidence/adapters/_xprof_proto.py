@@ -90,7 +90,7 @@ _RESERVED = {"XLine": [(5, 9)]}  # reserved 5..8 (end exclusive)
 
 
 def _file_descriptor() -> Any:
-    from google.protobuf import descriptor_pb2
+    from google.protobuf import descriptor_pb2  # type: ignore[import-untyped,unused-ignore]
 
     fdp = descriptor_pb2.FileDescriptorProto(
         name="kernel_evidence/xplane.proto", package=PACKAGE, syntax="proto3"
@@ -137,7 +137,10 @@ def messages() -> SimpleNamespace:
     Raises :class:`MissingExtra` when ``protobuf`` is not installed.
     """
     try:
-        from google.protobuf import descriptor_pool, message_factory
+        from google.protobuf import (  # type: ignore[import-untyped,unused-ignore]
+            descriptor_pool,
+            message_factory,
+        )
     except ImportError as exc:
         raise MissingExtra("protobuf", "xprof", "reading XProf .xplane.pb profiles") from exc
     pool = descriptor_pool.DescriptorPool()

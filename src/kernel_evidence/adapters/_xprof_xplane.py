@@ -9,6 +9,7 @@ per-occurrence values (``device_duration_ps``, ``hlo_op`` on GPU) on ``XEvent.st
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable
 from typing import Any
@@ -40,10 +41,10 @@ _OP_RAW_STATS = (
 
 
 def parse_xspace(data: bytes, source: str) -> Any:
-    """Parse the bytes of one ``.xplane.pb``; a one-line :class:`AdapterError` when they are not an XSpace."""
-    from google.protobuf.message import DecodeError
+    """Parse one ``.xplane.pb``; a one-line :class:`AdapterError` when it is not an XSpace."""
+    space = messages().XSpace()  # raises MissingExtra without protobuf
+    from google.protobuf.message import DecodeError  # type: ignore[import-untyped,unused-ignore]
 
-    space = messages().XSpace()
     try:
         space.ParseFromString(data)
     except (DecodeError, ValueError, RuntimeError) as exc:
@@ -81,20 +82,27 @@ def _stats(stats: Iterable[Any], names: dict[int, str]) -> dict[str, Any]:
 
 
 def _num(v: Any) -> float | None:
-    if isinstance(v, bool):
-        return float(v)
-    if isinstance(v, (int, float)):
-        return float(v)
-    if isinstance(v, str):
+    """A finite number from a stat value (numbers, numeric text); None otherwise."""
+    if isinstance(v, (bool, int, float)):
+        f = float(v)
+    elif isinstance(v, str):
         try:
-            return float(v)
+            f = float(v)
         except ValueError:
             return None
-    return None
+    else:
+        return None
+    return f if math.isfinite(f) else None
+
+
+def _pos(v: Any) -> float | None:
+    """A positive finite number, else None (device capabilities)."""
+    f = _num(v)
+    return f if f is not None and f > 0 else None
 
 
 def _hbm_bytes(breakdown: bytes) -> float | None:
-    """HBM bytes of one occurrence from a ``memory_access_breakdown`` stat; None if undecodable/empty."""
+    """HBM bytes of one occurrence from a ``memory_access_breakdown`` stat (None: no breakdown)."""
     if not breakdown:
         return None
     msg = messages().MemoryAccessBreakdown()
@@ -145,7 +153,9 @@ class _Collector:
         return agg
 
     # -- TPU ---------------------------------------------------------------------------------
-    def _tpu_op_info(self, plane: Any, mid: int, names: dict[int, str]) -> tuple[str, str, dict[str, Any], float | None]:
+    def _tpu_op_info(
+        self, plane: Any, mid: int, names: dict[int, str]
+    ) -> tuple[str, str, dict[str, Any], float | None]:
         md = plane.event_metadata.get(mid)
         if md is None:
             return (f"event#{mid}", f"event#{mid}", {}, None)
@@ -164,8 +174,10 @@ class _Collector:
     def tpu_plane(self, ordinal: int, plane: Any, names: dict[int, str]) -> bool:
         by_id = {v: k for k, v in names.items()}
         dd_id = by_id.get("device_duration_ps")
+        do_id = by_id.get("device_offset_ps", -1)
         info_cache: dict[int, tuple[OpAgg, int, float, float, float | None, float | None]] = {}
         has_events = False
+        bounds: list[tuple[int, int]] = []  # (first start, last end) of ops and steps
         for line in plane.lines:
             lname = line.name
             if lname == "XLA Modules":
@@ -181,9 +193,13 @@ class _Collector:
                         self.module_names.setdefault(m.group("id"), m.group("name"))
             elif lname == "Steps":
                 self.steps_by_device.setdefault(ordinal, []).extend(self._steps(plane, line))
+                for ev in line.events:  # xprof's device time spans the steps too
+                    bounds.append(_device_span(ev, dd_id, do_id))
             elif lname == "XLA Ops":
                 has_events = has_events or bool(len(line.events))
-                self._tpu_ops_line(ordinal, plane, line, names, dd_id, info_cache)
+                self._tpu_ops_line(ordinal, plane, line, names, dd_id, do_id, info_cache, bounds)
+        if bounds:
+            self.p.device_time_ps += max(b[1] for b in bounds) - min(b[0] for b in bounds)
         return has_events
 
     def _tpu_ops_line(
@@ -193,9 +209,13 @@ class _Collector:
         line: Any,
         names: dict[int, str],
         dd_id: int | None,
+        do_id: int,
         cache: dict[int, Any],
+        bounds: list[tuple[int, int]],
     ) -> None:
         stack: list[tuple[int, OpAgg]] = []  # (end_ps, op) of enclosing events
+        spans: list[tuple[int, int, int, OpAgg]] = []
+        first = last = None
         for ev in line.events:
             mid = ev.metadata_id
             entry = cache.get(mid)
@@ -204,16 +224,30 @@ class _Collector:
                 agg = self.op(key, name)
                 if agg.occurrences == 0 and not agg.raw:
                     self._init_tpu_op(agg, stats, hbm)
-                entry = cache[mid] = (agg, _num(stats.get("flops")), _num(stats.get("model_flops")),
-                                      _num(stats.get("bytes_accessed")), hbm)
+                entry = cache[mid] = (
+                    agg,
+                    _num(stats.get("flops")),
+                    _num(stats.get("model_flops")),
+                    _num(stats.get("bytes_accessed")),
+                    hbm,
+                )
             agg, flops, model_flops, nbytes, hbm = entry
             n = ev.num_occurrences or 1
+            # device-clock times when recorded (xprof uses them), else the event's own
+            start = ev.offset_ps
             dur = ev.duration_ps
             if dd_id is not None:
                 for s in ev.stats:
-                    if s.metadata_id == dd_id:
-                        dur = s.int64_value or s.uint64_value or dur
-                        break
+                    sid = s.metadata_id
+                    if sid == dd_id:  # a oneof: at most one of the two is non-zero
+                        dur = s.int64_value + s.uint64_value
+                    elif sid == do_id:
+                        start = s.int64_value + s.uint64_value
+            end = start + dur
+            if first is None or start < first:
+                first = start
+            if last is None or end > last:
+                last = end
             agg.occurrences += n
             agg.time_ps += dur
             agg.devices.add(ordinal)
@@ -224,14 +258,17 @@ class _Collector:
             if nbytes is not None:
                 agg.bytes_accessed = (agg.bytes_accessed or 0.0) + nbytes * n
                 agg.hbm_bytes = (agg.hbm_bytes or 0.0) + (hbm if hbm is not None else nbytes) * n
-            # self time: an event nested inside an earlier one on the same line is its child
-            start = ev.offset_ps
-            end = start + ev.duration_ps
+            spans.append((start, -end, dur, agg))
+        if first is not None and last is not None:
+            bounds.append((first, last))
+        # self time: an event nested inside another on the same line (device clock) is its child
+        spans.sort(key=lambda t: (t[0], t[1]))
+        for start, neg_end, dur, agg in spans:
             while stack and stack[-1][0] <= start:
                 stack.pop()
             if stack:
                 stack[-1][1].children_ps += dur
-            stack.append((end, agg))
+            stack.append((-neg_end, agg))
 
     def _init_tpu_op(self, agg: OpAgg, stats: dict[str, Any], hbm: float | None) -> None:
         agg.raw_name = stats.pop("__long_name", None)
@@ -241,7 +278,8 @@ class _Collector:
         agg.program_id = str(pid) if pid is not None else None
         for k in _OP_RAW_STATS:
             if k in stats and not isinstance(stats[k], bytes):
-                agg.raw[k] = (stats[k], None)
+                v = stats[k]
+                agg.raw[k] = (str(v) if k in ("program_id", "symbol_id") else v, None)
         if hbm is not None:
             agg.raw["hbm_bytes_accessed"] = (hbm, "B")
 
@@ -252,10 +290,11 @@ class _Collector:
             by_id[n]: n
             for n in ("hlo_op", "hlo_module", "program_id", "kernel_details", "memcpy_details",
                       "device_duration_ps", "hlo_category", "tf_op", "flops", "model_flops",
-                      "bytes_accessed")
+                      "bytes_accessed", "group_id", "run_id")
             if n in by_id
         }  # fmt: skip
         has_events = False
+        first = last = None
         for line in plane.lines:
             lname = line.name
             if lname == "Steps":
@@ -264,8 +303,15 @@ class _Collector:
             if lname in _DERIVED_LINES:
                 continue
             md_names: dict[int, str] = {}
+            state: list[Any] = [None, None]  # (op key, group id) of the last XLA op on this line
             for ev in line.events:
                 has_events = True
+                start = ev.offset_ps
+                end = start + ev.duration_ps
+                if first is None or start < first:
+                    first = start
+                if last is None or end > last:
+                    last = end
                 mid = ev.metadata_id
                 kname = md_names.get(mid)
                 if kname is None:
@@ -276,18 +322,31 @@ class _Collector:
                     n = want.get(s.metadata_id)
                     if n is not None:
                         found[n] = _value(s, names)
-                self._gpu_event(ordinal, kname, ev, found)
+                self._gpu_event(ordinal, kname, ev, found, state)
+        if first is not None and last is not None:
+            self.p.device_time_ps += last - first
         return has_events
 
-    def _gpu_event(self, ordinal: int, kname: str, ev: Any, found: dict[str, Any]) -> None:
-        dur = _num(found.get("device_duration_ps")) or ev.duration_ps
-        hlo_op = found.get("hlo_op")
+    def _gpu_event(self, ordinal: int, kname: str, ev: Any, found: dict[str, Any], state: list[Any]) -> None:
+        """One kernel / thunk event. Contiguous kernels of one HLO op (same group and run id)
+        on a line are one occurrence, as in xprof; ``hlo_op`` may be an ``a::b`` stack
+        (innermost last)."""
+        dur = ev.duration_ps
+        if "device_duration_ps" in found:
+            dur = _num(found["device_duration_ps"]) or dur
+        raw_op = found.get("hlo_op")
+        hlo_op = str(raw_op).split("::")[-1] if raw_op else ""
         details = found.get("kernel_details")
+        new_occurrence = True
         if hlo_op:
             program_id = found.get("program_id")
             module = found.get("hlo_module")
             scope = str(program_id) if program_id is not None else (str(module) if module else "")
-            agg = self.op(f"{scope}/{hlo_op}", str(hlo_op))
+            key = f"{scope}/{hlo_op}"
+            group = (found.get("group_id"), found.get("run_id"))
+            new_occurrence = state[0] != key or state[1] != group
+            state[0], state[1] = key, group
+            agg = self.op(key, hlo_op)
             if agg.occurrences == 0:
                 agg.program_id = str(program_id) if program_id is not None else None
                 agg.module = str(module) if module else None
@@ -296,9 +355,9 @@ class _Collector:
                 agg.category = str(cat) if cat else None
                 for k in ("tf_op", "hlo_module", "program_id"):
                     if found.get(k) is not None:
-                        agg.raw[k] = (found[k], None)
+                        agg.raw[k] = (str(found[k]), None)
                 agg.raw["kernel_count"] = (0, "count")
-            kernels: set[str] = agg.raw.setdefault("__kernels", (set(), None))[0]  # type: ignore[assignment]
+            kernels = agg.raw.setdefault("__kernels", (set(), None))[0]
             kernels.add(kname)
         elif found.get("memcpy_details") is not None or kname.startswith(("Memcpy", "Memset")):
             agg = self.op(f"memcpy/{kname}", kname)
@@ -317,17 +376,21 @@ class _Collector:
                     agg.grid = _dims(kd.get("grid"))
                     agg.block = _dims(kd.get("block"))
                     agg.raw["kernel_details"] = (str(details), None)
-                    for k, v in kd.items():
+                    for k, text in kd.items():
                         if k not in ("grid", "block"):
-                            agg.raw[k] = (_num(v) if _num(v) is not None else v, None)
+                            n = _num(text)
+                            agg.raw[k] = (n if n is not None else text, None)
             tf_op = found.get("tf_op")
             if tf_op and "tf_op" not in agg.raw:
                 agg.raw["tf_op"] = (str(tf_op), None)
+        if not hlo_op and found.get("tf_op"):
+            state[0] = state[1] = None  # a framework op ends a run of one HLO op's kernels
         for k in ("flops", "model_flops", "bytes_accessed"):
-            v = _num(found.get(k))
-            if v is not None:
-                setattr(agg, k, (getattr(agg, k) or 0.0) + v)
-        agg.occurrences += 1
+            if k in found:
+                amount = _num(found[k])
+                if amount is not None:
+                    setattr(agg, k, (getattr(agg, k) or 0.0) + amount)
+        agg.occurrences += int(new_occurrence)
         agg.time_ps += dur
         agg.devices.add(ordinal)
 
@@ -337,9 +400,14 @@ class _Collector:
         by_id = {v: k for k, v in names.items()}
         if "hlo_op" not in by_id:
             return
-        want = {by_id[n]: n for n in ("hlo_op", "hlo_module", "program_id", "device_ordinal") if n in by_id}
+        want = {
+            by_id[n]: n
+            for n in ("hlo_op", "hlo_module", "program_id", "device_ordinal", "run_id", "group_id")
+            if n in by_id
+        }
         hlo_id = by_id["hlo_op"]
         for line in plane.lines:
+            state: list[Any] = [None, None]
             for ev in line.events:
                 found: dict[str, Any] = {}
                 hit = False
@@ -353,7 +421,7 @@ class _Collector:
                 md = plane.event_metadata.get(ev.metadata_id)
                 kname = (md.display_name or md.name) if md is not None else f"event#{ev.metadata_id}"
                 ordinal = found.get("device_ordinal")
-                self._gpu_event(int(ordinal) if isinstance(ordinal, int) else 0, kname, ev, found)
+                self._gpu_event(int(ordinal) if isinstance(ordinal, int) else 0, kname, ev, found, state)
 
     def host_steps(self, plane: Any, names: dict[int, str]) -> list[Step]:
         by_id = {v: k for k, v in names.items()}
@@ -367,7 +435,12 @@ class _Collector:
                     if s.metadata_id == step_id:
                         md = plane.event_metadata.get(ev.metadata_id)
                         label = md.name if md is not None else "step"
-                        out.append(Step(name=f"{label} {_value(s, names)}", duration_ps=float(ev.duration_ps)))
+                        out.append(
+                            Step(
+                                name=f"{label} {_value(s, names)}",
+                                duration_ps=float(ev.duration_ps),
+                            )
+                        )
                         break
         return out
 
@@ -375,8 +448,24 @@ class _Collector:
         out = []
         for ev in line.events:
             md = plane.event_metadata.get(ev.metadata_id)
-            out.append(Step(name=md.name if md is not None else str(ev.metadata_id), duration_ps=float(ev.duration_ps)))
+            out.append(
+                Step(
+                    name=md.name if md is not None else str(ev.metadata_id),
+                    duration_ps=float(ev.duration_ps),
+                )
+            )
         return out
+
+
+def _device_span(ev: Any, dd_id: int | None, do_id: int) -> tuple[int, int]:
+    """(start, end) of an event on the device clock when recorded, else on the line's clock."""
+    start, dur = ev.offset_ps, ev.duration_ps
+    for s in ev.stats:
+        if s.metadata_id == dd_id:
+            dur = s.int64_value + s.uint64_value
+        elif s.metadata_id == do_id:
+            start = s.int64_value + s.uint64_value
+    return start, start + dur
 
 
 def _plane_names(plane: Any) -> dict[int, str]:
@@ -389,21 +478,21 @@ def _device_info(kind: str, stats: dict[str, Any]) -> DeviceInfo:
         info.vendor = "google"
         dt = stats.get("device_type_string")
         info.device_type = str(dt) if dt else None
-        tf = _num(stats.get("peak_teraflops_per_second"))
+        tf = _pos(stats.get("peak_teraflops_per_second"))
         info.peak_flop_rate = tf * 1e12 if tf else None
-        bw = _num(stats.get("peak_hbm_bw_gigabytes_per_second"))
+        bw = _pos(stats.get("peak_hbm_bw_gigabytes_per_second"))
         info.peak_hbm_bandwidth = bw * 1e9 if bw else None
         return info
-    clock = _num(stats.get("clock_rate"))  # kHz
+    clock = _pos(stats.get("clock_rate"))  # kHz
     info.clock_rate_hz = clock * 1e3 if clock else None
-    cores = _num(stats.get("core_count"))
+    cores = _pos(stats.get("core_count"))
     info.core_count = int(cores) if cores else None
-    mem = _num(stats.get("memory_size"))
+    mem = _pos(stats.get("memory_size"))
     info.memory_bytes = mem if mem else None
-    bw = _num(stats.get("memory_bandwidth"))  # bytes/s
+    bw = _pos(stats.get("memory_bandwidth"))  # bytes/s
     info.peak_hbm_bandwidth = bw if bw else None
     major, minor = _num(stats.get("compute_cap_major")), _num(stats.get("compute_cap_minor"))
-    if major is not None:
+    if major is not None and 0 <= major < 100 and (minor is None or 0 <= minor < 100):
         info.compute_capability = (int(major), int(minor or 0))
     vendor = stats.get("device_vendor")
     if isinstance(vendor, str) and vendor:
@@ -441,7 +530,9 @@ def profile_from_xspaces(spaces: list[tuple[str, Any]]) -> ProfileData:
                 busy = col.tpu_plane(ordinal, plane, names) if m_tpu else col.gpu_plane(ordinal, plane, names)
                 active += int(busy)
             elif pname.startswith("/device:TPU:"):
-                profile.attributes["sparse_core_planes"] = int(profile.attributes.get("sparse_core_planes", 0)) + 1
+                profile.attributes["sparse_core_planes"] = (
+                    int(profile.attributes.get("sparse_core_planes", 0)) + 1
+                )
             elif pname == "/host:metadata":
                 names = _plane_names(plane)
                 for k, v in _stats(plane.stats, names).items():
@@ -454,13 +545,6 @@ def profile_from_xspaces(spaces: list[tuple[str, Any]]) -> ProfileData:
                         profile.attributes.setdefault(k, v)
             elif pname.startswith("/host:CPU"):
                 host_planes.append((plane, _plane_names(plane)))
-    # module names for TPU ops (program_id -> name, from the XLA Modules lines)
-    for agg in profile.ops.values():
-        if agg.module is None and agg.program_id is not None:
-            agg.module = col.module_names.get(agg.program_id)
-        kernels = agg.raw.pop("__kernels", None)
-        if kernels is not None:
-            agg.raw["kernel_count"] = (len(kernels[0]), "count")
     if not devices:
         for plane, names in host_planes:
             col.host_ops(plane, names)
@@ -478,8 +562,17 @@ def profile_from_xspaces(spaces: list[tuple[str, Any]]) -> ProfileData:
         first.active = active
         kinds = {d.kind for d in devices.values()}
         if len(kinds) > 1:
-            profile.warnings.append(f"profile mixes device kinds {sorted(kinds)}; hardware describes {first.kind}")
+            profile.warnings.append(
+                f"profile mixes device kinds {sorted(kinds)}; hardware describes {first.kind}"
+            )
         profile.device = first
+    # module names for TPU ops (program_id -> name, from the XLA Modules lines)
+    for agg in profile.ops.values():
+        if agg.module is None and agg.program_id is not None:
+            agg.module = col.module_names.get(agg.program_id)
+        kernels = agg.raw.pop("__kernels", None)
+        if kernels is not None:
+            agg.raw["kernel_count"] = (len(kernels[0]), "count")
     # steps: the device Steps line of the lowest device ordinal, else host step annotations
     if col.steps_by_device:
         ordinal = min(col.steps_by_device)

@@ -93,8 +93,22 @@ def _table() -> _Table:
             m = src["metric"]
             names = (m,) if isinstance(m, str) else tuple(m)
             w = src.get("weights")
+            if w is not None and len(w) != len(names):
+                raise AdapterError(
+                    f"adapters/ncu.toml: `{name}` has {len(names)} source metrics but {len(w)} weights"
+                )
+            combine = src.get("combine")
+            if combine not in (None, "sum", "product", "ratio_pct") or (combine is None and len(names) != 1):
+                raise AdapterError(
+                    f"adapters/ncu.toml: `{name}`: several metrics need combine = sum|product|ratio_pct"
+                )
             sources.append(
-                _Source(names, src.get("combine"), tuple(float(x) for x in w) if w else None, src.get("unit"))
+                _Source(
+                    names,
+                    src.get("combine"),
+                    tuple(float(x) for x in w) if w else None,
+                    src.get("unit"),
+                )
             )
         metrics.append(_Canonical(name, canon[name]["unit"], tuple(sources)))
     units = {k: (v[0], float(v[1])) for k, v in table.get("units", {}).items()}
@@ -114,13 +128,18 @@ def canonical_metrics(raw: dict[str, RawMetric], warnings: set[str] | None = Non
         for src in canon.sources:
             value = _evaluate(src, canon, raw, table.units, warnings)
             if value is not None:
-                out[canon.name] = Quantity(value=value, unit=canon.unit)  # type: ignore[arg-type]
+                out[canon.name] = Quantity(value=value, unit=canon.unit)
                 break
     return out
 
 
 def _in_unit(
-    metric: str, rm: RawMetric, target: str, src: _Source, units: dict[str, tuple[str, float]], warnings: set[str] | None
+    metric: str,
+    rm: RawMetric,
+    target: str,
+    src: _Source,
+    units: dict[str, tuple[str, float]],
+    warnings: set[str] | None,
 ) -> float | None:
     assert isinstance(rm.value, float)  # noqa: S101 - checked by the caller
     if src.unit is not None:
@@ -130,19 +149,27 @@ def _in_unit(
         hit = units.get(spelled)
         if hit is None:
             if warnings is not None:
-                warnings.add(f"unit `{spelled}` of `{metric}` is not in adapters/ncu.toml [units]; left raw only")
+                warnings.add(
+                    f"unit `{spelled}` of `{metric}` is not in adapters/ncu.toml [units]; left raw only"
+                )
             return None
         unit, factor = hit
     try:
         return convert(rm.value * factor, unit, target)
     except UnitError:
         if warnings is not None:
-            warnings.add(f"`{metric}` is in `{rm.unit}`, which cannot be expressed in `{target}`; left raw only")
+            warnings.add(
+                f"`{metric}` is in `{rm.unit}`, which cannot be expressed in `{target}`; left raw only"
+            )
         return None
 
 
 def _evaluate(
-    src: _Source, canon: _Canonical, raw: dict[str, RawMetric], units: dict[str, tuple[str, float]], warnings: set[str] | None
+    src: _Source,
+    canon: _Canonical,
+    raw: dict[str, RawMetric],
+    units: dict[str, tuple[str, float]],
+    warnings: set[str] | None,
 ) -> float | None:
     found = []
     for m in src.metrics:
@@ -156,7 +183,7 @@ def _evaluate(
     elif src.combine == "sum":
         weights = src.weights or (1.0,) * len(found)
         total = 0.0
-        for (m, rm), w in zip(found, weights):
+        for (m, rm), w in zip(found, weights, strict=True):
             v = _in_unit(m, rm, canon.unit, src, units, warnings)
             if v is None:
                 return None
@@ -205,7 +232,9 @@ def _expand(inputs: Sequence[str]) -> list[str]:
         p = Path(item)
         if p.is_dir():
             found = sorted(
-                str(f) for f in p.rglob("*") if f.is_file() and (f.suffix == ".ncu-rep" or f.suffix.lower() in _TEXT_SUFFIXES)
+                str(f)
+                for f in p.rglob("*")
+                if f.is_file() and (f.suffix == ".ncu-rep" or f.suffix.lower() in _TEXT_SUFFIXES)
             )
             if not found:
                 raise InputError(item, None, "directory holds no .csv, .txt, .log or .ncu-rep files")
@@ -230,14 +259,20 @@ def read_reports(path: str, cache: RawCache | None = None) -> tuple[list[Report]
         raise InputError(path, None, "permission denied") from None
     if head == REP_MAGIC or path.endswith(".ncu-rep"):
         if head != REP_MAGIC:
-            raise InputError(path, None, f"not an Nsight Compute report (expected the bytes NVR\\0 at offset 0, got {head!r})")
+            raise InputError(
+                path,
+                None,
+                f"not an Nsight Compute report (expected the bytes NVR\\0 at offset 0, got {head!r})",
+            )
         return [read_rep(path, cache)], None
     if size > MAX_TEXT_BYTES:
         raise LimitExceeded(path, None, f"larger than {MAX_TEXT_BYTES} bytes (the cap for ncu text exports)")
     with open(path, "rb") as fh:
         data = fh.read()
     if not data.strip():
-        raise InputError(path, None, "empty file; expected ncu --csv output, a text page or an .ncu-rep report")
+        raise InputError(
+            path, None, "empty file; expected ncu --csv output, a text page or an .ncu-rep report"
+        )
     if b"\x00" in data[:4096]:
         raise InputError(path, None, "binary file that is not an .ncu-rep report (no NVR\\0 header)")
     return read_text(path, data, cache), data
@@ -251,10 +286,16 @@ def _num(launch: Launch, key: str) -> float | None:
     return m.value if m is not None and isinstance(m.value, float) else None
 
 
-def _arch(cc: str | None, launch: Launch) -> str | None:
-    major = _num(launch, "device__attribute_compute_capability_major")
-    minor = _num(launch, "device__attribute_compute_capability_minor")
-    if major is not None and minor is not None:
+def _device_attr(report: Report, key: str) -> float | str | None:
+    """A device attribute of the first launch, wherever the reader put it."""
+    if key in report.device_attributes:
+        return report.device_attributes[key]
+    m = report.launches[0].raw.get(key)
+    return m.value if m is not None else None
+
+
+def _arch(cc: str | None, major: Any, minor: Any) -> str | None:
+    if isinstance(major, float) and isinstance(minor, float):
         return f"sm_{int(major)}{int(minor)}"
     if cc and "." in cc:
         a, _, b = cc.strip().partition(".")
@@ -263,7 +304,9 @@ def _arch(cc: str | None, launch: Launch) -> str | None:
     return None
 
 
-def _median_frequency(launches: list[Launch], keys: Sequence[str], units: dict[str, tuple[str, float]]) -> Frequency | None:
+def _median_frequency(
+    launches: list[Launch], keys: Sequence[str], units: dict[str, tuple[str, float]]
+) -> Frequency | None:
     values = []
     for la in launches:
         for key in keys:
@@ -285,24 +328,35 @@ def _median_frequency(launches: list[Launch], keys: Sequence[str], units: dict[s
 
 def _hardware(report: Report, warnings: list[str]) -> Hardware | None:
     first = report.launches[0]
-    name_m = first.raw.get("device__attribute_display_name")
-    name = name_m.value if name_m is not None and isinstance(name_m.value, str) else None
-    arch = _arch(first.cc, first)
+    name = _device_attr(report, "device__attribute_display_name")
+    name = name.strip() if isinstance(name, str) else None
+    arch = _arch(
+        first.cc,
+        _device_attr(report, "device__attribute_compute_capability_major"),
+        _device_attr(report, "device__attribute_compute_capability_minor"),
+    )
     if not name:
-        if arch:
-            warnings.append(
-                f"device name not in this export ({report.page} page; compute capability {arch}); "
-                "hardware left empty: use --set hardware.vendor=nvidia --set hardware.device=..."
-            )
+        cc = f"; compute capability {arch}" if arch else ""
+        warnings.append(
+            f"device name not in this export ({report.page} page{cc}); hardware left empty: "
+            "add --set hardware.vendor=nvidia --set 'hardware.device=<GPU model>'"
+        )
         return None
-    sms = _num(first, "device__attribute_multiprocessor_count") or _num(first, "launch__sm_count")
-    memory = _num(first, "device__attribute_total_memory")
+    sms = _device_attr(report, "device__attribute_multiprocessor_count")
+    if not isinstance(sms, float):
+        sms = _num(first, "launch__sm_count")
+    memory = _device_attr(report, "device__attribute_total_memory")
+    memory = memory if isinstance(memory, float) and memory > 0 else None
     devices = {la.device for la in report.launches if la.device is not None}
     if not devices:
         devices = {_num(la, "device__attribute_device_index") for la in report.launches} - {None}  # type: ignore[assignment]
     units = _table().units
-    sm_clock = _median_frequency(report.launches, ("sm__cycles_elapsed.avg.per_second", "SM Frequency"), units)
-    mem_clock = _median_frequency(report.launches, ("dram__cycles_elapsed.avg.per_second", "DRAM Frequency"), units)
+    sm_clock = _median_frequency(
+        report.launches, ("sm__cycles_elapsed.avg.per_second", "SM Frequency"), units
+    )
+    mem_clock = _median_frequency(
+        report.launches, ("dram__cycles_elapsed.avg.per_second", "DRAM Frequency"), units
+    )
     clocks = Clocks(sm_observed=sm_clock, memory_observed=mem_clock) if sm_clock or mem_clock else None
     return Hardware(
         vendor="nvidia",
@@ -315,16 +369,17 @@ def _hardware(report: Report, warnings: list[str]) -> Hardware | None:
     )
 
 
-def _attributes(report: Report) -> dict[str, Any]:
+def _attributes(report: Report, device_attributes: dict[str, Any]) -> dict[str, Any]:
     attrs: dict[str, Any] = {"page": report.page, "launches": len(report.launches)}
     if report.reader:
         attrs["reader"] = report.reader
     first = report.launches[0]
     if first.cc:
         attrs["compute_capability"] = first.cc
-    for key, m in first.raw.items():
+    for key, m in first.raw.items():  # attributes that differ between launches: first device's
         if key.startswith("device__attribute_") and m.value is not None:
             attrs[key] = m.value
+    attrs.update(device_attributes)
     return attrs
 
 
@@ -339,7 +394,11 @@ def _artifact(path: str, data: bytes | None) -> Artifact:
             for chunk in iter(lambda: fh.read(1 << 20), b""):
                 h.update(chunk)
                 size += len(chunk)
-    media = "application/octet-stream" if path.endswith(".ncu-rep") else ("text/csv" if path.lower().endswith(".csv") else "text/plain")
+    media = (
+        "application/octet-stream"
+        if path.endswith(".ncu-rep")
+        else ("text/csv" if path.lower().endswith(".csv") else "text/plain")
+    )
     return Artifact(
         kind="profile",
         name=os.path.basename(path),
@@ -350,11 +409,32 @@ def _artifact(path: str, data: bytes | None) -> Artifact:
     )
 
 
+def _hoist_device_attributes(report: Report) -> dict[str, Any]:
+    """Device attributes that are identical in every launch move out of each launch's raw
+    metrics into the capture's attributes (kept once, verbatim, instead of once per launch)."""
+    first = report.launches[0].raw
+    keys = [k for k, m in first.items() if k.startswith("device__attribute_") and not m.unit]
+    same = [
+        k
+        for k in keys
+        if all(la.raw.get(k) is first[k] or la.raw.get(k) == first[k] for la in report.launches)
+    ]
+    hoisted: dict[str, Any] = dict(report.device_attributes)
+    hoisted.update({k: first[k].value for k in same if first[k].value is not None})
+    drop = set(same)
+    if drop:
+        for la in report.launches:
+            la.raw = {k: v for k, v in la.raw.items() if k not in drop}
+    return hoisted
+
+
 def _records(report: Report, warnings: set[str]) -> list[KernelRecord]:
     records = []
     for la in report.launches:
         metrics = canonical_metrics(la.raw, warnings)
-        process = la.pid if not la.process_name else (f"{la.pid} {la.process_name}" if la.pid else la.process_name)
+        process = (
+            la.pid if not la.process_name else (f"{la.pid} {la.process_name}" if la.pid else la.process_name)
+        )
         invocations = la.raw.get("invocations")
         records.append(
             KernelRecord(
@@ -366,7 +446,9 @@ def _records(report: Report, warnings: set[str]) -> list[KernelRecord]:
                 device=la.device,
                 grid=la.grid or _dims(la, "grid"),
                 block=la.block or _dims(la, "block"),
-                invocations=int(invocations.value) if invocations is not None and isinstance(invocations.value, float) else None,
+                invocations=int(invocations.value)
+                if invocations is not None and isinstance(invocations.value, float)
+                else None,
                 metrics=metrics or None,
                 raw=la.raw or None,
             )
@@ -404,12 +486,15 @@ def _timing(records: list[KernelRecord]) -> Timing:
     )
 
 
-def _packet(path: str, report: Report, data: bytes | None, options: AdapterOptions, index: int, count: int) -> EvidencePacket:
+def _packet(
+    path: str, report: Report, data: bytes | None, options: AdapterOptions, index: int, count: int
+) -> EvidencePacket:
     warnings = list(report.warnings)
     metric_warnings: set[str] = set()
+    hardware = _hardware(report, warnings)
+    device_attributes = _hoist_device_attributes(report)
     records = _records(report, metric_warnings)
     warnings.extend(sorted(metric_warnings))
-    hardware = _hardware(report, warnings)
     summary = None
     if report.summary:
         summary = {k: Quantity(value=v, unit="count") for k, v in report.summary.items()}
@@ -418,14 +503,16 @@ def _packet(path: str, report: Report, data: bytes | None, options: AdapterOptio
     names = list(dict.fromkeys(r.name for r in records))
     base = os.path.basename(path) + (f"#{index + 1}" if count > 1 else "")
     subject_name = names[0] if len(names) == 1 else base
-    description = f"Nsight Compute {report.page} report {base}: {len(records)} launch(es) of {len(names)} kernel(s)"
+    description = (
+        f"Nsight Compute {report.page} report {base}: {len(records)} launch(es) of {len(names)} kernel(s)"
+    )
     capture = ProfilerCapture(
         tool="ncu",
         version=report.tool_version,
         source=_artifact(path, data),
         kernels=records,
         summary=summary,
-        attributes=_attributes(report),
+        attributes=_attributes(report, device_attributes),
         warnings=warnings or None,
     )
     return EvidencePacket(
@@ -433,7 +520,7 @@ def _packet(path: str, report: Report, data: bytes | None, options: AdapterOptio
         created_at=options.created_at or _now(),
         producer=Producer(name="kernel-evidence", version=__version__),
         subject=Subject(kind="kernel", name=subject_name, description=description),
-        status="passed",  # type: ignore[arg-type]
+        status="passed",
         timing=_timing(records),
         profiler=[capture],
         hardware=hardware,
@@ -454,6 +541,8 @@ class NcuAdapter:
     description = "NVIDIA Nsight Compute: --csv details/raw pages, text/summary pages, .ncu-rep reports"
 
     def read(self, inputs: Sequence[str], options: AdapterOptions) -> AdapterResult:
+        from .._ingest import with_packet_id
+
         packets: list[EvidencePacket] = []
         warnings: list[str] = []
         cache = RawCache()
@@ -462,7 +551,7 @@ class NcuAdapter:
                 reports, data = read_reports(path, cache)
                 for i, report in enumerate(reports):
                     packet = _packet(path, report, data, options, i, len(reports))
-                    packets.append(packet.with_id())
+                    packets.append(with_packet_id(packet))
                     for w in packet.profiler[0].warnings or ():  # type: ignore[index]
                         warnings.append(f"{path}: {w}")
         return AdapterResult(packets=packets, warnings=warnings)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import io
 import os
 import re
 import statistics
@@ -57,6 +58,7 @@ __all__ = ["ADAPTER", "XProfAdapter", "read_profile"]
 
 _XPLANE = ".xplane.pb"
 _TRACE = (".trace.json.gz", ".trace.json")
+_PERFETTO = "perfetto_trace.json.gz"  # JAX's copy of <host>.trace.json.gz
 _TOOL_RE = re.compile(
     r"^(?P<prefix>.+?)\.(?P<tool>hlo_stats|roofline_model|overview_page|op_profile|"
     r"framework_op_stats|kernel_stats|trace_viewer)\.json(?:\.gz)?$"
@@ -84,7 +86,7 @@ def _classify(name: str) -> str | None:
         return "xplane"
     if _TOOL_RE.match(name):
         return "tool_json"
-    if low.endswith(_TRACE) or low.endswith(".trace.json.gz"):
+    if low.endswith((*_TRACE, _PERFETTO)):
         return "trace_json"
     if low.endswith((".json", ".json.gz")):
         return "tool_json"
@@ -119,16 +121,7 @@ def _discover(inputs: Sequence[str]) -> tuple[list[_Group], list[str]]:
                     "<host>.trace.json.gz) under plugins/profile/<run>/"
                 )
             for folder, kinds in sorted(by_dir.items()):
-                if "xplane" in kinds:
-                    groups.append(_Group("xplane", kinds["xplane"], str(folder)))
-                    skipped = len(kinds.get("trace_json", [])) + len(kinds.get("tool_json", []))
-                    if skipped:
-                        warnings.append(f"{folder}: read the .xplane.pb; {skipped} trace/tool JSON file(s) beside it not needed")
-                elif "trace_json" in kinds:
-                    groups.append(_Group("trace_json", kinds["trace_json"], str(folder)))
-                else:
-                    for f in kinds.get("tool_json", []):
-                        loose_tools.setdefault(_tool_prefix(f), []).append(f)
+                groups.extend(_folder_groups(folder, kinds, loose_tools, warnings))
             continue
         if not path.exists():
             raise AdapterError(f"{path}: no such file or directory")
@@ -147,11 +140,60 @@ def _discover(inputs: Sequence[str]) -> tuple[list[_Group], list[str]]:
     return groups, warnings
 
 
+def _host_of(path: str) -> str:
+    """``host0.xplane.pb`` / ``host0.trace.json.gz`` / ``host0.hlo_stats.json`` -> ``host0``."""
+    name = Path(path).name
+    for suffix in (_XPLANE, ".trace.json.gz", ".trace.json"):
+        if name.lower().endswith(suffix):
+            return name[: -len(suffix)]
+    return Path(_tool_prefix(path)).name
+
+
+def _folder_groups(
+    folder: Path,
+    kinds: dict[str, list[str]],
+    loose_tools: dict[str, list[str]],
+    warnings: list[str],
+) -> list[_Group]:
+    """The groups of one folder. In a run folder (``plugins/profile/<run>/``) the
+    ``.xplane.pb`` files are the hosts of one run and make one packet; elsewhere each file is
+    its own profile. Trace JSON of a host whose XSpace is read is redundant, and so is
+    ``perfetto_trace.json.gz`` beside ``<host>.trace.json.gz``; tool JSON is grouped by prefix."""
+    out: list[_Group] = []
+    is_run = folder.parent.name == "profile" and folder.parent.parent.name == "plugins"
+    xplanes = kinds.get("xplane", [])
+    hosts = {_host_of(f) for f in xplanes}
+    if xplanes:
+        if is_run:
+            out.append(_Group("xplane", xplanes, str(folder)))
+        else:
+            out.extend(_Group("xplane", [f], f) for f in xplanes)
+    traces = [t for t in kinds.get("trace_json", []) if _host_of(t) not in hosts]
+    if len(traces) > 1 or xplanes:  # perfetto_trace.json.gz repeats <host>.trace.json.gz
+        traces = [t for t in traces if Path(t).name != _PERFETTO]
+    skipped = len(kinds.get("trace_json", [])) - len(traces)
+    if traces:
+        if is_run:
+            out.append(_Group("trace_json", traces, str(folder)))
+        else:
+            out.extend(_Group("trace_json", [t], t) for t in traces)
+    for f in kinds.get("tool_json", []):
+        if _host_of(f) in hosts:
+            skipped += 1
+        else:
+            loose_tools.setdefault(_tool_prefix(f), []).append(f)
+    if skipped:
+        warnings.append(f"{folder}: {skipped} JSON file(s) repeat a profile already read; skipped")
+    return out
+
+
 def _read_bytes(path: str) -> bytes:
     try:
         size = os.path.getsize(path)
         if size > MAX_FILE_BYTES:
-            raise AdapterError(f"{path}: {size} bytes is over the {MAX_FILE_BYTES}-byte limit for one profile file")
+            raise AdapterError(
+                f"{path}: {size} bytes is over the {MAX_FILE_BYTES}-byte limit for one profile file"
+            )
         with open(path, "rb") as fh:
             return fh.read()
     except OSError as exc:
@@ -159,16 +201,18 @@ def _read_bytes(path: str) -> bytes:
 
 
 def read_json_file(path: str) -> Any:
-    """Load a (possibly gzipped) JSON file with the size caps; one-line AdapterError on bad input."""
+    """Load a (possibly gzipped) JSON file within the size caps; one-line AdapterError if bad."""
     import msgspec
 
     data = _read_bytes(path)
     if data[:2] == b"\x1f\x8b":
         try:
-            with gzip.GzipFile(fileobj=_BytesReader(data)) as gz:
+            with gzip.GzipFile(fileobj=io.BytesIO(data)) as gz:
                 data = gz.read(MAX_JSON_BYTES + 1)
         except (OSError, EOFError) as exc:
-            raise AdapterError(f"{path}: truncated or corrupt gzip ({exc}); expected gzip-compressed JSON") from None
+            raise AdapterError(
+                f"{path}: truncated or corrupt gzip ({exc}); expected gzip-compressed JSON"
+            ) from None
         if len(data) > MAX_JSON_BYTES:
             raise AdapterError(f"{path}: decompresses to more than {MAX_JSON_BYTES} bytes")
     try:
@@ -177,27 +221,13 @@ def read_json_file(path: str) -> Any:
         raise AdapterError(f"{path}: not valid JSON ({exc}); expected XProf trace or tool JSON") from None
 
 
-class _BytesReader:
-    """Minimal file object over bytes (avoids copying into io.BytesIO twice)."""
-
-    def __init__(self, data: bytes) -> None:
-        self._mv = memoryview(data)
-        self._pos = 0
-
-    def read(self, n: int = -1) -> bytes:
-        end = len(self._mv) if n is None or n < 0 else min(self._pos + n, len(self._mv))
-        out = bytes(self._mv[self._pos : end])
-        self._pos = end
-        return out
-
-
 def read_profile(group_kind: str, files: list[str]) -> tuple[ProfileData, list[bytes]]:
-    """Read one group of files into :class:`ProfileData`; also returns the raw bytes read (for digests)."""
+    """Read one group of files into :class:`ProfileData`, with the bytes read (for digests)."""
     if group_kind == "xplane":
         from ._xprof_xplane import parse_xspace, profile_from_xspaces
 
         blobs = [_read_bytes(f) for f in files]
-        spaces = [(f, parse_xspace(b, f)) for f, b in zip(files, blobs)]
+        spaces = [(f, parse_xspace(b, f)) for f, b in zip(files, blobs, strict=True)]
         return profile_from_xspaces(spaces), blobs
     from . import _xprof_json
 
@@ -233,9 +263,8 @@ def _nvidia_arch_name(cc: tuple[int, int]) -> str:
     best = None
     for key, val in names.items():
         km, _, kn = key.partition(".")
-        if int(km) == major and (not kn or int(kn) <= minor):
-            if best is None or (kn and int(kn) <= minor):
-                best = val
+        if int(km) == major and (not kn or int(kn) <= minor) and (best is None or kn):
+            best = val
     return str(exact or best or "")
 
 
@@ -270,7 +299,8 @@ def _gpu_identity(info: DeviceInfo, profile: ProfileData) -> tuple[str, str, str
         if cuda_like:
             vendor = "nvidia"
             profile.warnings.append(
-                "GPU planes record no device_vendor; assumed NVIDIA from the CUDA kernel_details (`regs:`)"
+                "the profile records no GPU vendor (device_vendor); "
+                "assumed NVIDIA from the CUDA kernel details (`regs:`)"
             )
         else:
             vendor = "other"
@@ -315,7 +345,7 @@ def _bound_by(
 
 
 def _q(value: float, unit: str) -> Quantity:
-    return Quantity(value=float(value), unit=unit)  # type: ignore[arg-type]
+    return Quantity(value=float(value), unit=unit)
 
 
 def _raw(value: Any, unit: str | None = None) -> RawMetric:
@@ -439,14 +469,18 @@ def _hardware(profile: ProfileData) -> Hardware | None:
     else:
         return None
     return Hardware(
-        vendor=vendor,  # type: ignore[arg-type]
+        vendor=vendor,
         device=device,
         arch=arch,
         count=info.count or None,
         compute_units=info.core_count or None,
         memory=ByteSize(value=float(info.memory_bytes), unit="B") if info.memory_bytes else None,
-        peak_bandwidth=Bandwidth(value=info.peak_hbm_bandwidth / 1e9, unit="GB/s") if info.peak_hbm_bandwidth else None,
-        peak_flop_rate=FlopRate(value=info.peak_flop_rate / 1e12, unit="TFLOP/s") if info.peak_flop_rate else None,
+        peak_bandwidth=Bandwidth(value=info.peak_hbm_bandwidth / 1e9, unit="GB/s")
+        if info.peak_hbm_bandwidth
+        else None,
+        peak_flop_rate=FlopRate(value=info.peak_flop_rate / 1e12, unit="TFLOP/s")
+        if info.peak_flop_rate
+        else None,
     )
 
 
@@ -469,8 +503,13 @@ def _summary(profile: ProfileData, records: list[OpAgg]) -> dict[str, Quantity]:
         out["arithmetic_intensity"] = _q(total_flops / total_bytes, "ratio")
     if profile.program_time_ps > 0:
         out["program_time"] = _q(profile.program_time_ps / 1000.0, "ns")
+    if profile.device_time_ps > 0:
+        span = profile.device_time_ps * 1e-12
+        out["device_time"] = _q(profile.device_time_ps / 1000.0, "ns")
         if total_flops is not None:
-            out["achieved_flop_rate"] = _q(total_flops / (profile.program_time_ps * 1e-12), "FLOP/s")
+            out["achieved_flop_rate"] = _q(total_flops / span, "FLOP/s")
+        if total_bytes is not None:
+            out["achieved_bandwidth"] = _q(total_bytes / span / 1e9, "GB/s")
     if info.peak_flop_rate and info.peak_hbm_bandwidth:
         out["hbm_ridge_point"] = _q(info.peak_flop_rate / info.peak_hbm_bandwidth, "ratio")
     if profile.steps:
@@ -513,9 +552,9 @@ def _attributes(profile: ProfileData) -> dict[str, Any]:
 
 
 def _timing(profile: ProfileData) -> Timing | None:
-    if not profile.steps:
+    ms = [s.duration_ps * 1e-9 for s in profile.steps if s.duration_ps >= 0]
+    if not ms:
         return None
-    ms = [s.duration_ps * 1e-9 for s in profile.steps]
     stats = Stats(
         unit="ms",
         median=statistics.median(ms),
@@ -526,8 +565,14 @@ def _timing(profile: ProfileData) -> Timing | None:
         n=len(ms),
         samples=ms if len(ms) <= 10000 else None,
     )
-    where = f"device {profile.steps[0].device}" if profile.steps[0].device is not None else "host step annotations"
-    return Timing(method="xprof", repeats=len(ms), stats=stats, notes=f"step times from the profile ({where})")
+    where = (
+        f"device {profile.steps[0].device}"
+        if profile.steps[0].device is not None
+        else "host step annotations"
+    )
+    return Timing(
+        method="xprof", repeats=len(ms), stats=stats, notes=f"step times from the profile ({where})"
+    )
 
 
 def _artifact(path: str, blob: bytes, kind: str) -> Artifact:
@@ -542,7 +587,9 @@ def _artifact(path: str, blob: bytes, kind: str) -> Artifact:
     )
 
 
-def build_packet(profile: ProfileData, blobs: list[bytes], group: _Group, options: AdapterOptions) -> EvidencePacket:
+def build_packet(
+    profile: ProfileData, blobs: list[bytes], group: _Group, options: AdapterOptions
+) -> EvidencePacket:
     """Turn one :class:`ProfileData` into a packet (no packet_id yet)."""
     hardware = _hardware(profile)
     ops = sorted(profile.ops.values(), key=lambda o: (-o.given.get("time_ps", o.time_ps), o.key))
@@ -550,7 +597,11 @@ def build_packet(profile: ProfileData, blobs: list[bytes], group: _Group, option
     created = options.created_at
     if created is None:
         start = profile.attributes.get("profile_start_time")
-        created = _rfc3339(start) if isinstance(start, int) and start > 0 else time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        created = (
+            _rfc3339(start)
+            if isinstance(start, int) and start > 0
+            else time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        )
     capture = ProfilerCapture(
         tool="xprof",
         version=None,
@@ -583,7 +634,9 @@ class XProfAdapter:
     def read(self, inputs: Sequence[str], options: AdapterOptions) -> AdapterResult:
         """One packet per profile run (or per set of tool JSON files sharing a prefix)."""
         if not inputs:
-            raise AdapterError("xprof: no input given; expected a .xplane.pb file or a plugins/profile/<run>/ directory")
+            raise AdapterError(
+                "xprof: no input given; expected a .xplane.pb file or a plugins/profile/<run>/ directory"
+            )
         groups, warnings = _discover(inputs)
         packets: list[EvidencePacket] = []
         for group in groups:
@@ -592,8 +645,15 @@ class XProfAdapter:
             except KernelEvidenceError:
                 raise
             except Exception as exc:  # noqa: BLE001 - a bug or an unforeseen shape must stay one line
-                raise AdapterError(f"{group.label}: could not read the profile ({type(exc).__name__}: {exc})") from None
-            packet = build_packet(profile, blobs, group, options)
+                raise AdapterError(
+                    f"{group.label}: could not read the profile ({type(exc).__name__}: {exc})"
+                ) from None
+            try:
+                packet = build_packet(profile, blobs, group, options)
+            except (ValueError, OverflowError) as exc:  # pydantic's ValidationError is a ValueError
+                first = str(exc).splitlines()
+                detail = " ".join(first[:3]) if first else type(exc).__name__
+                raise AdapterError(f"{group.label}: values out of range ({detail})") from None
             packets.append(packet.with_id())
             warnings.extend(f"{group.label}: {w}" for w in profile.warnings)
         return AdapterResult(packets=packets, warnings=warnings)

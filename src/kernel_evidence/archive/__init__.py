@@ -1,18 +1,33 @@
 """Archive packets into a Parquet dataset, export them back, and report on them.
 
->>> from kernel_evidence.archive import archive_packets, export_packets, open_archive
+The pipeline: :func:`archive_packets` (packets in, typed columns plus the lossless packet
+out, hive-partitioned by vendor and month), :func:`open_archive` (a ``pyarrow.dataset``
+with the fixed schema), :func:`export_packets` (the packets back as JSONL), and
+:func:`write_report` (one self-contained HTML file). See ``docs/archive.md``.
 """
 
 from __future__ import annotations
 
-from .schema import ARCHIVE_LAYOUT_VERSION, DATASET_SCHEMA, FILE_SCHEMA
+from .reader import WhereError, export_packets, iter_packets, open_archive, parse_where, read_table
+from .report import build_report, write_report
+from .schema import ARCHIVE_LAYOUT_VERSION, COLUMNS, DATASET_SCHEMA, FILE_SCHEMA, PARTITION_SCHEMA
 from .writer import ArchiveSummary, Refusal, archive_packets
 
 __all__ = [
     "ARCHIVE_LAYOUT_VERSION",
+    "COLUMNS",
     "DATASET_SCHEMA",
     "FILE_SCHEMA",
+    "PARTITION_SCHEMA",
     "ArchiveSummary",
     "Refusal",
+    "WhereError",
     "archive_packets",
+    "build_report",
+    "export_packets",
+    "iter_packets",
+    "open_archive",
+    "parse_where",
+    "read_table",
+    "write_report",
 ]

@@ -12,7 +12,12 @@ from .schema import ARCHIVE_LAYOUT_VERSION, MARKER_NAME
 
 __all__ = [
     "check_layout",
-    "data_files", "format_version", "init_marker", "parse_version", "read_marker"]
+    "data_files",
+    "format_version",
+    "init_marker",
+    "parse_version",
+    "read_marker",
+]
 
 _FORMAT = "kevidence-archive"
 
@@ -57,7 +62,9 @@ def read_marker(root: Path, *, for_write: bool) -> dict[str, Any]:
     except (OSError, ValueError) as exc:
         raise ArchiveError(f"{marker}: unreadable archive marker ({exc})") from None
     if not isinstance(meta, dict) or meta.get("format") != _FORMAT:
-        raise ArchiveError(f"{marker}: not a kevidence archive marker (expected format `{_FORMAT}`)")
+        raise ArchiveError(
+            f"{marker}: not a kevidence archive marker (expected format `{_FORMAT}`)"
+        )
     check_layout(root, parse_version(meta.get("layout_version"), str(marker)), for_write=for_write)
     return meta
 

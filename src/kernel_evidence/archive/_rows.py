@@ -13,7 +13,7 @@ import math
 import re
 from typing import Any, Final
 
-from ..units import UNIT_FACTORS, Dimension
+from ..units import UNIT_FACTORS, Dimension, convert
 
 __all__ = ["VENDORS", "extract", "partition_of"]
 
@@ -25,17 +25,18 @@ VENDORS: Final = frozenset(
 _TS_RE: Final = re.compile(r"^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?Z$")
 
 
-def _factors(dim: Dimension, scale: float) -> dict[str, float]:
-    return {u: f / scale for u, (d, f) in UNIT_FACTORS.items() if d is dim}
+def _factors(dim: Dimension, target: str) -> dict[str, float]:
+    """Exact factors (``ms`` -> ``ns`` is 1e6, not 999999.9999) from every unit of ``dim``."""
+    return {u: convert(1.0, u, target) for u, (d, _) in UNIT_FACTORS.items() if d is dim}
 
 
-_TO_NS: Final = _factors(Dimension.TIME, 1e-9)
-_TO_S: Final = _factors(Dimension.TIME, 1.0)
-_TO_FLOP: Final = _factors(Dimension.FLOP, 1.0)
-_TO_B: Final = _factors(Dimension.BYTES, 1.0)
-_TO_FLOPS: Final = _factors(Dimension.FLOP_RATE, 1.0)
-_TO_BPS: Final = _factors(Dimension.BANDWIDTH, 1.0)
-_TO_J: Final = _factors(Dimension.ENERGY, 1.0)
+_TO_NS: Final = _factors(Dimension.TIME, "ns")
+_TO_S: Final = _factors(Dimension.TIME, "s")
+_TO_FLOP: Final = _factors(Dimension.FLOP, "FLOP")
+_TO_B: Final = _factors(Dimension.BYTES, "B")
+_TO_FLOPS: Final = _factors(Dimension.FLOP_RATE, "FLOP/s")
+_TO_BPS: Final = _factors(Dimension.BANDWIDTH, "B/s")
+_TO_J: Final = _factors(Dimension.ENERGY, "J")
 
 _EMPTY: Final[dict[str, Any]] = {}
 
@@ -102,10 +103,7 @@ def created_micros(s: Any) -> int | None:
 def partition_of(data: dict[str, Any]) -> tuple[str, str]:
     """``(vendor, month)`` directory values. Never free text: safe as a path component."""
     v = _d(data.get("hardware")).get("vendor", None)
-    if v is None:
-        vendor = "unknown"
-    else:
-        vendor = v if isinstance(v, str) and v in VENDORS else "invalid"
+    vendor = "unknown" if v is None else (v if isinstance(v, str) and v in VENDORS else "invalid")
     c = data.get("created_at")
     month = c[:7] if isinstance(c, str) and _TS_RE.match(c) else "unknown"
     return vendor, month
@@ -178,7 +176,9 @@ def extract(data: dict[str, Any], peaks: Any = None) -> list[Any]:
     p_flops = _qty(hw.get("peak_flop_rate"), _TO_FLOPS)
     p_bw = _qty(hw.get("peak_bandwidth"), _TO_BPS)
     if peaks is not None and (p_flops is None or p_bw is None):
-        known = peaks(_s(hw.get("device")), _s(hw.get("arch")), _strs(task.get("dtypes")))
+        known = peaks(
+            _s(hw.get("device")), _s(hw.get("arch")), tuple(_strs(task.get("dtypes")) or ())
+        )
         if known is not None:
             count = _int(hw.get("count")) or 1
             p_flops = p_flops if p_flops is not None else known[0] * count

@@ -36,6 +36,9 @@ _PARTITIONING = ds.partitioning(PARTITION_SCHEMA, flavor="hive")
 _WHERE_RE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(!=|>=|<=|=|<|>)\s*(.*?)\s*$")
 
 
+_EXPECTED = "expected COLUMN OP VALUE with OP one of = != < <= > >="
+
+
 class WhereError(ValueError):
     """A ``--where`` filter that cannot be understood (a usage error)."""
 
@@ -70,7 +73,9 @@ def _check_file(path: Path) -> None:
     kv = meta.metadata or {}
     raw = kv.get(META_LAYOUT_VERSION)
     if raw is None:
-        raise ArchiveError(f"{path}: not a kevidence archive file (no archive layout version in its metadata)")
+        raise ArchiveError(
+            f"{path}: not a kevidence archive file (no archive layout version in its metadata)"
+        )
     found = _layout.parse_version(raw.decode("utf-8", "replace"), str(path))
     _layout.check_layout(path, found, for_write=False)
 
@@ -103,7 +108,9 @@ def scan(
 
 
 def read_table(
-    root: str | os.PathLike[str], columns: list[str] | None = None, where: pc.Expression | None = None
+    root: str | os.PathLike[str],
+    columns: list[str] | None = None,
+    where: pc.Expression | None = None,
 ) -> pa.Table:
     """The selected columns of the whole archive as one table (checks every file)."""
     names = columns if columns is not None else DATASET_SCHEMA.names
@@ -111,7 +118,9 @@ def read_table(
     return pa.Table.from_batches(list(scan(root, names, where)), schema=schema)
 
 
-def iter_packets(root: str | os.PathLike[str], where: Iterable[str] | pc.Expression | None = None) -> Iterator[bytes]:
+def iter_packets(
+    root: str | os.PathLike[str], where: Iterable[str] | pc.Expression | None = None
+) -> Iterator[bytes]:
     """The archived packets' JSON bytes (compact, as they came in), optionally filtered."""
     expr = where if isinstance(where, pc.Expression) or where is None else parse_where(where)
     for batch in scan(root, ["packet"], expr):
@@ -205,12 +214,12 @@ def parse_where(filters: Iterable[str]) -> pc.Expression | None:
     for text in filters:
         m = _WHERE_RE.match(text)
         if m is None:
-            raise WhereError(
-                f"cannot read filter `{text}`; expected COLUMN OP VALUE with OP one of = != < <= > >="
-            )
+            raise WhereError(f"cannot read filter `{text}`; {_EXPECTED}")
         name, op, raw = m.groups()
         if name not in DATASET_SCHEMA.names:
-            raise WhereError(f"unknown column `{name}` in filter `{text}`; see docs/archive.md for the columns")
+            raise WhereError(
+                f"unknown column `{name}` in filter `{text}`; see docs/archive.md for the columns"
+            )
         typ = DATASET_SCHEMA.field(name).type
         field = pc.field(name)
         if op in ("=", "!=") and "|" in raw:

@@ -118,8 +118,16 @@ COLUMNS: Final[tuple[Column, ...]] = (
     ),
     Column("work_flop", _F64, "`task.work.flops` (or the timed shape's) in FLOP"),
     Column("work_bytes", _F64, "`task.work.bytes` (or the timed shape's) in bytes"),
-    Column("peak_flop_per_s", _F64, "`hardware.peak_flop_rate` in FLOP/s"),
-    Column("peak_bytes_per_s", _F64, "`hardware.peak_bandwidth` in B/s"),
+    Column(
+        "peak_flop_per_s",
+        _F64,
+        "`hardware.peak_flop_rate` in FLOP/s, else the device peak table for the task's dtypes",
+    ),
+    Column(
+        "peak_bytes_per_s",
+        _F64,
+        "`hardware.peak_bandwidth` in B/s, else the device peak table",
+    ),
     Column(
         "sol_fraction",
         _F64,

@@ -7,18 +7,22 @@ grows is the set of packet ids used to skip duplicates: 32 bytes of digest per p
 Atomic: every file is written under a hidden ``.name.tmp`` name and renamed into place only
 after every file of the run was written, flushed and synced. A failure (a full disk, a
 permission error, an interrupt) removes the temporary files, so readers never see a partial
-file and the dataset is exactly as it was. A process killed during the final renames leaves
-whole files only; running the same archive command again adds what is missing.
+file and the dataset is exactly as it was. A failure during the final renames removes the
+files already renamed; a process killed during them leaves whole files only, and running
+the same archive command again adds what is missing.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import io
 import os
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -48,9 +52,11 @@ __all__ = ["ArchiveSummary", "Refusal", "archive_packets"]
 
 #: rows per row group, and the packet bytes that close a row group early
 ROW_GROUP_ROWS = 65_536
-ROW_GROUP_BYTES = 64 << 20
+ROW_GROUP_BYTES = 32 << 20
 #: packet bytes buffered over all partitions before the largest buffer is flushed
-BUFFER_BYTES = 128 << 20
+BUFFER_BYTES = 64 << 20
+#: rows kept as Python values before they become an Arrow batch (bounds Python overhead)
+STAGE_ROWS = 2048
 #: rows per file before a partition starts a new file
 FILE_ROWS = 1_048_576
 _MAX_KEPT_REFUSALS = 1000
@@ -93,6 +99,8 @@ class _FdWriter(io.RawIOBase):
 
     def __init__(self, fd: int) -> None:
         self._fd = fd
+        #: set when the file is abandoned: later writes (a flush at close) go nowhere
+        self.discard = False
 
     def writable(self) -> bool:
         return True
@@ -100,6 +108,8 @@ class _FdWriter(io.RawIOBase):
     def write(self, b: Any) -> int:
         view = memoryview(b).cast("B")
         total = len(view)
+        if self.discard:
+            return total
         while view:
             n = os.write(self._fd, view)
             view = view[n:]
@@ -119,12 +129,16 @@ class _PartFile:
         self.tmp = directory / f".{self.name}.tmp"
         self.rows = 0
         self._fd = os.open(self.tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-        self._buf = io.BufferedWriter(_FdWriter(self._fd), 1 << 20)
+        self._raw = _FdWriter(self._fd)
+        self._buf = io.BufferedWriter(self._raw, 1 << 20)
         self._writer: pq.ParquetWriter | None = pq.ParquetWriter(
             self._buf,
             FILE_SCHEMA.with_metadata(metadata),
             compression="zstd",
-            compression_level=3,
+            # JSON compresses far better over large pages and a higher level; the typed
+            # columns are small and read often, so they keep the fast level
+            compression_level={n: (7 if n == "packet" else 3) for n in FILE_SCHEMA.names},
+            data_page_size=8 << 20,
             use_dictionary=list(DICTIONARY_COLUMNS),
             write_statistics=_STATS_COLUMNS,
         )
@@ -146,19 +160,22 @@ class _PartFile:
 
     def _close_fd(self) -> None:
         if self._fd >= 0:
-            try:
+            with contextlib.suppress(OSError):
                 os.close(self._fd)
-            except OSError:
-                pass
             self._fd = -1
 
     def abort(self) -> None:
+        """Abandon the file: nothing more reaches the disk, then it is removed."""
+        self._raw.discard = True
+        with contextlib.suppress(Exception):
+            if self._writer is not None:
+                self._writer.close()
         self._writer = None
+        with contextlib.suppress(Exception):
+            self._buf.close()
         self._close_fd()
-        try:
+        with contextlib.suppress(FileNotFoundError):
             os.unlink(self.tmp)
-        except FileNotFoundError:
-            pass
 
 
 class _Partition:
@@ -169,20 +186,40 @@ class _Partition:
         self.rel = Path(f"vendor={key[0]}") / f"month={key[1]}"
         self.dir = root / self.rel
         self.rows: list[list[Any]] = []
+        self.batches: list[pa.RecordBatch] = []
+        self.count = 0
         self.bytes = 0
         self.files: list[_PartFile] = []
         self.existing: set[bytes] | None = None
 
-    def table(self) -> pa.Table:
-        cols = list(zip(*self.rows))
-        arrays = [pa.array(col, type=c.type) for col, c in zip(cols, COLUMNS)]
-        return pa.Table.from_arrays(arrays, schema=FILE_SCHEMA)
+    def append(self, row: list[Any], size: int) -> None:
+        self.rows.append(row)
+        self.count += 1
+        self.bytes += size
+        if len(self.rows) >= STAGE_ROWS:
+            self._stage()
+
+    def _stage(self) -> None:
+        if self.rows:
+            cols = list(zip(*self.rows, strict=True))
+            arrays = [pa.array(col, type=c.type) for col, c in zip(cols, COLUMNS, strict=True)]
+            self.batches.append(pa.RecordBatch.from_arrays(arrays, schema=FILE_SCHEMA))
+            self.rows = []
+
+    def take(self) -> pa.Table:
+        """Everything buffered, as one table; the buffer is emptied."""
+        self._stage()
+        table = pa.Table.from_batches(self.batches, schema=FILE_SCHEMA)
+        self.batches, self.count, self.bytes = [], 0, 0
+        return table
 
 
 def _digest(pid: str) -> bytes:
     """32 raw bytes of a ``sha256:`` id (or the id text itself when it is not one)."""
     try:
-        return bytes.fromhex(pid[7:]) if pid.startswith("sha256:") and len(pid) == 71 else pid.encode()
+        return (
+            bytes.fromhex(pid[7:]) if pid.startswith("sha256:") and len(pid) == 71 else pid.encode()
+        )
     except ValueError:
         return pid.encode()
 
@@ -196,6 +233,7 @@ class _Writer:
         self.buffered = 0
         self.summary = ArchiveSummary()
         self.created_dirs: list[Path] = []
+        self.renamed: list[Path] = []
         self.metadata = {
             META_LAYOUT_VERSION: _layout.format_version(ARCHIVE_LAYOUT_VERSION).encode(),
             META_SCHEMA_VERSION: SCHEMA_VERSION.encode(),
@@ -220,13 +258,19 @@ class _Writer:
             self.summary.refused.append(r)
         return r
 
-    def add(self, data: Any, raw: bytes | None, source: str, location: str | None) -> Refusal | None:
+    def add(
+        self, data: Any, raw: bytes | None, source: str, location: str | None
+    ) -> Refusal | None:
         if not isinstance(data, dict):
-            return self.refuse(source, location, [f"expected a JSON object (a packet), got {type(data).__name__}"])
+            return self.refuse(
+                source, location, [f"expected a JSON object (a packet), got {type(data).__name__}"]
+            )
         pid = data.get("packet_id")
         if not isinstance(pid, str):
             if pid is not None:
-                return self.refuse(source, location, [f"expected `packet_id` to be a string, got {type(pid).__name__} - at `/packet_id`"])
+                got = type(pid).__name__
+                why = f"expected `packet_id` to be a string, got {got} - at `/packet_id`"
+                return self.refuse(source, location, [why])
             pid = packet_id_for(data)
             data = {"packet_id": pid, **data}
             raw = None
@@ -247,20 +291,20 @@ class _Writer:
         packet = _encoder.encode(data) if raw is None else raw
         row = extract(data, self.peaks)
         row.extend((checked.ok, checked.grade, checked.reasons, checked.findings, packet))
-        part.rows.append(row)
-        part.bytes += len(packet)
+        part.append(row, len(packet))
         self.buffered += len(packet)
         self.summary.added += 1
-        if len(part.rows) >= ROW_GROUP_ROWS or part.bytes >= ROW_GROUP_BYTES:
+        if part.count >= ROW_GROUP_ROWS or part.bytes >= ROW_GROUP_BYTES:
             self._flush(part)
         elif self.buffered >= BUFFER_BYTES:
             self._flush(max(self.parts.values(), key=lambda p: p.bytes))
         return None
 
     def _flush(self, part: _Partition) -> None:
-        if not part.rows:
+        if not part.count:
             return
-        table = part.table()
+        self.buffered -= part.bytes
+        table = part.take()
         if not part.files or part.files[-1].rows >= FILE_ROWS:
             if not part.dir.is_dir():
                 for d in (part.dir.parent, part.dir):
@@ -269,9 +313,6 @@ class _Writer:
                         self.created_dirs.append(d)
             part.files.append(_PartFile(part.dir, self.metadata))
         part.files[-1].write(table)
-        self.buffered -= part.bytes
-        part.rows = []
-        part.bytes = 0
 
     # -- ending --------------------------------------------------------------------------
 
@@ -283,21 +324,26 @@ class _Writer:
             f.finish()
         for part in self.parts.values():
             for f in part.files:
+                if f.final.exists():  # a name clash is next to impossible; never replace a file
+                    raise FileExistsError(errno.EEXIST, "file exists", str(f.final))
                 os.replace(f.tmp, f.final)
+                self.renamed.append(f.final)
                 self.summary.files.append(str(part.rel / f.name))
         for part in self.parts.values():
             if part.files:
                 _fsync_dir(part.dir)
 
     def abort(self) -> None:
+        """Undo everything: temporary files, files already renamed, directories we made."""
+        for path in self.renamed:
+            with contextlib.suppress(OSError):
+                os.unlink(path)
         for part in self.parts.values():
             for f in part.files:
                 f.abort()
         for d in reversed(self.created_dirs):
-            try:
+            with contextlib.suppress(OSError):
                 d.rmdir()
-            except OSError:
-                pass
 
 
 def _fsync_dir(path: Path) -> None:
@@ -346,7 +392,7 @@ def _documents(
                     loc = f"{rec.location or 'item'} {i}" if rec.location else f"item {i}"
                     yield rec.source, loc, item, None, None
             else:
-                yield rec.source, rec.location, data, msgspec.json.format(rec.data, indent=0), None
+                yield rec.source, rec.location, data, msgspec.json.format(rec.data, indent=-1), None
 
 
 def archive_packets(
@@ -384,15 +430,18 @@ def archive_packets(
         writer.abort()
         what = exc.strerror or type(exc).__name__
         where = f" ({exc.filename})" if exc.filename else ""
-        raise ArchiveError(f"{root}: could not write the archive: {what}{where}; nothing was added") from None
+        raise ArchiveError(
+            f"{root}: could not write the archive: {what}{where}; nothing was added"
+        ) from None
     except BaseException:
         writer.abort()
         raise
     return writer.summary
 
 
+@lru_cache(maxsize=4096)
 def _table_peaks(
-    device: str | None, arch: str | None, dtypes: list[str] | None
+    device: str | None, arch: str | None, dtypes: tuple[str, ...]
 ) -> tuple[float, float] | None:
     """(FLOP/s, B/s) of one device from the rule engine's peak table, for the task's dtypes."""
     from ..rules import device_peaks
@@ -401,7 +450,7 @@ def _table_peaks(
     peaks = device_peaks(device, arch)
     if peaks is None:
         return None
-    return peak_flops_for(peaks, tuple(dtypes or ())), peaks.bandwidth
+    return peak_flops_for(peaks, dtypes), peaks.bandwidth
 
 
 def _peak_lookup() -> Any:

@@ -1,3 +1,4 @@
+# ruff: noqa: E501, B008  (typer declares options as defaults; help texts unwrapped)
 """``kevidence archive PACKETS... --to DIR``: add packets to a Parquet archive."""
 
 from __future__ import annotations
@@ -14,25 +15,42 @@ from ._common import EXIT_INVALID, EXIT_OK, fail
 def register(app: typer.Typer) -> None:
     @app.command("archive")
     def archive_cmd(
-        paths: list[str] = typer.Argument(..., help="Packet files, directories (recursive) or - for stdin; .json, .jsonl, .json.zst, .jsonl.zst."),
-        to: str = typer.Option(..., "--to", help="Archive directory (created when new; appended to when it exists)."),
-        allow_invalid: bool = typer.Option(False, "--allow-invalid", help="Store invalid packets too, with their findings and grade."),
+        paths: list[str] = typer.Argument(
+            ...,
+            help="Packet files, directories (recursive) or - for stdin; .json, .jsonl, .json.zst, .jsonl.zst.",
+        ),
+        to: str = typer.Option(
+            ..., "--to", help="Archive directory (created when new; appended to when it exists)."
+        ),
+        allow_invalid: bool = typer.Option(
+            False,
+            "--allow-invalid",
+            help="Store invalid packets too, with their findings and grade.",
+        ),
         quiet: bool = typer.Option(False, "--quiet", "-q", help="Only the summary line."),
-        max_record_bytes: int = typer.Option(Limits.max_record_bytes, help="Largest single document accepted."),
-        max_decompressed_bytes: int = typer.Option(Limits.max_decompressed_bytes, help="Largest amount one zstd file may decompress to."),
+        max_record_bytes: int = typer.Option(
+            Limits.max_record_bytes, help="Largest single document accepted."
+        ),
+        max_decompressed_bytes: int = typer.Option(
+            Limits.max_decompressed_bytes, help="Largest amount one zstd file may decompress to."
+        ),
     ) -> None:
         """Archive packets into a Parquet dataset: exit 0 when every packet was archived or
         already present, 1 when any was refused or the archive could not be written."""
         from ..archive import archive_packets
 
-        limits = Limits(max_record_bytes=max_record_bytes, max_decompressed_bytes=max_decompressed_bytes)
+        limits = Limits(
+            max_record_bytes=max_record_bytes, max_decompressed_bytes=max_decompressed_bytes
+        )
 
         def show(refusal: object) -> None:
             if not quiet:
                 sys.stderr.write(f"refused: {refusal.line()}\n")  # type: ignore[attr-defined]
 
         try:
-            summary = archive_packets(paths, to, allow_invalid=allow_invalid, limits=limits, on_refusal=show)
+            summary = archive_packets(
+                paths, to, allow_invalid=allow_invalid, limits=limits, on_refusal=show
+            )
         except ArchiveError as exc:
             fail(str(exc))
         sys.stdout.write(

@@ -1,3 +1,4 @@
+# ruff: noqa: E501, B008  (typer declares options as defaults; help texts unwrapped)
 """``kevidence export DIR -o FILE``: give archived packets back as JSONL."""
 
 from __future__ import annotations
@@ -14,8 +15,15 @@ def register(app: typer.Typer) -> None:
     @app.command("export")
     def export_cmd(
         archive: str = typer.Argument(..., help="Archive directory."),
-        output: str = typer.Option(..., "--output", "-o", help="Output file: .jsonl, or .jsonl.zst for zstd; - for stdout."),
-        where: list[str] = typer.Option([], "--where", "-w", help="Filter COLUMN OP VALUE (OP: = != < <= > >=; a|b for one of several; null). Repeatable: all must hold."),
+        output: str = typer.Option(
+            ..., "--output", "-o", help="Output file: .jsonl, or .jsonl.zst for zstd; - for stdout."
+        ),
+        where: list[str] = typer.Option(
+            [],
+            "--where",
+            "-w",
+            help="Filter COLUMN OP VALUE (OP: = != < <= > >=; a|b for one of several; null). Repeatable: all must hold.",
+        ),
         force: bool = typer.Option(False, "--force", help="Replace an existing output file."),
     ) -> None:
         """Export archived packets, byte for byte as they were archived (compact JSON)."""

@@ -1,3 +1,4 @@
+# ruff: noqa: E501, B008  (typer declares options as defaults; help texts unwrapped)
 """``kevidence report DIR -o report.html``: one self-contained HTML report of an archive."""
 
 from __future__ import annotations
@@ -15,7 +16,9 @@ def register(app: typer.Typer) -> None:
     def report_cmd(
         archive: str = typer.Argument(..., help="Archive directory."),
         output: str = typer.Option(..., "--output", "-o", help="Output HTML file."),
-        where: list[str] = typer.Option([], "--where", "-w", help="Report on matching packets only (same filters as export)."),
+        where: list[str] = typer.Option(
+            [], "--where", "-w", help="Report on matching packets only (same filters as export)."
+        ),
         title: str = typer.Option("kernel-evidence report", "--title", help="Report title."),
         force: bool = typer.Option(False, "--force", help="Replace an existing output file."),
     ) -> None:

@@ -36,12 +36,25 @@ def compare_arrays(
     ref = np.asarray(expected)
     if output is None or not hasattr(output, "shape"):
         got = type(output).__name__
-        return ShapeResult(shape_id=shape_id, passed=False, message=f"expected an array of shape {list(ref.shape)}, got {got}"), FailureClass.INCORRECT_SHAPE
+        return ShapeResult(
+            shape_id=shape_id,
+            passed=False,
+            message=f"expected an array of shape {list(ref.shape)}, got {got}",
+        ), FailureClass.INCORRECT_SHAPE
     out = np.asarray(output)
-    common = {"shape_id": shape_id, "atol": atol, "rtol": rtol, "required_matched_ratio": required_matched_ratio}
+    common = {
+        "shape_id": shape_id,
+        "atol": atol,
+        "rtol": rtol,
+        "required_matched_ratio": required_matched_ratio,
+    }
     if out.shape != ref.shape:
         return (
-            ShapeResult(passed=False, message=f"expected shape {list(ref.shape)}, got {list(out.shape)}", **common),
+            ShapeResult(
+                passed=False,
+                message=f"expected shape {list(ref.shape)}, got {list(out.shape)}",
+                **common,
+            ),
             FailureClass.INCORRECT_SHAPE,
         )
     if out.dtype != ref.dtype:
@@ -81,7 +94,12 @@ def compare_arrays(
     if bad_nonfinite.any():
         count = int(bad_nonfinite.sum())
         return (
-            ShapeResult(passed=False, message=f"{count} of {n} outputs are NaN or infinite where the reference is finite", **common, **fields),
+            ShapeResult(
+                passed=False,
+                message=f"{count} of {n} outputs are NaN or infinite where the reference is finite",
+                **common,
+                **fields,
+            ),
             FailureClass.NAN_INF,
         )
     if matched < required_matched_ratio:

@@ -28,11 +28,31 @@ def packet_from_data(data: Any, source: str, location: str | None = None) -> Evi
     except ValidationError as exc:
         first = exc.errors()[0]
         more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
-        raise InputError(source, location, f"not a valid packet: {first['msg']} - at `{_pointer(tuple(first['loc']))}`{more}") from None
+        raise InputError(
+            source,
+            location,
+            f"not a valid packet: {first['msg']} - at `{_pointer(tuple(first['loc']))}`{more}",
+        ) from None
 
 
-def load_packet(path: str | os.PathLike[str]) -> EvidencePacket:
-    """The single packet in ``path`` (``.json``, or a JSONL stream holding one record)."""
+def _matches(data: Any, select: str) -> bool:
+    if not isinstance(data, dict):
+        return False
+    pid = str(data.get("packet_id") or "")
+    want = select if select.startswith("sha256:") else "sha256:" + select
+    subject = data.get("subject")
+    name = subject.get("name") if isinstance(subject, dict) else None
+    lineage = data.get("lineage")
+    cand = lineage.get("candidate_id") if isinstance(lineage, dict) else None
+    return (len(select) >= 6 and pid.startswith(want)) or select in (name, cand)
+
+
+def load_packet(path: str | os.PathLike[str], select: str | None = None) -> EvidencePacket:
+    """The single packet in ``path`` (``.json``, or a JSONL stream holding one record).
+
+    With ``select`` (a packet id or its first hex digits, a subject name or a candidate id),
+    the one matching packet of a stream holding many; the last one when several match.
+    """
     name = os.fspath(path)
     found: list[tuple[str | None, Any]] = []
     for rec in iter_records(name):
@@ -42,12 +62,21 @@ def load_packet(path: str | os.PathLike[str]) -> EvidencePacket:
         try:
             data = msgspec.json.decode(rec.data)
         except msgspec.DecodeError as exc:
+            if select is not None:
+                continue  # a torn or broken line in a stream we only pick from
             raise InputError(name, rec.location, f"not valid JSON ({exc})") from None
         items = data if isinstance(data, list) else [data]
+        if select is not None:
+            found.extend((rec.location, item) for item in items if _matches(item, select))
+            continue
         found.extend((rec.location, item) for item in items)
         if len(found) > 1:
-            raise InputError(name, None, "expected one packet, found several; pass a file with a single packet")
+            raise InputError(name, None, "expected one packet, found several; pick one with --select ID|NAME")
     if not found:
+        if select is not None:
+            raise InputError(
+                name, None, f"no packet matches `{select}` (packet id prefix, subject name or candidate id)"
+            )
         raise InputError(name, None, "empty input; expected a JSON packet")
-    location, data = found[0]
+    location, data = found[-1]
     return packet_from_data(data, name, location)

@@ -144,6 +144,25 @@ def summarize(values: Sequence[float], level: float = 0.95) -> Summary:
     )
 
 
+def _resampled_median(s: Sequence[float], rng: random.Random) -> float:
+    """The median of one bootstrap resample of sorted ``s``, drawn in O(1).
+
+    A resample is n uniform indices ``floor(n U)``; its k-th smallest index is
+    ``floor(n U_(k))`` with ``U_(k) ~ Beta(k, n - k + 1)``, and the next order statistic is
+    ``U_(k) + (1 - U_(k)) (1 - V^(1/(n-k)))`` with V uniform (the smallest of the n - k
+    uniforms above it). So the resampled median is drawn exactly, without building the
+    resample.
+    """
+    n = len(s)
+    k = (n + 1) // 2 if n % 2 else n // 2
+    u = rng.betavariate(k, n - k + 1)
+    lo = s[min(int(u * n), n - 1)]
+    if n % 2:
+        return float(lo)
+    u2 = u + (1.0 - u) * (1.0 - rng.random() ** (1.0 / (n - k)))
+    return (lo + s[min(int(u2 * n), n - 1)]) / 2.0
+
+
 def bootstrap_ratio_ci(
     a: Sequence[float],
     b: Sequence[float],
@@ -155,38 +174,27 @@ def bootstrap_ratio_ci(
     """``(point, low, high)`` for ``median(a) / median(b)`` by the percentile bootstrap.
 
     Each resample draws ``len(a)`` values from ``a`` and ``len(b)`` from ``b`` with
-    replacement. Samples larger than 400 values are thinned to 400 evenly spaced order
-    statistics first, which keeps the cost bounded and barely moves the median.
+    replacement; only the resamples' medians are needed, and they are drawn exactly from
+    their order-statistic distribution (:func:`_resampled_median`), so the cost does not
+    grow with the number of samples.
     """
     if not a or not b:
         raise ValueError("bootstrap needs samples on both sides")
-    sa, sb = _thin(sorted(a)), _thin(sorted(b))
+    sa, sb = sorted(a), sorted(b)
     mb = _median_sorted(sb)
     if mb <= 0:
         raise ValueError("median of the second sample set is zero; a ratio is undefined")
     point = _median_sorted(sa) / mb
     rng = random.Random(seed)
-    na, nb = len(sa), len(sb)
     ratios: list[float] = []
-    choices = rng.choices
     for _ in range(resamples):
-        ra = choices(sa, k=na)
-        rb = choices(sb, k=nb)
-        ra.sort()
-        rb.sort()
-        den = _median_sorted(rb)
+        ra = _resampled_median(sa, rng)
+        den = _resampled_median(sb, rng)
         if den > 0:
-            ratios.append(_median_sorted(ra) / den)
+            ratios.append(ra / den)
     ratios.sort()
     tail = (1.0 - level) / 2.0
     return point, quantile(ratios, tail), quantile(ratios, 1.0 - tail)
-
-
-def _thin(s: list[float], cap: int = 400) -> list[float]:
-    n = len(s)
-    if n <= cap:
-        return s
-    return [s[round(i * (n - 1) / (cap - 1))] for i in range(cap)]
 
 
 @dataclass(frozen=True)

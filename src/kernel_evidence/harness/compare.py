@@ -38,7 +38,13 @@ __all__ = [
 Verdict = Literal["improved", "no_change", "regressed", "inconclusive", "incomparable"]
 
 #: verdict -> process exit code
-EXIT_CODES: dict[str, int] = {"improved": 0, "no_change": 3, "inconclusive": 3, "regressed": 4, "incomparable": 1}
+EXIT_CODES: dict[str, int] = {
+    "improved": 0,
+    "no_change": 3,
+    "inconclusive": 3,
+    "regressed": 4,
+    "incomparable": 1,
+}
 
 
 @dataclass
@@ -77,25 +83,37 @@ class Comparison:
             return "not comparable: " + "; ".join(self.problems)
         if self.speedup is None:
             return f"{self.verdict}: " + "; ".join(self.notes)
-        pct = (self.speedup - 1.0) * 100.0
-        faster = f"B is {abs(pct):.1f}% {'faster' if pct >= 0 else 'slower'} than A (speedup {self.speedup:.4g}x"
+        factor = self.speedup if self.speedup >= 1.0 else 1.0 / self.speedup
+        word_ = "faster" if self.speedup >= 1.0 else "slower"
+        amount = f"{factor:.3g}x" if factor >= 2.0 else f"{(factor - 1.0) * 100.0:.1f}%"
+        faster = f"B is {amount} {word_} than A (speedup {self.speedup:.4g}x"
         if self.ci_low is not None and self.ci_high is not None:
             faster += f", {self.ci_level or 0.95:.0%} CI {self.ci_low:.4g}-{self.ci_high:.4g}"
         if self.p_value is not None:
             faster += f", p={self.p_value:.3g}"
         faster += ")"
-        word = {"improved": "improved", "regressed": "regressed", "no_change": "no significant change", "inconclusive": "inconclusive"}[self.verdict]
+        word = {
+            "improved": "improved",
+            "regressed": "regressed",
+            "no_change": "no significant change",
+            "inconclusive": "inconclusive",
+        }[self.verdict]
         return f"{word}: {faster}"
 
 
-def _verdict(speedup: float, lo: float, hi: float, p: float | None, alpha: float, min_effect: float) -> tuple[Verdict, str | None]:
+def _verdict(
+    speedup: float, lo: float, hi: float, p: float | None, alpha: float, min_effect: float
+) -> tuple[Verdict, str | None]:
     significant = p is None or p < alpha
     if significant and lo > 1.0 and speedup >= 1.0 + min_effect:
         return "improved", None
     if significant and hi < 1.0 and speedup <= 1.0 / (1.0 + min_effect):
         return "regressed", None
     if significant and (lo > 1.0 or hi < 1.0):
-        return "no_change", f"the difference is significant but smaller than the {min_effect:.1%} minimum effect"
+        return (
+            "no_change",
+            f"the difference is significant but smaller than the {min_effect:.1%} minimum effect",
+        )
     return "no_change", None
 
 
@@ -114,7 +132,10 @@ def compare_samples(
     if min(a_ns) < 0 or min(b_ns) < 0:
         raise ValueError("timing samples must not be negative")
     if sorted(b_ns)[len(b_ns) // 2] <= 0:
-        return Comparison(verdict="inconclusive", notes=["the median of B is zero: a ratio is undefined (timer resolution too coarse?)"])
+        return Comparison(
+            verdict="inconclusive",
+            notes=["the median of B is zero: a ratio is undefined (timer resolution too coarse?)"],
+        )
     point, lo, hi = bootstrap_ratio_ci(a_ns, b_ns, level=level, resamples=resamples, seed=seed)
     mw = mann_whitney_u(a_ns, b_ns)
     zero_a = max(a_ns) == min(a_ns)
@@ -125,10 +146,17 @@ def compare_samples(
             "these samples, but run-to-run noise is unknown; repeat in fresh processes before trusting it"
         )
     elif zero_a or zero_b:
-        notes.append(f"{'A' if zero_a else 'B'} has zero spread (a constant or a coarse timer); its noise is unknown")
-    smallest_p = 2.0 * _norm_cdf(-(len(a_ns) * len(b_ns) / 2.0 - 0.5) / math.sqrt(len(a_ns) * len(b_ns) * (len(a_ns) + len(b_ns) + 1) / 12.0))
+        notes.append(
+            f"{'A' if zero_a else 'B'} has zero spread (a constant or a coarse timer); its noise is unknown"
+        )
+    smallest_p = 2.0 * _norm_cdf(
+        -(len(a_ns) * len(b_ns) / 2.0 - 0.5)
+        / math.sqrt(len(a_ns) * len(b_ns) * (len(a_ns) + len(b_ns) + 1) / 12.0)
+    )
     if smallest_p >= alpha:
-        notes.append(f"too few samples (n={len(a_ns)} and {len(b_ns)}) for any difference to be significant at alpha={alpha:g}")
+        notes.append(
+            f"too few samples (n={len(a_ns)} and {len(b_ns)}) for any difference to be significant at alpha={alpha:g}"
+        )
     verdict, note = _verdict(point, lo, hi, mw.p_value, alpha, min_effect)
     if note:
         notes.append(note)
@@ -160,10 +188,17 @@ def _ns(stats: Stats, value: float | None) -> float | None:
 
 def _compare_summaries(a: Stats, b: Stats, *, alpha: float, min_effect: float) -> Comparison:
     ma, mb = _ns(a, a.median), _ns(b, b.median)
-    assert ma is not None and mb is not None
-    base = {"n_a": a.n, "n_b": b.n, "median_a_ns": ma, "median_b_ns": mb}
+    base: dict[str, Any] = {"n_a": a.n, "n_b": b.n, "median_a_ns": ma, "median_b_ns": mb}
+    if ma is None or mb is None:
+        return Comparison(
+            verdict="inconclusive",
+            notes=["a statistics block records no median (only mean or percentiles): nothing to compare"],
+            **base,
+        )
     if mb <= 0:
-        return Comparison(verdict="inconclusive", notes=["the median of B is zero: a ratio is undefined"], **base)
+        return Comparison(
+            verdict="inconclusive", notes=["the median of B is zero: a ratio is undefined"], **base
+        )
     point = ma / mb
     notes: list[str] = []
     if None not in (a.ci_low, a.ci_high, b.ci_low, b.ci_high):
@@ -176,15 +211,32 @@ def _compare_summaries(a: Stats, b: Stats, *, alpha: float, min_effect: float) -
         if note:
             notes.append(note)
         level = min(a.ci_level or 0.95, b.ci_level or 0.95)
-        return Comparison(verdict=verdict, speedup=point, ci_low=lo, ci_high=hi if math.isfinite(hi) else None, ci_level=level, method="summary: median CI overlap", notes=notes, **base)
+        return Comparison(
+            verdict=verdict,
+            speedup=point,
+            ci_low=lo,
+            ci_high=hi if math.isfinite(hi) else None,
+            ci_level=level,
+            method="summary: median CI overlap",
+            notes=notes,
+            **base,
+        )
     if None not in (a.mean, b.mean, a.std, b.std) and (a.n or 0) >= 2 and (b.n or 0) >= 2:
         mean_a, mean_b, sa, sb = _ns(a, a.mean), _ns(b, b.mean), _ns(a, a.std), _ns(b, b.std)
         assert mean_a is not None and mean_b is not None and sa is not None and sb is not None
         assert a.n is not None and b.n is not None
         se = math.sqrt(sa**2 / a.n + sb**2 / b.n)
         if se == 0:
-            notes.append("both standard deviations are zero: the noise is unknown, nothing can be concluded about significance")
-            return Comparison(verdict="inconclusive", speedup=point, method="summary: mean and std", notes=notes, **base)
+            notes.append(
+                "both standard deviations are zero: the noise is unknown, nothing can be concluded about significance"
+            )
+            return Comparison(
+                verdict="inconclusive",
+                speedup=point,
+                method="summary: mean and std",
+                notes=notes,
+                **base,
+            )
         z = (mean_a - mean_b) / se
         p = 2.0 * _norm_cdf(-abs(z))
         # delta-method interval of the mean ratio, used as the interval of the speedup
@@ -195,12 +247,24 @@ def _compare_summaries(a: Stats, b: Stats, *, alpha: float, min_effect: float) -
         verdict, note = _verdict(point, r - zc * se_r, r + zc * se_r, p, alpha, min_effect)
         if note:
             notes.append(note)
-        return Comparison(verdict=verdict, speedup=point, ci_low=r - zc * se_r, ci_high=r + zc * se_r, ci_level=0.95, p_value=p, method="summary: Welch z on means", notes=notes, **base)
+        return Comparison(
+            verdict=verdict,
+            speedup=point,
+            ci_low=r - zc * se_r,
+            ci_high=r + zc * se_r,
+            ci_level=0.95,
+            p_value=p,
+            method="summary: Welch z on means",
+            notes=notes,
+            **base,
+        )
     notes.append(
         f"no samples and no spread (CI or std with n): the medians differ by {(point - 1) * 100:+.1f}%, "
         "but the noise is unknown, so no significance can be claimed; record timing.stats.samples"
     )
-    return Comparison(verdict="inconclusive", speedup=point, method="summary: medians only", notes=notes, **base)
+    return Comparison(
+        verdict="inconclusive", speedup=point, method="summary: medians only", notes=notes, **base
+    )
 
 
 def _shapes_key(p: EvidencePacket) -> Any:
@@ -213,7 +277,10 @@ def _shapes_key(p: EvidencePacket) -> Any:
                     dims = c.dims
         return ("shape", t.shape_id, tuple(sorted((dims or {}).items())))
     if p.task and p.task.shapes:
-        return ("suite", tuple(sorted((c.id, tuple(sorted((c.dims or {}).items()))) for c in p.task.shapes)))
+        return (
+            "suite",
+            tuple(sorted((c.id, tuple(sorted((c.dims or {}).items()))) for c in p.task.shapes)),
+        )
     return None
 
 
@@ -222,7 +289,9 @@ def comparability_problems(a: EvidencePacket, b: EvidencePacket) -> list[str]:
     problems: list[str] = []
     for label, p in (("A", a), ("B", b)):
         if p.status is not Status.PASSED:
-            problems.append(f"{label} did not pass (status {p.status.value}): its timing is not a valid measurement")
+            problems.append(
+                f"{label} did not pass (status {p.status.value}): its timing is not a valid measurement"
+            )
     ha, hb = a.hardware, b.hardware
     if ha is not None and hb is not None:
         for attr in ("vendor", "device", "arch"):
@@ -266,7 +335,8 @@ def compare_packets(
     """
     for label, p in (("A", a), ("B", b)):
         if p.timing is None or p.timing.stats is None:
-            raise ValueError(f"{label} has no timing.stats: nothing to compare")
+            why = "" if p.status is Status.PASSED else f" (status {p.status.value})"
+            raise ValueError(f"{label} has no timing.stats{why}: nothing to compare")
     problems = comparability_problems(a, b)
     if problems and not force:
         return Comparison(verdict="incomparable", problems=problems)

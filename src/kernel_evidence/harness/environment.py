@@ -19,6 +19,7 @@ Every probe has a short timeout and every failure becomes a note, never an excep
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import platform
@@ -52,6 +53,7 @@ __all__ = [
     "Environment",
     "EnvironmentDifference",
     "capture_environment",
+    "capture_hardware",
     "diff_environment",
     "package_versions",
     "replay_command",
@@ -226,7 +228,9 @@ def container_info(
             image, _, pinned = image.partition("@")
             digest = digest or pinned
         if digest and not _DIGEST.fullmatch(digest):
-            return Container(image=image), f"KEVIDENCE_CONTAINER_DIGEST `{digest}` is not sha256:<64 hex>; ignored"
+            return Container(
+                image=image
+            ), f"KEVIDENCE_CONTAINER_DIGEST `{digest}` is not sha256:<64 hex>; ignored"
         return Container(image=image, digest=digest), None
     base = Path(root)
     containerenv = base / "run" / ".containerenv"
@@ -241,7 +245,10 @@ def container_info(
         if img:
             dig = f"sha256:{imageid}" if re.fullmatch(r"[0-9a-f]{64}", imageid) else None
             return Container(image=img, digest=dig), None
-        return None, "running in a podman container whose image is unknown; set KEVIDENCE_CONTAINER_IMAGE"
+        return (
+            None,
+            "running in a podman container whose image is unknown; set KEVIDENCE_CONTAINER_IMAGE",
+        )
     hint = None
     if (base / ".dockerenv").exists():
         hint = "docker (/.dockerenv)"
@@ -255,7 +262,10 @@ def container_info(
                 hint = f"{word} (cgroup)"
                 break
     if hint:
-        return None, f"running in a container ({hint}) whose image is unknown; set KEVIDENCE_CONTAINER_IMAGE"
+        return (
+            None,
+            f"running in a container ({hint}) whose image is unknown; set KEVIDENCE_CONTAINER_IMAGE",
+        )
     return None, None
 
 
@@ -340,8 +350,12 @@ def _nvml_hardware(host: Host) -> Hardware | None:
         except Exception:  # noqa: BLE001
             arch = None
         clocks = Clocks(
-            sm_observed=Frequency(value=float(pynvml.nvmlDeviceGetClockInfo(h, pynvml.NVML_CLOCK_SM)), unit="MHz"),
-            memory_observed=Frequency(value=float(pynvml.nvmlDeviceGetClockInfo(h, pynvml.NVML_CLOCK_MEM)), unit="MHz"),
+            sm_observed=Frequency(
+                value=float(pynvml.nvmlDeviceGetClockInfo(h, pynvml.NVML_CLOCK_SM)), unit="MHz"
+            ),
+            memory_observed=Frequency(
+                value=float(pynvml.nvmlDeviceGetClockInfo(h, pynvml.NVML_CLOCK_MEM)), unit="MHz"
+            ),
         )
         limit = None
         try:
@@ -362,22 +376,30 @@ def _nvml_hardware(host: Host) -> Hardware | None:
     except Exception:  # noqa: BLE001
         return None
     finally:
-        try:
+        with contextlib.suppress(Exception):
             pynvml.nvmlShutdown()
-        except Exception:  # noqa: BLE001
-            pass
 
 
-_SMI_FIELDS = ("name", "driver_version", "memory.total", "clocks.sm", "clocks.mem", "power.limit", "compute_cap")
+_SMI_FIELDS = (
+    "name",
+    "driver_version",
+    "memory.total",
+    "clocks.sm",
+    "clocks.mem",
+    "power.limit",
+    "compute_cap",
+)
 
 
-def parse_nvidia_smi(csv_text: str, fields: Sequence[str] = _SMI_FIELDS, host: Host | None = None) -> Hardware | None:
+def parse_nvidia_smi(
+    csv_text: str, fields: Sequence[str] = _SMI_FIELDS, host: Host | None = None
+) -> Hardware | None:
     """Hardware from ``nvidia-smi --query-gpu=<fields> --format=csv,noheader,nounits`` output."""
     rows = [[c.strip() for c in line.split(",")] for line in csv_text.splitlines() if line.strip()]
     rows = [r for r in rows if len(r) == len(fields)]
     if not rows:
         return None
-    first = dict(zip(fields, rows[0]))
+    first = dict(zip(fields, rows[0], strict=True))
 
     def val(key: str) -> str | None:
         v = first.get(key)
@@ -386,7 +408,12 @@ def parse_nvidia_smi(csv_text: str, fields: Sequence[str] = _SMI_FIELDS, host: H
     name = val("name")
     if not name:
         return None
-    sm, memclk, mem, limit = _num(val("clocks.sm")), _num(val("clocks.mem")), _num(val("memory.total")), _num(val("power.limit"))
+    sm, memclk, mem, limit = (
+        _num(val("clocks.sm")),
+        _num(val("clocks.mem")),
+        _num(val("memory.total")),
+        _num(val("power.limit")),
+    )
     cap = val("compute_cap")
     clocks = Clocks(
         sm_observed=Frequency(value=sm, unit="MHz") if sm is not None else None,
@@ -552,18 +579,24 @@ def cpu_hardware(host: Host) -> Hardware:
     )
 
 
-def capture_environment(cwd: str | None = None, packages: Sequence[str] = DEFAULT_PACKAGES) -> Environment:
-    """Everything the recorder knows about this machine and code, with notes on what is unknown."""
-    notes: list[str] = []
-    host = host_info()
-    hw = None
+def capture_hardware(host: Host | None = None) -> Hardware:
+    """The accelerator (or the CPU when none is found), with the clocks observed now."""
+    host = host or host_info()
     for probe in (_nvml_hardware, _nvidia_smi_hardware, _amd_hardware, _torch_hardware):
         hw = probe(host)
         if hw is not None:
-            break
-    if hw is None:
-        hw = cpu_hardware(host)
-        notes.append("no accelerator found (NVML, nvidia-smi, amd-smi, rocm-smi, torch.cuda); hardware is the host CPU")
+            return hw
+    return cpu_hardware(host)
+
+
+def capture_environment(cwd: str | None = None, packages: Sequence[str] = DEFAULT_PACKAGES) -> Environment:
+    """Everything the recorder knows about this machine and code, with notes on what is unknown."""
+    notes: list[str] = []
+    hw = capture_hardware()
+    if hw.vendor == "cpu":
+        notes.append(
+            "no accelerator found (NVML, nvidia-smi, amd-smi, rocm-smi, torch.cuda); hardware is the host CPU"
+        )
     command, note = replay_command()
     if note:
         notes.append(note)
@@ -571,13 +604,20 @@ def capture_environment(cwd: str | None = None, packages: Sequence[str] = DEFAUL
     if cnote:
         notes.append(cnote)
     work = cwd or os.getcwd()
+    # the code's repository: the folder of the script that runs, else the working folder
+    script = sys.argv[0] if sys.argv and sys.argv[0] not in ("", "-c", "-m") else None
+    repo = None
+    if script and os.path.exists(script):
+        repo = git_repository(os.path.dirname(os.path.abspath(script)))
+    if repo is None:
+        repo = git_repository(work)
     return Environment(
         hardware=hw,
         command=command,
         cwd=work,
         env=recorded_env(),
         packages=package_versions(packages),
-        repository=git_repository(work),
+        repository=repo,
         container=container,
         notes=notes,
     )
@@ -604,15 +644,21 @@ def _flat_hw(hw: Hardware | None) -> dict[str, str | None]:
         "hardware.device": hw.device,
         "hardware.arch": hw.arch,
         "hardware.count": None if hw.count is None else str(hw.count),
-        "hardware.driver": None if hw.driver is None else f"{hw.driver.name} {hw.driver.version or ''}".strip(),
-        "hardware.runtime": None if hw.runtime is None else f"{hw.runtime.name} {hw.runtime.version or ''}".strip(),
+        "hardware.driver": None
+        if hw.driver is None
+        else f"{hw.driver.name} {hw.driver.version or ''}".strip(),
+        "hardware.runtime": None
+        if hw.runtime is None
+        else f"{hw.runtime.name} {hw.runtime.version or ''}".strip(),
         "hardware.host.os": host.os if host else None,
         "hardware.host.cpu": host.cpu if host else None,
         "hardware.host.python": host.python if host else None,
     }
 
 
-def diff_environment(recorded_hardware: Hardware | None, recorded_replay: Replay | None, current: Environment) -> list[EnvironmentDifference]:
+def diff_environment(
+    recorded_hardware: Hardware | None, recorded_replay: Replay | None, current: Environment
+) -> list[EnvironmentDifference]:
     """Fields that differ between a packet's hardware/replay and the current environment.
 
     Only fields the packet recorded are compared: a field the packet left out is unknown,
@@ -635,10 +681,18 @@ def diff_environment(recorded_hardware: Hardware | None, recorded_replay: Replay
             if version != now:
                 diffs.append(EnvironmentDifference(f"packages.{name}", version, now))
         repo = recorded_replay.repository
-        if repo is not None and repo.commit and (current.repository is None or current.repository.commit != repo.commit):
-            diffs.append(EnvironmentDifference("repository.commit", repo.commit, current.repository.commit if current.repository else None))
-        if repo is not None and repo.dirty and current.repository is not None:
-            diffs.append(EnvironmentDifference("repository.dirty", "true", str(bool(current.repository.dirty)).lower()))
+        if (
+            repo is not None
+            and repo.commit
+            and (current.repository is None or current.repository.commit != repo.commit)
+        ):
+            diffs.append(
+                EnvironmentDifference(
+                    "repository.commit",
+                    repo.commit,
+                    current.repository.commit if current.repository else None,
+                )
+            )
         box = recorded_replay.container
         if box is not None:
             now_box = current.container
@@ -647,7 +701,9 @@ def diff_environment(recorded_hardware: Hardware | None, recorded_replay: Replay
                     EnvironmentDifference(
                         "container",
                         f"{box.image}@{box.digest}" if box.digest else box.image,
-                        None if now_box is None else (f"{now_box.image}@{now_box.digest}" if now_box.digest else now_box.image),
+                        None
+                        if now_box is None
+                        else (f"{now_box.image}@{now_box.digest}" if now_box.digest else now_box.image),
                     )
                 )
         for k, v in sorted((recorded_replay.env or {}).items()):

@@ -2,7 +2,7 @@
 
 >>> rec = Recorder(created_at="2026-11-22T00:00:00Z")   # no path: packets stay in memory
 >>> with rec.candidate("add_one", operator="add") as c:
-...     c.shape_result("n1024", passed=True)
+...     _ = c.shape_result("n1024", passed=True)
 >>> c.packet.status.value
 'passed'
 >>> with rec.candidate("broken", operator="add") as c:
@@ -33,8 +33,10 @@ from datetime import datetime, timezone
 from types import TracebackType
 from typing import Any
 
+import msgspec
 from pydantic import ValidationError
 
+from .._canonical import strip_nulls
 from .._version import __version__
 from ..models import (
     Compile,
@@ -57,7 +59,7 @@ from ..models import (
     Validation,
 )
 from .environment import Environment, capture_environment
-from .sink import MemorySink, PacketSink, open_sink
+from .sink import MemorySink, PacketSink, TeeSink, open_sink
 from .timer import Measurement
 
 __all__ = [
@@ -66,6 +68,7 @@ __all__ = [
     "InfraError",
     "Recorder",
     "classify_exception",
+    "identify",
     "status_for",
 ]
 
@@ -76,7 +79,9 @@ FC = FailureClass
 class CandidateFailure(Exception):
     """Raise inside a candidate block to fail it with a chosen class and message."""
 
-    def __init__(self, failure_class: FailureClass | str, message: str, *, shape_id: str | None = None) -> None:
+    def __init__(
+        self, failure_class: FailureClass | str, message: str, *, shape_id: str | None = None
+    ) -> None:
         self.failure_class = FailureClass(failure_class)
         self.shape_id = shape_id
         super().__init__(message)
@@ -122,6 +127,28 @@ def classify_exception(exc: BaseException) -> FailureClass:
     return FC.RUNTIME_ERROR
 
 
+_sorted_encoder = msgspec.json.Encoder(order="sorted")
+_encoder = msgspec.json.Encoder()
+
+
+def identify(packet: EvidencePacket) -> tuple[EvidencePacket, bytes]:
+    """The packet with its content-addressed id, and its JSON bytes, in one serialisation.
+
+    Same id as :meth:`EvidencePacket.compute_id`: ``to_dict()`` already drops null model
+    fields, so only the free-form members (extensions, profiler attributes) need
+    :func:`strip_nulls`; this skips walking every timing sample again.
+    """
+    data = packet.to_dict()
+    data.pop("packet_id", None)
+    body = dict(data)
+    for key in ("extensions", "profiler"):
+        if key in body:
+            body[key] = strip_nulls(body[key])
+    pid = "sha256:" + hashlib.sha256(_sorted_encoder.encode(body)).hexdigest()
+    data["packet_id"] = pid
+    return packet.model_copy(update={"packet_id": pid}), _encoder.encode(data)
+
+
 def _now() -> str:
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -161,7 +188,7 @@ class CandidateRecord:
             candidate_id=candidate_id or name,
             iteration=iteration,
             parent_packet_id=parent_packet_id,
-            relation=relation,  # type: ignore[arg-type]
+            relation=relation,
         )
         self._suppress = recorder.suppress if suppress is None else suppress
         base = recorder.task_defaults.copy()
@@ -188,7 +215,10 @@ class CandidateRecord:
         return self
 
     def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
     ) -> bool:
         self.finish(exc)
         if exc is None:
@@ -217,8 +247,12 @@ class CandidateRecord:
             if shapes is not None
             else None,
             "dtypes": list(dtypes) if dtypes is not None else None,
-            "reference": reference.model_dump(exclude_none=True) if isinstance(reference, Reference) else reference,
-            "tolerance": tolerance.model_dump(exclude_none=True) if isinstance(tolerance, TolerancePolicy) else tolerance,
+            "reference": reference.model_dump(exclude_none=True)
+            if isinstance(reference, Reference)
+            else reference,
+            "tolerance": tolerance.model_dump(exclude_none=True)
+            if isinstance(tolerance, TolerancePolicy)
+            else tolerance,
             "description": description,
             **more,
         }
@@ -311,7 +345,12 @@ class CandidateRecord:
         from ._check import compare_arrays
 
         result, fc = compare_arrays(
-            shape_id, output, expected, atol=atol, rtol=rtol, required_matched_ratio=required_matched_ratio
+            shape_id,
+            output,
+            expected,
+            atol=atol,
+            rtol=rtol,
+            required_matched_ratio=required_matched_ratio,
         )
         return self.shape_result(result, failure_class=fc)
 
@@ -334,7 +373,13 @@ class CandidateRecord:
             )
         return self
 
-    def fail(self, failure_class: FailureClass | str, message: str | None = None, *, shape_id: str | None = None) -> CandidateRecord:
+    def fail(
+        self,
+        failure_class: FailureClass | str,
+        message: str | None = None,
+        *,
+        shape_id: str | None = None,
+    ) -> CandidateRecord:
         """Mark the candidate failed without raising."""
         self._failure = Failure(failure_class=FailureClass(failure_class), message=message, shape_id=shape_id)
         return self
@@ -345,6 +390,11 @@ class CandidateRecord:
         return self
 
     # ------------------------------------------------------------ finishing
+
+    @property
+    def validated(self) -> bool:
+        """True while every shape recorded so far passed and nothing marked a failure."""
+        return self._failure is None and self._first_failure is None
 
     @property
     def passed(self) -> bool:
@@ -365,7 +415,11 @@ class CandidateRecord:
             return self._failure
         if self._first_failure is not None:
             fc, msg, sid = self._first_failure
-            return Failure(failure_class=fc, message=msg or f"shape {sid} did not match the reference", shape_id=sid)
+            return Failure(
+                failure_class=fc,
+                message=msg or f"shape {sid} did not match the reference",
+                shape_id=sid,
+            )
         return None
 
     def finish(self, exc: BaseException | None = None) -> EvidencePacket:
@@ -377,18 +431,40 @@ class CandidateRecord:
             packet = self._build(exc)
         except ValidationError as bad:
             # the harness handed us data the models refuse: record that, not a crash
-            packet = self._build(InfraError(f"the harness recorded invalid data: {bad.errors()[0]['msg']} at {bad.errors()[0]['loc']}"), minimal=True)
+            packet = self._build(
+                InfraError(
+                    f"the harness recorded invalid data: {bad.errors()[0]['msg']} at {bad.errors()[0]['loc']}"
+                ),
+                minimal=True,
+            )
+        packet, raw = identify(packet)
         self.packet = packet
-        self.location = self._rec._emit(packet)
+        self.location = self._rec._emit(packet, raw)
         return packet
 
     def _build(self, exc: BaseException | None, *, minimal: bool = False) -> EvidencePacket:
         rec = self._rec
         failure = self._failure_from(exc)
         status = Status.PASSED if failure is None else status_for(failure.failure_class)
+        subject = Subject(kind=self._kind, name=self.name, description=self._description)
+        data: dict[str, Any] = {
+            "schema_version": "0.1",
+            "created_at": rec.created_at or _now(),
+            "producer": Producer(name="kernel-evidence", version=__version__),
+            "subject": subject,
+            "status": status,
+            "failure": failure,
+            "lineage": self._lineage,
+            "hardware": rec.environment.hardware,
+            "replay": rec.environment.replay(seeds=dict(self._seeds) or None),
+        }
+        if minimal:
+            return EvidencePacket(**data)
         compile_ = self._compile
         if failure is not None and failure.failure_class is FC.COMPILE_ERROR:
-            compile_ = (compile_ or Compile()).model_copy(update={"succeeded": False, "log_excerpt": failure.log_excerpt})
+            compile_ = (compile_ or Compile()).model_copy(
+                update={"succeeded": False, "log_excerpt": failure.log_excerpt}
+            )
         validation = None
         if self._shapes:
             ok = all(s.passed for s in self._shapes)
@@ -401,31 +477,16 @@ class CandidateRecord:
         timing = self._timing
         if timing is not None and status is not Status.PASSED and timing.speedup is not None:
             timing = timing.model_copy(update={"speedup": None})  # no performance claim on failure
-        task = Task(**self._task) if self._task else None
-        subject = Subject(kind=self._kind, name=self.name, description=self._description)  # type: ignore[arg-type]
-        replay = rec.environment.replay(seeds=dict(self._seeds) or None)
         wall = time.perf_counter() - self._started
-        data: dict[str, Any] = {
-            "schema_version": "0.1",
-            "created_at": rec.created_at or _now(),
-            "producer": Producer(name="kernel-evidence", version=__version__),
-            "subject": subject,
-            "status": status,
-            "failure": failure,
-            "lineage": self._lineage,
-            "hardware": rec.environment.hardware,
-            "replay": replay,
-        }
-        if not minimal:
-            data.update(
-                task=task,
-                compile=compile_,
-                validation=validation,
-                timing=timing,
-                cost=Cost(wall_time=Duration(value=round(wall, 6), unit="s")),
-                extensions=self._extensions or None,
-            )
-        return EvidencePacket(**data).with_id()
+        data.update(
+            task=Task(**self._task) if self._task else None,
+            compile=compile_,
+            validation=validation,
+            timing=timing,
+            cost=Cost(wall_time=Duration(value=round(wall, 6), unit="s")),
+            extensions=self._extensions or None,
+        )
+        return EvidencePacket(**data)
 
 
 class Recorder:
@@ -435,7 +496,9 @@ class Recorder:
     ``.jsonl`` or ``.jsonl.zst`` stream (appended, survives a killed process), a
     :class:`~kernel_evidence.harness.sink.PacketSink`, or ``None``: then the
     ``KEVIDENCE_OUT`` environment variable names the output, and without it packets are
-    kept in memory only (:attr:`packets`). The environment is captured once, at creation.
+    kept in memory only (:attr:`packets`). When ``KEVIDENCE_OUT`` is set and ``out`` names
+    another output, packets go to both (this is how ``kevidence replay --execute`` collects
+    the packets of a replayed run). The environment is captured once, at creation.
     ``keep`` keeps every packet in :attr:`packets` (default: only when writing to memory).
     """
 
@@ -451,8 +514,16 @@ class Recorder:
         keep: bool | None = None,
         **task_defaults: Any,
     ) -> None:
-        target = out if out is not None else os.environ.get("KEVIDENCE_OUT") or None
+        env_out = os.environ.get("KEVIDENCE_OUT") or None
+        target = out if out is not None else env_out
         self.sink: PacketSink = MemorySink() if target is None else open_sink(target, durable=durable)
+        if (
+            env_out is not None
+            and out is not None
+            and not (isinstance(out, (str, os.PathLike)) and os.path.abspath(out) == os.path.abspath(env_out))
+        ):
+            # a replay (or a CI job) asked for the packets too: write them to both
+            self.sink = TeeSink([self.sink, open_sink(env_out, durable=durable)])
         self.run_id = run_id or uuid.uuid4().hex[:12]
         self.suppress = suppress
         self.created_at = created_at
@@ -475,6 +546,21 @@ class Recorder:
         """Close the output."""
         self.sink.close()
 
+    def refresh_clocks(self) -> None:
+        """Probe the device again, so later packets carry the clocks observed now.
+
+        The environment is captured once, when the recorder is made; clocks drift with
+        load and temperature. Call this between measurements (it runs NVML or a vendor
+        tool, never inside a timed region).
+        """
+        from dataclasses import replace
+
+        from .environment import capture_hardware
+
+        self.environment = replace(
+            self.environment, hardware=capture_hardware(self.environment.hardware.host)
+        )
+
     def candidate(self, name: str, **kwargs: Any) -> CandidateRecord:
         """Start the record of one candidate (see :class:`CandidateRecord` for the calls).
 
@@ -489,11 +575,11 @@ class Recorder:
 
     def record(self, packet: EvidencePacket) -> str:
         """Write a packet built elsewhere (its id is (re)computed)."""
-        return self._emit(packet.with_id())
+        return self._emit(*identify(packet))
 
-    def _emit(self, packet: EvidencePacket) -> str:
+    def _emit(self, packet: EvidencePacket, raw: bytes) -> str:
         assert packet.packet_id is not None
-        where = self.sink.write(packet.packet_id, packet.to_json())
+        where = self.sink.write(packet.packet_id, raw)
         self.written += 1
         self.histogram[packet.failure.failure_class.value if packet.failure else packet.status.value] += 1
         if self.keep:

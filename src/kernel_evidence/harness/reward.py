@@ -32,7 +32,9 @@ from ..units import to_base
 __all__ = ["DEFAULT_PENALTIES", "RewardConfig", "reward", "speed_of_light_fraction"]
 
 #: reward of a packet that did not pass, per failure class
-DEFAULT_PENALTIES: Mapping[FailureClass, float] = {fc: 0.0 for fc in FailureClass} | {FailureClass.REWARD_HACK: -1.0}
+DEFAULT_PENALTIES: Mapping[FailureClass, float] = {fc: 0.0 for fc in FailureClass} | {
+    FailureClass.REWARD_HACK: -1.0
+}
 
 
 @dataclass(frozen=True)
@@ -57,7 +59,7 @@ def speed_of_light_fraction(packet: EvidencePacket | Mapping[str, Any]) -> float
     """Achieved over peak throughput in [0, 1], or 0.0 when the packet lacks the data."""
     p = _packet(packet)
     t, hw, task = p.timing, p.hardware, p.task
-    if t is None or t.stats is None or hw is None or task is None:
+    if t is None or t.stats is None or t.stats.median is None or hw is None or task is None:
         return 0.0
     seconds = to_base(t.stats.median, t.stats.unit)
     if seconds <= 0:
@@ -97,7 +99,13 @@ def reward(packet: EvidencePacket | Mapping[str, Any], config: RewardConfig | No
         return float(cfg.penalties.get(p.failure.failure_class, 0.0))
     t = p.timing
     base = cfg.correct
-    if t is not None and t.speedup is not None and t.baseline is not None and t.baseline.provider and t.speedup.value > 0:
+    if (
+        t is not None
+        and t.speedup is not None
+        and t.baseline is not None
+        and t.baseline.provider
+        and t.speedup.value > 0
+    ):
         step = max(-cfg.cap, min(cfg.cap, math.log2(t.speedup.value)))
         base = max(cfg.floor, cfg.correct + cfg.speed_weight * step)
     if cfg.sol_weight:

@@ -27,7 +27,15 @@ import zstandard
 
 from ..io import open_output
 
-__all__ = ["DirectorySink", "JsonlSink", "MemorySink", "PacketSink", "SingleFileSink", "open_sink"]
+__all__ = [
+    "DirectorySink",
+    "JsonlSink",
+    "MemorySink",
+    "PacketSink",
+    "SingleFileSink",
+    "TeeSink",
+    "open_sink",
+]
 
 
 class PacketSink(Protocol):
@@ -95,7 +103,9 @@ class SingleFileSink(DirectorySink):
 
     def write(self, packet_id: str, data: bytes) -> str:
         if self.written:
-            raise ValueError(f"{self.path}: a .json file holds one packet; use a .jsonl stream or a folder for more")
+            raise ValueError(
+                f"{self.path}: a .json file holds one packet; use a .jsonl stream or a folder for more"
+            )
         fh, commit = open_output(self.path)
         ok = False
         try:
@@ -225,6 +235,21 @@ class JsonlSink:
             self._fd = None
 
 
+class TeeSink:
+    """Writes every packet to several sinks (the harness's output and ``KEVIDENCE_OUT``)."""
+
+    def __init__(self, sinks: list[PacketSink]) -> None:
+        self.sinks = sinks
+
+    def write(self, packet_id: str, data: bytes) -> str:
+        where = [s.write(packet_id, data) for s in self.sinks]
+        return where[0]
+
+    def close(self) -> None:
+        for s in self.sinks:
+            s.close()
+
+
 def open_sink(target: str | os.PathLike[str] | PacketSink, *, durable: bool = False) -> PacketSink:
     """A sink for ``target``: an existing sink, a ``.json`` file, a JSONL stream or a folder."""
     if not isinstance(target, (str, os.PathLike)):
@@ -237,4 +262,3 @@ def open_sink(target: str | os.PathLike[str] | PacketSink, *, durable: bool = Fa
     if name.endswith((".zst", ".json.zst")):
         raise ValueError(f"{target}: a zstd output must be a JSONL stream (.jsonl.zst)")
     return DirectorySink(target, durable=durable)
-

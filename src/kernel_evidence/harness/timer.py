@@ -169,7 +169,7 @@ class Measurement:
         if self.inputs_regenerated:
             notes += "; inputs regenerated before every timed call"
         return Timing(
-            method=self.method,  # type: ignore[arg-type]
+            method=self.method,
             warmup=self.warmup,
             repeats=self.repeats,
             shape_id=shape_id,
@@ -304,13 +304,13 @@ class Timer:
                 return f"CI half-width {max(widths):.2%} < {rule.target_rel_ci:.2%} after {n} repeats"
         return None
 
-    def _measurement(self, samples: list[float], reason: str, *, interleaved: bool, regenerated: bool) -> Measurement:
+    def _measurement(
+        self, samples: list[float], reason: str, *, interleaved: bool, regenerated: bool
+    ) -> Measurement:
         # CUDA events synchronise; a host clock is synchronised by the hook, or needs none
         # when no device framework is in use (the call is CPU work, done when it returns)
         sync = (
-            isinstance(self._clock, _CudaEventClock)
-            or self._clock._sync is not None
-            or _torch_cuda() is None
+            isinstance(self._clock, _CudaEventClock) or self._clock._sync is not None or _torch_cuda() is None
         )
         return Measurement(
             samples_ns=samples,

@@ -71,7 +71,7 @@ class TolerancePolicy(Model):
 class ServingTask(Model):
     """A serving workload: model, traffic shape and engine."""
 
-    model: NonEmptyStr
+    model: NonEmptyStr | None = None
     engine: Software | None = None
     dataset: Str | None = None
     num_prompts: NonNegInt | None = None

@@ -297,6 +297,8 @@ def achieved_rates(p: Any) -> tuple[float | None, float | None]:
     w = _work(p)
     if w is None:
         return None, None
+    if t.stats.median is None:
+        return None, None
     sec = seconds(t.stats.median, t.stats.unit)
     if sec <= 0:
         return None, None
@@ -519,11 +521,16 @@ _HI = 1 + 1e-9
 def _stats(ptr: str, s: Any, add: Add) -> None:
     med = s.median
     lo, hi = s.min, s.max
+    mean = s.mean
+    if med is None:
+        if mean is None:
+            add(("KE501", f"{ptr}", "statistics block has neither a median nor a mean"))
+        _stats_without_median(ptr, s, add)
+        return
     if lo is not None and lo > med * _HI:
         add(("KE501", f"{ptr}/min", f"min {lo:g} is above the median {med:g}"))
     if hi is not None and hi < med * _LO:
         add(("KE501", f"{ptr}/max", f"max {hi:g} is below the median {med:g}"))
-    mean = s.mean
     if mean is not None:
         if lo is not None and mean < lo * _LO:
             add(("KE501", f"{ptr}/mean", f"mean {mean:g} is below the min {lo:g}"))
@@ -585,6 +592,24 @@ def _stats(ptr: str, s: Any, add: Add) -> None:
             add(("KE503", f"{ptr}/min", f"min {lo:g} does not match the samples' min {ys[0]:g}"))
         if hi is not None and abs(ys[-1] - hi) > 1e-6 * max(abs(ys[-1]), abs(hi)):
             add(("KE503", f"{ptr}/max", f"max {hi:g} does not match the samples' max {ys[-1]:g}"))
+
+
+def _stats_without_median(ptr: str, s: Any, add: Add) -> None:
+    """The checks that need no median, for blocks that only report mean and percentiles."""
+    lo, hi, mean = s.min, s.max, s.mean
+    if mean is not None:
+        if lo is not None and mean < lo * _LO:
+            add(("KE501", f"{ptr}/mean", f"mean {mean:g} is below the min {lo:g}"))
+        if hi is not None and mean > hi * _HI:
+            add(("KE501", f"{ptr}/mean", f"mean {mean:g} is above the max {hi:g}"))
+    if s.percentiles:
+        pk = pv = None
+        for q, k, val in sorted((q, k, v) for k, v in s.percentiles.items() if (q := _pct(k)) is not None):
+            if pv is not None and val < pv * _LO:
+                add(("KE501", f"{ptr}/percentiles/{k}", f"{k} = {val:g} is below {pk} = {pv:g}; percentiles must not decrease"))
+            pk, pv = k, val
+    if s.n is not None and s.n < 1:
+        add(("KE502", f"{ptr}/n", f"n is {s.n}; expected at least 1"))
 
 
 def _limits(p: Any, t: Any, add: Add) -> None:

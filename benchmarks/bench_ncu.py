@@ -1,0 +1,158 @@
+"""Nsight Compute raw-page ingest vs ``pyarrow.csv.read_csv`` on the same file, in one run.
+
+Generates (in a temp dir) an ``ncu --csv --page raw`` export: two ``==PROF==`` lines, the
+header, the units row, then LAUNCHES rows x METRICS metric columns (like a real raw page:
+a block of device attributes identical in every row, launch settings that repeat, and
+measured counters that differ per launch). Prints the time to read it with pyarrow alone
+(the floor: just the CSV, no header/units/noise handling, no packets) and the time of the
+ncu adapter to packets (``ADAPTER.read``), plus the ratio.
+
+    python benchmarks/bench_ncu.py [--launches 20000] [--metrics 500] [--repeat 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import gc
+import os
+import random
+import sys
+import tempfile
+import time
+
+
+def generate(path: str, launches: int, metrics: int, seed: int = 7) -> None:
+    rng = random.Random(seed)
+    ids = [
+        "ID",
+        "Process ID",
+        "Process Name",
+        "Host Name",
+        "Kernel Name",
+        "Context",
+        "Stream",
+        "Block Size",
+        "Grid Size",
+        "Device",
+        "CC",
+    ]
+    n_dev = metrics // 3  # constant device attributes
+    n_launch = metrics // 6  # launch settings: few distinct values
+    n_meas = metrics - n_dev - n_launch  # measured counters: distinct per launch
+    names = [f"device__attribute_a{j:03d}" for j in range(n_dev - 1)] + ["device__attribute_display_name"]
+    names += [f"launch__setting_{j:03d}" for j in range(n_launch)]
+    names += ["gpu__time_duration.sum"] + [f"sm__counter_{j:03d}.sum" for j in range(n_meas - 1)]
+    units = (
+        [""] * n_dev
+        + ["block"] * n_launch
+        + ["ns"]
+        + ["%" if j % 3 == 0 else "inst" for j in range(n_meas - 1)]
+    )
+    dev_values = [str(rng.randrange(1, 10**6)) for _ in range(n_dev - 1)] + ["NVIDIA H100 80GB HBM3"]
+    kernels = [
+        "void gemm<cutlass::half_t, 128, 256, 64>(Params<float, 2>, int, int)",
+        "void flash_fwd_kernel<Flash_fwd_kernel_traits<128, 64, 4, bfloat16_t>, 0, 1>(Flash_fwd_params)",
+        "elementwise_add",
+    ]
+    with open(path, "w", newline="") as fh:
+        fh.write(
+            "==PROF== Connected to process 4242 (/usr/bin/python3)\n==PROF== Disconnected from process 4242\n"
+        )
+        w = csv.writer(fh, quoting=csv.QUOTE_ALL, lineterminator="\n")
+        w.writerow(ids + names)
+        w.writerow([""] * len(ids) + units)
+        for i in range(launches):
+            k = kernels[i % 3]
+            row = [
+                str(i),
+                "4242",
+                "python3",
+                "127.0.0.1",
+                k,
+                "1",
+                "7",
+                "(128, 1, 1)",
+                f"({i % 64 + 1}, 16, 1)",
+                "0",
+                "9.0",
+            ]
+            row += dev_values
+            row += [str(rng.choice((1, 2, 4, 8, 128, 256))) for _ in range(n_launch)]
+            row += [f"{rng.randrange(10**4, 10**7)}"] + [
+                f"{rng.random() * 100:.2f}" for _ in range(n_meas - 1)
+            ]
+            w.writerow(row)
+
+
+def _time(fn, repeat: int) -> float:  # type: ignore[no-untyped-def]
+    """Best wall time of ``repeat`` runs (these machines are shared and noisy)."""
+    best = []
+    for _ in range(repeat):
+        gc.collect()
+        t = time.perf_counter()
+        fn()
+        best.append(time.perf_counter() - t)
+    return min(best)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--launches", type=int, default=20000)
+    ap.add_argument("--metrics", type=int, default=500)
+    ap.add_argument("--repeat", type=int, default=2)
+    args = ap.parse_args()
+
+    import pyarrow.csv as pacsv
+
+    from kernel_evidence.adapters import AdapterOptions
+    from kernel_evidence.adapters.ncu import ADAPTER, _no_gc, read_reports
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "ncu_raw.csv")
+        t = time.perf_counter()
+        generate(path, args.launches, args.metrics)
+        size = os.path.getsize(path)
+        print(
+            f"file: {args.launches} launches x {args.metrics} metrics, {size / 1e6:.1f} MB (generated in {time.perf_counter() - t:.1f} s)"
+        )
+
+        def peer() -> None:
+            # the peer reads the table only: told where it starts, header row as names
+            table = pacsv.read_csv(path, read_options=pacsv.ReadOptions(skip_rows=2))
+            assert table.num_rows == args.launches + 1  # + the units row
+
+        result = {}
+
+        def ours() -> None:
+            result["r"] = ADAPTER.read([path], AdapterOptions(created_at="2026-11-22T00:00:00Z"))
+
+        def parse_only() -> None:
+            with _no_gc():
+                result["reports"] = read_reports(path)[0]
+
+        t_peer = _time(peer, args.repeat)
+        t_parse = _time(parse_only, args.repeat)
+        t_ours = _time(ours, args.repeat)
+        packets = result["r"].packets
+        cap = packets[0].profiler[0]
+        kernels = cap.kernels
+        kept = len(kernels[0].raw) + sum(k.startswith("device__attribute_") for k in cap.attributes)
+        assert len(kernels) == args.launches and kept >= args.metrics, kept
+        cells = args.launches * args.metrics
+        print(
+            f"pyarrow.csv.read_csv (peer):             {t_peer:7.3f} s  {cells / t_peer / 1e6:6.1f} M cells/s"
+        )
+        print(
+            f"ours, parse to launches (raw metrics):   {t_parse:7.3f} s  {cells / t_parse / 1e6:6.1f} M cells/s  ratio {t_parse / t_peer:.2f}x"
+        )
+        print(
+            f"ours, full ingest to a packet with id:   {t_ours:7.3f} s  {cells / t_ours / 1e6:6.1f} M cells/s  ratio {t_ours / t_peer:.2f}x"
+            f"  ({len(packets)} packet, {len(kernels)} KernelRecords)"
+        )
+        print("target: full ingest within 2x of the peer")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,137 @@
+"""Benchmark: rocprof adapter ingest vs ``pyarrow.csv.read_csv`` of the same pmc_perf.csv.
+
+Generates, in a temporary folder, an Omniperf 2.x-style workload (rocprofv2 column names):
+``pmc_perf.csv`` with 20,000 dispatches of 12 kernels, the launch columns, timestamps and
+counter columns named like the real ones (``SQ_*``, ``GRBM_*``, ``TCC_*_sum`` and
+per-channel ``TCC_*[i]``), plus a ``sysinfo.csv``. Then it times, in one run:
+
+* peer: ``pyarrow.csv.read_csv(pmc_perf.csv)`` (parse only);
+* ours: ``get_adapter("rocprof").read([workload])`` (parse, pivot, formulas, one
+  KernelRecord per dispatch with every counter in ``raw``, the packet).
+
+Prints both times, dispatches/s and the ratio (target: within 2x of the peer).
+
+    python benchmarks/bench_rocprof.py [--dispatches 20000] [--channels 16] [--repeat 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import tempfile
+import time
+from pathlib import Path
+
+import pyarrow.csv as pacsv
+
+from kernel_evidence.adapters import AdapterOptions, get_adapter
+
+META = ["Dispatch_ID", "GPU_ID", "Grid_Size", "Workgroup_Size", "LDS_Per_Workgroup",
+        "Scratch_Per_Workitem", "Arch_VGPR", "Accum_VGPR", "SGPR", "Wave_Size", "Kernel_Name",
+        "Correlation_ID"]  # fmt: skip
+COUNTERS = [
+    "GRBM_COUNT", "GRBM_GUI_ACTIVE", "GRBM_SPI_BUSY", "SQ_WAVES", "SQ_WAVE_CYCLES", "SQ_BUSY_CYCLES",
+    "SQ_BUSY_CU_CYCLES", "SQ_INSTS", "SQ_INSTS_VALU", "SQ_INSTS_SALU", "SQ_INSTS_SMEM", "SQ_INSTS_LDS",
+    "SQ_INSTS_VMEM_RD", "SQ_INSTS_VMEM_WR", "SQ_ACTIVE_INST_VALU", "SQ_ACTIVE_INST_SCA",
+    "SQ_ACTIVE_INST_LDS", "SQ_ACTIVE_INST_VMEM", "SQ_ACTIVE_INST_FLAT", "SQ_ACTIVE_INST_MISC",
+    "SQ_VALU_MFMA_BUSY_CYCLES", "SQ_THREAD_CYCLES_VALU", "SQ_LDS_IDX_ACTIVE", "SQ_LDS_BANK_CONFLICT",
+    "SQ_INSTS_VALU_ADD_F16", "SQ_INSTS_VALU_MUL_F16", "SQ_INSTS_VALU_TRANS_F16", "SQ_INSTS_VALU_FMA_F16",
+    "SQ_INSTS_VALU_ADD_F32", "SQ_INSTS_VALU_MUL_F32", "SQ_INSTS_VALU_TRANS_F32", "SQ_INSTS_VALU_FMA_F32",
+    "SQ_INSTS_VALU_ADD_F64", "SQ_INSTS_VALU_MUL_F64", "SQ_INSTS_VALU_TRANS_F64", "SQ_INSTS_VALU_FMA_F64",
+    "SQ_INSTS_VALU_MFMA_MOPS_F16", "SQ_INSTS_VALU_MFMA_MOPS_BF16", "SQ_INSTS_VALU_MFMA_MOPS_F32",
+    "SQ_INSTS_VALU_MFMA_MOPS_F64", "SQ_INSTS_VALU_INT32", "SQ_INSTS_VALU_INT64", "SQC_ICACHE_HITS",
+    "SQC_ICACHE_MISSES", "SQC_DCACHE_HITS", "SQC_DCACHE_MISSES", "SQC_DCACHE_REQ", "SQC_ICACHE_REQ",
+    "TA_BUSY_sum", "TD_BUSY_sum", "TCP_TOTAL_CACHE_ACCESSES_sum", "TCP_TCC_READ_REQ_sum",
+    "TCP_TCC_WRITE_REQ_sum", "TCC_HIT_sum", "TCC_MISS_sum", "TCC_REQ_sum", "TCC_EA_RDREQ_sum",
+    "TCC_EA_RDREQ_32B_sum", "TCC_EA_WRREQ_sum", "TCC_EA_WRREQ_64B_sum", "TCC_EA_RDREQ_LEVEL_sum",
+    "TCC_EA_WRREQ_LEVEL_sum", "SPI_CSN_BUSY", "SPI_CSN_WAVE", "CPC_ME1_BUSY_FOR_PACKET_DECODE",
+    "CPF_CPF_STAT_BUSY",
+]  # fmt: skip
+PER_CHANNEL = ["TCC_HIT", "TCC_MISS", "TCC_REQ", "TCC_READ", "TCC_WRITE", "TCC_ATOMIC", "TCC_EA_RDREQ",
+               "TCC_EA_RDREQ_32B", "TCC_EA_WRREQ", "TCC_EA_WRREQ_64B", "TCC_EA_RDREQ_LEVEL",
+               "TCC_EA_WRREQ_LEVEL", "TCC_BUSY", "TCC_TAG_STALL", "TCC_PROBE", "TCC_NC_REQ",
+               "TCC_UC_REQ", "TCC_CC_REQ", "TCC_RW_REQ", "TCC_WRITEBACK"]  # fmt: skip
+
+
+def generate(folder: Path, dispatches: int, channels: int, seed: int = 7) -> Path:
+    rng = random.Random(seed)
+    counters = COUNTERS + [f"{c}[{i}]" for c in PER_CHANNEL for i in range(channels)]
+    kernels = [
+        f"gemm_kernel_{i}<float, {64 * (i + 1)}>(float const*, float*, int) (.kd)"
+        for i in range(12)
+    ]
+    header = META + counters + ["Start_Timestamp", "End_Timestamp"]
+    t = 1_411_551_767_635_712
+    with open(folder / "pmc_perf.csv", "w", encoding="utf-8") as fh:
+        fh.write(",".join(header) + "\n")
+        for i in range(dispatches):
+            k = i % len(kernels)
+            dur = 5_000 + rng.randrange(200_000)
+            meta = [str(i), "2", str(1 << (16 + k % 6)), "256", str(1024 * (k % 4)), "0", str(8 * (1 + k % 4)),
+                    "0", "32", "64", f'"{kernels[k]}"', str(i)]  # fmt: skip
+            vals = [
+                str(rng.randrange(0, 5_000_000)) if rng.random() < 0.6 else "0" for _ in counters
+            ]
+            fh.write(",".join(meta + vals + [str(t), str(t + dur)]) + "\n")
+            t += dur + 1_000
+    sysinfo = {
+        "workload_name": "bench", "command": "./bench -n 20000", "version": "2", "rocm_version": "6.2.0",
+        "gpu_model": "MI200", "gpu_arch": "gfx90a", "cu_per_gpu": "104", "max_waves_per_cu": "32",
+        "max_sclk": "1700", "max_mclk": "1600", "cur_sclk": "1700", "cur_mclk": "1600", "hbm_bw": "1638.4",
+        "num_xcd": "1", "total_l2_chan": str(channels), "lds_banks_per_cu": "32",
+    }  # fmt: skip
+    (folder / "sysinfo.csv").write_text(
+        ",".join(sysinfo) + "\n" + ",".join(sysinfo.values()) + "\n"
+    )
+    return folder / "pmc_perf.csv"
+
+
+def best_of(fn, repeat: int) -> float:  # type: ignore[no-untyped-def]
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return min(times)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--dispatches", type=int, default=20_000)
+    ap.add_argument("--channels", type=int, default=16, help="per-channel TCC columns per counter")
+    ap.add_argument("--repeat", type=int, default=3, help="best of N (raw=all runs once)")
+    args = ap.parse_args()
+    adapter = get_adapter("rocprof")
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        pmc = generate(folder, args.dispatches, args.channels)
+        size_mb = pmc.stat().st_size / 1e6
+        with pmc.open() as fh:
+            cols = len(fh.readline().split(","))
+        peer = best_of(lambda: pacsv.read_csv(str(pmc)), args.repeat)
+        results: dict[str, tuple[float, int, int]] = {}
+        for raw, repeat in (("none", args.repeat), ("all", 1)):
+            opts = AdapterOptions(created_at="2026-01-01T00:00:00Z", extra={"raw": raw})
+            holder: dict[str, object] = {}
+
+            def ours(opts: AdapterOptions = opts, holder: dict[str, object] = holder) -> None:
+                holder["r"] = adapter.read([str(folder)], opts)
+
+            took = best_of(ours, repeat)
+            kernels = holder["r"].packets[0].profiler[0].kernels  # type: ignore[attr-defined]
+            cells = sum(len(k.raw or ()) for k in kernels)
+            results[raw] = (took, len(kernels), cells)
+            del holder
+    n = args.dispatches
+    print(f"pmc_perf.csv: {n} dispatches x {cols} columns, {size_mb:.1f} MB")
+    print(f"pyarrow.csv.read_csv (peer)     : {peer * 1e3:9.1f} ms  ({n / peer:,.0f} dispatches/s)")
+    for raw, (took, records, cells) in results.items():
+        print(
+            f"kevidence rocprof ingest raw={raw:<4}: {took * 1e3:9.1f} ms  ({n / took:,.0f} dispatches/s, "
+            f"{records} KernelRecords, {cells:,} raw cells)  ratio {took / peer:.2f}x"
+        )
+    print("target: ingest within 2x of pyarrow.csv.read_csv")
+
+
+if __name__ == "__main__":
+    main()

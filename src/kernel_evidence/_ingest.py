@@ -1,0 +1,594 @@
+"""Ingest: run an adapter over profiler/benchmark outputs and complete the packets it makes.
+
+Adapters fill what their source knows; :func:`ingest` adds what only the user knows (the
+replay command, the baseline, any other field through ``sets``) and can merge everything
+into an existing base packet. ``kevidence ingest`` is a thin wrapper around it, and so is a
+harness that wants the same packets without the CLI.
+
+>>> parse_set("timing.warmup=10")
+(('timing', 'warmup'), 10)
+>>> parse_set("subject.name=gemm_fp16")
+(('subject', 'name'), 'gemm_fp16')
+
+Also here: the joined cross-vendor canonical-metric table behind ``kevidence metrics``
+(:func:`metric_table`, :func:`render_metric_table`), built from ``adapters/*.toml``.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import shlex
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import msgspec
+from pydantic import BaseModel, ValidationError
+
+from .adapters import AdapterOptions, get_adapter
+from .errors import InputError
+from .models import EvidencePacket
+
+__all__ = [
+    "IngestResult",
+    "OptionError",
+    "ingest",
+    "metric_table",
+    "missing_for_validation",
+    "packet_data",
+    "packet_id",
+    "parse_baseline",
+    "parse_set",
+    "render_metric_table",
+    "with_packet_id",
+]
+
+
+class OptionError(ValueError):
+    """An ingest option is malformed (a usage error: exit code 2 at the CLI)."""
+
+
+@dataclass
+class IngestResult:
+    """The finished packets (with ids) and every warning met on the way."""
+
+    packets: list[EvidencePacket]
+    warnings: list[str] = field(default_factory=list)
+
+
+# ----------------------------------------------------------------------------- option parsing
+
+
+def _split_path(path: str) -> tuple[str, ...]:
+    """``a.b.c`` -> parts; ``\\.`` keeps a dot inside a part (extension keys hold dots)."""
+    parts: list[str] = []
+    cur: list[str] = []
+    i = 0
+    while i < len(path):
+        ch = path[i]
+        if ch == "\\" and i + 1 < len(path) and path[i + 1] == ".":
+            cur.append(".")
+            i += 2
+            continue
+        if ch == ".":
+            parts.append("".join(cur))
+            cur = []
+        else:
+            cur.append(ch)
+        i += 1
+    parts.append("".join(cur))
+    if any(p == "" for p in parts):
+        raise OptionError(f"--set `{path}`: empty part in the dotted path")
+    return tuple(parts)
+
+
+def parse_set(item: str) -> tuple[tuple[str, ...], Any]:
+    """``"key.path=value"`` -> (path parts, value); the value is JSON when it parses, else text."""
+    key, sep, text = item.partition("=")
+    if not sep or not key.strip():
+        raise OptionError(f"--set expects key=value (a dotted path into the packet), got `{item}`")
+    try:
+        value: Any = json.loads(text)
+    except ValueError:
+        value = text
+    return _split_path(key.strip()), value
+
+
+def parse_baseline(spec: str) -> dict[str, str]:
+    """``"PROVIDER:VERSION:CALL"`` -> a baseline dict; the call may itself hold colons.
+
+    >>> parse_baseline("cuBLASLt:12.4.5:cublasLtMatmul(fp16, m=4096)")
+    {'provider': 'cuBLASLt', 'version': '12.4.5', 'call': 'cublasLtMatmul(fp16, m=4096)'}
+    """
+    parts = spec.split(":", 2)
+    if len(parts) != 3 or not parts[0].strip() or not parts[2].strip():
+        raise OptionError(
+            f"--baseline expects PROVIDER:VERSION:CALL (e.g. cuBLASLt:12.4.5:cublasLtMatmul), got `{spec}`"
+        )
+    out = {"provider": parts[0].strip(), "version": parts[1].strip(), "call": parts[2].strip()}
+    if not out["version"]:
+        del out["version"]
+    return out
+
+
+def _parse_replay(cmd: str | Sequence[str]) -> list[str]:
+    if isinstance(cmd, str):
+        try:
+            argv = shlex.split(cmd)
+        except ValueError as exc:
+            raise OptionError(f"--replay-cmd could not be split into arguments ({exc}): `{cmd}`") from None
+    else:
+        argv = [str(a) for a in cmd]
+    if not argv:
+        raise OptionError("--replay-cmd is empty; give the exact command that reproduces the run")
+    return argv
+
+
+# ---------------------------------------------------------------------------------- merging
+
+
+def _merge(base: dict[str, Any], new: Mapping[str, Any]) -> None:
+    """Fill ``base`` from ``new`` without replacing anything ``base`` already has."""
+    for key, value in new.items():
+        if key not in base or base[key] is None:
+            base[key] = copy.deepcopy(value)
+        elif isinstance(base[key], dict) and isinstance(value, Mapping):
+            _merge(base[key], value)
+
+
+def _merge_into(base: dict[str, Any], packet: dict[str, Any]) -> dict[str, Any]:
+    out = copy.deepcopy(base)
+    out.pop("packet_id", None)
+    captures = packet.get("profiler") or []
+    rest = {k: v for k, v in packet.items() if k not in ("profiler", "packet_id")}
+    _merge(out, rest)
+    if captures:
+        have = out.setdefault("profiler", [])
+        if not isinstance(have, list):
+            raise OptionError("--into: the base packet's `profiler` is not a list")
+        digests = {((c.get("source") or {}).get("sha256")) for c in have if isinstance(c, dict)} - {None}
+        for cap in captures:
+            sha = (cap.get("source") or {}).get("sha256")
+            if sha is None or sha not in digests:
+                have.append(copy.deepcopy(cap))
+    return out
+
+
+def _set(data: dict[str, Any], path: tuple[str, ...], value: Any) -> None:
+    node: Any = data
+    for i, part in enumerate(path[:-1]):
+        if isinstance(node, list):
+            node = node[_list_index(node, part, path)]
+            continue
+        nxt = node.get(part)
+        if nxt is None:
+            nxt = node[part] = {}
+        elif not isinstance(nxt, (dict, list)):
+            raise OptionError(
+                f"--set {'.'.join(path)}: `{'.'.join(path[: i + 1])}` is a value, not an object"
+            )
+        node = nxt
+    last = path[-1]
+    if isinstance(node, list):
+        node[_list_index(node, last, path)] = value
+    else:
+        node[last] = value
+
+
+def _list_index(node: list[Any], part: str, path: tuple[str, ...]) -> int:
+    if not part.lstrip("-").isdigit():
+        raise OptionError(f"--set {'.'.join(path)}: `{part}` indexes a list; use a number")
+    i = int(part)
+    if not -len(node) <= i < len(node):
+        raise OptionError(
+            f"--set {'.'.join(path)}: index {i} is out of range (the list has {len(node)} items)"
+        )
+    return i
+
+
+def _load_base(into: str | Path | Mapping[str, Any] | EvidencePacket) -> dict[str, Any]:
+    if isinstance(into, EvidencePacket):
+        return into.to_dict()
+    if isinstance(into, Mapping):
+        return copy.deepcopy(dict(into))
+    from .io import iter_records
+
+    name = str(into)
+    docs = []
+    for rec in iter_records(name):
+        if rec.error is not None:
+            raise rec.error
+        try:
+            docs.append(msgspec.json.decode(rec.data or b""))
+        except msgspec.DecodeError as exc:
+            raise InputError(name, rec.location, f"not valid JSON ({exc})") from None
+    if len(docs) != 1 or not isinstance(docs[0], dict):
+        raise InputError(name, None, f"--into expects one JSON packet object, got {len(docs)} document(s)")
+    return docs[0]
+
+
+def _pointer(loc: Iterable[Any]) -> str:
+    return "".join("/" + str(x) for x in loc)
+
+
+def _finish(data: dict[str, Any], origin: str, captures: list[Any] | None) -> EvidencePacket:
+    data.pop("packet_id", None)
+    try:
+        model = EvidencePacket.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors(include_url=False)[0]
+        more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+        raise OptionError(
+            f"{origin}: the packet is not valid after the options were applied: "
+            f"{_pointer(err['loc'])}: {err['msg']}{more}"
+        ) from None
+    if captures:
+        # the adapter's captures are validated models already: attach them, do not re-validate
+        have = list(model.profiler or [])
+        digests = {c.source.sha256 for c in have if c.source is not None and c.source.sha256}
+        new = [c for c in captures if c.source is None or c.source.sha256 not in digests]
+        model = model.model_copy(update={"profiler": have + new})
+    return with_packet_id(model)
+
+
+def ingest(
+    tool: str,
+    inputs: Sequence[str],
+    *,
+    replay_cmd: str | Sequence[str] | None = None,
+    baseline: str | Mapping[str, Any] | None = None,
+    sets: Iterable[str | tuple[tuple[str, ...], Any]] = (),
+    into: str | Path | Mapping[str, Any] | EvidencePacket | None = None,
+    created_at: str | None = None,
+    extra: Mapping[str, Any] | None = None,
+) -> IngestResult:
+    """Read ``inputs`` with the adapter ``tool`` and complete the packets.
+
+    Order: adapter packet -> merged into ``into`` (base fields win; profiler captures are
+    appended) -> ``replay_cmd`` (shlex-split when a string) -> ``baseline``
+    (``PROVIDER:VERSION:CALL`` or a dict) -> ``sets`` (dotted paths, applied last) -> packet id.
+
+    Raises :class:`~kernel_evidence.errors.KernelEvidenceError` for unreadable inputs and
+    :class:`OptionError` for malformed options.
+    """
+    replay = _parse_replay(replay_cmd) if replay_cmd is not None else None
+    base_line = (
+        parse_baseline(baseline) if isinstance(baseline, str) else (dict(baseline) if baseline else None)
+    )
+    changes = [parse_set(s) if isinstance(s, str) else s for s in sets]
+    base = _load_base(into) if into is not None else None
+    if created_at is not None:
+        _check_timestamp(created_at)
+    adapter = get_adapter(tool)
+    result = adapter.read(list(inputs), AdapterOptions(created_at=created_at, extra=dict(extra or {})))
+    if not result.packets:
+        raise InputError(
+            ", ".join(inputs) or "<no input>",
+            None,
+            f"the {adapter.name} adapter found nothing to turn into a packet",
+        )
+    touches_profiler = any(path[0] == "profiler" for path, _ in changes)
+    packets = []
+    for packet in result.packets:
+        if base is None and replay is None and base_line is None and not changes:
+            packets.append(packet if packet.packet_id else with_packet_id(packet))
+            continue
+        captures: list[Any] | None = None
+        if touches_profiler:
+            data = packet.to_dict()
+        else:  # captures can hold 10^5 kernels: keep them as models, edit the rest as data
+            data = packet.model_dump(mode="json", exclude_none=True, exclude={"profiler"})
+            captures = list(packet.profiler or [])
+        if base is not None:
+            data = _merge_into(base, data)
+            if created_at is not None:
+                data["created_at"] = created_at
+        if replay is not None:
+            rp = data.get("replay")
+            if not isinstance(rp, dict):
+                rp = data["replay"] = {}
+            rp["command"] = replay
+            rp.pop("shell", None)
+        if base_line is not None:
+            timing = data.get("timing")
+            if not isinstance(timing, dict):
+                timing = data["timing"] = {"method": "other"}
+            timing["baseline"] = {**(timing.get("baseline") or {}), **base_line}
+        for path, value in changes:
+            _set(data, path, value)
+        origin = "--set" if changes else ("--into" if base is not None else "ingest")
+        packets.append(_finish(data, origin, captures))
+    return IngestResult(packets=packets, warnings=list(result.warnings))
+
+
+# ------------------------------------------------------------------- fast packet data and id
+
+_PLAIN = msgspec.json.Encoder()
+
+
+class _Dumper:
+    """``to_dict`` for packets whose captures hold many kernel records.
+
+    pydantic serialises every RawMetric of every launch one by one; adapters share one
+    RawMetric instance per distinct value, so each is dumped once here (memoised by
+    identity while the packet is alive) and the per-launch maps are assembled in C
+    (``map``/``zip``). With ``canonical``, every object is built with sorted keys and
+    without nulls, so a plain encoder writes the canonical bytes of the packet id.
+    """
+
+    def __init__(self, canonical: bool) -> None:
+        self.canonical = canonical
+        self.memo: dict[int, Any] = {}
+        self.perms: dict[tuple[str, ...], list[int]] = {}
+        self.keep: list[Any] = []  # keeps memoised objects alive, so ids stay unique
+
+    def model(self, m: Any) -> Any:
+        hit = self.memo.get(id(m))
+        if hit is None:
+            hit = m.model_dump(mode="json", exclude_none=True)
+            if self.canonical:
+                hit = _canonical(hit)
+            self.memo[id(m)] = hit
+            self.keep.append(m)
+        return hit
+
+    def model_map(self, mapping: dict[str, Any]) -> dict[str, Any]:
+        values = list(mapping.values())
+        dumped = list(map(self.memo.get, map(id, values)))
+        if None in dumped:
+            for i, m in enumerate(values):
+                if dumped[i] is None:
+                    dumped[i] = self.model(m)
+        if not self.canonical:
+            return dict(zip(mapping, dumped, strict=True))
+        keys = tuple(mapping)
+        perm = self.perms.get(keys)
+        if perm is None:
+            perm = self.perms[keys] = sorted(range(len(keys)), key=keys.__getitem__)
+        return {keys[i]: dumped[i] for i in perm}
+
+    def kernel(self, k: Any) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        names = _SORTED_FIELDS if self.canonical else _FIELDS
+        for name in names:
+            v = getattr(k, name)
+            if v is None:
+                continue
+            if isinstance(v, dict) and (not v or isinstance(next(iter(v.values())), BaseModel)):
+                out[name] = self.model_map(v)
+            elif isinstance(v, (str, int, float)) or (
+                isinstance(v, list) and all(type(x) in (int, float, str) for x in v)
+            ):
+                out[name] = v
+            else:  # anything else a future model adds: let pydantic say how it looks
+                dumped = k.model_dump(mode="json", exclude_none=True, include={name})
+                if name in dumped:
+                    out[name] = _canonical(dumped[name]) if self.canonical else dumped[name]
+        return out
+
+    def capture(self, cap: Any) -> dict[str, Any]:
+        if cap.kernels is None:
+            d: dict[str, Any] = cap.model_dump(mode="json", exclude_none=True)
+            return _canonical(d) if self.canonical else d
+        head = cap.model_dump(mode="json", exclude_none=True, exclude={"kernels"})
+        head["kernels"] = [self.kernel(k) for k in cap.kernels]
+        return _reorder(head, type(cap).model_fields, self.canonical, skip="kernels")
+
+    def packet(self, packet: EvidencePacket) -> dict[str, Any]:
+        if not packet.profiler:
+            d = packet.to_dict()
+        else:
+            d = packet.model_dump(mode="json", exclude_none=True, exclude={"profiler"})
+            d["profiler"] = [self.capture(c) for c in packet.profiler]
+        return _reorder(d, EvidencePacket.model_fields, self.canonical, skip="profiler")
+
+
+def _canonical(obj: Any) -> Any:
+    """Sorted keys, no null members, at any depth."""
+    if isinstance(obj, dict):
+        return {k: _canonical(obj[k]) for k in sorted(obj) if obj[k] is not None}
+    if isinstance(obj, list):
+        return [_canonical(v) for v in obj]
+    return obj
+
+
+def _reorder(d: dict[str, Any], fields: Any, canonical: bool, skip: str) -> dict[str, Any]:
+    if canonical:  # everything but the already-canonical part is made canonical here
+        return {k: (d[k] if k == skip else _canonical(d[k])) for k in sorted(d) if d[k] is not None}
+    return {name: d[name] for name in fields if name in d}
+
+
+def _kernel_fields() -> tuple[tuple[str, ...], tuple[str, ...]]:
+    from .models import KernelRecord
+
+    names = tuple(KernelRecord.model_fields)
+    return names, tuple(sorted(names))
+
+
+_FIELDS, _SORTED_FIELDS = _kernel_fields()
+
+
+def packet_data(packet: EvidencePacket) -> dict[str, Any]:
+    """``packet.to_dict()``, several times faster for captures with many kernels.
+
+    The result may share sub-dicts between kernel records: treat it as read-only.
+    """
+    return _Dumper(canonical=False).packet(packet)
+
+
+def packet_id(packet: EvidencePacket) -> str:
+    """``packet.compute_id()`` (same canonical bytes), several times faster for big captures."""
+    data = _Dumper(canonical=True).packet(packet)
+    data.pop("packet_id", None)
+    return "sha256:" + hashlib.sha256(_PLAIN.encode(data)).hexdigest()
+
+
+def with_packet_id(packet: EvidencePacket) -> EvidencePacket:
+    """``packet.with_id()`` through :func:`packet_id`."""
+    return packet.model_copy(update={"packet_id": packet_id(packet)})
+
+
+def _check_timestamp(value: str) -> None:
+    import re
+
+    if not re.fullmatch(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?Z", value):
+        raise OptionError(
+            f"--created-at expects an RFC 3339 UTC time like 2026-11-22T01:02:03Z, got `{value}`"
+        )
+
+
+def missing_for_validation(packets: Sequence[EvidencePacket]) -> list[str]:
+    """One line per validation rule the packets still fail (errors only), most common first.
+
+    Uses :func:`kernel_evidence.rules.validate`; packets that pass give no line.
+    """
+    try:
+        from .rules import validate
+    except ImportError:  # pragma: no cover - the validator ships with the package
+        return []
+    by_rule: dict[str, list[Any]] = {}
+    for p in packets:
+        for f in validate(p).findings:
+            if f.severity == "error":
+                by_rule.setdefault(f.rule_id, []).append(f)
+    lines = []
+    for rule_id, found in sorted(by_rule.items(), key=lambda kv: (-len(kv[1]), kv[0])):
+        f = found[0]
+        share = f" ({len(found)} of {len(packets)} packets)" if len(packets) > 1 else ""
+        hint = f" - {f.hint}" if getattr(f, "hint", "") else ""
+        lines.append(f"{rule_id} at {f.pointer or '/'}{share}: {f.message}{hint}")
+    return lines
+
+
+# ----------------------------------------------------------------------- canonical metric table
+
+
+def _tool_tables() -> list[dict[str, Any]]:
+    from ._resources import adapters_dir, load_toml
+
+    tables = []
+    for path in sorted(adapters_dir().glob("*.toml")):
+        if path.name == "canonical_metrics.toml":
+            continue
+        data = load_toml(path.name)
+        if isinstance(data.get("metrics"), dict) and data["metrics"]:
+            tables.append(data | {"tool": data.get("tool", path.stem)})
+    return tables
+
+
+def _source_text(src: Mapping[str, Any]) -> str:
+    m = src.get("metric")
+    names = [m] if isinstance(m, str) else list(m or [])
+    combine = src.get("combine")
+    if not combine or len(names) == 1:
+        text = names[0] if names else "?"
+    elif combine == "sum":
+        w = src.get("weights")
+        terms = [f"{x:g}*{n}" if x != 1 else n for n, x in zip(names, w, strict=False)] if w else names
+        text = " + ".join(terms)
+    elif combine == "product":
+        text = " * ".join(names)
+    elif combine == "ratio_pct":
+        text = f"100 * {names[0]} / {names[1]}"
+    else:
+        text = f"{combine}({', '.join(names)})"
+    if src.get("unit"):
+        text += f" [{src['unit']}]"
+    return text
+
+
+def metric_table() -> dict[str, Any]:
+    """The joined table: every canonical metric with, per tool, equivalence and sources."""
+    from ._resources import load_toml
+
+    canon = load_toml("canonical_metrics.toml")["metrics"]
+    tools = _tool_tables()
+    rows = []
+    for name, spec in canon.items():
+        per_tool: dict[str, Any] = {}
+        for t in tools:
+            entry = t["metrics"].get(name)
+            if entry is None:
+                continue
+            per_tool[t["tool"]] = {
+                "equivalence": entry.get("equivalence", "none"),
+                "note": entry.get("note"),
+                "sources": [
+                    {"text": _source_text(s), "equivalence": s.get("equivalence"), "note": s.get("note")}
+                    for s in entry.get("sources", [])
+                ],
+            }
+        rows.append(
+            {
+                "name": name,
+                "unit": spec.get("unit"),
+                "description": spec.get("description"),
+                "tools": per_tool,
+            }
+        )
+    return {
+        "tools": [
+            {
+                "tool": t["tool"],
+                "display_name": t.get("display_name", t["tool"]),
+                "versions": t.get("versions"),
+            }
+            for t in tools
+        ],
+        "metrics": rows,
+    }
+
+
+def _md(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def render_metric_table(fmt: str = "text") -> str:
+    """``text``, ``markdown`` or ``json`` rendering of :func:`metric_table`."""
+    table = metric_table()
+    if fmt == "json":
+        return json.dumps(table, indent=2) + "\n"
+    tools = table["tools"]
+    if fmt == "markdown":
+        head = "| canonical metric | unit | " + " | ".join(_md(t["display_name"]) for t in tools) + " |"
+        sep = "|---|---|" + "---|" * len(tools)
+        lines = [head, sep]
+        for row in table["metrics"]:
+            cells = [f"`{row['name']}`", _md(row["unit"] or "")]
+            for t in tools:
+                e = row["tools"].get(t["tool"])
+                if e is None:
+                    cells.append("-")
+                    continue
+                srcs = "<br>".join(
+                    f"`{_md(s['text'])}`" + (f" ({s['equivalence']})" if s.get("equivalence") else "")
+                    for s in e["sources"]
+                )
+                cell = f"**{e['equivalence']}**" + (f"<br>{srcs}" if srcs else "")
+                if e.get("note"):
+                    cell += f"<br>_{_md(e['note'])}_"
+                cells.append(cell)
+            lines.append("| " + " | ".join(cells) + " |")
+        lines.append("")
+        lines.append(
+            "Equivalence: **exact** = same quantity; **approximate** = close, see the note; **none** = the tool has no such metric; - = not stated."
+        )
+        return "\n".join(lines) + "\n"
+    if fmt != "text":
+        raise OptionError(f"--format must be text, markdown or json, got `{fmt}`")
+    width = max([len(t["tool"]) for t in tools] + [4])
+    lines = []
+    for row in table["metrics"]:
+        lines.append(f"{row['name']} [{row['unit']}]  {row['description'] or ''}".rstrip())
+        for t in tools:
+            e = row["tools"].get(t["tool"])
+            if e is None:
+                lines.append(f"  {t['tool']:<{width}}  -")
+                continue
+            srcs = " | ".join(s["text"] for s in e["sources"])
+            lines.append(f"  {t['tool']:<{width}}  {e['equivalence']:<11}  {srcs}".rstrip())
+        lines.append("")
+    return "\n".join(lines)

@@ -1,0 +1,1064 @@
+"""rocprof-compute / Omniperf / rocprof adapter: one packet per workload.
+
+Inputs (paths; folders are searched for what they hold, up to four levels down):
+
+* a **workload folder** of Omniperf 1.x/2.x or rocprof-compute 3.x (``pmc_perf.csv`` wide or
+  rocpd long, ``sysinfo.csv`` in any layout, the ``SQ_*LEVEL*.csv`` level passes,
+  ``timestamps.csv``, ``roofline.csv``, ``profiling_config.yaml``, ``log.txt``);
+* an **analyze export**: Omniperf 1.x numbered tables (``prev_analysis/201.csv``...) or a
+  2.x/3.x ``--save-dfs`` folder (``2.1_System_Speed-of-Light.csv``...);
+* **rocprofv3** ``kernel_trace.csv`` / ``counter_collection.csv`` (with ``agent_info.csv``
+  when present) and **rocprof v1** ``results.csv`` on their own.
+
+Each dispatch becomes a :class:`~kernel_evidence.models.KernelRecord` with every source
+column kept in ``raw`` and the canonical metrics of ``adapters/rocprof.toml`` computed with
+rocprof-compute's published formulas. What cannot be derived (rounded timestamps, zero
+clocks, missing files or counters) becomes a warning naming it; partial inputs never crash.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import operator
+import shlex
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .. import _version
+from .._resources import load_toml
+from ..errors import AdapterError, InputError
+from ..models import (
+    Artifact,
+    ByteSize,
+    EvidencePacket,
+    Hardware,
+    KernelRecord,
+    Producer,
+    ProfilerCapture,
+    Quantity,
+    RawMetric,
+    Replay,
+    Stats,
+    Status,
+    Subject,
+    Task,
+    Timing,
+)
+from ..units import convert
+from . import AdapterOptions, AdapterResult
+from ._rocprof_analyze import AnalyzeTables, is_analyze_dir, number
+from ._rocprof_formula import Formula
+from ._rocprof_sysinfo import (
+    SysInfo,
+    read_agent_info,
+    read_log,
+    read_profiling_config,
+    read_rocminfo,
+    read_roofline,
+    read_sysinfo,
+)
+from ._rocprof_tables import (
+    Dispatches,
+    merge_level_pass,
+    normalise_kernel_name,
+    read_dispatches,
+)
+
+__all__ = ["ADAPTER", "RocprofAdapter", "load_mapping"]
+
+_MAX_DEPTH = 4
+_PMC_NAMES = ("pmc_perf.csv", "pmc_perf.csv.gz")
+
+
+# --------------------------------------------------------------------------- mapping table
+
+
+@dataclass(frozen=True)
+class Source:
+    """One way to obtain a canonical metric (a row of ``sources`` in rocprof.toml)."""
+
+    metrics: tuple[str, ...]
+    unit: str
+    formula: Formula | None = None
+    table: str | None = None
+    column: str | None = None
+    scale: float = 1.0
+    combine: str | None = None
+
+
+@dataclass(frozen=True)
+class MetricMap:
+    name: str
+    unit: str
+    equivalence: str
+    sources: tuple[Source, ...]
+
+
+@lru_cache(maxsize=1)
+def load_mapping() -> tuple[MetricMap, ...]:
+    """The canonical metrics of ``adapters/rocprof.toml``, in file order, formulas parsed."""
+    table = load_toml("rocprof.toml")
+    canon = load_toml("canonical_metrics.toml")["metrics"]
+    out = []
+    for name, spec in table.get("metrics", {}).items():
+        if name not in canon:
+            raise AdapterError(f"rocprof.toml: `{name}` is not a canonical metric (canonical_metrics.toml)")
+        sources = []
+        for s in spec.get("sources", []):
+            metric = s.get("metric", ())
+            metrics = (metric,) if isinstance(metric, str) else tuple(metric)
+            formula = Formula.parse(s["formula"]) if "formula" in s else None
+            sources.append(
+                Source(
+                    metrics=metrics,
+                    unit=s.get("unit", canon[name]["unit"]),
+                    formula=formula,
+                    table=s.get("table"),
+                    column=s.get("column"),
+                    scale=float(s.get("scale", 1.0)),
+                    combine=s.get("combine"),
+                )
+            )
+        out.append(MetricMap(name, canon[name]["unit"], spec.get("equivalence", "none"), tuple(sources)))
+    return _dependency_order(out)
+
+
+def _dependency_order(maps: list[MetricMap]) -> tuple[MetricMap, ...]:
+    """File order, except that a metric comes after the ``metrics.X`` its formulas read."""
+    deps = {
+        m.name: {
+            c.split(".", 1)[1]
+            for s in m.sources
+            if s.formula
+            for c in s.formula.columns
+            if c.startswith("metrics.")
+        }
+        for m in maps
+    }
+    done: list[MetricMap] = []
+    pending = list(maps)
+    while pending:
+        ready = [m for m in pending if deps[m.name] <= {d.name for d in done}]
+        if not ready:
+            raise AdapterError(
+                f"rocprof.toml: circular metrics.* references among {[m.name for m in pending]}"
+            )
+        done.extend(ready)
+        pending = [m for m in pending if m not in ready]
+    return tuple(done)
+
+
+# --------------------------------------------------------------------------- discovery
+
+
+@dataclass
+class _Job:
+    kind: str  # workload | analyze | v3 | file
+    path: Path
+    files: dict[str, Path] = field(default_factory=dict)
+
+
+def _sniff(path: Path) -> str | None:
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(4096).decode("utf-8", errors="replace")
+    except OSError as exc:
+        raise InputError(str(path), None, f"cannot read: {exc.strerror or exc}") from None
+    first = head.splitlines()[0] if head else ""
+    cols = {c.strip().strip('"').lower() for c in first.split(",")}
+    if {"metric"} <= cols and ({"pct of peak", "pop"} & cols or {"avg", "value"} & cols):
+        return "analyze"
+    if {"count", "sum(ns)"} <= cols:
+        return "analyze"
+    if ({"kernel_name", "kernelname"} & cols) or ({"counter_name", "counter_value"} <= cols):
+        return "file"
+    return None
+
+
+def _discover(path: Path, depth: int = 0) -> list[_Job]:
+    if path.is_file():
+        if path.name in _PMC_NAMES or path.name == "sysinfo.csv":
+            return _discover(path.parent, depth)
+        kind = _sniff(path)
+        if kind == "analyze":
+            return [_Job("analyze", path.parent)]
+        if kind == "file":
+            return [_Job("file", path)]
+        return []
+    if not path.is_dir():
+        raise InputError(str(path), None, "no such file or folder")
+    try:
+        entries = sorted(path.iterdir())
+    except OSError as exc:
+        raise InputError(str(path), None, f"cannot list: {exc.strerror or exc}") from None
+    names = {p.name for p in entries}
+    if any(n in names for n in _PMC_NAMES) or "sysinfo.csv" in names or "timestamps.csv" in names:
+        return [_Job("workload", path)]
+    if is_analyze_dir(path):
+        return [_Job("analyze", path)]
+    traces = [p for p in entries if p.name.endswith(("kernel_trace.csv", "counter_collection.csv"))]
+    if traces:
+        groups: dict[str, dict[str, Path]] = {}
+        for p in traces:
+            kind = "trace" if p.name.endswith("kernel_trace.csv") else "counters"
+            prefix = p.name[: -len("kernel_trace.csv" if kind == "trace" else "counter_collection.csv")]
+            groups.setdefault(prefix, {})[kind] = p
+        return [_Job("v3", path, files) for _, files in sorted(groups.items())]
+    if "results.csv" in names:
+        return [_Job("file", path / "results.csv")]
+    # rocprof v1 counter runs and other per-dispatch CSVs under their own names
+    jobs: list[_Job] = [
+        _Job("file", p) for p in entries if p.suffix == ".csv" and p.is_file() and _sniff(p) == "file"
+    ]
+    if depth >= _MAX_DEPTH:
+        return jobs
+    for p in entries:
+        if p.is_dir() and not p.name.startswith("."):
+            jobs.extend(_discover(p, depth + 1))
+    return jobs
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _artifact(path: Path) -> Artifact:
+    h = hashlib.sha256()
+    size = 0
+    try:
+        with open(path, "rb") as fh:
+            while chunk := fh.read(1 << 20):
+                h.update(chunk)
+                size += len(chunk)
+    except OSError:
+        return Artifact(kind="profile", name=path.name, path=str(path))
+    return Artifact(
+        kind="profile",
+        name=path.name,
+        path=str(path),
+        sha256="sha256:" + h.hexdigest(),
+        size=ByteSize(value=float(size), unit="B"),
+        media_type="text/csv",
+    )
+
+
+_new = object.__new__
+_set = object.__setattr__
+_TEMPLATES: dict[type[Any], dict[str, None]] = {
+    cls: dict.fromkeys(cls.model_fields) for cls in (RawMetric, Quantity, KernelRecord)
+}
+
+
+def _built(cls: type[Any], fields: dict[str, Any]) -> Any:
+    """A model instance from already-checked values (what ``model_construct`` does, faster).
+
+    The adapter produces millions of raw cells on large workloads; every value passed here
+    was converted by this module to the field's exact type beforehand, and the packets are
+    validated against the models in the tests.
+    """
+    obj = _new(cls)
+    _set(obj, "__dict__", {**_TEMPLATES[cls], **fields})
+    _set(obj, "__pydantic_fields_set__", set(fields))
+    _set(obj, "__pydantic_extra__", None)
+    _set(obj, "__pydantic_private__", None)
+    return obj
+
+
+_EMPTY = _built(RawMetric, {})
+_VALUE_SET = {"value"}
+
+
+_BOTH_SET = {"value", "unit"}
+
+
+def _quantity(v: float, unit: str) -> Quantity:
+    obj = _new(Quantity)
+    _set(obj, "__dict__", {"value": v, "unit": unit})
+    _set(obj, "__pydantic_fields_set__", _BOTH_SET)  # shared: never mutated (no assignment)
+    _set(obj, "__pydantic_extra__", None)
+    _set(obj, "__pydantic_private__", None)
+    return obj
+
+
+def _quantities(values: list[float | None], unit: str) -> list[Quantity | None]:
+    """One Quantity per value (None stays None); equal values share one object."""
+    cache: dict[float, Quantity] = {}
+    out: list[Quantity | None] = []
+    for v in values:
+        if v is None:
+            out.append(None)
+            continue
+        q = cache.get(v)
+        if q is None:
+            q = cache[v] = _quantity(float(v), unit)
+        out.append(q)
+    return out
+
+
+def _raw_metric(v: float | str) -> RawMetric:
+    obj = _new(RawMetric)
+    _set(obj, "__dict__", {"value": v, "unit": None})
+    _set(obj, "__pydantic_fields_set__", _VALUE_SET)  # shared: never mutated (no assignment)
+    _set(obj, "__pydantic_extra__", None)
+    _set(obj, "__pydantic_private__", None)
+    return obj
+
+
+def _raw_objects(col: pa.Array, cache: dict[tuple[type, float | str], RawMetric]) -> list[RawMetric]:
+    """One RawMetric per cell; equal cells share one (immutable in use) object."""
+    t = col.type
+    if pa.types.is_integer(t):
+        mx = pc.max(pc.abs(col)).as_py() if len(col) else None
+        if mx is not None and mx >= 2**53:
+            col = pc.cast(col, pa.string())
+        else:
+            col = pc.cast(col, pa.float64())
+    elif (
+        pa.types.is_boolean(t)
+        or pa.types.is_null(t)
+        or not (pa.types.is_floating(t) or pa.types.is_string(t) or pa.types.is_large_string(t))
+    ):
+        col = pc.cast(col, pa.string())
+    enc = pc.dictionary_encode(col)
+    objs: list[RawMetric] = []
+    for v in enc.dictionary.to_pylist():
+        if isinstance(v, float) and not math.isfinite(v):
+            v = str(v)
+        key = (type(v), v)
+        obj = cache.get(key)
+        if obj is None:
+            obj = cache[key] = _raw_metric(v)
+        objs.append(obj)
+    objs.append(_EMPTY)
+    idx = pc.fill_null(enc.indices, len(objs) - 1).to_pylist()
+    if len(idx) < 2:
+        return [objs[i] for i in idx]
+    return list(operator.itemgetter(*idx)(objs))
+
+
+def _int_or_none(v: object) -> int | None:
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, int):
+        return v
+    if isinstance(v, float) and math.isfinite(v) and v.is_integer():
+        return int(v)
+    if isinstance(v, str):
+        digits = "".join(ch for ch in v if ch.isdigit())
+        return int(digits) if digits and len(digits) < 19 else None
+    return None
+
+
+def _text(v: object) -> str | None:
+    if v is None:
+        return None
+    if isinstance(v, float) and v.is_integer():
+        return str(int(v))
+    return str(v)
+
+
+def _float_column(col: pa.Array) -> pa.Array | None:
+    if pa.types.is_floating(col.type):
+        return col
+    if pa.types.is_integer(col.type):
+        return pc.cast(col, pa.float64())
+    return None
+
+
+# --------------------------------------------------------------------------- derivation
+
+#: canonical metrics a kernel trace gives without counters
+_LAUNCH_METRICS = frozenset({
+    "duration", "grid_size", "block_size", "registers_per_thread", "scalar_registers",
+    "shared_memory_per_block",
+})  # fmt: skip
+
+
+def _derive(d: Dispatches, sysinfo: SysInfo) -> tuple[dict[str, tuple[list[float | None], str]], list[str]]:
+    """Canonical metric columns for every dispatch, and what could not be derived."""
+    variables = sysinfo.variables()
+    names: dict[str, pa.Array] = {}
+    for name, col in d.counters.items():
+        f = _float_column(col)
+        if f is not None:
+            names[name] = f
+    for canon in d.resolved:
+        col = d.column(canon)
+        f = _float_column(col) if col is not None else None
+        if f is not None:
+            names[canon] = f
+    names["Duration"] = pa.array(d.duration, pa.float64())
+    hardware_counters = any(
+        n[:3] in {"SQ_", "TCC", "GRB", "TCP", "TA_", "TD_", "SPI", "CPC", "CPF"} for n in d.counters
+    )
+    out: dict[str, tuple[list[float | None], str]] = {}
+    warnings: list[str] = []
+    no_duration = all(x is None for x in d.duration)
+    lacking: list[tuple[str, str]] = []
+    for m in load_mapping():
+        dispatch_sources = [s for s in m.sources if s.table is None]
+        if not dispatch_sources:
+            continue
+        reason = None
+        for s in dispatch_sources:
+            if s.formula is None:
+                col = names.get(s.metrics[0]) if len(s.metrics) == 1 else None
+                if col is None:
+                    reason = reason or f"{d.source} has no {s.metrics[0]}"
+                    continue
+                result: Any = pc.if_else(pc.is_finite(col), col, pa.scalar(None, pa.float64()))
+            else:
+                missing_cols = sorted(s.formula.columns - names.keys())
+                missing_vars = sorted(s.formula.variables - variables.keys())
+                if missing_cols:
+                    shown = [c for c in missing_cols if not c.startswith("metrics.")] or missing_cols
+                    reason = reason or f"{d.source} has no {', '.join(shown[:3])}" + (
+                        f" (+{len(shown) - 3} more)" if len(shown) > 3 else ""
+                    )
+                    continue
+                if missing_vars:
+                    if "hbm_bw" in missing_vars:
+                        reason = reason or sysinfo.peak_hbm()[1]
+                    else:
+                        reason = (
+                            reason
+                            or f"{sysinfo.source or 'sysinfo.csv'} has no usable {', '.join('$' + v for v in missing_vars)}"
+                        )
+                    continue
+                result = s.formula.evaluate(names, variables)
+                if isinstance(result, float):
+                    result = pa.array([result if math.isfinite(result) else None] * d.n, pa.float64())
+            factor = convert(1.0, s.unit, m.unit) * s.scale if s.unit != m.unit else s.scale
+            if factor != 1.0:
+                result = pc.multiply(result, factor)
+            values = result.to_pylist()
+            if all(v is None for v in values):
+                if s.formula is None:
+                    reason = f"{s.metrics[0]} is empty or not finite in every dispatch of {d.source}"
+                elif "Duration" in s.formula.columns and no_duration:
+                    reason = "no dispatch has a duration"
+                else:
+                    reason = f"zero denominators or empty counters in every dispatch of {d.source}"
+                continue
+            out[m.name] = (values, m.unit)
+            names[f"metrics.{m.name}"] = pa.array(values, pa.float64())
+            reason = None
+            break
+        if m.name not in out and reason and d.n:
+            if reason.startswith(f"{d.source} has no"):
+                lacking.append((m.name, reason))
+            else:
+                warnings.append(f"{m.name} not derived: {reason}")
+    if not hardware_counters and d.n:
+        counter_based = [name for name, _ in lacking if name not in _LAUNCH_METRICS]
+        lacking = [(name, r) for name, r in lacking if name in _LAUNCH_METRICS]
+        if counter_based:
+            warnings.append(f"{d.source}: no hardware counters; not derived: {', '.join(counter_based)}")
+    if len(lacking) > 3:
+        names_ = ", ".join(name for name, _ in lacking)
+        warnings.append(f"not derived for lack of counters in {d.source}: {names_} ({lacking[0][1]}, ...)")
+    else:
+        warnings.extend(f"{name} not derived: {r}" for name, r in lacking)
+    return out, warnings
+
+
+def _kernel_records(
+    d: Dispatches, derived: dict[str, tuple[list[float | None], str]], raw_mode: str = "all"
+) -> list[KernelRecord]:
+    n = d.n
+    raw_names = list(d.raw) if raw_mode == "all" else []
+    cache: dict[tuple[type, float | str], RawMetric] = {}
+    raw_cols = [_raw_objects(d.raw[name], cache) for name in raw_names]
+    kernel = d.values("Kernel_Name")
+    ids = d.values("Dispatch_ID")
+    gpus = d.values("GPU_ID")
+    pids = d.values("PID")
+    queues = d.values("Queue_ID")
+    if "Grid_Size_X" in d.resolved:
+        gx, gy, gz = (d.values(f"Grid_Size_{a}") for a in "XYZ")
+        grids: list[list[int] | None] = [_dims(x, y, z) for x, y, z in zip(gx, gy, gz, strict=False)]
+    else:
+        grids = [_dims(g) for g in d.values("Grid_Size")]
+    if "Workgroup_Size_X" in d.resolved:
+        bx, by, bz = (d.values(f"Workgroup_Size_{a}") for a in "XYZ")
+        blocks: list[list[int] | None] = [_dims(x, y, z) for x, y, z in zip(bx, by, bz, strict=False)]
+    else:
+        blocks = [_dims(b) for b in d.values("Workgroup_Size")]
+    metric_names = list(derived)
+    metric_objs = [_quantities(vals, unit) for vals, unit in derived.values()]
+    metric_rows = zip(*metric_objs, strict=False) if metric_objs else iter([()] * n)
+    records: list[KernelRecord] = []
+    rows = zip(*raw_cols, strict=False) if raw_cols else iter([()] * n)
+    names: dict[str, str] = {}
+    for i, (row, mrow) in enumerate(zip(rows, metric_rows, strict=False)):
+        raw_name = kernel[i]
+        raw_text = raw_name if isinstance(raw_name, str) else None
+        name = ""
+        if raw_text:
+            name = names.get(raw_text) or names.setdefault(raw_text, normalise_kernel_name(raw_text))
+        if not name:
+            name = f"dispatch {_text(ids[i]) or i}"
+        metrics = {k: q for k, q in zip(metric_names, mrow, strict=False) if q is not None}
+        fields: dict[str, Any] = {"name": name}
+        if raw_names:
+            fields["raw"] = dict(zip(raw_names, row, strict=False))
+        if raw_text is not None and raw_text != name:
+            fields["raw_name"] = raw_text
+        if ids[i] is not None:
+            fields["id"] = _text(ids[i])
+        dev = _int_or_none(gpus[i])
+        if dev is not None:
+            fields["device"] = dev
+        if pids[i] is not None:
+            fields["process"] = _text(pids[i])
+        if queues[i] is not None:
+            fields["stream"] = _text(queues[i])
+        if grids[i] is not None:
+            fields["grid"] = grids[i]
+        if blocks[i] is not None:
+            fields["block"] = blocks[i]
+        if metrics:
+            fields["metrics"] = metrics
+        records.append(_built(KernelRecord, fields))
+    return records
+
+
+def _dims(*vals: object) -> list[int] | None:
+    out = [_int_or_none(v) for v in vals]
+    if any(v is None or v < 0 for v in out):
+        return None
+    return out  # type: ignore[return-value]
+
+
+def _summary(derived: dict[str, tuple[list[float | None], str]]) -> dict[str, Quantity]:
+    out = {}
+    for name, (vals, unit) in derived.items():
+        xs = [v for v in vals if v is not None]
+        if xs:
+            out[name] = Quantity(value=float(statistics.fmean(xs)), unit=unit)
+    return out
+
+
+def _top_kernel(d: Dispatches) -> tuple[str | None, list[float]]:
+    totals: dict[str, float] = {}
+    per: dict[str, list[float]] = {}
+    names: dict[str, str] = {}
+    for k, dur in zip(d.values("Kernel_Name"), d.duration, strict=False):
+        if not isinstance(k, str) or dur is None:
+            continue
+        name = names.get(k) or names.setdefault(k, normalise_kernel_name(k))
+        if not name:
+            continue
+        totals[name] = totals.get(name, 0.0) + dur
+        per.setdefault(name, []).append(dur)
+    if not totals:
+        return None, []
+    top = max(sorted(totals), key=lambda n: totals[n])
+    return top, per[top]
+
+
+def _stats(samples: list[float]) -> Stats | None:
+    if not samples:
+        return None
+    return Stats(
+        unit="ns",
+        median=float(statistics.median(samples)),
+        mean=float(statistics.fmean(samples)),
+        min=float(min(samples)),
+        max=float(max(samples)),
+        std=float(statistics.stdev(samples)) if len(samples) > 1 else None,
+        n=len(samples),
+    )
+
+
+def _attr_value(v: object) -> str | float | int | None:
+    if v is None or isinstance(v, (str, int)) and not isinstance(v, bool):
+        return v
+    if isinstance(v, float):
+        return v if math.isfinite(v) else str(v)
+    if isinstance(v, bool):
+        return str(v).lower()
+    if isinstance(v, (list, tuple)):
+        return " ".join(str(x) for x in v)
+    return str(v)
+
+
+# --------------------------------------------------------------------------- packets
+
+
+def _packet(
+    *,
+    options: AdapterOptions,
+    subject: str,
+    description: str,
+    capture: ProfilerCapture,
+    hardware: Hardware | None,
+    timing: Timing | None,
+    workload: str | None,
+    command: list[str] | None,
+    notes: str | None,
+) -> EvidencePacket:
+    return EvidencePacket(
+        schema_version="0.1",
+        created_at=options.created_at or _now(),
+        producer=Producer(name="kernel-evidence", version=_version.__version__),
+        subject=Subject(kind="kernel", name=subject, description=description),
+        status=Status.PASSED,
+        task=Task(workload=workload) if workload else None,
+        timing=timing,
+        profiler=[capture],
+        hardware=hardware,
+        replay=Replay(command=command, notes=notes) if command else None,
+    )
+
+
+def _app_command(config: dict[str, Any], sysinfo: SysInfo) -> list[str] | None:
+    rem = config.get("remaining")
+    if isinstance(rem, list) and rem:
+        argv = [str(x) for x in rem]
+        if argv and argv[0] == "--":
+            argv = argv[1:]
+        if argv:
+            return argv
+    cmd = sysinfo.text("command")
+    if cmd:
+        try:
+            return shlex.split(cmd)
+        except ValueError:
+            return [cmd]
+    return None
+
+
+def _dispatch_packet(
+    d: Dispatches,
+    sysinfo: SysInfo,
+    *,
+    options: AdapterOptions,
+    tool: str,
+    version: str | None,
+    source: Path | None,
+    workload: str,
+    attributes: dict[str, str | float | int | None],
+    warnings: list[str],
+    command: list[str] | None,
+    command_note: str | None,
+) -> EvidencePacket:
+    derived, derive_warnings = _derive(d, sysinfo)
+    warnings = [*warnings, *d.warnings, *derive_warnings]
+    raw_mode = str(options.extra.get("raw", "all"))
+    if raw_mode not in ("all", "none"):
+        raise AdapterError(f"rocprof option raw: expected `all` or `none`, got `{raw_mode}`")
+    records = _kernel_records(d, derived, raw_mode)
+    top, samples = _top_kernel(d)
+    if top is None and records:
+        counts: dict[str, int] = {}
+        for r in records:
+            counts[r.name] = counts.get(r.name, 0) + 1
+        if len(counts) == 1:
+            top = next(iter(counts))
+    kernels = {r.name for r in records}
+    attrs = dict(attributes)
+    attrs.update(dispatches=d.n, kernels=len(kernels), layout=d.layout)
+    capture = ProfilerCapture(
+        tool=tool,
+        version=version,
+        source=_artifact(source) if source is not None else None,
+        kernels=records or None,
+        summary=_summary(derived) or None,
+        attributes={k: _attr_value(v) for k, v in attrs.items()} or None,
+        warnings=warnings or None,
+    )
+    stats = _stats(samples)
+    timing = None
+    if stats is not None:
+        timing = Timing(
+            method="profiler",
+            stats=stats,
+            clock_policy="unknown",
+            notes=(
+                f"durations (End - Start timestamps) of the {stats.n} dispatches of the subject kernel "
+                f"under {tool} counter collection"
+            ),
+        )
+    device = sysinfo.text("gpu_model") or sysinfo.text("product_name") or sysinfo.text("gpu_arch")
+    description = f"{tool} workload `{workload}`: {d.n} dispatch(es) of {len(kernels)} kernel(s)" + (
+        f" on {device}" if device else ""
+    )
+    return _packet(
+        options=options,
+        subject=top or workload,
+        description=description,
+        capture=capture,
+        hardware=sysinfo.hardware(),
+        timing=timing,
+        workload=workload,
+        command=command,
+        notes=command_note,
+    )
+
+
+def _read_workload(job: _Job, options: AdapterOptions) -> EvidencePacket:
+    folder = job.path
+    warnings: list[str] = []
+    attributes: dict[str, str | float | int | None] = {}
+
+    sysinfo = SysInfo()
+    if (folder / "sysinfo.csv").is_file():
+        sysinfo = read_sysinfo(folder / "sysinfo.csv")
+        warnings.extend(sysinfo.warnings)
+        attributes["sysinfo_layout"] = sysinfo.layout
+    else:
+        warnings.append("sysinfo.csv missing: no hardware, peaks or XCD count (num_xcd taken as 1)")
+
+    log: dict[str, str] = {}
+    if (folder / "log.txt").is_file():
+        log = read_log(folder / "log.txt")
+    config: dict[str, Any] = {}
+    if (folder / "profiling_config.yaml").is_file():
+        config, w = read_profiling_config(folder / "profiling_config.yaml")
+        warnings.extend(w)
+        for key in (
+            "format_rocprof_output",
+            "join_type",
+            "kernel",
+            "dispatch",
+            "no_roof",
+            "roof_only",
+        ):
+            if config.get(key) is not None:
+                attributes[f"config.{key}"] = _attr_value(config[key])
+    if (folder / "roofline.csv").is_file():
+        peaks, w = read_roofline(folder / "roofline.csv")
+        warnings.extend(w)
+        for key in (
+            "HBMBw",
+            "L2Bw",
+            "L1Bw",
+            "LDSBw",
+            "FP32Flops",
+            "FP64Flops",
+            "MFMAF16Flops",
+            "MFMABF16Flops",
+            "MFMAF64Flops",
+        ):
+            if key in peaks:
+                attributes[f"roofline.{key}"] = peaks[key]
+
+    # which tool wrote it
+    tool = log.get("tool")
+    if tool is None:
+        ver = sysinfo.number("version")
+        tool = "rocprof-compute" if (ver is not None and ver >= 3) or config else "omniperf"
+    version = log.get("version")
+    backend = log.get("profiler") or (
+        "rocprofv3" if config.get("format_rocprof_output") or log.get("profiler_hint") else None
+    )
+
+    pmc = next((folder / n for n in _PMC_NAMES if (folder / n).is_file()), None)
+    d: Dispatches | None = None
+    source: Path | None = None
+    if pmc is not None:
+        d = read_dispatches(pmc)
+        source = pmc
+        if "Start_Timestamp" not in d.resolved and (folder / "timestamps.csv").is_file():
+            ts = read_dispatches(folder / "timestamps.csv")
+            _adopt_times(d, ts)
+    elif (folder / "timestamps.csv").is_file():
+        warnings.append("pmc_perf.csv missing: dispatches from timestamps.csv, no counters")
+        d = read_dispatches(folder / "timestamps.csv")
+        source = folder / "timestamps.csv"
+    else:
+        warnings.append("pmc_perf.csv missing: no dispatches")
+    if d is not None:
+        for level in sorted(folder.glob("SQ_*LEVEL*.csv")):
+            try:
+                lvl = read_dispatches(level)
+            except InputError as exc:
+                warnings.append(f"{level.name}: not read ({exc.message})")
+                continue
+            problem = merge_level_pass(d, lvl, level.stem)
+            if problem:
+                warnings.append(problem)
+        if backend is None:
+            backend = _guess_backend(d)
+    if backend:
+        attributes["backend"] = backend
+    attributes.update(sysinfo.attributes())
+
+    workload = str(config.get("name") or sysinfo.text("workload_name") or folder.name)
+    command = _app_command(config, sysinfo)
+    note = "the profiled application's argv, from " + (
+        "profiling_config.yaml"
+        if isinstance(config.get("remaining"), list) and config["remaining"]
+        else "sysinfo.csv"
+    )
+    if d is None:
+        d = Dispatches(source="pmc_perf.csv", layout="none", n=0)
+    return _dispatch_packet(
+        d,
+        sysinfo,
+        options=options,
+        tool=tool,
+        version=version,
+        source=source,
+        workload=workload,
+        attributes=attributes,
+        warnings=warnings,
+        command=command,
+        command_note=note if command else None,
+    )
+
+
+def _guess_backend(d: Dispatches) -> str | None:
+    if d.layout == "long":
+        return "rocprofv3 (rocpd)"
+    k = next((x for x in d.values("Kernel_Name") if isinstance(x, str)), "")
+    if k.endswith("(.kd)"):
+        return "rocprofv2"
+    if k.endswith(".kd") or k.endswith("[clone .kd]"):
+        return "rocprofv1"
+    if "Kernel_ID" in d.resolved:
+        return "rocprofv3"
+    return None
+
+
+def _adopt_times(d: Dispatches, ts: Dispatches) -> None:
+    """Take Start/End from timestamps.csv when pmc_perf.csv has none (matched by Dispatch_ID)."""
+    where = {v: i for i, v in enumerate(ts.values("Dispatch_ID")) if v is not None}
+    ids = d.values("Dispatch_ID")
+    d.start = [ts.start[where[v]] if v in where else None for v in ids]
+    d.end = [ts.end[where[v]] if v in where else None for v in ids]
+    d.duration = [ts.duration[where[v]] if v in where else None for v in ids]
+    d.warnings.extend(ts.warnings)
+
+
+def _read_file(job: _Job, options: AdapterOptions) -> EvidencePacket:
+    d = read_dispatches(job.path)
+    folder = job.path.parent
+    sysinfo, warnings = _side_sysinfo(folder, job.path.name, d)
+    is_v1 = "DurationNs" in d.resolved or d.resolved.get("Kernel_Name") == "KernelName"
+    tool = "rocprof" if is_v1 else "rocprofv3"
+    attributes: dict[str, str | float | int | None] = {"backend": _guess_backend(d) or tool}
+    attributes.update(sysinfo.attributes())
+    return _dispatch_packet(
+        d,
+        sysinfo,
+        options=options,
+        tool=tool,
+        version=None,
+        source=job.path,
+        workload=job.path.stem,
+        attributes=attributes,
+        warnings=warnings,
+        command=None,
+        command_note=None,
+    )
+
+
+def _side_sysinfo(folder: Path, name: str, d: Dispatches) -> tuple[SysInfo, list[str]]:
+    prefix = (
+        name.rsplit("kernel_trace.csv", 1)[0]
+        if name.endswith("kernel_trace.csv")
+        else (name.rsplit("counter_collection.csv", 1)[0] if name.endswith("counter_collection.csv") else "")
+    )
+    agent = next((x for x in (_int_or_none(v) for v in d.values("GPU_ID")) if x is not None), None)
+    for cand in (folder / f"{prefix}agent_info.csv", folder / "agent_info.csv"):
+        if cand.is_file():
+            info = read_agent_info(cand, agent)
+            return info, list(info.warnings)
+    for cand in (folder / "results.sysinfo.txt", folder / "sysinfo.txt"):
+        if cand.is_file():
+            info = read_rocminfo(cand)
+            return info, list(info.warnings)
+    return SysInfo(), ["no agent_info.csv or sysinfo next to the trace: hardware unknown, num_xcd taken as 1"]
+
+
+def _read_v3(job: _Job, options: AdapterOptions) -> EvidencePacket:
+    trace, counters = job.files.get("trace"), job.files.get("counters")
+    base_path = trace or counters
+    assert base_path is not None  # noqa: S101 - discovery only makes jobs with a file
+    d = read_dispatches(base_path)
+    warnings: list[str] = []
+    if trace is not None and counters is not None:
+        c = read_dispatches(counters)
+        w = merge_level_pass(d, c, None)
+        if w:
+            warnings.append(w)
+        for name in c.counters:
+            if name in d.counters and name not in d.raw:
+                d.raw[name] = d.counters[name]
+    sysinfo, w2 = _side_sysinfo(job.path, base_path.name, d)
+    warnings.extend(w2)
+    attributes: dict[str, str | float | int | None] = {"backend": "rocprofv3"}
+    attributes.update(sysinfo.attributes())
+    return _dispatch_packet(
+        d,
+        sysinfo,
+        options=options,
+        tool="rocprofv3",
+        version=None,
+        source=base_path,
+        workload=job.path.name,
+        attributes=attributes,
+        warnings=warnings,
+        command=None,
+        command_note=None,
+    )
+
+
+def _read_analyze(job: _Job, options: AdapterOptions) -> EvidencePacket:
+    t = AnalyzeTables.read(job.path)
+    warnings: list[str] = []
+    numbered = any(p.name[0].isdigit() and p.stem.isdigit() for p in t.files.values())
+    sol = t.files.get("speed-of-light")
+    tool = (
+        "omniperf"
+        if numbered or (sol is not None and sol.name == "2.1_Speed-of-Light.csv")
+        else "rocprof-compute"
+    )
+
+    summary: dict[str, Quantity] = {}
+    for m in load_mapping():
+        for s in m.sources:
+            if s.table not in ("speed-of-light", "launch"):
+                continue
+            vals = [t.value(s.table, metric, s.column)[0] for metric in s.metrics]
+            if any(v is None for v in vals):
+                continue
+            added = sum(v for v in vals if v is not None) * s.scale
+            value = convert(added, s.unit, m.unit) if s.unit != m.unit else added
+            summary[m.name] = Quantity(value=float(value), unit=m.unit)
+            break
+    if "speed-of-light" not in t.files:
+        warnings.append("no speed-of-light table: utilisation and bandwidth metrics not derived")
+
+    records: list[KernelRecord] = []
+    top_name, top_row = None, None
+    best = -1.0
+    for row in t.top_kernels:
+        raw_text = row.get("Kernel_Name") or row.get("KernelName") or ""
+        name = normalise_kernel_name(raw_text)
+        if not name:
+            continue
+        count = _int_or_none(number(row.get("Count")))
+        mean = number(row.get("Mean(ns)"))
+        total = number(row.get("Sum(ns)"))
+        raw = {
+            k: RawMetric(value=number(v) if number(v) is not None else v.replace("\n", ""))
+            for k, v in row.items()
+            if k
+        }
+        rec = KernelRecord(
+            name=name,
+            raw_name=raw_text if raw_text != name else None,
+            invocations=count if count is not None and count >= 0 else None,
+            metrics={"duration": Quantity(value=mean, unit="ns")} if mean is not None and mean >= 0 else None,
+            raw=raw,
+        )
+        records.append(rec)
+        if total is not None and total > best:
+            best, top_name, top_row = total, name, row
+    if not t.top_kernels:
+        warnings.append("no top-kernels table: no kernel records")
+
+    guess = t.guess_hardware()
+    hardware = None
+    if guess.get("gpu_model") or guess.get("gpu_arch"):
+        hardware = Hardware(
+            vendor="amd",
+            device=guess.get("gpu_model") or guess["gpu_arch"],
+            arch=guess.get("gpu_arch"),
+        )
+    timing = None
+    if top_row is not None:
+        med, avg, cnt = (number(top_row.get(k)) for k in ("Median(ns)", "Mean(ns)", "Count"))
+        if med is not None and med >= 0:
+            timing = Timing(
+                method="profiler",
+                stats=Stats(
+                    unit="ns",
+                    median=med,
+                    mean=avg if avg is not None and avg >= 0 else None,
+                    n=_int_or_none(cnt),
+                ),
+                clock_policy="unknown",
+                notes=f"{tool} analyze top-kernels table (values rounded to the analyze --decimal setting)",
+            )
+    workload = guess.get("workload_name") or job.path.name
+    attrs: dict[str, str | float | int | None] = {"export": "numbered tables" if numbered else "save-dfs"}
+    if t.dispatches is not None:
+        attrs["dispatches"] = t.dispatches
+    for kind, p in sorted(t.files.items()):
+        attrs[f"table.{kind}"] = p.name
+    capture = ProfilerCapture(
+        tool=tool,
+        source=Artifact(kind="profile", name=job.path.name, path=str(job.path)),
+        kernels=records or None,
+        summary=summary or None,
+        attributes=attrs,
+        warnings=warnings or None,
+    )
+    return _packet(
+        options=options,
+        subject=top_name or workload,
+        description=f"{tool} analyze export `{job.path.name}`: {len(records)} kernel(s)",
+        capture=capture,
+        hardware=hardware,
+        timing=timing,
+        workload=workload,
+        command=None,
+        notes=None,
+    )
+
+
+_READERS = {
+    "workload": _read_workload,
+    "analyze": _read_analyze,
+    "v3": _read_v3,
+    "file": _read_file,
+}
+
+
+class RocprofAdapter:
+    """rocprof-compute / Omniperf workloads, analyze exports, rocprofv3 and rocprof v1 CSVs."""
+
+    name = "rocprof"
+    aliases: tuple[str, ...] = ("rocprof-compute", "omniperf")
+    description = (
+        "AMD rocprof-compute / Omniperf workload folders (pmc_perf.csv, sysinfo.csv, ...), "
+        "analyze exports, rocprofv3 kernel_trace/counter_collection CSVs, rocprof v1 results.csv"
+    )
+
+    def read(self, inputs: Sequence[str], options: AdapterOptions) -> AdapterResult:
+        """One packet per workload found under ``inputs``; raise AdapterError when none is."""
+        packets: list[EvidencePacket] = []
+        warnings: list[str] = []
+        for item in inputs:
+            path = Path(item)
+            jobs = _discover(path)
+            if not jobs:
+                raise AdapterError(
+                    f"{item}: no rocprof-compute/Omniperf workload (pmc_perf.csv, sysinfo.csv), analyze "
+                    "export, rocprofv3 kernel_trace/counter_collection CSV or rocprof results.csv found"
+                )
+            for job in jobs:
+                packet = _READERS[job.kind](job, options)
+                packets.append(packet)
+                for w in (packet.profiler or [ProfilerCapture(tool="-")])[0].warnings or []:
+                    warnings.append(f"{job.path}: {w}")
+        return AdapterResult(packets=packets, warnings=warnings)
+
+
+ADAPTER = RocprofAdapter()

@@ -1,0 +1,131 @@
+"""vLLM / SGLang serving-benchmark adapter: one packet per benchmark run.
+
+Reads ``vllm bench serve`` / ``benchmark_serving.py --save-result`` JSON of every version
+(old and new key spellings, ``request_goodput:``, ``request_rate: "inf"``, ``--metadata``
+keys), ``--append-result`` JSONL, ``vllm bench sweep serve`` run files, summaries and
+failure files, ``vllm bench latency`` / ``vllm bench throughput --output-json``, SGLang
+``bench_serving`` JSONL, InferenceX processed results and AIPerf/GenAI-Perf profile exports.
+See ``docs/adapters/vllm.md`` for the key mapping (data: ``adapters/vllm.toml``).
+
+Options (``AdapterOptions.extra``), all optional:
+
+``device``/``hardware``, ``vendor``, ``gpu_count``
+    the hardware, when the file's metadata does not name it (never guessed)
+``engine``, ``engine_version``, ``tensor_parallel_size``, ``pipeline_parallel_size``,
+``model``, ``dataset``
+    workload facts the file may lack; options win over the file's metadata
+``samples_dir``
+    write per-request samples of large runs to a Parquet sidecar there
+``inline_samples_max`` (default 10000)
+    runs with at most this many sample values keep them inline in ``Stats.samples``
+``max_bytes`` (default 2 GiB)
+    refuse larger input files
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+from ..errors import AdapterError
+from . import AdapterOptions, AdapterResult
+from ._vllm_build import BuildContext, build_packet, classify, now_utc
+from ._vllm_read import GC_PAUSE_BYTES, gc_paused, parse_runs, read_bytes
+
+__all__ = ["ADAPTER", "VllmAdapter"]
+
+_SUFFIXES = (".json", ".jsonl", ".ndjson")
+DEFAULT_INLINE_MAX = 10_000
+DEFAULT_MAX_BYTES = 2 << 30
+
+
+def _int_option(extra: dict[str, object], name: str, default: int) -> int:
+    value = extra.get(name)
+    if value is None:
+        return default
+    try:
+        out = int(str(value))
+    except ValueError:
+        raise AdapterError(f"option `{name}`: expected an integer, got {value!r}") from None
+    if out < 0:
+        raise AdapterError(f"option `{name}`: expected a non-negative integer, got {out}")
+    return out
+
+
+def _expand(inputs: Sequence[str], warnings: list[str]) -> Iterator[tuple[str, bool]]:
+    """(path, named explicitly) for each input; directories are walked (sorted)."""
+    for item in inputs:
+        path = Path(item)
+        if not path.is_dir():
+            yield str(item), True
+            continue
+        files = sorted(p for p in path.rglob("*") if p.is_file() and p.name.lower().endswith(_SUFFIXES))
+        for f in files:
+            name = f.name.lower()
+            if name.endswith(".pytorch.json"):
+                warnings.append(f"{f}: skipped: PyTorch benchmark-database sidecar, not a result")
+                continue
+            if name == "warmup.json" and any(s.name.startswith("run=") for s in f.parent.glob("run=*.json")):
+                warnings.append(f"{f}: skipped: sweep warm-up run (name it explicitly to ingest it)")
+                continue
+            if name == "summary.json" and any(s.name.startswith("run=") for s in f.parent.glob("run=*.json")):
+                warnings.append(f"{f}: skipped: sweep summary of runs already read from the run=N.json files")
+                continue
+            yield str(f), False
+
+
+class VllmAdapter:
+    """Serving-benchmark results (vLLM, SGLang, InferenceX, AIPerf) -> serving packets."""
+
+    name = "vllm"
+    aliases: tuple[str, ...] = ("sglang", "vllm-bench")
+    description = (
+        "vLLM bench serve/latency/throughput and sweep results, SGLang bench_serving JSONL, "
+        "InferenceX results, AIPerf profile exports: one serving packet per run"
+    )
+
+    def read(self, inputs: Sequence[str], options: AdapterOptions) -> AdapterResult:
+        """One packet per run found in ``inputs`` (files or directories)."""
+        extra = dict(options.extra or {})
+        use_numpy = extra.get("use_numpy")
+        ctx = BuildContext(
+            created_at=options.created_at or now_utc(),
+            extra=extra,
+            inline_max=_int_option(extra, "inline_samples_max", DEFAULT_INLINE_MAX),
+            samples_dir=str(extra["samples_dir"]) if extra.get("samples_dir") else None,
+            use_numpy=None if use_numpy is None else str(use_numpy).lower() not in ("0", "false", "no"),
+        )
+        max_bytes = _int_option(extra, "max_bytes", DEFAULT_MAX_BYTES)
+        packets = []
+        for path, explicit in _expand(inputs, ctx.warnings):
+            try:
+                data = read_bytes(path, max_bytes=max_bytes)
+                # decoding millions of per-request values: pause the cyclic GC meanwhile
+                with gc_paused(len(data) > GC_PAUSE_BYTES):
+                    runs = parse_runs(path, data)
+                    ctx.current = (path, data)
+                    built = [build_packet(rec, classify(rec), ctx) for rec in runs]
+            except RecursionError:
+                exc = AdapterError(f"{path}: JSON nested too deeply; expected a benchmark result")
+                if explicit:
+                    raise exc from None
+                ctx.warn(f"skipped: {exc}")
+                continue
+            except AdapterError as exc:
+                if explicit:
+                    raise
+                ctx.warn(f"skipped: {exc}")
+                continue
+            finally:
+                ctx.current = None
+            packets.extend(built)
+        if not packets:
+            raise AdapterError(
+                f"{', '.join(os.fspath(i) for i in inputs) or '(no inputs)'}: "
+                "no serving benchmark results found"
+            )
+        return AdapterResult(packets=packets, warnings=ctx.warnings)
+
+
+ADAPTER = VllmAdapter()

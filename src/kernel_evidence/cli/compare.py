@@ -1,0 +1,131 @@
+"""``kevidence compare A B``: is B faster than A, by how much, and how sure.
+
+Exit codes: 0 improved, 3 no significant change (or inconclusive), 4 regressed,
+1 invalid input or not comparable, 2 usage.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import typer
+
+from ..errors import InputError
+from ..harness._load import load_packet
+from ..harness.compare import Comparison, compare_packets
+from ._common import EXIT_INVALID, EXIT_USAGE, fail, out_console
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("compare")
+    def compare_cmd(
+        a: str = typer.Argument(..., help="Packet A (the reference: the old or baseline run)."),
+        b: str = typer.Argument(..., help="Packet B (the new run)."),
+        fmt: str = typer.Option("text", "--format", "-f", help="Output format: text or json."),
+        force: bool = typer.Option(
+            False,
+            "--force",
+            help="Compare even when the packets are not comparable (the problems are still reported).",
+        ),
+        alpha: float = typer.Option(0.05, "--alpha", help="Significance level of the test."),
+        min_effect: float = typer.Option(
+            0.01,
+            "--min-effect",
+            help="Smallest relative change that counts as improved or regressed (0.01 = 1%).",
+        ),
+        seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap (the answer is reproducible)."),
+        resamples: int = typer.Option(2000, "--resamples", help="Bootstrap resamples."),
+        select_a: str | None = typer.Option(
+            None, "--select-a", help="Pick A from a stream: packet id prefix, subject name or candidate id."
+        ),
+        select_b: str | None = typer.Option(
+            None, "--select-b", help="Pick B from a stream: packet id prefix, subject name or candidate id."
+        ),
+    ) -> None:
+        """Compare the timing of B against A: exit 0 improved, 3 no significant change, 4 regressed, 1 invalid or not comparable."""
+        if fmt not in ("text", "json"):
+            fail(f"--format must be text or json, got `{fmt}`", EXIT_USAGE)
+        if not 0 < alpha < 1:
+            fail(f"--alpha must be between 0 and 1, got {alpha:g}", EXIT_USAGE)
+        if min_effect < 0 or resamples < 100:
+            fail("--min-effect must be >= 0 and --resamples >= 100", EXIT_USAGE)
+        raise typer.Exit(
+            run(
+                a,
+                b,
+                fmt=fmt,
+                force=force,
+                alpha=alpha,
+                min_effect=min_effect,
+                seed=seed,
+                resamples=resamples,
+                select_a=select_a,
+                select_b=select_b,
+            )
+        )
+
+
+def run(
+    a: str,
+    b: str,
+    *,
+    fmt: str = "text",
+    force: bool = False,
+    alpha: float = 0.05,
+    min_effect: float = 0.01,
+    seed: int = 0,
+    resamples: int = 2000,
+    select_a: str | None = None,
+    select_b: str | None = None,
+) -> int:
+    """Load, compare, print; returns the exit code."""
+    try:
+        pa = load_packet(a, select_a)
+        pb = load_packet(b, select_b)
+    except InputError as exc:
+        fail(str(exc).replace("with --select ID|NAME", "with --select-a / --select-b"), EXIT_INVALID)
+    try:
+        result = compare_packets(
+            pa, pb, force=force, alpha=alpha, min_effect=min_effect, seed=seed, resamples=resamples
+        )
+    except ValueError as exc:
+        fail(f"{a} vs {b}: {exc}", EXIT_INVALID)
+    if fmt == "json":
+        data = {"a": a, "b": b, **result.to_dict()}
+        sys.stdout.write(json.dumps(data, indent=2) + "\n")
+    else:
+        _print_text(result, a, b)
+    return result.exit_code
+
+
+def _print_text(result: Comparison, a: str, b: str) -> None:
+    from rich.markup import escape
+
+    out = out_console()
+    out.print(f"A: {escape(a)}")
+    out.print(f"B: {escape(b)}")
+    if result.verdict == "incomparable":
+        out.print("[bold red]not comparable[/] (use --force to compare anyway):")
+        for p in result.problems:
+            out.print(f"  - {escape(p)}")
+        return
+    style = {"improved": "bold green", "regressed": "bold red"}.get(result.verdict, "yellow")
+    out.print(f"[{style}]{escape(result.summary())}[/]")
+    if result.median_a_ns is not None and result.median_b_ns is not None:
+        out.print(
+            f"  median A {_fmt_ns(result.median_a_ns)} (n={result.n_a}), median B {_fmt_ns(result.median_b_ns)} (n={result.n_b})"
+        )
+    if result.method:
+        out.print(f"  method: {escape(result.method)}")
+    for p in result.problems:
+        out.print(f"  [yellow]problem:[/] {escape(p)}")
+    for n in result.notes:
+        out.print(f"  note: {escape(n)}")
+
+
+def _fmt_ns(v: float) -> str:
+    for unit, f in (("s", 1e9), ("ms", 1e6), ("us", 1e3)):
+        if v >= f:
+            return f"{v / f:.4g} {unit}"
+    return f"{v:.4g} ns"

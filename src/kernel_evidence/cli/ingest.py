@@ -1,0 +1,134 @@
+"""``kevidence ingest TOOL INPUT... [-o OUT]``: turn profiler/benchmark outputs into packets.
+
+Thin: the work is :func:`kernel_evidence._ingest.ingest`. One packet is written as JSON,
+several as JSONL (zstd when the name ends in ``.zst``); stdout when no ``-o``. Warnings and
+what the packets still lack to pass ``kevidence validate`` go to stderr.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import typer
+
+from .._ingest import OptionError, ingest, missing_for_validation, packet_data
+from ..errors import KernelEvidenceError
+from ._common import EXIT_INVALID, EXIT_OK, EXIT_USAGE, fail
+
+_JSONL = (".jsonl", ".ndjson", ".jsonl.zst", ".ndjson.zst")
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("ingest")
+    def ingest_cmd(
+        tool: str = typer.Argument(..., help="Adapter name: ncu, vllm, rocprof, xprof (or an alias)."),
+        inputs: list[str] = typer.Argument(..., help="Files or directories the tool wrote."),
+        output: str | None = typer.Option(
+            None,
+            "-o",
+            "--output",
+            help="Write here (.json: one packet; .jsonl: several; .zst: compressed). Default: stdout.",
+        ),
+        replay_cmd: str | None = typer.Option(
+            None, "--replay-cmd", help="The exact command that reproduces the run (split like a shell would)."
+        ),
+        baseline: str | None = typer.Option(
+            None,
+            "--baseline",
+            help="What it is compared with: PROVIDER:VERSION:CALL, e.g. cuBLASLt:12.4.5:cublasLtMatmul.",
+        ),
+        sets: list[str] = typer.Option(
+            [],
+            "--set",
+            help="key=value: a dotted path into the packet; the value is JSON when it parses, else text. Repeatable.",
+        ),
+        into: str | None = typer.Option(
+            None,
+            "--into",
+            help="Merge into this base packet: its fields are kept, the adapter fills the rest.",
+        ),
+        created_at: str | None = typer.Option(
+            None, "--created-at", help="RFC 3339 UTC time for created_at (default: now)."
+        ),
+        force: bool = typer.Option(False, "--force", help="Overwrite an existing output file."),
+    ) -> None:
+        """Turn what a profiler or benchmark wrote into evidence packets."""
+        raise typer.Exit(
+            run(
+                tool,
+                inputs,
+                output=output,
+                replay_cmd=replay_cmd,
+                baseline=baseline,
+                sets=sets,
+                into=into,
+                created_at=created_at,
+                force=force,
+            )
+        )
+
+
+def run(
+    tool: str,
+    inputs: list[str],
+    *,
+    output: str | None = None,
+    replay_cmd: str | None = None,
+    baseline: str | None = None,
+    sets: list[str] | None = None,
+    into: str | None = None,
+    created_at: str | None = None,
+    force: bool = False,
+) -> int:
+    """The command body; returns the exit code."""
+    if output is not None and Path(output).exists() and not force:
+        fail(f"{output}: already exists; refusing to overwrite it (use --force)")
+    try:
+        result = ingest(
+            tool,
+            inputs,
+            replay_cmd=replay_cmd,
+            baseline=baseline,
+            sets=sets or (),
+            into=into,
+            created_at=created_at,
+        )
+    except OptionError as exc:
+        fail(str(exc), EXIT_USAGE)
+    except KernelEvidenceError as exc:
+        if str(exc).startswith("no adapter named"):
+            fail(str(exc), EXIT_USAGE)
+        fail(str(exc), EXIT_INVALID)
+    packets = result.packets
+    if output is not None and len(packets) > 1 and not output.lower().endswith(_JSONL):
+        fail(
+            f"{output}: {len(packets)} packets need a .jsonl (or .jsonl.zst) output name; a .json file holds one",
+            EXIT_USAGE,
+        )
+    for w in result.warnings:
+        sys.stderr.write(f"kevidence: warning: {' '.join(w.split())}\n")
+    if output is None:
+        import msgspec
+
+        enc = msgspec.json.Encoder()
+        out = sys.stdout.buffer
+        for p in packets:
+            out.write(enc.encode(packet_data(p)))
+            out.write(b"\n")
+        out.flush()
+    else:
+        from ..io import write_packets
+
+        try:
+            write_packets(output, (packet_data(p) for p in packets), overwrite=force)
+        except (OSError, ValueError) as exc:
+            fail(str(exc))
+        sys.stderr.write(f"kevidence: wrote {len(packets)} packet(s) to {output}\n")
+    lacks = missing_for_validation(packets)
+    if lacks:
+        what = "the packet still needs" if len(packets) == 1 else "the packets still need"
+        sys.stderr.write(f"kevidence: to pass `kevidence validate`, {what}:\n")
+        for line in lacks:
+            sys.stderr.write(f"  {line}\n")
+    return EXIT_OK

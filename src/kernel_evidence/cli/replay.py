@@ -1,0 +1,206 @@
+"""``kevidence replay PACKET``: show how to run a packet again; run it only with ``--execute``.
+
+Exit codes: 0 shown (or reproduced), 1 invalid packet, unrunnable command, or a replay
+that failed, 3 drifted, 2 usage.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import typer
+
+from ..errors import InputError
+from ..harness._load import load_packet
+from ..harness.replay import ReplayPlan, execute_replay, plan_replay
+from ..harness.sink import SingleFileSink
+from ._common import EXIT_INVALID, EXIT_OK, EXIT_USAGE, fail, out_console
+
+EXIT_DRIFTED = 3
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("replay")
+    def replay_cmd(
+        packet: str = typer.Argument(
+            ..., help="The packet to replay (.json, or a stream holding one packet)."
+        ),
+        execute: bool = typer.Option(
+            False,
+            "--execute",
+            help="Run the recorded command (argv, no shell) and write a child packet.",
+        ),
+        allow_shell: bool = typer.Option(
+            False,
+            "--allow-shell",
+            help="Allow a command recorded with replay.shell: true to run through a shell.",
+        ),
+        timeout: float = typer.Option(600.0, "--timeout", help="Seconds before the command is stopped."),
+        tolerance: float = typer.Option(
+            0.05,
+            "--tolerance",
+            help="Relative timing change still counted as reproduced (0.05 = 5%).",
+        ),
+        out: str | None = typer.Option(
+            None,
+            "--out",
+            "-o",
+            help="Where to write the child packet (default: <packet>.replay.json in the current folder).",
+        ),
+        select: str | None = typer.Option(
+            None,
+            "--select",
+            help="Pick one packet of a stream: packet id (or its first hex digits), subject name or candidate id.",
+        ),
+        cwd: str | None = typer.Option(None, "--cwd", help="Run in this folder instead of the recorded one."),
+        fmt: str = typer.Option("text", "--format", "-f", help="Output format: text or json."),
+    ) -> None:
+        """Show the recorded command, commit, container and environment differences; --execute runs it."""
+        if fmt not in ("text", "json"):
+            fail(f"--format must be text or json, got `{fmt}`", EXIT_USAGE)
+        if timeout <= 0 or tolerance < 0:
+            fail("--timeout must be > 0 and --tolerance >= 0", EXIT_USAGE)
+        raise typer.Exit(
+            run(
+                packet,
+                execute=execute,
+                allow_shell=allow_shell,
+                timeout=timeout,
+                tolerance=tolerance,
+                out=out,
+                cwd=cwd,
+                select=select,
+                fmt=fmt,
+            )
+        )
+
+
+def run(
+    packet_path: str,
+    *,
+    execute: bool = False,
+    allow_shell: bool = False,
+    timeout: float = 600.0,
+    tolerance: float = 0.05,
+    out: str | None = None,
+    cwd: str | None = None,
+    select: str | None = None,
+    fmt: str = "text",
+) -> int:
+    """Show (and with ``execute`` run) a packet's replay; returns the exit code."""
+    try:
+        packet = load_packet(packet_path, select)
+    except InputError as exc:
+        fail(str(exc), EXIT_INVALID)
+    plan = plan_replay(packet, cwd=cwd)
+    if not execute:
+        _show(plan, packet_path, fmt)
+        if plan.problems:
+            fail(f"{packet_path}: {plan.problems[0]}", EXIT_INVALID)
+        return EXIT_OK
+    if plan.problems:
+        _show(plan, packet_path, fmt)
+        fail(f"{packet_path}: {plan.problems[0]}", EXIT_INVALID)
+    if plan.shell and not allow_shell:
+        _show(plan, packet_path, fmt)
+        fail(
+            f"{packet_path}: the recorded command needs a shell (replay.shell: true); refusing without --allow-shell",
+            EXIT_INVALID,
+        )
+    if fmt == "text":
+        _show(plan, packet_path, fmt, executing=True)
+    try:
+        result = execute_replay(
+            packet, plan=plan, timeout=timeout, allow_shell=allow_shell, tolerance=tolerance
+        )
+    except InputError as exc:
+        fail(str(exc), EXIT_INVALID)
+    target = Path(out) if out else Path.cwd() / (_stem(packet_path) + ".replay.json")
+    assert result.child.packet_id is not None
+    try:
+        SingleFileSink(target).write(result.child.packet_id, result.child.to_json())
+    except OSError as exc:
+        fail(f"{target}: could not write the child packet ({exc.strerror or exc})", EXIT_INVALID)
+    if fmt == "json":
+        data = {
+            "plan": plan.to_dict(),
+            "verdict": result.verdict,
+            "reason": result.reason,
+            "returncode": result.returncode,
+            "child_packet": str(target),
+            "child_packet_id": result.child.packet_id,
+            "comparison": result.comparison.to_dict() if result.comparison else None,
+        }
+        sys.stdout.write(json.dumps(data, indent=2) + "\n")
+    else:
+        from rich.markup import escape
+
+        con = out_console()
+        style = {"reproduced": "bold green", "drifted": "yellow", "failed": "bold red"}[result.verdict]
+        con.print(f"[{style}]{result.verdict}[/]: {escape(result.reason or '')}")
+        if result.comparison is not None:
+            con.print(f"  {escape(result.comparison.summary())}")
+        if result.verdict == "failed" and result.stderr_tail.strip():
+            con.print("  stderr (tail):")
+            for line in result.stderr_tail.strip().splitlines()[-10:]:
+                con.print(f"    {escape(line)}")
+        con.print(f"child packet: {escape(str(target))} ({result.child.packet_id})")
+    return {"reproduced": EXIT_OK, "drifted": EXIT_DRIFTED, "failed": EXIT_INVALID}[result.verdict]
+
+
+def _stem(path: str) -> str:
+    name = Path(path).name
+    for suffix in (".jsonl.zst", ".json.zst", ".jsonl", ".json"):
+        if name.endswith(suffix):
+            return name[: -len(suffix)]
+    return name
+
+
+def _show(plan: ReplayPlan, path: str, fmt: str, *, executing: bool = False) -> None:
+    if fmt == "json":
+        sys.stdout.write(json.dumps({"packet": path, **plan.to_dict()}, indent=2) + "\n")
+        return
+    import shlex
+
+    from rich.markup import escape
+
+    con = out_console()
+    p = plan.packet
+    r = p.replay
+    con.print(f"packet     {escape(path)} ({p.packet_id or p.compute_id()})")
+    if plan.command:
+        shown = plan.command[0] if plan.shell else shlex.join(plan.command)
+        con.print(f"command    {escape(shown)}" + ("  [yellow](shell)[/]" if plan.shell else ""))
+    else:
+        con.print("command    [red](none recorded)[/]")
+    con.print(f"cwd        {escape(plan.cwd or (r.cwd if r and r.cwd else '(current folder)'))}")
+    repo = r.repository if r else None
+    if repo is not None and repo.commit:
+        dirty = " [yellow](dirty: uncommitted changes were not recorded)[/]" if repo.dirty else ""
+        where = f" {escape(repo.url)}" if repo.url else ""
+        branch = f" on {escape(repo.branch)}" if repo.branch else ""
+        con.print(f"commit     {escape(repo.commit)}{branch}{where}{dirty}")
+    else:
+        con.print("commit     (not recorded)")
+    box = r.container if r else None
+    con.print(
+        f"container  {escape(box.image + ('@' + box.digest if box.digest else '')) if box else '(not recorded)'}"
+    )
+    if plan.env:
+        con.print("env        " + escape(" ".join(f"{k}={v}" for k, v in plan.env.items())))
+    if plan.ignored_env:
+        con.print("[yellow]ignored env[/] (not on the allow-list): " + escape(", ".join(plan.ignored_env)))
+    if plan.differences:
+        con.print("differences from this machine:")
+        for d in plan.differences:
+            con.print(
+                f"  {escape(d.field)}: recorded {escape(repr(d.recorded))}, here {escape(repr(d.current))}"
+            )
+    else:
+        con.print("differences from this machine: none found in the recorded fields")
+    if not plan.problems and not executing:
+        con.print(
+            "[dim]nothing was run; pass --execute to run the command (argv, no shell, with a timeout)[/]"
+        )

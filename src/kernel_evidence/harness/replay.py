@@ -1,0 +1,411 @@
+"""Replay a packet: show what it recorded, and - only when asked - run it again and judge.
+
+A packet is untrusted input. :func:`plan_replay` never runs anything: it reports the
+recorded command, commit and container, what differs between the recorded environment and
+this machine, and any reason the command cannot run (missing, malformed, a program that is
+not installed). :func:`execute_replay` runs the command as an argv (no shell) with a
+timeout; a command recorded with ``replay.shell: true`` runs through a shell only with
+``allow_shell=True``. Of the recorded environment variables only the allow-listed ones
+(:data:`~kernel_evidence.harness.environment.RECORDED_ENV_VARS`) are applied.
+
+How the new measurement is captured: the command is run with ``KEVIDENCE_OUT`` set to a
+fresh ``.jsonl`` path; a harness using :class:`~kernel_evidence.harness.Recorder` writes
+its packets there by itself (as well as to its own output). When the run writes several
+packets (a search loop), the one for the parent's candidate (same subject name and
+``lineage.candidate_id``) is taken. Failing that, the last line of standard output that is
+a JSON packet is used. The child packet names its parent (``lineage.parent_packet_id``,
+``relation: replay``) and carries the verdict in ``extensions["kevidence:replay"]``:
+
+* ``reproduced``: the new timing is not significantly different from the recorded one,
+  or differs by no more than ``tolerance`` (default 5 %); for a packet without timing,
+  the same status and failure class;
+* ``drifted``: a significant difference beyond the tolerance, or a different outcome;
+* ``failed``: the command failed, timed out, produced no packet, or a passing packet's
+  replay did not pass.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Literal
+
+import msgspec
+
+from .._version import __version__
+from ..errors import InputError
+from ..io import iter_records
+from ..models import EvidencePacket, Failure, FailureClass, Lineage, Producer, Status
+from ._load import packet_from_data
+from .compare import Comparison, compare_packets
+from .environment import (
+    RECORDED_ENV_VARS,
+    Environment,
+    EnvironmentDifference,
+    capture_environment,
+    diff_environment,
+    git_repository,
+)
+
+__all__ = ["ReplayPlan", "ReplayResult", "execute_replay", "plan_replay"]
+
+ReplayVerdict = Literal["reproduced", "drifted", "failed"]
+_TAIL = 2000
+
+
+@dataclass
+class ReplayPlan:
+    """What a replay would run, and why it cannot (``problems``)."""
+
+    packet: EvidencePacket
+    command: list[str] | None
+    shell: bool
+    cwd: str | None
+    env: dict[str, str]
+    ignored_env: list[str]
+    differences: list[EnvironmentDifference]
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def runnable(self) -> bool:
+        """True when the command is present, well-formed and its program exists."""
+        return not self.problems
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON data for ``--json``."""
+        r = self.packet.replay
+        repo = r.repository if r else None
+        box = r.container if r else None
+        return {
+            "packet_id": self.packet.packet_id or self.packet.compute_id(),
+            "command": self.command,
+            "shell": self.shell,
+            "cwd": self.cwd,
+            "env": self.env,
+            "ignored_env": self.ignored_env,
+            "repository": repo.model_dump(exclude_none=True) if repo else None,
+            "container": box.model_dump(exclude_none=True) if box else None,
+            "differences": [
+                {"field": d.field, "recorded": d.recorded, "current": d.current} for d in self.differences
+            ],
+            "problems": self.problems,
+        }
+
+
+def _program_problem(program: str, cwd: str | None) -> str | None:
+    if os.sep in program or (os.altsep and os.altsep in program):
+        path = Path(program)
+        if not path.is_absolute() and cwd:
+            path = Path(cwd) / path
+        if not path.exists():
+            return f"the replay command refers to a missing program `{program}` (no such file)"
+        if not os.access(path, os.X_OK) or path.is_dir():
+            return f"the replay command's program `{program}` is not executable"
+        return None
+    if shutil.which(program) is None:
+        return f"the replay command refers to a missing program `{program}` (not found on PATH)"
+    return None
+
+
+def plan_replay(
+    packet: EvidencePacket, environment: Environment | None = None, *, cwd: str | None = None
+) -> ReplayPlan:
+    """Inspect a packet's replay category against this machine; runs nothing but local probes."""
+    env_now = environment if environment is not None else capture_environment()
+    r = packet.replay
+    problems: list[str] = []
+    command = list(r.command) if r is not None and r.command is not None else None
+    shell = bool(r.shell) if r is not None else False
+    if r is None:
+        problems.append("the packet has no replay category: no command was recorded")
+    elif command is None:
+        problems.append("the packet records no replay command (replay.command is missing)")
+    elif not command or not command[0].strip():
+        problems.append("the replay command is malformed: expected a non-empty argv list, got an empty one")
+    elif any("\x00" in part for part in command):
+        problems.append("the replay command is malformed: an argument contains a NUL byte")
+    elif shell and len(command) != 1:
+        problems.append(
+            f"the replay command is malformed: replay.shell is true but the command has {len(command)} items, expected 1 shell string"
+        )
+    work = cwd or (r.cwd if r is not None else None)
+    if work and not Path(work).is_dir():
+        work = None
+    if command and not problems and not shell:
+        prob = _program_problem(command[0], work)
+        if prob:
+            problems.append(prob)
+    env: dict[str, str] = {}
+    ignored: list[str] = []
+    for k, v in sorted(((r.env or {}) if r is not None else {}).items()):
+        (env.__setitem__(k, v) if k in RECORDED_ENV_VARS else ignored.append(k))
+    # the code that would run: the repository around the command's script, else the cwd
+    probe = work or os.getcwd()
+    for arg in (command or [])[1:]:
+        if arg.endswith(".py"):
+            path = Path(arg) if Path(arg).is_absolute() else Path(probe) / arg
+            if path.is_file():
+                probe = str(path.parent)
+            break
+    env_now = replace(env_now, repository=git_repository(probe))
+    return ReplayPlan(
+        packet=packet,
+        command=command,
+        shell=shell,
+        cwd=work,
+        env=env,
+        ignored_env=ignored,
+        differences=diff_environment(packet.hardware, r, env_now),
+        problems=problems,
+    )
+
+
+@dataclass
+class ReplayResult:
+    """The outcome of :func:`execute_replay`."""
+
+    verdict: ReplayVerdict
+    child: EvidencePacket
+    returncode: int | None
+    comparison: Comparison | None = None
+    reason: str | None = None
+    stdout_tail: str = ""
+    stderr_tail: str = ""
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _packet_from_stdout(stdout: str) -> EvidencePacket | None:
+    for line in reversed(stdout.splitlines()):
+        line = line.strip()
+        if not line.startswith("{"):
+            continue
+        try:
+            data = msgspec.json.decode(line)
+            return packet_from_data(data, "<stdout>")
+        except (msgspec.DecodeError, InputError):
+            continue
+    return None
+
+
+def _read_stream(path: Path) -> list[EvidencePacket]:
+    out: list[EvidencePacket] = []
+    for rec in iter_records(str(path)):
+        if rec.error is not None:
+            raise rec.error
+        assert rec.data is not None
+        try:
+            data = msgspec.json.decode(rec.data)
+        except msgspec.DecodeError as exc:
+            raise InputError(str(path), rec.location, f"not valid JSON ({exc})") from None
+        out.append(packet_from_data(data, str(path), rec.location))
+    return out
+
+
+def _pick(found: list[EvidencePacket], parent: EvidencePacket) -> tuple[EvidencePacket | None, str | None]:
+    """The replayed run's packet for the parent's candidate (a loop writes many)."""
+    if len(found) == 1:
+        return found[0], None
+    want = parent.lineage.candidate_id if parent.lineage else None
+    same = [
+        p
+        for p in found
+        if p.subject.name == parent.subject.name
+        and (want is None or (p.lineage is not None and p.lineage.candidate_id == want))
+    ]
+    if len(same) == 1:
+        return same[0], None
+    if not same:
+        return (
+            None,
+            f"the command wrote {len(found)} packets, none for candidate `{want or parent.subject.name}`",
+        )
+    return same[-1], None
+
+
+def _judge(
+    parent: EvidencePacket, new: EvidencePacket, tolerance: float
+) -> tuple[ReplayVerdict, Comparison | None, str]:
+    if parent.status is Status.PASSED and new.status is not Status.PASSED:
+        fc = new.failure.failure_class.value if new.failure else "no class"
+        return (
+            "failed",
+            None,
+            f"the recorded run passed, the replay did not ({new.status.value}, {fc})",
+        )
+    if parent.timing is None or parent.timing.stats is None or new.timing is None or new.timing.stats is None:
+        same = parent.status == new.status and (
+            (parent.failure.failure_class if parent.failure else None)
+            == (new.failure.failure_class if new.failure else None)
+        )
+        if same:
+            return "reproduced", None, f"same outcome ({new.status.value}); no timing to compare"
+        return (
+            "drifted",
+            None,
+            f"different outcome: recorded {parent.status.value}, replay {new.status.value}",
+        )
+    if parent.status is not Status.PASSED:
+        same_class = (parent.failure.failure_class if parent.failure else None) == (
+            new.failure.failure_class if new.failure else None
+        )
+        verdict_o: ReplayVerdict = "reproduced" if parent.status == new.status and same_class else "drifted"
+        return verdict_o, None, f"recorded {parent.status.value}, replay {new.status.value}"
+    cmp = compare_packets(parent, new, force=True)
+    ratio = cmp.speedup
+    if ratio is None:
+        return "drifted", cmp, "the timings could not be compared: " + "; ".join(cmp.notes)
+    off = abs(ratio - 1.0)
+    if cmp.verdict == "no_change":
+        return (
+            "reproduced",
+            cmp,
+            f"no significant difference (replay/recorded time ratio {1 / ratio:.4g})",
+        )
+    if off <= tolerance:
+        return (
+            "reproduced",
+            cmp,
+            f"within the {tolerance:.0%} tolerance (replay/recorded time ratio {1 / ratio:.4g}, {cmp.verdict})",
+        )
+    return (
+        "drifted",
+        cmp,
+        f"{cmp.verdict} beyond the {tolerance:.0%} tolerance (replay/recorded time ratio {1 / ratio:.4g})",
+    )
+
+
+def execute_replay(
+    packet: EvidencePacket,
+    *,
+    plan: ReplayPlan | None = None,
+    timeout: float = 600.0,
+    allow_shell: bool = False,
+    tolerance: float = 0.05,
+    created_at: str | None = None,
+    environment: Environment | None = None,
+) -> ReplayResult:
+    """Run the packet's command and build the child packet with its verdict.
+
+    Raises :class:`~kernel_evidence.errors.InputError` when the command cannot be run
+    (the plan's problems), or when it needs a shell and ``allow_shell`` is false.
+    """
+    env_now = environment if environment is not None else capture_environment()
+    plan = plan or plan_replay(packet, env_now)
+    source = packet.packet_id or "packet"
+    if plan.problems:
+        raise InputError(source, "/replay/command", plan.problems[0])
+    if plan.shell and not allow_shell:
+        raise InputError(
+            source,
+            "/replay/shell",
+            "the command must run through a shell; refusing without --allow-shell",
+        )
+    assert plan.command is not None
+    parent_id = packet.packet_id or packet.compute_id()
+    with tempfile.TemporaryDirectory(prefix="kevidence-replay-") as tmp:
+        out_path = Path(tmp) / "replay.jsonl"
+        child_env = dict(os.environ)
+        child_env.update(plan.env)
+        child_env["KEVIDENCE_OUT"] = str(out_path)
+        child_env["KEVIDENCE_PARENT_PACKET_ID"] = parent_id
+        returncode: int | None = None
+        reason = None
+        stdout = stderr = ""
+        try:
+            proc = subprocess.run(  # noqa: S603 - argv from the packet, shell only when allowed above
+                plan.command[0] if plan.shell else plan.command,
+                shell=plan.shell,
+                cwd=plan.cwd,
+                env=child_env,
+                capture_output=True,
+                text=True,
+                errors="replace",
+                timeout=timeout,
+                check=False,
+            )
+            returncode = proc.returncode
+            stdout, stderr = proc.stdout, proc.stderr
+        except subprocess.TimeoutExpired as exc:
+            reason = f"the replay command did not finish within {timeout:g} s"
+            stdout = (
+                exc.stdout.decode(errors="replace") if isinstance(exc.stdout, bytes) else (exc.stdout or "")
+            )
+            stderr = (
+                exc.stderr.decode(errors="replace") if isinstance(exc.stderr, bytes) else (exc.stderr or "")
+            )
+        except OSError as exc:
+            reason = f"the replay command could not start: {exc.strerror or exc}"
+        new: EvidencePacket | None = None
+        if reason is None and out_path.exists():
+            try:
+                new, why_not = _pick(_read_stream(out_path), packet)
+            except InputError as exc:
+                new, why_not = (
+                    None,
+                    f"the command wrote an unreadable packet to KEVIDENCE_OUT: {exc}",
+                )
+            if new is None:
+                reason = why_not
+        if reason is None and new is None:
+            new = _packet_from_stdout(stdout)
+        if reason is None and returncode not in (0, None) and new is None:
+            reason = f"the replay command exited with code {returncode}"
+        if reason is None and new is None:
+            reason = "the replay command wrote no packet (to KEVIDENCE_OUT or as a JSON line on stdout)"
+    comparison = None
+    if new is None:
+        verdict: ReplayVerdict = "failed"
+        fc = FailureClass.TIMEOUT if reason and "did not finish" in reason else FailureClass.RUNTIME_ERROR
+        child = EvidencePacket(
+            schema_version="0.1",
+            created_at=created_at or _now(),
+            producer=Producer(name="kernel-evidence", version=__version__),
+            subject=packet.subject,
+            status=Status.ERROR,
+            failure=Failure(failure_class=fc, message=reason, log_excerpt=(stderr[-_TAIL:] or None)),
+            task=packet.task,
+            hardware=env_now.hardware,
+            replay=packet.replay,
+        )
+        why = reason or "failed"
+    else:
+        verdict, comparison, why = _judge(packet, new, tolerance)
+        child = new
+    old_lineage = packet.lineage or Lineage()
+    ext = dict(child.extensions or {})
+    info: dict[str, Any] = {"verdict": verdict, "reason": why, "tolerance": tolerance}
+    if returncode is not None:
+        info["returncode"] = returncode
+    if comparison is not None:
+        info["comparison"] = comparison.to_dict()
+    ext["kevidence:replay"] = info
+    child = child.model_copy(
+        update={
+            "lineage": Lineage(
+                run_id=old_lineage.run_id,
+                candidate_id=old_lineage.candidate_id,
+                parent_packet_id=parent_id,
+                iteration=old_lineage.iteration,
+                relation="replay",
+            ),
+            "extensions": ext,
+            "packet_id": None,
+        }
+    ).with_id()
+    return ReplayResult(
+        verdict=verdict,
+        child=child,
+        returncode=returncode,
+        comparison=comparison,
+        reason=why,
+        stdout_tail=stdout[-_TAIL:],
+        stderr_tail=stderr[-_TAIL:],
+    )

@@ -1,0 +1,295 @@
+"""`kevidence ingest` / `kevidence metrics` and the library function behind them (tested with ncu)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import msgspec
+import pytest
+import zstandard
+
+from kernel_evidence._ingest import (
+    OptionError,
+    ingest,
+    metric_table,
+    parse_baseline,
+    parse_set,
+    render_metric_table,
+)
+from kernel_evidence.cli import main
+from kernel_evidence.io import read_packets
+from kernel_evidence.models import EvidencePacket
+from kernel_evidence.rules import validate
+
+FIX = Path(__file__).resolve().parents[1] / "fixtures" / "ncu"
+ROOT = Path(__file__).resolve().parents[2]
+T0 = "2026-11-22T00:00:00Z"
+RAW = FIX / "raw_clean.csv"
+DETAILS = FIX / "details_rules_ragged_two_processes.csv"
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+# ------------------------------------------------------------------------------ library
+
+
+def test_options_parsing() -> None:
+    assert parse_set("timing.warmup=10") == (("timing", "warmup"), 10)
+    assert parse_set("replay.env.CUDA_VISIBLE_DEVICES=0") == (("replay", "env", "CUDA_VISIBLE_DEVICES"), 0)
+    assert parse_set('profiler.0.version="2025.1"') == (("profiler", "0", "version"), "2025.1")
+    assert parse_set("subject.name=gemm = fast") == (("subject", "name"), "gemm = fast")
+    assert parse_set(r"extensions.org\.example:x={}") == (("extensions", "org.example:x"), {})
+    assert parse_baseline("cuBLASLt:12.4.5:cublasLtMatmul(a, b)") == {
+        "provider": "cuBLASLt", "version": "12.4.5", "call": "cublasLtMatmul(a, b)"
+    }  # fmt: skip
+    assert parse_baseline("torch eager::torch.matmul") == {"provider": "torch eager", "call": "torch.matmul"}
+    with pytest.raises(
+        OptionError, match=r"^--set expects key=value \(a dotted path into the packet\), got `status`$"
+    ):
+        parse_set("status")
+    with pytest.raises(OptionError, match=r"^--baseline expects PROVIDER:VERSION:CALL"):
+        parse_baseline("cuBLAS")
+
+
+def test_ingest_fills_options_and_validates(corpus: Path) -> None:
+    """Done criterion: an ingested ncu report plus --replay-cmd and --baseline validates."""
+    result = ingest(
+        "ncu",
+        [str(corpus / "ncu" / "raw_b200_cc100_flashattn_prof_prefix.csv")],
+        replay_cmd="python decodebench/profile_ncu.py --case 'torch sdpa' --ctx 4096",
+        baseline="FlashAttention:2.6.3:flash_attn_func(q, k, v, causal=False)",
+        created_at=T0,
+    )
+    (p,) = result.packets
+    assert p.replay is not None and p.replay.command == [
+        "python", "decodebench/profile_ncu.py", "--case", "torch sdpa", "--ctx", "4096"
+    ]  # fmt: skip
+    assert p.timing is not None and p.timing.baseline is not None
+    assert (p.timing.baseline.provider, p.timing.baseline.version) == ("FlashAttention", "2.6.3")
+    assert p.created_at == T0 and p.packet_id == p.compute_id()
+    report = validate(p)
+    assert report.ok, [f.line() for f in report.findings]
+
+
+def test_ingest_without_replay_lacks_it() -> None:
+    from kernel_evidence._ingest import missing_for_validation
+
+    result = ingest("ncu", [str(RAW)], created_at=T0)
+    lines = missing_for_validation(result.packets)
+    assert any(line.startswith("KE101 at /replay:") for line in lines)
+
+
+def test_sets_apply_last_and_are_checked() -> None:
+    result = ingest(
+        "ncu",
+        [str(DETAILS)],
+        created_at=T0,
+        replay_cmd=["./bench", "--n", "3"],
+        sets=[
+            "hardware.vendor=nvidia",
+            "hardware.device=NVIDIA B200",
+            "timing.warmup=5",
+            'profiler.0.version="2025.2.1"',
+            "subject.name=gemm",
+        ],
+    )
+    (p,) = result.packets
+    assert p.hardware is not None and p.hardware.device == "NVIDIA B200"
+    assert p.timing is not None and p.timing.warmup == 5
+    assert p.profiler is not None and p.profiler[0].version == "2025.2.1"
+    assert p.subject.name == "gemm"
+    assert validate(p).ok
+    with pytest.raises(
+        OptionError, match=r"^--set: the packet is not valid after the options were applied: /status: "
+    ):
+        ingest("ncu", [str(RAW)], created_at=T0, sets=["status=great"])
+    with pytest.raises(OptionError, match=r"index 3 is out of range \(the list has 1 items\)"):
+        ingest("ncu", [str(RAW)], created_at=T0, sets=["profiler.3.version=x"])
+    with pytest.raises(OptionError, match=r"^--created-at expects an RFC 3339 UTC time"):
+        ingest("ncu", [str(RAW)], created_at="yesterday")
+
+
+def test_into_keeps_base_fields_and_appends_capture(tmp_path: Path) -> None:
+    base = {
+        "schema_version": "0.1",
+        "created_at": "2026-01-01T00:00:00Z",
+        "producer": {"name": "my-harness", "version": "3.1"},
+        "subject": {"kind": "kernel", "name": "flash_attn_candidate_7"},
+        "status": "passed",
+        "hardware": {"vendor": "nvidia", "device": "NVIDIA H100 SXM5 80GB"},
+        "replay": {"command": ["python", "run.py"]},
+        "profiler": [{"tool": "torch_profiler"}],
+    }
+    path = tmp_path / "base.json"
+    path.write_bytes(msgspec.json.encode(base))
+    (p,) = ingest("ncu", [str(RAW)], into=str(path)).packets
+    assert p.subject.name == "flash_attn_candidate_7"
+    assert p.producer.name == "my-harness" and p.created_at == "2026-01-01T00:00:00Z"
+    assert p.hardware is not None and p.hardware.device == "NVIDIA H100 SXM5 80GB"
+    assert p.hardware.arch == "sm_90" and p.hardware.compute_units == 132  # filled by the adapter
+    assert p.profiler is not None and [c.tool for c in p.profiler] == ["torch_profiler", "ncu"]
+    assert p.replay is not None and p.replay.command == ["python", "run.py"]
+
+
+# ---------------------------------------------------------------------------------- CLI
+
+
+def test_cli_stdout_one_packet_is_json(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "ingest", "ncu", str(RAW), "--created-at", T0)
+    assert code == 0
+    data = json.loads(out)
+    assert EvidencePacket.model_validate(data).profiler[0].kernels[2].name == "elementwise_add"  # type: ignore[index]
+    assert "kevidence: to pass `kevidence validate`, the packet still needs:\n  KE101 at /replay:" in err
+
+
+def test_cli_several_packets_jsonl_zst(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out_path = tmp_path / "packets.jsonl.zst"
+    code, out, err = run(
+        capsys, "ingest", "ncu", str(RAW), str(DETAILS), "-o", str(out_path), "--created-at", T0,
+        "--replay-cmd", "make bench", "--baseline", "cuBLASLt:12.4.5:cublasLtMatmul",
+    )  # fmt: skip
+    assert code == 0 and out == ""
+    assert f"kevidence: wrote 2 packet(s) to {out_path}" in err
+    assert "KE801 at /hardware (1 of 2 packets):" in err  # the details page names no device
+    lines = (
+        zstandard.ZstdDecompressor().decompress(out_path.read_bytes(), max_output_size=1 << 26).splitlines()
+    )
+    assert len(lines) == 2
+    packets = list(read_packets([out_path]))
+    assert [p.replay.command for p in packets] == [["make", "bench"]] * 2  # type: ignore[union-attr]
+
+
+def test_cli_refuses_to_overwrite(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    target = tmp_path / "p.json"
+    target.write_text("keep me")
+    code, _, err = run(capsys, "ingest", "ncu", str(RAW), "-o", str(target))
+    assert code == 1
+    assert err == f"kevidence: error: {target}: already exists; refusing to overwrite it (use --force)\n"
+    assert target.read_text() == "keep me"
+    code, _, _ = run(capsys, "ingest", "ncu", str(RAW), "-o", str(target), "--force", "--created-at", T0)
+    assert code == 0 and json.loads(target.read_text())["created_at"] == T0
+
+
+def test_cli_json_name_for_several_packets_is_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    target = tmp_path / "p.json"
+    code, _, err = run(capsys, "ingest", "ncu", str(RAW), str(DETAILS), "-o", str(target))
+    assert code == 2
+    assert (
+        err
+        == f"kevidence: error: {target}: 2 packets need a .jsonl (or .jsonl.zst) output name; a .json file holds one\n"
+    )
+    assert not target.exists()
+
+
+def test_cli_bad_input_is_one_line_exit_1(capsys: pytest.CaptureFixture[str]) -> None:
+    path = FIX / "prof_only_warning.log"
+    code, out, err = run(capsys, "ingest", "ncu", str(path))
+    assert code == 1 and out == ""
+    assert err == (
+        f"kevidence: error: {path}:line 2: no Nsight Compute table found (expected a CSV header "
+        'starting "ID","Process ID", a text page or a summary); last profiler error: '
+        "==WARNING== No kernels were profiled.\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["ingest", "nope", "x.csv"], "kevidence: error: no adapter named `nope`; available: "),
+        (["ingest", "ncu", str(RAW), "--set", "status"], "kevidence: error: --set expects key=value"),
+        (
+            ["ingest", "ncu", str(RAW), "--replay-cmd", "python 'unclosed"],
+            "kevidence: error: --replay-cmd could not be split into arguments (No closing quotation)",
+        ),
+        (
+            ["ingest", "ncu", str(RAW), "--baseline", "cuBLAS"],
+            "kevidence: error: --baseline expects PROVIDER:VERSION:CALL",
+        ),
+        (
+            ["metrics", "--format", "yaml"],
+            "kevidence: error: --format must be text, markdown or json, got `yaml`",
+        ),
+    ],
+)
+def test_cli_usage_errors_exit_2(capsys: pytest.CaptureFixture[str], argv: list[str], message: str) -> None:
+    code, _, err = run(capsys, *argv)
+    assert code == 2
+    assert err.startswith(message) and err.count("\n") == 1
+
+
+def test_cli_validate_accepts_ingested_packet(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], corpus: Path
+) -> None:
+    target = tmp_path / "b200.json"
+    code, _, err = run(
+        capsys, "ingest", "ncu", str(corpus / "ncu" / "raw_b200_cc100_flashattn_prof_prefix.csv"), "-o", str(target),
+        "--replay-cmd", "python profile_ncu.py", "--baseline", "FlashAttention:2.6.3:flash_attn_func", "--created-at", T0,
+    )  # fmt: skip
+    assert code == 0 and "still need" not in err
+    code, out, _ = run(capsys, "validate", str(target))
+    assert code == 0, out
+
+
+# ------------------------------------------------------------------------------ metrics
+
+
+def test_metric_table_joins_tools(capsys: pytest.CaptureFixture[str]) -> None:
+    table = metric_table()
+    tools = [t["tool"] for t in table["tools"]]
+    assert "ncu" in tools
+    duration = next(m for m in table["metrics"] if m["name"] == "duration")
+    assert duration["unit"] == "ns"
+    assert duration["tools"]["ncu"]["equivalence"] == "exact"
+    assert duration["tools"]["ncu"]["sources"][0]["text"] == "gpu__time_duration.sum"
+    code, out, _ = run(capsys, "metrics")
+    assert code == 0 and "  ncu" in out and "gpu__time_duration.sum | gpu__time_duration | Duration" in out
+    code, out, _ = run(capsys, "metrics", "--format", "json")
+    assert code == 0 and json.loads(out) == json.loads(json.dumps(table))
+    code, out, _ = run(capsys, "metrics", "--format", "markdown")
+    assert code == 0 and out.startswith("| canonical metric | unit |")
+
+
+def test_docs_table_is_current() -> None:
+    """docs/adapters/README.md embeds `kevidence metrics --format markdown`; regenerate it with
+    KEV_REGEN_DOCS=1 after changing any adapters/*.toml."""
+    import os
+
+    doc = ROOT / "docs" / "adapters" / "README.md"
+    text = doc.read_text()
+    begin, end = "<!-- BEGIN GENERATED: kevidence metrics --format markdown -->\n", "<!-- END GENERATED -->"
+    head, _, rest = text.partition(begin)
+    _, _, tail = rest.partition(end)
+    fresh = head + begin + render_metric_table("markdown") + end + tail
+    if os.environ.get("KEV_REGEN_DOCS"):
+        doc.write_text(fresh)
+        return
+    assert text == fresh, "docs/adapters/README.md is stale: run with KEV_REGEN_DOCS=1"
+
+
+def test_fast_packet_data_and_id_match_the_models(corpus: Path) -> None:
+    from kernel_evidence._ingest import packet_data, packet_id
+
+    paths = [
+        RAW,
+        DETAILS,
+        FIX / "text_new_style.txt",
+        corpus / "ncu" / "raw_b200_cc100_flashattn_prof_prefix.csv",
+    ]
+    (with_nulls,) = ingest(
+        "ncu",
+        [str(RAW)],
+        created_at=T0,
+        replay_cmd="x",
+        sets=['extensions.org\\.example:run={"a": null, "b": [1, null]}'],
+    ).packets
+    packets = [p for path in paths for p in ingest("ncu", [str(path)], created_at=T0).packets] + [with_nulls]
+    for p in packets:
+        assert packet_data(p) == p.to_dict()
+        assert packet_id(p) == p.compute_id() == p.packet_id

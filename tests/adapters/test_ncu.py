@@ -1,0 +1,445 @@
+"""Nsight Compute adapter: real corpus files, synthetic fixtures, mapping table, error texts."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from kernel_evidence._resources import load_toml
+from kernel_evidence.adapters import Adapter, AdapterOptions, get_adapter
+from kernel_evidence.adapters._ncu_common import parse_dims, parse_value
+from kernel_evidence.adapters.ncu import ADAPTER, canonical_metrics
+from kernel_evidence.errors import InputError, MissingExtra
+from kernel_evidence.models import EvidencePacket, RawMetric
+from kernel_evidence.units import UNIT_FACTORS
+
+FIX = Path(__file__).resolve().parents[1] / "fixtures" / "ncu"
+T0 = "2026-11-22T00:00:00Z"
+HAVE_NCU_REPORT = importlib.util.find_spec("ncu_report") is not None
+
+
+def read(path: Path | str) -> list[EvidencePacket]:
+    return ADAPTER.read([str(path)], AdapterOptions(created_at=T0)).packets
+
+
+def one(path: Path | str) -> EvidencePacket:
+    packets = read(path)
+    assert len(packets) == 1
+    # every packet the adapter makes is structurally valid and carries its content id
+    again = EvidencePacket.model_validate(packets[0].to_dict())
+    assert again.compute_id() == packets[0].packet_id
+    return packets[0]
+
+
+def metric(packet: EvidencePacket, i: int, name: str) -> float:
+    kernels = packet.profiler[0].kernels  # type: ignore[index]
+    q = kernels[i].metrics[name]  # type: ignore[index]
+    return q.value
+
+
+# ------------------------------------------------------------------------------ registry
+
+
+def test_registered_with_aliases() -> None:
+    assert isinstance(ADAPTER, Adapter)
+    for name in ("ncu", "nsight-compute", "ncu-rep"):
+        assert get_adapter(name) is ADAPTER
+
+
+# ------------------------------------------------------------------------------ corpus
+
+
+def test_corpus_raw_b200(corpus: Path) -> None:
+    p = one(corpus / "ncu" / "raw_b200_cc100_flashattn_prof_prefix.csv")
+    cap = p.profiler[0]  # type: ignore[index]
+    kernels = cap.kernels or []
+    assert [k.id for k in kernels] == [str(i) for i in range(16)]
+    assert kernels[0].name == (
+        "void flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 64, 4, 0, 0, bfloat16_t, "
+        "Flash_kernel_traits<128, 128, 64, 4, bfloat16_t>>, 0, 0, 0, 0, 0, 1, 0, 0>(Flash_fwd_params)"
+    )
+    assert kernels[0].process == "233513 python3.12"
+    assert kernels[0].stream == "7"
+    assert kernels[0].grid == [1, 16, 32] and kernels[0].block == [128, 1, 1]
+    assert metric(p, 0, "duration") == 685280.0
+    assert metric(p, 3, "duration") == 689536.0
+    assert metric(p, 15, "duration") == 685568.0
+    assert metric(p, 0, "registers_per_thread") == 255.0
+    assert metric(p, 0, "shared_memory_per_block") == 65536.0
+    assert metric(p, 0, "grid_size") == 65536.0  # launch__thread_count
+    assert kernels[0].raw["launch__sm_count"] == RawMetric(value=148.0, unit="SM")  # type: ignore[index]
+    assert kernels[0].raw["gpu__time_duration.sum"] == RawMetric(value=685280.0, unit="ns")  # type: ignore[index]
+    hw = p.hardware
+    assert hw is not None
+    assert (hw.vendor, hw.device, hw.arch, hw.compute_units) == ("nvidia", "NVIDIA B200", "sm_100", 148)
+    assert hw.memory is not None and hw.memory.value == 191503138816.0
+    assert cap.attributes["device__attribute_max_gpu_frequency_khz"] == 1965000.0  # type: ignore[index]
+    assert cap.attributes["page"] == "raw"  # type: ignore[index]
+    # one kernel name: the timing stats summarise its 16 launches
+    stats = p.timing.stats  # type: ignore[union-attr]
+    assert stats is not None and stats.n == 16
+    assert (stats.min, stats.median, stats.max) == (683808.0, 687184.0, 690080.0)
+
+
+def test_corpus_details_ga104_nvtx_thousands(corpus: Path) -> None:
+    p = one(corpus / "ncu" / "details_ga104_ncu2020.2_nvtx_thousands_stdout_prefix.csv")
+    kernels = p.profiler[0].kernels or []  # type: ignore[index]
+    assert [k.id for k in kernels] == ["0", "1"]
+    assert kernels[0].name == (
+        "void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_64x64_16x10_nn_align4>"
+        "(cutlass_80_tensorop_s1688gemm_64x64_16x10_nn_align4::Params)"
+    )
+    assert kernels[1].name.startswith(
+        "void phi::funcs::VectorizedBroadcastKernel<phi::funcs::AddFunctor<float>, float, 2, 1, 4, 1>("
+    )
+    assert metric(p, 0, "duration") == 8192.0  # "8,192" nsecond
+    assert metric(p, 1, "duration") == 3584.0
+    assert metric(p, 0, "shared_memory_per_block") == 81920.0  # "81,920" byte/block
+    assert metric(p, 0, "achieved_occupancy") == 8.32
+    assert metric(p, 1, "achieved_occupancy") == 4.16
+    assert metric(p, 0, "grid_size") == 256.0  # 2 blocks x 128 threads
+    raw = kernels[0].raw or {}
+    assert raw["gpu__time_duration.sum"] == RawMetric(value=8192.0, unit="nsecond")
+    assert raw["Kernel Time"].value == "2024-Jul-13 19:18:31"
+    assert (
+        raw["Id:Domain:Start/Stop_Range:PL_Type:PL_Value"].value
+        == '"0:<default domain>:linear_nvtx:none:none"'
+    )
+    assert p.hardware is None  # the 2020 details page names no device
+    assert any("device name not in this export (details page)" in w for w in p.profiler[0].warnings or [])  # type: ignore[index]
+
+
+def test_corpus_text_page_matches_csv_of_same_tool(corpus: Path) -> None:
+    p = one(corpus / "ncu" / "text_ga104_ncu2020.2_nvtx_metrics.txt")
+    kernels = p.profiler[0].kernels or []  # type: ignore[index]
+    assert p.profiler[0].attributes["page"] == "text"  # type: ignore[index]
+    assert len(kernels) == 2 and kernels[0].process == "2361568 python3.8" and kernels[0].stream == "13"
+    assert metric(p, 0, "duration") == pytest.approx(5150.0)  # 5.15 usecond
+    assert metric(p, 1, "duration") == pytest.approx(3520.0)
+    assert metric(p, 0, "shared_memory_per_block") == pytest.approx(81920.0)  # 81.92 Kbyte/block
+    assert kernels[0].raw["launch__shared_mem_per_block_dynamic"] == RawMetric(
+        value=81.92, unit="Kbyte/block"
+    )  # type: ignore[index]
+    assert metric(p, 1, "registers_per_thread") == 24.0
+
+
+def test_corpus_raw_gtx1080_legacy(corpus: Path) -> None:
+    p = one(corpus / "ncu" / "raw_gtx1080_cc61_legacy_fp_thousands_stdout_prefix.txt")
+    kernels = p.profiler[0].kernels or []  # type: ignore[index]
+    assert [k.name for k in kernels] == ["vecAdd"] * 3
+    assert kernels[0].process == "3628380 vectoradd_l1_enabled"
+    assert [metric(p, i, "duration") for i in range(3)] == [
+        2720.0
+    ] * 3  # "2,720.00" legacy gpu__time_duration
+    assert metric(p, 0, "dram_bytes") == 7552.0 + 384.0
+    assert metric(p, 1, "dram_bytes") == 3264.0 + 256.0
+    assert metric(p, 0, "l2_hit_rate") == 30.77
+    hw = p.hardware
+    assert hw is not None
+    assert (hw.device, hw.arch, hw.compute_units) == ("NVIDIA GeForce GTX 1080", "sm_61", 20)
+    assert hw.memory is not None and hw.memory.value == 8504934400.0
+
+
+def test_corpus_prof_only_log_fails_clearly(corpus: Path) -> None:
+    path = corpus / "ncu" / "error_no_csv_b200_prof_only.log"
+    with pytest.raises(InputError) as exc:
+        read(path)
+    assert str(exc.value) == (
+        f"{path}:line 35: no Nsight Compute table found (expected a CSV header starting "
+        '"ID","Process ID", a text page or a summary); last profiler error: '
+        "==ERROR== The application returned an error code (1)."
+    )
+
+
+@pytest.mark.skipif(not HAVE_NCU_REPORT, reason="the ncu extra (ncu-report) is not installed")
+def test_corpus_ncu_rep_rtx3070(corpus: Path) -> None:
+    p = one(corpus / "ncu" / "speedy_scan_profile.ncu-rep")
+    cap = p.profiler[0]  # type: ignore[index]
+    kernels = cap.kernels or []
+    assert len(kernels) == 1
+    assert kernels[0].name.startswith("kernel(int const*, int*, unsigned long*")
+    assert kernels[0].raw_name == "_Z6kernelPKiPiPmPjj"
+    assert kernels[0].grid == [19532, 1, 1] and kernels[0].block == [512, 1, 1]
+    assert metric(p, 0, "duration") == 336704.0
+    hw = p.hardware
+    assert hw is not None and (hw.device, hw.arch, hw.compute_units) == (
+        "NVIDIA GeForce RTX 3070",
+        "sm_86",
+        46,
+    )
+    assert cap.summary is not None
+    assert cap.summary["tensor_core_inst_executed"].value == 0.0
+    assert cap.summary["sass_inst_executed"].value == 28232552.0
+    assert kernels[0].raw["sass__inst_executed_per_opcode[IMAD]"].value == 5111169.0  # type: ignore[index]
+
+
+@pytest.mark.skipif(not HAVE_NCU_REPORT, reason="the ncu extra (ncu-report) is not installed")
+def test_corpus_ncu_rep_gh200(corpus: Path) -> None:
+    p = one(corpus / "ncu" / "cs599k_rms_norm_triton.ncu-rep")
+    hw = p.hardware
+    assert hw is not None and (hw.device, hw.arch, hw.compute_units) == ("NVIDIA GH200 480GB", "sm_90", 132)
+    assert metric(p, 0, "duration") == 549184.0
+    assert metric(p, 0, "grid_size") == 270336.0
+    assert p.profiler[0].kernels[0].grid == [1056, 1, 1]  # type: ignore[index]
+
+
+@pytest.mark.skipif(HAVE_NCU_REPORT, reason="checks the message shown without the ncu extra")
+@pytest.mark.parametrize("name", ["speedy_scan_profile.ncu-rep", "cs599k_rms_norm_triton.ncu-rep"])
+def test_corpus_ncu_rep_without_extra(corpus: Path, name: str) -> None:
+    path = corpus / "ncu" / name
+    with pytest.raises(MissingExtra) as exc:
+        read(path)
+    assert str(exc.value) == (
+        f"{path}: reading .ncu-rep reports needs the `ncu-report` package: pip install 'kernel-evidence[ncu]'"
+    )
+
+
+def test_missing_extra_message(corpus: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "ncu_report", None)  # makes `import ncu_report` fail
+    path = corpus / "ncu" / "speedy_scan_profile.ncu-rep"
+    with pytest.raises(MissingExtra) as exc:
+        read(path)
+    assert exc.value.extra == "ncu"
+    assert str(exc.value).endswith("needs the `ncu-report` package: pip install 'kernel-evidence[ncu]'")
+
+
+def test_every_corpus_file_ingests_or_fails_clearly(corpus: Path) -> None:
+    files = [f for f in sorted((corpus / "ncu").iterdir()) if f.suffix not in (".md", ".tsv")]
+    assert files
+    for f in files:
+        try:
+            packets = read(f)
+        except (InputError, MissingExtra) as exc:
+            msg = str(exc)
+            assert msg.startswith(str(f)) and "\n" not in msg
+        else:
+            assert packets and all(p.profiler and p.profiler[0].kernels for p in packets)
+
+
+# ---------------------------------------------------------------------------- fixtures
+
+
+def test_details_current_rules_ragged_two_processes() -> None:
+    p = one(FIX / "details_rules_ragged_two_processes.csv")
+    kernels = p.profiler[0].kernels or []  # type: ignore[index]
+    # grouped by (process, launch ID): process 4300 reuses ID 0
+    assert [(k.process, k.id) for k in kernels] == [
+        ("4242 bench", "0"),
+        ("4242 bench", "1"),
+        ("4300 bench", "0"),
+    ]
+    assert kernels[0].name == "void gemm<cutlass::half_t, 128, 64>(Params<float, 2>, int, int)"
+    assert [metric(p, i, "duration") for i in range(3)] == [1520.0, 250.0, 1500.0]  # "us"
+    assert metric(p, 0, "shared_memory_per_block") == pytest.approx(48130.0)  # 0 B + 48.13 Kbyte/block
+    assert "l2_hit_rate" not in (kernels[0].metrics or {})  # n/a
+    raw = kernels[0].raw or {}
+    assert raw["L2 Hit Rate"] == RawMetric(value=None, unit="%")
+    assert raw["Function Cache Configuration"].value == "CachePreferNone"
+    assert raw["rule:SpeedOfLight/SOLBottleneck"] == RawMetric(
+        value="This kernel's grid is too small, to fill the device.", unit="OPT"
+    )
+    assert raw["rule:SpeedOfLight/SOLBottleneck:estimated_speedup"] == RawMetric(
+        value=50.0, unit="% (global)"
+    )
+    assert raw["CC"].value == "10.0"
+    assert kernels[1].grid == [64, 2, 1]
+    assert p.subject.name == "details_rules_ragged_two_processes.csv"  # two kernel names
+    assert p.timing is not None and p.timing.stats is None
+
+
+def test_details_old_units_and_decimal_comma() -> None:
+    p = one(FIX / "details_old_nvtx_units.csv")
+    assert metric(p, 0, "duration") == pytest.approx(1.25e6)  # msecond
+    assert metric(p, 0, "dram_bytes") == pytest.approx(1024.5e6)  # "1,024.50" Mbyte
+    assert metric(p, 0, "dram_bandwidth") == pytest.approx(819.6)  # "819,60" Gbyte/second
+    assert metric(p, 0, "grid_size") == 1048576.0  # "1,048,576" thread
+    warnings = p.profiler[0].warnings or []  # type: ignore[index]
+    assert "1 value(s) written with a decimal comma (e.g. `819,60`) were read as decimals" in warnings
+    raw = p.profiler[0].kernels[0].raw or {}  # type: ignore[index]
+    assert raw["thread Domain:Push/Pop_Range:PL_Type:PL_Value"].value == "step,fwd"
+
+
+def test_raw_units_row_nvtx_ragged_and_noise() -> None:
+    p = one(FIX / "raw_units_nvtx_ragged.csv")
+    kernels = p.profiler[0].kernels or []  # type: ignore[index]
+    assert [k.name for k in kernels] == ["void attn<64, true>(Params, float, int)"] * 2 + ["elementwise_add"]
+    assert metric(p, 0, "duration") == pytest.approx(2048500.0)  # "2,048.5" usecond
+    assert metric(p, 0, "dram_bytes") == 12288.0 * 1000 + 4096.0  # Kbyte read + byte written
+    assert "l2_hit_rate" not in (kernels[0].metrics or {})  # n/a
+    assert metric(p, 1, "l2_hit_rate") == 77.5
+    assert "tensor_pipe_utilization" not in (kernels[2].metrics or {})  # short row, padded
+    assert kernels[0].raw["thread Domain:Push/Pop_Range:PL_Type:PL_Value"].value == "fwd"  # type: ignore[index]
+    hw = p.hardware
+    assert hw is not None and (hw.device, hw.arch, hw.compute_units) == (
+        "NVIDIA H100 80GB HBM3",
+        "sm_90",
+        132,
+    )
+    assert hw.clocks is not None and hw.clocks.sm_observed is not None
+    assert hw.clocks.sm_observed.value == 1740.0  # median of 1,755 / 1,740 / 1,700 Mhz
+    assert "1 short row(s) were padded with empty cells" in (p.profiler[0].warnings or [])  # type: ignore[index]
+
+
+def test_raw_fast_path_equals_tolerant_path() -> None:
+    fast = one(FIX / "raw_clean.csv").profiler[0]  # type: ignore[index]
+    slow = one(FIX / "raw_clean_with_noise.csv").profiler[0]  # type: ignore[index]
+    assert fast.kernels == slow.kernels
+    assert fast.attributes == slow.attributes
+
+
+def test_text_page_new_style() -> None:
+    p = one(FIX / "text_new_style.txt")
+    kernels = p.profiler[0].kernels or []  # type: ignore[index]
+    assert [k.name for k in kernels] == ["k(float *, int)"] * 2
+    assert kernels[0].grid == [1, 1, 1] and kernels[0].block == [32, 1, 1] and kernels[0].device == 0
+    assert metric(p, 0, "duration") == pytest.approx(2820.0)
+    assert metric(p, 1, "duration") == pytest.approx(1.5e6)
+    assert metric(p, 0, "block_size") == 32.0
+    assert kernels[0].raw["Function Cache Configuration"].value == "CachePreferNone"  # type: ignore[index]
+    assert kernels[0].raw["Elapsed Cycles"] == RawMetric(value=4242.0, unit="cycle")  # type: ignore[index]
+    assert p.timing is not None and p.timing.stats is not None and p.timing.stats.n == 2
+
+
+def test_summary_page() -> None:
+    p = one(FIX / "summary_per_kernel.txt")
+    kernels = p.profiler[0].kernels or []  # type: ignore[index]
+    assert [(k.name, k.invocations) for k in kernels] == [
+        ("PathTracer(int, Pixel *, int)", 3),
+        ("clear(Pixel *, int)", 1),
+    ]
+    assert metric(p, 0, "duration") == pytest.approx(17.05e9)  # average, second
+    assert kernels[0].raw["gpu__time_duration.sum.minimum"] == RawMetric(value=16.997685, unit="second")  # type: ignore[index]
+    assert metric(p, 1, "duration") == pytest.approx(5120.0)
+
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        ("empty.csv", "empty file; expected ncu --csv output, a text page or an .ncu-rep report"),
+        (
+            "fake.ncu-rep",
+            "not an Nsight Compute report (expected the bytes NVR\\0 at offset 0, got b'PK\\x03\\x04')",
+        ),
+        ("header_only_raw.csv:line 1", "the raw-page CSV has a header but no launch rows"),
+        (
+            "not_ncu.txt:line 1",
+            'no Nsight Compute table found (expected a CSV header starting "ID","Process ID", a text page or a summary); this does not look like ncu output',
+        ),
+        (
+            "prof_only_warning.log:line 2",
+            'no Nsight Compute table found (expected a CSV header starting "ID","Process ID", a text page or a summary); last profiler error: ==WARNING== No kernels were profiled.',
+        ),
+    ],
+)
+def test_bad_inputs(name: str, message: str) -> None:
+    file, _, where = name.partition(":")
+    with pytest.raises(InputError) as exc:
+        read(FIX / file)
+    prefix = f"{FIX / file}:{where}" if where else str(FIX / file)
+    assert str(exc.value) == f"{prefix}: {message}"
+
+
+def test_missing_file_and_directory(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="no such file"):
+        read(tmp_path / "absent.csv")
+    with pytest.raises(InputError, match="directory holds no .csv, .txt, .log or .ncu-rep files"):
+        read(tmp_path)
+
+
+def test_truncated_raw_row_is_padded(tmp_path: Path) -> None:
+    text = (FIX / "raw_clean.csv").read_text()
+    cut = tmp_path / "cut.csv"
+    cut.write_text(text[: len(text) - 40])  # last row cut mid-field, as by a killed ncu
+    p = one(cut)
+    assert len(p.profiler[0].kernels or []) == 3  # type: ignore[index]
+
+
+# --------------------------------------------------------------------------- units, values
+
+
+def test_parse_value_cases() -> None:
+    assert parse_value("1,759,000.00") == 1759000.0
+    assert parse_value("n/a") is None and parse_value("") is None
+    assert parse_value("nan") == "nan" and parse_value("inf") == "inf"
+    assert parse_value("32.00; 32.00; 32.00") == "32.00; 32.00; 32.00"
+    assert parse_value("1_000") == "1_000"
+    seen: list[str] = []
+    assert parse_value("9,00", seen) == 9.0 and seen == ["9,00"]
+    assert parse_dims("(9, 32, 1)") == [9, 32, 1] and parse_dims("9") is None
+
+
+@given(st.decimals(min_value=0, max_value=10**12, places=2, allow_nan=False, allow_infinity=False))
+def test_thousands_separators_round_trip(value: object) -> None:
+    text = f"{value:,.2f}"
+    assert parse_value(text) == float(text.replace(",", ""))
+
+
+@pytest.mark.parametrize(
+    ("raw", "canonical", "expected"),
+    [
+        ({"gpu__time_duration.sum": RawMetric(value=1.5, unit="msecond")}, "duration", 1.5e6),
+        ({"gpu__time_duration.sum": RawMetric(value=2.0, unit="second")}, "duration", 2e9),
+        ({"Duration": RawMetric(value=406240.0, unit="ns")}, "duration", 406240.0),
+        ({"dram__bytes.sum.per_second": RawMetric(value=1.5, unit="Tbyte/second")}, "dram_bandwidth", 1500.0),
+        ({"dram__bytes_per_sec": RawMetric(value=2e9, unit="byte/second")}, "dram_bandwidth", 2.0),
+        (
+            {
+                "launch__grid_size": RawMetric(value=4.0, unit=None),
+                "launch__block_size": RawMetric(value=256.0, unit=None),
+            },
+            "grid_size",
+            1024.0,
+        ),
+    ],
+)
+def test_canonical_unit_conversion(raw: dict[str, RawMetric], canonical: str, expected: float) -> None:
+    assert canonical_metrics(raw)[canonical].value == pytest.approx(expected)
+
+
+def test_unknown_or_wrong_unit_stays_raw_only() -> None:
+    warnings: set[str] = set()
+    out = canonical_metrics({"gpu__time_duration.sum": RawMetric(value=1.0, unit="fortnight")}, warnings)
+    assert "duration" not in out
+    assert warnings == {
+        "unit `fortnight` of `gpu__time_duration.sum` is not in adapters/ncu.toml [units]; left raw only"
+    }
+    warnings.clear()
+    out = canonical_metrics({"gpu__time_duration.sum": RawMetric(value=1.0, unit="%")}, warnings)
+    assert "duration" not in out
+    assert warnings == {
+        "`gpu__time_duration.sum` is in `%`, which cannot be expressed in `ns`; left raw only"
+    }
+
+
+def test_mapping_table_is_consistent() -> None:
+    table = load_toml("ncu.toml")
+    canon = load_toml("canonical_metrics.toml")["metrics"]
+    assert table["schema"] == 1 and table["tool"] == "ncu"
+    assert set(table["metrics"]) == set(canon)
+    for name, spec in table["metrics"].items():
+        assert spec["equivalence"] in ("exact", "approximate", "none"), name
+        assert bool(spec.get("sources")) == (spec["equivalence"] != "none"), name
+        for src in spec.get("sources", []):
+            assert src.get("combine", "sum") in ("sum", "product", "ratio_pct"), name
+            if src.get("unit"):
+                assert src["unit"] in UNIT_FACTORS, name
+    for spelling, (unit, factor) in table["units"].items():
+        assert unit in UNIT_FACTORS and factor > 0, spelling
+
+
+def test_hostile_csv_lines(tmp_path: Path) -> None:
+    header = '"ID","Process ID","Kernel Name","Metric Name","Metric Unit","Metric Value"\n'
+    huge = tmp_path / "huge.csv"
+    huge.write_text(header + f'"0","1","{"k" * 200_000}","a","","1"\n')
+    with pytest.raises(InputError) as exc:
+        read(huge)
+    assert str(exc.value) == f"{huge}:line 2: malformed CSV line (field larger than field limit (131072))"
+    nul = tmp_path / "nul.csv"
+    nul.write_bytes(header.encode() + b'"0","1","k\x00","a","","1"\n')
+    with pytest.raises(InputError, match=r"binary file that is not an \.ncu-rep report"):
+        read(nul)

@@ -1,0 +1,115 @@
+"""Appending: existing files are never rewritten, known ids are skipped, layout and metadata."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+from kernel_evidence.archive import ARCHIVE_LAYOUT_VERSION, FILE_SCHEMA, archive_packets, read_table
+from kernel_evidence.archive import writer as writer_mod
+from kernel_evidence.io import write_packets
+from kernel_evidence.models import SCHEMA_VERSION
+
+from ._factory import make_packets
+
+
+def _files(root: Path) -> dict[Path, tuple[int, int, bytes]]:
+    return {
+        p: (p.stat().st_ino, p.stat().st_mtime_ns, p.read_bytes()) for p in root.rglob("*.parquet")
+    }
+
+
+def test_layout_partitions_and_metadata(archive: Path) -> None:
+    marker = json.loads((archive / "_kevidence_archive.json").read_text())
+    assert marker["layout_version"] == "1.0" and marker["partitioning"] == ["vendor", "month"]
+    dirs = sorted(str(p.parent.relative_to(archive)) for p in archive.rglob("*.parquet"))
+    assert dirs == [
+        "vendor=amd/month=2026-10",
+        "vendor=amd/month=2026-11",
+        "vendor=nvidia/month=2026-10",
+        "vendor=nvidia/month=2026-11",
+    ]
+    for path in archive.rglob("*.parquet"):
+        meta = pq.read_metadata(path)
+        kv = meta.metadata
+        assert kv[b"kevidence.archive_layout_version"] == b"%d.%d" % ARCHIVE_LAYOUT_VERSION
+        assert kv[b"kevidence.packet_schema_version"] == SCHEMA_VERSION.encode()
+        assert kv[b"kevidence.producer"].startswith(b"kernel-evidence ")
+        assert meta.row_group(0).column(0).compression == "ZSTD"
+        assert pq.read_schema(path).remove_metadata() == FILE_SCHEMA
+
+
+def test_append_adds_files_and_skips_known_ids(
+    archive: Path, packets_file: Path, tmp_path: Path
+) -> None:
+    before = _files(archive)
+    again = archive_packets([packets_file], archive)
+    assert (again.added, again.duplicates, again.files) == (0, 120, [])
+    assert _files(archive) == before
+
+    new = tmp_path / "new.jsonl"
+    old = make_packets(10, month=10, run="rl-a")  # already archived
+    fresh = make_packets(15, month=12, run="rl-z")
+    write_packets(new, old + fresh + fresh[:5])  # duplicates inside the input too
+    summary = archive_packets([new], archive)
+    assert (summary.added, summary.duplicates) == (15, 15)
+    after = _files(archive)
+    assert {p: after[p] for p in before} == before  # untouched, same inode, same bytes
+    assert len(after) == len(before) + len(summary.files)
+    ids = read_table(archive, ["packet_id"])["packet_id"].to_pylist()
+    assert len(ids) == len(set(ids)) == 135
+
+
+def test_row_groups_and_file_roll_over(tmp_path: Path, packets_file: Path, monkeypatch) -> None:
+    monkeypatch.setattr(writer_mod, "ROW_GROUP_ROWS", 16)
+    monkeypatch.setattr(writer_mod, "FILE_ROWS", 40)
+    archive_packets([packets_file], tmp_path / "a")
+    files = sorted((tmp_path / "a").rglob("*.parquet"))
+    # nvidia/2026-10 holds 54 packets: 40 + 14 over two files
+    sizes = sorted(pq.read_metadata(p).num_rows for p in files)
+    assert sum(sizes) == 120 and max(sizes) <= 48  # a file closes at the first row group past 40
+    for p in files:
+        md = pq.read_metadata(p)
+        assert all(md.row_group(i).num_rows <= 16 for i in range(md.num_row_groups))
+
+
+def test_buffer_cap_flushes_the_largest_partition(
+    tmp_path: Path, packets_file: Path, monkeypatch
+) -> None:
+    monkeypatch.setattr(writer_mod, "BUFFER_BYTES", 20_000)
+    archive_packets([packets_file], tmp_path / "a")
+    groups = [pq.read_metadata(p).num_row_groups for p in (tmp_path / "a").rglob("*.parquet")]
+    assert max(groups) > 1
+    assert read_table(tmp_path / "a", ["packet_id"]).num_rows == 120
+
+
+def test_typed_columns(archive: Path) -> None:
+    t = read_table(archive, None).to_pylist()
+    by_status = {r["status"] for r in t}
+    assert by_status == {"passed", "failed", "error"}
+    passed = next(r for r in t if r["status"] == "passed" and r["device"].startswith("AMD"))
+    data = json.loads(passed["packet"])
+    stats = data["timing"]["stats"]
+    assert stats["unit"] == "us" and passed["median_ns"] == stats["median"] * 1000
+    assert passed["baseline_provider"] == "hipBLASLt" and passed["vendor"] == "amd"
+    assert passed["speedup"] == data["timing"]["speedup"]["value"]
+    assert passed["speedup_low"] < passed["speedup"] < passed["speedup_high"]
+    flop = data["task"]["work"]["flops"]["value"]
+    peak = data["hardware"]["peak_flop_rate"]["value"] * 1e12
+    assert abs(passed["sol_fraction"] - flop / peak / (passed["median_ns"] * 1e-9)) < 1e-9
+    assert passed["sol_bound"] == "compute"
+    assert passed["created_at"].isoformat().startswith(data["created_at"][:19])
+    assert passed["grade"] in "ABCDEF" and passed["valid"] is True
+    failed = next(r for r in t if r["status"] == "failed")
+    assert failed["failure_class"] and failed["speedup"] is None
+
+
+def test_hidden_files_are_ignored(archive: Path) -> None:
+    leftover = archive / "vendor=amd" / "month=2026-10" / ".part-x.parquet.tmp"
+    leftover.write_bytes(b"partial")
+    (archive / "_scratch.parquet").write_bytes(b"junk")
+    assert read_table(archive, ["packet_id"]).num_rows == 120
+    os.unlink(leftover)

@@ -1,0 +1,64 @@
+"""The RL-loop example runs on a CPU, writes a packet per candidate, and every packet validates."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import msgspec
+import pytest
+
+from kernel_evidence.cli import main
+from kernel_evidence.io import iter_records
+
+pytest.importorskip("numpy")  # the example's kernels are numpy code
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "rl_loop" / "run.py"
+
+
+def test_rl_loop_example(tmp_path: Path, capsys: object) -> None:
+    out = tmp_path / "packets.jsonl.zst"
+    proc = subprocess.run(
+        [sys.executable, str(EXAMPLE), "--out", str(out), "--budget", "0.2"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    packets = [msgspec.json.decode(r.data) for r in iter_records(str(out)) if r.data is not None]
+    assert len(packets) == 11
+    outcomes = {p["subject"]["name"]: p.get("failure", {}).get("failure_class", p["status"]) for p in packets}
+    assert outcomes == {
+        "ref_copy": "passed",
+        "inplace": "passed",
+        "row_loop": "passed",
+        "syntax_error": "compile_error",
+        "no_max_shift": "nan_inf",
+        "flat_output": "incorrect_shape",
+        "float64_out": "incorrect_dtype",
+        "tail_dropped": "incorrect_numerical",
+        "typo_call": "runtime_error",
+        "sleepy": "timeout",
+        "cached": "incorrect_numerical",
+    }
+    # the off-by-one only fails where cols % 128 != 0
+    tail = next(p for p in packets if p["subject"]["name"] == "tail_dropped")
+    assert tail["failure"]["shape_id"] == "s2"
+    assert [s["passed"] for s in tail["validation"]["shapes"]] == [True, False, True, True]
+    # passed candidates claim a reference speedup over numpy, measured in the same session
+    for p in packets:
+        if p["status"] == "passed":
+            assert p["timing"]["baseline"]["provider"] == "numpy" and p["timing"]["baseline"]["same_session"]
+            assert p["timing"]["speedup"]["value"] > 0
+        else:
+            assert "speedup" not in p.get("timing", {})
+    assert Counter(p["status"] for p in packets) == {"passed": 3, "failed": 8}
+    assert (
+        "rejection histogram:" in proc.stdout and "best: " in proc.stdout and "evidence grade" in proc.stdout
+    )
+    # every packet passes `kevidence validate`
+    assert main(["validate", str(out)]) == 0

@@ -1,0 +1,196 @@
+"""replay: shows without running; runs only with --execute; judges reproduced / drifted / failed."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from _harness_packets import lognormal, timed_packet
+
+from kernel_evidence.cli import main
+from kernel_evidence.harness._load import load_packet
+from kernel_evidence.rules import validate
+
+# A tiny "harness": records one packet whose samples have the median given as argv[1] (us),
+# through the Recorder, which honours KEVIDENCE_OUT.
+BENCH = textwrap.dedent(
+    """
+    import random, sys
+    from kernel_evidence.harness import Recorder
+    from kernel_evidence.harness.timer import Measurement
+    median_us = float(sys.argv[1])
+    rng = random.Random(int(sys.argv[2]))
+    samples = [median_us * 1000 * rng.lognormvariate(0, 0.03) for _ in range(40)]
+    m = Measurement(samples_ns=samples, method="host_clock", warmup=2, stop_rule="fixed 40",
+                    stop_reason="fixed", cache_policy="warm", synchronized=True)
+    with Recorder(operator="softmax") as rec:
+        with rec.candidate("softmax_v1") as c:
+            c.timing(m, shape_id="s1")
+    """
+)
+
+
+@pytest.fixture
+def bench(tmp_path: Path) -> Path:
+    p = tmp_path / "bench.py"
+    p.write_text(BENCH)
+    return p
+
+
+def _record(tmp_path: Path, bench: Path, median: str, seed: str, name: str) -> Path:
+    import subprocess
+
+    out = tmp_path / name
+    env = dict(os.environ, KEVIDENCE_OUT=str(out))
+    subprocess.run([sys.executable, str(bench), median, seed], env=env, check=True, cwd=tmp_path)
+    return out
+
+
+def _packet_file(tmp_path: Path, command: list[str], name: str = "p.json", **kw: object) -> Path:
+    p = tmp_path / name
+    packet = timed_packet(lognormal(100.0, 20, seed=1), command=command, **kw)  # type: ignore[arg-type]
+    p.write_bytes(packet.to_json())
+    return p
+
+
+def test_replay_without_execute_runs_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    marker = tmp_path / "marker"
+    code = f"open({str(marker)!r}, 'w').write('ran')"
+    p = _packet_file(tmp_path, [sys.executable, "-c", code])
+    assert main(["replay", str(p)]) == 0
+    out = capsys.readouterr().out
+    assert "nothing was run; pass --execute" in out
+    assert "differences from this machine:" in out and "hardware.device" in out
+    assert not marker.exists()
+    assert main(["replay", str(p), "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["command"][0] == sys.executable and not marker.exists()
+
+
+def test_replay_execute_runs_argv_and_records_a_failed_child(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    marker = tmp_path / "marker"
+    p = _packet_file(tmp_path, [sys.executable, "-c", f"open({str(marker)!r}, 'w').write('ran')"])
+    child = tmp_path / "child.json"
+    # the command runs (marker appears) but writes no packet: the replay failed
+    assert main(["replay", str(p), "--execute", "--out", str(child)]) == 1
+    assert marker.read_text() == "ran"
+    c = load_packet(child)
+    assert c.status.value == "error" and c.failure is not None
+    assert (
+        c.failure.message
+        == "the replay command wrote no packet (to KEVIDENCE_OUT or as a JSON line on stdout)"
+    )
+    assert c.lineage is not None and c.lineage.relation == "replay"
+    assert c.lineage.parent_packet_id == load_packet(p).packet_id
+    assert c.extensions is not None and c.extensions["kevidence:replay"]["verdict"] == "failed"
+    assert validate(c).ok
+
+
+def test_replay_reproduced_and_drifted(
+    tmp_path: Path, bench: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    parent = _record(tmp_path, bench, "100", "1", "parent.json")
+    child = tmp_path / "child.json"
+    assert main(["replay", str(parent), "--execute", "--out", str(child)]) == 0
+    assert "reproduced:" in capsys.readouterr().out
+    c = load_packet(child)
+    info = c.extensions["kevidence:replay"]  # type: ignore[index]
+    assert info["verdict"] == "reproduced" and info["returncode"] == 0
+    assert c.lineage is not None and c.lineage.parent_packet_id == load_packet(parent).packet_id
+    assert validate(c).ok
+    # the same command recorded with a different median: the replay drifts
+    drifted_parent = tmp_path / "slow.json"
+    data = json.loads(parent.read_bytes())
+    data["timing"]["stats"]["samples"] = [v * 0.5 for v in data["timing"]["stats"]["samples"]]
+    for k in ("median", "min", "max", "mean", "std", "ci_low", "ci_high"):
+        data["timing"]["stats"][k] *= 0.5
+    data["timing"]["stats"]["percentiles"] = {
+        k: v * 0.5 for k, v in data["timing"]["stats"]["percentiles"].items()
+    }
+    data.pop("packet_id")
+    drifted_parent.write_text(json.dumps(data))
+    assert main(["replay", str(drifted_parent), "--execute", "--out", str(tmp_path / "c2.json")]) == 3
+    assert "drifted:" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("command", "message"),
+    [
+        (
+            ["kevidence-no-such-program-xyz", "--run"],
+            "the replay command refers to a missing program `kevidence-no-such-program-xyz` (not found on PATH)",
+        ),
+        (
+            ["./missing/bench.sh"],
+            "the replay command refers to a missing program `./missing/bench.sh` (no such file)",
+        ),
+        ([""], "the replay command is malformed: expected a non-empty argv list, got an empty one"),
+    ],
+)
+def test_unrunnable_commands_exit_1(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: list[str], message: str
+) -> None:
+    p = tmp_path / "p.json"
+    data = timed_packet([1.0, 2.0]).to_dict()
+    data["replay"] = {"command": command}
+    data.pop("packet_id")
+    p.write_text(json.dumps(data))
+    assert main(["replay", str(p), "--execute"]) == 1
+    assert capsys.readouterr().err == f"kevidence: error: {p}: {message}\n"
+
+
+def test_missing_replay_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    p = tmp_path / "p.json"
+    data = timed_packet([1.0, 2.0]).to_dict()
+    data["replay"] = {"notes": "run it somehow"}
+    p.write_text(json.dumps(data))
+    assert main(["replay", str(p)]) == 1
+    assert (
+        capsys.readouterr().err
+        == f"kevidence: error: {p}: the packet records no replay command (replay.command is missing)\n"
+    )
+
+
+def test_shell_commands_need_allow_shell(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    marker = tmp_path / "marker"
+    p = tmp_path / "p.json"
+    data = timed_packet([1.0, 2.0]).to_dict()
+    data["replay"] = {"command": [f"touch {marker}"], "shell": True}
+    p.write_text(json.dumps(data))
+    assert main(["replay", str(p), "--execute"]) == 1
+    assert "refusing without --allow-shell" in capsys.readouterr().err
+    assert not marker.exists()
+    assert (
+        main(["replay", str(p), "--execute", "--allow-shell", "--out", str(tmp_path / "c.json")]) == 1
+    )  # ran, no packet
+    assert marker.exists()
+
+
+def test_timeout(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    p = _packet_file(tmp_path, [sys.executable, "-c", "import time; time.sleep(30)"])
+    assert main(["replay", str(p), "--execute", "--timeout", "0.5", "--out", str(tmp_path / "c.json")]) == 1
+    c = load_packet(tmp_path / "c.json")
+    assert c.failure is not None and c.failure.failure_class.value == "timeout"
+    assert c.failure.message == "the replay command did not finish within 0.5 s"
+
+
+def test_select_one_packet_of_a_stream(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    stream = tmp_path / "many.jsonl"
+    a = timed_packet([1.0, 2.0], command=["python", "a.py"])
+    b = timed_packet([1.0, 3.0], command=["python", "b.py"])
+    stream.write_bytes(a.to_json() + b"\n" + b.to_json() + b"\n")
+    assert main(["replay", str(stream)]) == 1
+    assert capsys.readouterr().err == (
+        f"kevidence: error: {stream}: expected one packet, found several; pick one with --select ID|NAME\n"
+    )
+    assert b.packet_id is not None
+    assert main(["replay", str(stream), "--select", b.packet_id[7:19], "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["command"] == ["python", "b.py"]
+    assert main(["replay", str(stream), "--select", "nope"]) == 1
+    assert "no packet matches `nope`" in capsys.readouterr().err
