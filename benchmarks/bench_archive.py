@@ -104,9 +104,7 @@ def _check_sample(path: Path) -> tuple[int, int]:
         lines = [next(fh) for _ in range(200)]
     for line in lines:
         data = json.loads(line)
-        assert data["packet_id"] == packet_id_for(data), (
-            "generator id differs from the canonical id"
-        )
+        assert data["packet_id"] == packet_id_for(data), "generator id differs from the canonical id"
         if not validate(line.strip()).ok:
             bad += 1
     return len(lines), bad
@@ -152,9 +150,7 @@ print(json.dumps({{"seconds": dt, "n": N, "maxrss_mb": resource.getrusage(resour
 
 def step(name: str, src: Path, out: Path) -> dict[str, Any]:
     code = _WRAP.format(body=_STEPS[name])
-    proc = subprocess.run(
-        [sys.executable, "-c", code, str(src), str(out)], capture_output=True, text=True
-    )
+    proc = subprocess.run([sys.executable, "-c", code, str(src), str(out)], capture_output=True, text=True)
     if proc.returncode != 0:
         sys.exit(f"step {name} failed:\n{proc.stderr[-3000:]}")
     return dict(json.loads(proc.stdout.strip().splitlines()[-1]))
@@ -163,9 +159,7 @@ def step(name: str, src: Path, out: Path) -> dict[str, Any]:
 def _baseline_rss() -> float:
     code = "import resource, kernel_evidence.archive, kernel_evidence.rules; print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)"
     return float(
-        subprocess.run(
-            [sys.executable, "-c", code], capture_output=True, text=True, check=True
-        ).stdout
+        subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     )
 
 
@@ -179,16 +173,16 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--packets", type=int, default=200_000)
     ap.add_argument("--small", type=int, default=20_000)
-    ap.add_argument(
-        "--workdir", type=Path, default=Path(tempfile.gettempdir()) / "kev-bench-archive"
-    )
+    ap.add_argument("--mid", type=int, default=60_000, help="a third memory point (0: skip)")
+    ap.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "kev-bench-archive")
     args = ap.parse_args()
     work: Path = args.workdir
     work.mkdir(parents=True, exist_ok=True)
     big, small = work / f"packets-{args.packets}.jsonl", work / f"packets-{args.small}.jsonl"
+    mid = work / f"packets-{args.mid}.jsonl"
     t0 = time.perf_counter()
-    for path, n in ((big, args.packets), (small, args.small)):
-        if not path.exists():
+    for path, n in ((big, args.packets), (small, args.small), (mid, args.mid)):
+        if n and not path.exists():
             generate(path, n)
     gen = time.perf_counter() - t0
     checked, bad = _check_sample(big)
@@ -196,7 +190,7 @@ def main() -> None:
     if not zst.exists():
         with open(big, "rb") as src, open(zst, "wb") as dst:
             zstandard.ZstdCompressor(level=3).copy_stream(src, dst)
-    for d in ("archive-big", "archive-small", "peer.parquet", "export.jsonl.zst"):
+    for d in ("archive-big", "archive-small", "archive-mid", "peer.parquet", "export.jsonl.zst"):
         p = work / d
         if p.is_dir():
             import shutil
@@ -214,6 +208,7 @@ def main() -> None:
     arch = step("archive", big, work / "archive-big")
     val = step("validate", big, work / "unused")
     arch_small = step("archive", small, work / "archive-small")
+    arch_mid = step("archive", mid, work / "archive-mid") if args.mid else None
     exp = step("export", work / "archive-big", work / "export.jsonl.zst")
     base_rss = _baseline_rss()
 
@@ -247,6 +242,8 @@ def main() -> None:
     print(
         f"peak RSS archive {args.small:,}     : {arch_small['maxrss_mb']:7.0f} MB   ({args.small / arch_small['seconds']:,.0f} packets/s)"
     )
+    if arch_mid is not None:
+        print(f"peak RSS archive {args.mid:,}     : {arch_mid['maxrss_mb']:7.0f} MB")
     print(f"peak RSS archive {n:,}    : {arch['maxrss_mb']:7.0f} MB")
     print(
         f"RATIO peak RSS {n // 1000}k / {args.small // 1000}k  : {arch['maxrss_mb'] / arch_small['maxrss_mb']:.2f}x   "
@@ -280,9 +277,7 @@ def main() -> None:
         f"read_parquet('{work / 'archive-big'}/**/*.parquet', hive_partitioning = true)",
         f"read_json_auto('{big}')",
     )
-    peer_sql = peer_sql.replace("AND valid ", "").replace(
-        ", median(sol_fraction) AS median_sol", ""
-    )
+    peer_sql = peer_sql.replace("AND valid ", "").replace(", median(sol_fraction) AS median_sol", "")
     peer_sql = peer_sql.replace(
         "device, operator, baseline_provider",
         "hardware.device AS device, task.operator AS operator, timing.baseline.provider AS baseline_provider",

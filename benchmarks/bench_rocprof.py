@@ -56,10 +56,7 @@ PER_CHANNEL = ["TCC_HIT", "TCC_MISS", "TCC_REQ", "TCC_READ", "TCC_WRITE", "TCC_A
 def generate(folder: Path, dispatches: int, channels: int, seed: int = 7) -> Path:
     rng = random.Random(seed)
     counters = COUNTERS + [f"{c}[{i}]" for c in PER_CHANNEL for i in range(channels)]
-    kernels = [
-        f"gemm_kernel_{i}<float, {64 * (i + 1)}>(float const*, float*, int) (.kd)"
-        for i in range(12)
-    ]
+    kernels = [f"gemm_kernel_{i}<float, {64 * (i + 1)}>(float const*, float*, int) (.kd)" for i in range(12)]
     header = META + counters + ["Start_Timestamp", "End_Timestamp"]
     t = 1_411_551_767_635_712
     with open(folder / "pmc_perf.csv", "w", encoding="utf-8") as fh:
@@ -69,9 +66,7 @@ def generate(folder: Path, dispatches: int, channels: int, seed: int = 7) -> Pat
             dur = 5_000 + rng.randrange(200_000)
             meta = [str(i), "2", str(1 << (16 + k % 6)), "256", str(1024 * (k % 4)), "0", str(8 * (1 + k % 4)),
                     "0", "32", "64", f'"{kernels[k]}"', str(i)]  # fmt: skip
-            vals = [
-                str(rng.randrange(0, 5_000_000)) if rng.random() < 0.6 else "0" for _ in counters
-            ]
+            vals = [str(rng.randrange(0, 5_000_000)) if rng.random() < 0.6 else "0" for _ in counters]
             fh.write(",".join(meta + vals + [str(t), str(t + dur)]) + "\n")
             t += dur + 1_000
     sysinfo = {
@@ -80,9 +75,7 @@ def generate(folder: Path, dispatches: int, channels: int, seed: int = 7) -> Pat
         "max_sclk": "1700", "max_mclk": "1600", "cur_sclk": "1700", "cur_mclk": "1600", "hbm_bw": "1638.4",
         "num_xcd": "1", "total_l2_chan": str(channels), "lds_banks_per_cu": "32",
     }  # fmt: skip
-    (folder / "sysinfo.csv").write_text(
-        ",".join(sysinfo) + "\n" + ",".join(sysinfo.values()) + "\n"
-    )
+    (folder / "sysinfo.csv").write_text(",".join(sysinfo) + "\n" + ",".join(sysinfo.values()) + "\n")
     return folder / "pmc_perf.csv"
 
 

@@ -106,6 +106,8 @@ def struct_for(model: type[BaseModel]) -> type[msgspec.Struct]:
 
 
 PacketStruct = struct_for(EvidencePacket)
+#: decodes JSON bytes straight into a checked packet struct
+packet_decoder = msgspec.json.Decoder(PacketStruct)
 
 _canonical_encoder = msgspec.json.Encoder(order="deterministic")
 

@@ -41,8 +41,9 @@ _CHUNK = 1 << 20
 class Limits:
     """Caps on what one input may hold."""
 
-    #: largest single JSON document (a ``.json`` file, or one JSONL line), in bytes
-    max_record_bytes: int = 64 << 20
+    #: largest single JSON document (a ``.json`` file, or one JSONL line), in bytes; a profiler
+    #: capture of 20,000 launches x 500 metrics is about 100 MB
+    max_record_bytes: int = 512 << 20
     #: largest amount of data one file may decompress to, in bytes
     max_decompressed_bytes: int = 8 << 30
 
@@ -367,7 +368,7 @@ def write_packets(
         sink: Any = zstandard.ZstdCompressor(level=3).stream_writer(fh, closefd=False) if is_zst else fh
         if is_jsonl:
             for p in packets:
-                sink.write(enc.encode(_as_data(p)))
+                sink.write(_as_json(p, enc))
                 sink.write(b"\n")
                 count += 1
         else:
@@ -376,7 +377,7 @@ def write_packets(
                 raise ValueError(
                     f"{target}: a .json file holds exactly one packet, got {len(items)}; use .jsonl"
                 )
-            sink.write(enc.encode(_as_data(items[0])))
+            sink.write(_as_json(items[0], enc))
             sink.write(b"\n")
             count = 1
         if is_zst:
@@ -387,6 +388,9 @@ def write_packets(
     return count
 
 
-def _as_data(p: Any) -> Any:
-    """Models become their JSON data; dicts and msgspec structs are encoded as they are."""
-    return p.to_dict() if hasattr(p, "to_dict") else p
+def _as_json(p: Any, enc: msgspec.json.Encoder) -> bytes:
+    """Models write their canonical JSON; dicts and msgspec structs are encoded with sorted keys."""
+    if hasattr(p, "to_json"):
+        data: bytes = p.to_json()
+        return data
+    return enc.encode(p)

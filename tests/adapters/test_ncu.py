@@ -176,6 +176,8 @@ def test_corpus_ncu_rep_rtx3070(corpus: Path) -> None:
     assert cap.summary["tensor_core_inst_executed"].value == 0.0
     assert cap.summary["sass_inst_executed"].value == 28232552.0
     assert kernels[0].raw["sass__inst_executed_per_opcode[IMAD]"].value == 5111169.0  # type: ignore[index]
+    rule = kernels[0].raw["rule:SourceCounters/UncoalescedGlobalAccess"]  # type: ignore[index]
+    assert str(rule.value).startswith("Uncoalesced global access, expected 189316 sectors, got 207086")
 
 
 @pytest.mark.skipif(not HAVE_NCU_REPORT, reason="the ncu extra (ncu-report) is not installed")
@@ -308,13 +310,21 @@ def test_text_page_new_style() -> None:
 def test_summary_page() -> None:
     p = one(FIX / "summary_per_kernel.txt")
     kernels = p.profiler[0].kernels or []  # type: ignore[index]
-    assert [(k.name, k.invocations) for k in kernels] == [
-        ("PathTracer(int, Pixel *, int)", 3),
-        ("clear(Pixel *, int)", 1),
+    # the kernel line repeats before each section: still one record per kernel
+    assert [(k.name, k.invocations, k.device) for k in kernels] == [
+        ("PathTracer(int, Pixel *, int)", 3, 0),
+        ("clear(Pixel *, int)", 1, 0),
     ]
     assert metric(p, 0, "duration") == pytest.approx(17.05e9)  # average, second
-    assert kernels[0].raw["gpu__time_duration.sum.minimum"] == RawMetric(value=16.997685, unit="second")  # type: ignore[index]
+    assert metric(p, 0, "registers_per_thread") == 73.0  # from the second section
+    assert metric(p, 0, "shared_memory_per_block") == pytest.approx(1024.0)  # 1.024 Kbyte/block
+    assert metric(p, 0, "grid_size") == 2097152.0
+    raw = kernels[0].raw or {}
+    assert raw["gpu__time_duration.sum.minimum"] == RawMetric(value=16.997685, unit="second")
+    assert raw["launch__block_size"] == RawMetric(value=256.0, unit=None)
+    assert raw["Occupancy/launch__block_size"] == RawMetric(value=256.0, unit=None)
     assert metric(p, 1, "duration") == pytest.approx(5120.0)
+    assert p.profiler[0].attributes["page"] == "summary"  # type: ignore[index]
 
 
 @pytest.mark.parametrize(
@@ -443,3 +453,77 @@ def test_hostile_csv_lines(tmp_path: Path) -> None:
     nul.write_bytes(header.encode() + b'"0","1","k\x00","a","","1"\n')
     with pytest.raises(InputError, match=r"binary file that is not an \.ncu-rep report"):
         read(nul)
+
+
+def test_stdin(monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+
+    data = (FIX / "raw_clean.csv").read_bytes()
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data)))
+    p = one("-")
+    assert p.profiler[0].source.name == "<stdin>" and p.profiler[0].source.path is None  # type: ignore[index,union-attr]
+    assert len(p.profiler[0].kernels or []) == 3  # type: ignore[index]
+
+
+def test_directory_skips_unreadable_files_with_a_warning(tmp_path: Path) -> None:
+    (tmp_path / "run1.csv").write_bytes((FIX / "raw_clean.csv").read_bytes())
+    (tmp_path / "failed.log").write_bytes((FIX / "prof_only_warning.log").read_bytes())
+    (tmp_path / "notes.md").write_text("ignored: not an ncu output name")
+    result = ADAPTER.read([str(tmp_path)], AdapterOptions(created_at=T0))
+    assert len(result.packets) == 1
+    assert f"skipped: {tmp_path / 'failed.log'}:line 2: no Nsight Compute table found" in result.warnings[0]
+    only_bad = tmp_path / "bad"
+    only_bad.mkdir()
+    (only_bad / "failed.log").write_bytes((FIX / "prof_only_warning.log").read_bytes())
+    with pytest.raises(InputError, match="no Nsight Compute table found"):
+        read(only_bad)
+    with pytest.raises(InputError):  # named explicitly: an error, not a warning
+        ADAPTER.read(
+            [str(tmp_path / "run1.csv"), str(tmp_path / "failed.log")], AdapterOptions(created_at=T0)
+        )
+
+
+def test_unquoted_csv_reads_like_quoted(tmp_path: Path) -> None:
+    import csv
+    import io
+
+    rows = list(csv.reader(io.StringIO((FIX / "raw_clean.csv").read_text())))
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="\n").writerows(rows)  # quotes only where needed
+    path = tmp_path / "unquoted.csv"
+    path.write_text("==PROF== Disconnected from process 9001\n" + buf.getvalue())
+    assert one(path).profiler[0].kernels == one(FIX / "raw_clean.csv").profiler[0].kernels  # type: ignore[index]
+
+
+_cell = st.one_of(
+    st.integers(0, 10**9).map(str),
+    st.integers(0, 10**9).map(lambda i: f"{i:,}"),
+    st.floats(0, 1e6, allow_nan=False).map(lambda f: f"{f:,.2f}"),
+    st.sampled_from(["n/a", "", "PolicySpread", "32.00; 32.00", "inf"]),
+)
+
+
+@given(st.lists(st.lists(_cell, min_size=3, max_size=3), min_size=1, max_size=6))
+def test_fast_path_equals_tolerant_path(
+    tmp_path_factory: pytest.TempPathFactory, rows: list[list[str]]
+) -> None:
+    import csv
+    import io
+
+    def table(noise: bool) -> str:
+        buf = io.StringIO()
+        w = csv.writer(buf, quoting=csv.QUOTE_ALL, lineterminator="\n")
+        w.writerow(["ID", "Process ID", "Kernel Name", "a__x.sum", "b__y.pct", "c__z"])
+        w.writerow(["", "", "", "ns", "%", ""])
+        for i, r in enumerate(rows):
+            w.writerow([str(i), "7", f"k<{i}, int>(float*, int)", *r])
+            if noise and i == 0:
+                buf.write("program output between rows\n")
+        return buf.getvalue()
+
+    d = tmp_path_factory.mktemp("fp")
+    (d / "fast.csv").write_text(table(False))
+    (d / "slow.csv").write_text(table(True))
+    fast = one(d / "fast.csv").profiler[0]  # type: ignore[index]
+    slow = one(d / "slow.csv").profiler[0]  # type: ignore[index]
+    assert fast.kernels == slow.kernels

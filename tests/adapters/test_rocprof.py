@@ -317,8 +317,12 @@ def test_rocprofv3_docs_samples(corpus: Path) -> None:
 def test_every_corpus_folder_ingests(corpus: Path) -> None:
     for folder in sorted((corpus / "rocprof").iterdir()):
         if folder.is_dir():
-            for p in read(folder):
-                assert p.subject.kind == "kernel" and p.hardware is None or p.hardware.vendor == "amd"
+            packets = read(folder)
+            assert packets, folder.name
+            for p in packets:
+                assert p.subject.kind == "kernel"
+                assert p.hardware is None or p.hardware.vendor == "amd"
+                assert capture(p).tool in {"omniperf", "rocprof-compute", "rocprofv3", "rocprof"}
 
 
 # --------------------------------------------------------------------------- synthetic fixtures
@@ -566,3 +570,27 @@ def test_docs_page_names_every_canonical_metric() -> None:
     page = (Path(__file__).resolve().parents[2] / "docs" / "adapters" / "rocprof.md").read_text()
     for name in load_toml("canonical_metrics.toml")["metrics"]:
         assert f"`{name}`" in page, name
+
+
+def test_gzipped_pmc_perf_and_timestamps_only(tmp_path: Path) -> None:
+    import gzip
+
+    gz = tmp_path / "gz"
+    shutil.copytree(FIX / "damaged_3x", gz)
+    with open(gz / "pmc_perf.csv", "rb") as src, gzip.open(gz / "pmc_perf.csv.gz", "wb") as dst:
+        dst.write(src.read())
+    (gz / "pmc_perf.csv").unlink()
+    p = one(gz)
+    assert metric(by_id(p)["0"], "valu_utilization") == pytest.approx(40.0)
+
+    ts = tmp_path / "ts"
+    ts.mkdir()
+    shutil.copy(FIX / "long_rocpd" / "sysinfo.csv", ts / "sysinfo.csv")
+    (ts / "timestamps.csv").write_text(
+        "Dispatch_ID,Kernel_Name,GPU_ID,Grid_Size,Workgroup_Size,Start_Timestamp,End_Timestamp\n"
+        '0,"k(int) (.kd)",2,4096,64,1000,4000\n'
+    )
+    p = one(ts)
+    cap = capture(p)
+    assert cap.warnings[0] == "pmc_perf.csv missing: dispatches from timestamps.csv, no counters"
+    assert metric(cap.kernels[0], "duration") == 3000.0 and p.subject.name == "k(int)"

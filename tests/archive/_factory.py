@@ -100,9 +100,7 @@ def make_packet(i: int, *, month: int = 11, run: str = "run-a") -> EvidencePacke
             operator=op,
             dtypes=["bf16", "fp32"] if i % 2 else ["bf16"],
             shapes=[ShapeCase(id=f"m{m}n{n}k{k}", dims={"m": m, "n": n, "k": k})],
-            work=Work(
-                flops=FlopCount(value=flops, unit="FLOP"), bytes=ByteSize(value=nbytes, unit="B")
-            ),
+            work=Work(flops=FlopCount(value=flops, unit="FLOP"), bytes=ByteSize(value=nbytes, unit="B")),
         ),
         validation=Validation(verdict="failed" if fail else "passed"),
         timing=timing,

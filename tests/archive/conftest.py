@@ -16,9 +16,7 @@ from ._factory import make_packets
 def packets_file(tmp_path: Path) -> Path:
     """120 packets over two runs, two months, two vendors, as JSONL."""
     path = tmp_path / "in" / "packets.jsonl"
-    write_packets(
-        path, make_packets(80, month=10, run="rl-a") + make_packets(40, month=11, run="rl-b")
-    )
+    write_packets(path, make_packets(80, month=10, run="rl-a") + make_packets(40, month=11, run="rl-b"))
     return path
 
 

@@ -17,9 +17,7 @@ from ._factory import make_packets
 
 
 def _files(root: Path) -> dict[Path, tuple[int, int, bytes]]:
-    return {
-        p: (p.stat().st_ino, p.stat().st_mtime_ns, p.read_bytes()) for p in root.rglob("*.parquet")
-    }
+    return {p: (p.stat().st_ino, p.stat().st_mtime_ns, p.read_bytes()) for p in root.rglob("*.parquet")}
 
 
 def test_layout_partitions_and_metadata(archive: Path) -> None:
@@ -42,9 +40,7 @@ def test_layout_partitions_and_metadata(archive: Path) -> None:
         assert pq.read_schema(path).remove_metadata() == FILE_SCHEMA
 
 
-def test_append_adds_files_and_skips_known_ids(
-    archive: Path, packets_file: Path, tmp_path: Path
-) -> None:
+def test_append_adds_files_and_skips_known_ids(archive: Path, packets_file: Path, tmp_path: Path) -> None:
     before = _files(archive)
     again = archive_packets([packets_file], archive)
     assert (again.added, again.duplicates, again.files) == (0, 120, [])
@@ -76,14 +72,20 @@ def test_row_groups_and_file_roll_over(tmp_path: Path, packets_file: Path, monke
         assert all(md.row_group(i).num_rows <= 16 for i in range(md.num_row_groups))
 
 
-def test_buffer_cap_flushes_the_largest_partition(
+def test_interleaved_partitions_still_fill_row_groups(
     tmp_path: Path, packets_file: Path, monkeypatch
 ) -> None:
-    monkeypatch.setattr(writer_mod, "BUFFER_BYTES", 20_000)
+    # the input alternates vendors packet by packet; a tiny buffer forces constant spills
+    monkeypatch.setattr(writer_mod, "BUFFER_BYTES", 5_000)
+    monkeypatch.setattr(writer_mod, "STAGE_ROWS", 3)
+    monkeypatch.setattr(writer_mod, "ROW_GROUP_ROWS", 16)
     archive_packets([packets_file], tmp_path / "a")
-    groups = [pq.read_metadata(p).num_row_groups for p in (tmp_path / "a").rglob("*.parquet")]
-    assert max(groups) > 1
+    for path in (tmp_path / "a").rglob("*.parquet"):
+        md = pq.read_metadata(path)
+        sizes = [md.row_group(i).num_rows for i in range(md.num_row_groups)]
+        assert all(n == 16 for n in sizes[:-1]) and 0 < sizes[-1] <= 16, (path, sizes)
     assert read_table(tmp_path / "a", ["packet_id"]).num_rows == 120
+    assert not list((tmp_path / "a").glob(".spill-*"))
 
 
 def test_typed_columns(archive: Path) -> None:

@@ -222,11 +222,7 @@ def test_killed_process_leaves_no_visible_partial_file(archive: Path, more: Path
     assert ds.dataset(archive, format="parquet", partitioning="hive").count_rows() == 120
     assert open_archive(archive).count_rows() == 120
     duckdb = pytest.importorskip("duckdb")
-    n = (
-        duckdb.connect()
-        .execute(f"SELECT count(*) FROM read_parquet('{archive}/**/*.parquet')")
-        .fetchone()[0]
-    )
+    n = duckdb.connect().execute(f"SELECT count(*) FROM read_parquet('{archive}/**/*.parquet')").fetchone()[0]
     assert n == 120
     pl = pytest.importorskip("polars")
     assert (
@@ -275,9 +271,7 @@ def test_allow_invalid_stores_findings_and_grade(tmp_path: Path) -> None:
     bad = [r for r in t if not r["valid"]]
     assert len(bad) == 1 and bad[0]["status"] == "failed"
     assert bad[0]["grade"] == "F"
-    assert any(
-        f["severity"] == "error" and f["rule_id"].startswith("KE") for f in bad[0]["findings"]
-    )
+    assert any(f["severity"] == "error" and f["rule_id"].startswith("KE") for f in bad[0]["findings"])
 
 
 def test_hostile_vendor_and_time_cannot_escape_the_archive(tmp_path: Path) -> None:

@@ -125,8 +125,6 @@ def test_report_renders_in_headless_chromium(archive: Path, tmp_path: Path) -> N
     assert marker.group(2) == "rendered 4 charts"
     assert "Uncaught" not in dom.stderr and "CONSOLE" not in dom.stderr
     shot = ARTIFACTS / "kevidence-report.png"
-    res = _browser(
-        binary, "--hide-scrollbars", "--window-size=1100,2600", f"--screenshot={shot}", url
-    )
+    res = _browser(binary, "--hide-scrollbars", "--window-size=1100,2600", f"--screenshot={shot}", url)
     assert res.returncode == 0, res.stderr[-2000:]
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 20_000

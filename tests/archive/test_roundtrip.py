@@ -65,13 +65,9 @@ def test_packet_without_id_gets_its_content_id(tmp_path: Path, packets_file: Pat
     assert json.loads(back) == {"packet_id": pid, **first}
 
 
-@settings(
-    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(packets(), min_size=1, max_size=6))
-def test_generated_packets_round_trip(
-    tmp_path_factory: pytest.TempPathFactory, drawn: list
-) -> None:
+def test_generated_packets_round_trip(tmp_path_factory: pytest.TempPathFactory, drawn: list) -> None:
     tmp = tmp_path_factory.mktemp("prop")
     src = tmp / "in.jsonl"
     write_packets(src, drawn)

@@ -144,6 +144,26 @@ def _body_lines(body: bytes, first_line: int, quoted: bool) -> Iterator[tuple[in
         yield first_line + i, raw
 
 
+def _rows(path: str, lines: Iterator[tuple[int, str]]) -> Iterator[tuple[int, list[str]]]:
+    """(line number, cells) with one csv reader over all lines; errors name the line."""
+    current = [0]
+
+    def texts() -> Iterator[str]:
+        for lno, text in lines:
+            current[0] = lno
+            yield text
+
+    reader = csv.reader(texts())
+    while True:
+        try:
+            row = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:
+            raise _err(path, current[0], f"malformed CSV line ({exc})") from None
+        yield current[0], row
+
+
 def _index(header: Sequence[str]) -> dict[str, int]:
     idx: dict[str, int] = {}
     for i, name in enumerate(header):
@@ -212,8 +232,8 @@ def _read_details(
     warnings: list[str] = []
     decimal_commas: list[str] = []
     skipped = 0
-    for lno, text in _body_lines(body, line_no + 1, quoted=quoted):
-        row = _split(path, lno, text)
+    values: dict[tuple[str, str], Any] = {}  # (unit, cell) -> RawMetric: cells repeat a lot
+    for _lno, row in _rows(path, _body_lines(body, line_no + 1, quoted=quoted)):
         if len(row) < width:
             row.extend([""] * (width - len(row)))  # ragged rows (trailing comma) are padded
         launch_id = row[i_id].strip()
@@ -232,9 +252,11 @@ def _read_details(
         section = row[i_sec].strip() if i_sec is not None else ""
         if name:
             unit = row[i_unit].strip() if i_unit is not None else ""
-            value = parse_value(row[i_val], decimal_commas)
-            key_name = name if name not in launch.raw else f"{section}/{name}"
-            launch.raw[key_name] = cache.get(value, unit)
+            cell = (unit, row[i_val])
+            metric = values.get(cell)
+            if metric is None:
+                metric = values[cell] = cache.get(parse_value(cell[1], decimal_commas), unit)
+            launch.raw[name if name not in launch.raw else f"{section}/{name}"] = metric
         elif i_rule is not None and row[i_rule].strip():
             rule = row[i_rule].strip()
             rtype = row[i_rtype].strip() if i_rtype is not None else ""
@@ -379,8 +401,7 @@ def _columns_slow(
     padded = 0
     long_rows = 0
     decimal_commas: list[str] = []
-    for lno, text in _body_lines(body, first_line, quoted=quoted):
-        row = _split(path, lno, text)
+    for _lno, row in _rows(path, _body_lines(body, first_line, quoted=quoted)):
         if not units and row and row[0].strip() == "":
             units = row  # units row after profiler lines
             continue
@@ -437,6 +458,11 @@ def _launches_from_columns(
                 continue
         metric_names.append(name)
         metric_objs.append(cache.column(values, unit))
+    # raw maps in name order (ncu sorts its metric columns too): the canonical JSON of the
+    # packet id then needs no per-launch sorting
+    order = sorted(range(len(metric_names)), key=metric_names.__getitem__)
+    metric_names = [metric_names[i] for i in order]
+    metric_objs = [metric_objs[i] for i in order]
 
     def col(name: str) -> list[Any]:
         i = idx.get(name)
@@ -544,6 +570,7 @@ def _read_text_page(path: str, lines: list[str], cache: RawCache) -> list[Report
     in_table = False
     header_cells: list[str] = []
     counters: dict[str | None, int] = {}
+    summaries: dict[tuple[str | None, int | None, str, str, str], Launch] = {}
     first_line: int | None = None
     warnings: list[str] = []
     for lno, line in enumerate(lines, 1):
@@ -581,14 +608,19 @@ def _read_text_page(path: str, lines: list[str], cache: RawCache) -> list[Report
             continue
         m = _SUMMARY_KERNEL.match(line)
         if m:
+            # the summary repeats the kernel line before every section: one record per kernel
             summary_mode = True
-            n = counters.get(pid, 0)
-            counters[pid] = n + 1
-            current = Launch(id=str(n), name=m["name"], pid=pid, process_name=pname, device=device)
-            current.raw["Block Size"] = cache.get(float(m["block"].replace(",", "")), None)
-            current.raw["Grid Size"] = cache.get(float(m["grid"].replace(",", "")), None)
-            current.raw["invocations"] = cache.get(float(m["n"]), None)
-            launches.append(current)
+            skey = (pid, device, m["name"], m["block"], m["grid"])
+            current = summaries.get(skey)
+            if current is None:
+                n = counters.get(pid, 0)
+                counters[pid] = n + 1
+                current = Launch(id=str(n), name=m["name"], pid=pid, process_name=pname, device=device)
+                current.raw["Block Size"] = cache.get(float(m["block"].replace(",", "")), None)
+                current.raw["Grid Size"] = cache.get(float(m["grid"].replace(",", "")), None)
+                current.raw["invocations"] = cache.get(float(m["n"]), None)
+                summaries[skey] = current
+                launches.append(current)
             first_line = first_line or lno
             in_table = False
             continue

@@ -74,6 +74,21 @@ def _instances(metric: Any) -> list[tuple[str, float]]:
     return out
 
 
+def _rule_results(action: Any, raw: dict[str, Any], cache: RawCache) -> None:
+    """Rule results under the same keys as the details-page CSV: ``rule:<section>/<rule>``
+    (the message; its unit is the report's message type number, as stored)."""
+    try:
+        results = action.rule_results_as_dicts()
+    except Exception:  # noqa: BLE001 - older modules lack it; rules are optional
+        return
+    for rr in results or ():
+        msg = rr.get("rule_message") or {}
+        text = msg.get("message") if isinstance(msg, dict) else None
+        if text:
+            key = f"rule:{rr.get('section_identifier')}/{rr.get('rule_identifier')}"
+            raw[key] = cache.get(str(text), f"msg_type {msg.get('type')}")
+
+
 def _num(raw: dict[str, Any], key: str) -> float | None:
     m = raw.get(key)
     return m.value if m is not None and isinstance(m.value, float) else None
@@ -114,6 +129,7 @@ def read_rep(path: str, cache: RawCache) -> Report:
                         if opcode.split(".")[0] in TENSOR_OPCODES:
                             tensor += count
 
+            _rule_results(action, raw, cache)
             dims = [_num(raw, f"launch__grid_dim_{c}") for c in "xyz"]
             bdims = [_num(raw, f"launch__block_dim_{c}") for c in "xyz"]
             major, minor = (

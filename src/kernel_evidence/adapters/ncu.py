@@ -17,6 +17,7 @@ import gc
 import hashlib
 import os
 import statistics
+import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -26,7 +27,7 @@ from typing import Any
 
 from .._resources import load_toml
 from .._version import __version__
-from ..errors import AdapterError, InputError, LimitExceeded
+from ..errors import AdapterError, InputError, KernelEvidenceError, LimitExceeded, MissingExtra
 from ..models import (
     Artifact,
     ByteSize,
@@ -226,8 +227,9 @@ def _no_gc() -> Iterator[None]:
             gc.enable()
 
 
-def _expand(inputs: Sequence[str]) -> list[str]:
-    out: list[str] = []
+def _expand(inputs: Sequence[str]) -> list[tuple[str, bool]]:
+    """(path, found in a directory) for every input; ``-`` is stdin."""
+    out: list[tuple[str, bool]] = []
     for item in inputs:
         p = Path(item)
         if p.is_dir():
@@ -238,15 +240,24 @@ def _expand(inputs: Sequence[str]) -> list[str]:
             )
             if not found:
                 raise InputError(item, None, "directory holds no .csv, .txt, .log or .ncu-rep files")
-            out.extend(found)
+            out.extend((f, True) for f in found)
         else:
-            out.append(item)
+            out.append((item, False))
     return out
 
 
 def read_reports(path: str, cache: RawCache | None = None) -> tuple[list[Report], bytes | None]:
     """Every report in one file (several when one log holds several CSV tables)."""
     cache = cache or RawCache()
+    if path == "-":
+        data = sys.stdin.buffer.read(MAX_TEXT_BYTES + 1)
+        if data[:4] == REP_MAGIC:
+            raise InputError("<stdin>", None, "an .ncu-rep report cannot be read from stdin; give its path")
+        if len(data) > MAX_TEXT_BYTES:
+            raise LimitExceeded(
+                "<stdin>", None, f"larger than {MAX_TEXT_BYTES} bytes (the cap for ncu text exports)"
+            )
+        return _read_text_data("<stdin>", data, cache), data
     try:
         size = os.path.getsize(path)
         with open(path, "rb") as fh:
@@ -269,13 +280,17 @@ def read_reports(path: str, cache: RawCache | None = None) -> tuple[list[Report]
         raise LimitExceeded(path, None, f"larger than {MAX_TEXT_BYTES} bytes (the cap for ncu text exports)")
     with open(path, "rb") as fh:
         data = fh.read()
+    return _read_text_data(path, data, cache), data
+
+
+def _read_text_data(path: str, data: bytes, cache: RawCache) -> list[Report]:
     if not data.strip():
         raise InputError(
             path, None, "empty file; expected ncu --csv output, a text page or an .ncu-rep report"
         )
     if b"\x00" in data[:4096]:
         raise InputError(path, None, "binary file that is not an .ncu-rep report (no NVR\\0 header)")
-    return read_text(path, data, cache), data
+    return read_text(path, data, cache)
 
 
 # ---------------------------------------------------------------------------- building packets
@@ -399,13 +414,14 @@ def _artifact(path: str, data: bytes | None) -> Artifact:
         if path.endswith(".ncu-rep")
         else ("text/csv" if path.lower().endswith(".csv") else "text/plain")
     )
+    stdin = path == "<stdin>"
     return Artifact(
         kind="profile",
-        name=os.path.basename(path),
+        name=path if stdin else os.path.basename(path),
         sha256=f"sha256:{h.hexdigest()}",
         size=ByteSize(value=float(size), unit="B"),
         media_type=media,
-        path=path,
+        path=None if stdin else path,
     )
 
 
@@ -466,7 +482,8 @@ def _dims(la: Launch, kind: str) -> list[int] | None:
 def _timing(records: list[KernelRecord]) -> Timing:
     names = {r.name for r in records}
     durations = [r.metrics["duration"].value for r in records if r.metrics and "duration" in r.metrics]
-    if len(names) == 1 and durations:
+    per_launch = all(r.invocations is None for r in records)  # a summary page holds averages
+    if len(names) == 1 and durations and per_launch:
         return Timing(
             method="profiler",
             stats=Stats(
@@ -547,13 +564,28 @@ class NcuAdapter:
         warnings: list[str] = []
         cache = RawCache()
         with _no_gc():
-            for path in _expand(inputs):
-                reports, data = read_reports(path, cache)
+            expanded = _expand(inputs)
+            first_error: KernelEvidenceError | None = None
+            for path, in_directory in expanded:
+                try:
+                    reports, data = read_reports(path, cache)
+                except (InputError, MissingExtra) as exc:
+                    if not in_directory:
+                        raise
+                    # a directory of results may hold a failed run's log: skip it, say so
+                    warnings.append(f"skipped: {exc}")
+                    first_error = first_error or exc
+                    continue
+                if path == "-":
+                    path = "<stdin>"
                 for i, report in enumerate(reports):
                     packet = _packet(path, report, data, options, i, len(reports))
-                    packets.append(with_packet_id(packet))
+                    want_id = options.extra.get("packet_ids", True)
+                    packets.append(with_packet_id(packet) if want_id else packet)
                     for w in packet.profiler[0].warnings or ():  # type: ignore[index]
                         warnings.append(f"{path}: {w}")
+        if not packets and first_error is not None:
+            raise first_error
         return AdapterResult(packets=packets, warnings=warnings)
 
 

@@ -42,9 +42,12 @@ def _from_report(report: Any) -> Checked:
     return Checked(bool(report.ok), str(letter) if letter else None, reasons, findings, lines)
 
 
-def check(data: dict[str, Any], raw: bytes | None) -> Checked:
+def check(data: dict[str, Any] | None, raw: bytes | None) -> Checked:
     """Validate one packet: its JSON bytes when we have them (the validator's fast path),
     else its decoded data."""
     from ..rules import validate
 
-    return _from_report(validate(raw if raw is not None else data))
+    if raw is not None:
+        return _from_report(validate(raw))
+    assert data is not None
+    return _from_report(validate(data))

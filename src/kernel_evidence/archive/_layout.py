@@ -54,17 +54,14 @@ def read_marker(root: Path, *, for_write: bool) -> dict[str, Any]:
     marker = root / MARKER_NAME
     if not marker.is_file():
         raise ArchiveError(
-            f"{root}: not a kevidence archive (no {MARKER_NAME}); "
-            "archive into a new or empty directory"
+            f"{root}: not a kevidence archive (no {MARKER_NAME}); archive into a new or empty directory"
         )
     try:
         meta = json.loads(marker.read_bytes())
     except (OSError, ValueError) as exc:
         raise ArchiveError(f"{marker}: unreadable archive marker ({exc})") from None
     if not isinstance(meta, dict) or meta.get("format") != _FORMAT:
-        raise ArchiveError(
-            f"{marker}: not a kevidence archive marker (expected format `{_FORMAT}`)"
-        )
+        raise ArchiveError(f"{marker}: not a kevidence archive marker (expected format `{_FORMAT}`)")
     check_layout(root, parse_version(meta.get("layout_version"), str(marker)), for_write=for_write)
     return meta
 

@@ -13,14 +13,22 @@ import math
 import re
 from typing import Any, Final
 
+import msgspec
+
 from ..units import UNIT_FACTORS, Dimension, convert
 
-__all__ = ["VENDORS", "extract", "partition_of"]
+__all__ = [
+    "VENDORS",
+    "PacketView",
+    "decode_view",
+    "extract",
+    "extract_view",
+    "partition_from",
+    "partition_of",
+]
 
 #: ``hardware.vendor`` values that become partition directories; anything else is ``invalid``.
-VENDORS: Final = frozenset(
-    {"nvidia", "amd", "google", "intel", "apple", "aws", "huawei", "cpu", "other"}
-)
+VENDORS: Final = frozenset({"nvidia", "amd", "google", "intel", "apple", "aws", "huawei", "cpu", "other"})
 
 _TS_RE: Final = re.compile(r"^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?Z$")
 
@@ -73,8 +81,12 @@ def _qty(q: Any, table: dict[str, float]) -> float | None:
     if not isinstance(q, dict):
         return None
     v = _num(q.get("value"))
-    f = table.get(q.get("unit"))  # type: ignore[arg-type]
+    f = _factor(table, q.get("unit"))
     return None if v is None or f is None else v * f
+
+
+def _factor(table: dict[str, float], unit: Any) -> float | None:
+    return table.get(unit) if isinstance(unit, str) else None
 
 
 def _stat(stats: dict[str, Any], key: str, factor: float | None) -> float | None:
@@ -102,11 +114,7 @@ def created_micros(s: Any) -> int | None:
 
 def partition_of(data: dict[str, Any]) -> tuple[str, str]:
     """``(vendor, month)`` directory values. Never free text: safe as a path component."""
-    v = _d(data.get("hardware")).get("vendor", None)
-    vendor = "unknown" if v is None else (v if isinstance(v, str) and v in VENDORS else "invalid")
-    c = data.get("created_at")
-    month = c[:7] if isinstance(c, str) and _TS_RE.match(c) else "unknown"
-    return vendor, month
+    return partition_from(_d(data.get("hardware")).get("vendor"), data.get("created_at"))
 
 
 def _shape_work(task: dict[str, Any], shape: str | None) -> dict[str, Any]:
@@ -120,9 +128,61 @@ def _shape_work(task: dict[str, Any], shape: str | None) -> dict[str, Any]:
     return _EMPTY
 
 
+def _derived(
+    stats: tuple[float | None, float | None, float | None],
+    base: tuple[float | None, float | None, float | None],
+    speedup: float | None,
+    basis: str | None,
+    work: tuple[float | None, float | None],
+    peak: tuple[float | None, float | None],
+    hw: tuple[str | None, str | None, int | None],
+    dtypes: list[str] | None,
+    peaks: Any,
+) -> list[Any]:
+    """Speedup bounds, peaks and the speed-of-light fraction, from normalised values.
+
+    ``stats`` and ``base`` are (median, ci_low, ci_high) in ns of the candidate and the
+    baseline; returns ``[speedup_low, speedup_high, peak_flop_per_s, peak_bytes_per_s,
+    sol_fraction, sol_bound]``.
+    """
+    median_ns, ci_low, ci_high = stats
+    b_median, b_low, b_high = base
+    sp_low = sp_high = None
+    if speedup is not None and basis in (None, "median") and ci_low and ci_high:
+        # baseline time / candidate time at the ends of both confidence intervals; a
+        # baseline without an interval counts as exact
+        if b_low is None or b_high is None:
+            b_low = b_high = b_median
+        if b_low is not None and b_high is not None:
+            sp_low, sp_high = b_low / ci_high, b_high / ci_low
+    w_flop, w_bytes = work
+    p_flops, p_bw = peak
+    if peaks is not None and (p_flops is None or p_bw is None):
+        known = peaks(hw[0], hw[1], tuple(dtypes or ()))
+        if known is not None:
+            count = hw[2] or 1
+            p_flops = p_flops if p_flops is not None else known[0] * count
+            p_bw = p_bw if p_bw is not None else known[1] * count
+    sol = bound = None
+    if median_ns:
+        t_flop = w_flop / p_flops if w_flop is not None and p_flops else None
+        t_bytes = w_bytes / p_bw if w_bytes is not None and p_bw else None
+        if t_flop is not None or t_bytes is not None:
+            if (t_flop or 0.0) >= (t_bytes or 0.0):
+                bound, t_sol = "compute", t_flop or 0.0
+            else:
+                bound, t_sol = "memory", t_bytes or 0.0
+            sol = t_sol / (median_ns * 1e-9)
+    return [sp_low, sp_high, p_flops, p_bw, sol, bound]
+
+
 def extract(data: dict[str, Any], peaks: Any = None) -> list[Any]:
     """The typed column values of one packet, in :data:`~.schema.COLUMNS` order, without
-    the last four (``valid``, ``grade``, ``grade_reasons``, ``findings``) and ``packet``."""
+    the last five (``valid``, ``grade``, ``grade_reasons``, ``findings``, ``packet``).
+
+    The reference path, for any JSON data; :func:`extract_view` is the fast path for
+    packets that decode into :class:`PacketView`, and gives the same values.
+    """
     producer = _d(data.get("producer"))
     subject = _d(data.get("subject"))
     failure = _d(data.get("failure"))
@@ -147,58 +207,38 @@ def extract(data: dict[str, Any], peaks: Any = None) -> list[Any]:
     if shape is None and shape_ids is not None and len(shape_ids) == 1:
         shape = shape_ids[0]
 
-    f = _TO_NS.get(stats.get("unit"))  # type: ignore[arg-type]
+    f = _factor(_TO_NS, stats.get("unit"))
     median_ns = _stat(stats, "median", f)
     ci_low = _stat(stats, "ci_low", f)
     ci_high = _stat(stats, "ci_high", f)
     n = _int(stats.get("n"))
     if n is None and isinstance(stats.get("samples"), list):
         n = len(stats["samples"])
-    bf = _TO_NS.get(bstats.get("unit"))  # type: ignore[arg-type]
+    bf = _factor(_TO_NS, bstats.get("unit"))
     b_median = _stat(bstats, "median", bf)
-
     speedup = _num(speedup_d.get("value"))
     basis = _s(speedup_d.get("basis"))
-    sp_low = sp_high = None
-    if speedup is not None and basis in (None, "median") and ci_low and ci_high:
-        # baseline time / candidate time at the ends of both confidence intervals; a
-        # baseline without an interval counts as exact
-        b_low = _stat(bstats, "ci_low", bf)
-        b_high = _stat(bstats, "ci_high", bf)
-        if b_low is None or b_high is None:
-            b_low = b_high = b_median
-        if b_low is not None and b_high is not None:
-            sp_low, sp_high = b_low / ci_high, b_high / ci_low
-
-    work = _shape_work(task, shape) or _d(task.get("work"))
-    w_flop = _qty(work.get("flops"), _TO_FLOP)
-    w_bytes = _qty(work.get("bytes"), _TO_B)
-    p_flops = _qty(hw.get("peak_flop_rate"), _TO_FLOPS)
-    p_bw = _qty(hw.get("peak_bandwidth"), _TO_BPS)
-    if peaks is not None and (p_flops is None or p_bw is None):
-        known = peaks(
-            _s(hw.get("device")), _s(hw.get("arch")), tuple(_strs(task.get("dtypes")) or ())
-        )
-        if known is not None:
-            count = _int(hw.get("count")) or 1
-            p_flops = p_flops if p_flops is not None else known[0] * count
-            p_bw = p_bw if p_bw is not None else known[1] * count
-    sol = bound = None
-    if median_ns:
-        t_flop = w_flop / p_flops if w_flop is not None and p_flops else None
-        t_bytes = w_bytes / p_bw if w_bytes is not None and p_bw else None
-        if t_flop is not None or t_bytes is not None:
-            if (t_flop or 0.0) >= (t_bytes or 0.0):
-                bound, t_sol = "compute", t_flop or 0.0
-            else:
-                bound, t_sol = "memory", t_bytes or 0.0
-            sol = t_sol / (median_ns * 1e-9)
-
+    work = _shape_work(task, shape)
+    if work.get("flops") is None and work.get("bytes") is None:
+        work = _d(task.get("work"))
+    dtypes = _strs(task.get("dtypes"))
+    device, arch, count = _s(hw.get("device")), _s(hw.get("arch")), _int(hw.get("count"))
+    derived = _derived(
+        (median_ns, ci_low, ci_high),
+        (b_median, _stat(bstats, "ci_low", bf), _stat(bstats, "ci_high", bf)),
+        speedup,
+        basis,
+        (_qty(work.get("flops"), _TO_FLOP), _qty(work.get("bytes"), _TO_B)),
+        (_qty(hw.get("peak_flop_rate"), _TO_FLOPS), _qty(hw.get("peak_bandwidth"), _TO_BPS)),
+        (device, arch, count),
+        dtypes,
+        peaks,
+    )
     energy = _d(cost.get("energy"))
     workload = _s(task.get("workload"))
     if workload is None:
         workload = _s(_d(task.get("serving")).get("model"))
-
+    w = derived
     return [
         _s(data.get("packet_id")),
         created_micros(data.get("created_at")),
@@ -215,12 +255,12 @@ def extract(data: dict[str, Any], peaks: Any = None) -> list[Any]:
         _int(lineage.get("iteration")),
         _s(task.get("operator")),
         workload,
-        _strs(task.get("dtypes")),
+        dtypes,
         shape_ids,
         shape,
-        _s(hw.get("device")),
-        _s(hw.get("arch")),
-        _int(hw.get("count")),
+        device,
+        arch,
+        count,
         _s(timing.get("method")),
         median_ns,
         _stat(stats, "mean", f),
@@ -234,17 +274,297 @@ def extract(data: dict[str, Any], peaks: Any = None) -> list[Any]:
         b_median,
         speedup,
         basis,
-        sp_low,
-        sp_high,
-        w_flop,
-        w_bytes,
-        p_flops,
-        p_bw,
-        sol,
-        bound,
+        w[0],
+        w[1],
+        _qty(work.get("flops"), _TO_FLOP),
+        _qty(work.get("bytes"), _TO_B),
+        w[2],
+        w[3],
+        w[4],
+        w[5],
         _s(_d(data.get("validation")).get("verdict")),
         _qty(serving.get("output_throughput"), {"tok/s": 1.0}),
         _qty(serving.get("request_throughput"), {"req/s": 1.0}),
         _qty(cost.get("gpu_time"), _TO_S),
         _qty(energy.get("energy"), _TO_J),
     ]
+
+
+# -- fast path: a typed view of only the members the columns need -------------------------
+#
+# msgspec decodes straight into these structs in C, skipping every other member. A member
+# of the wrong JSON type makes the decode fail, and the caller falls back to ``extract``.
+
+_Opt = msgspec.Struct
+
+
+class _Q(_Opt, frozen=True):
+    value: float | None = None
+    unit: str | None = None
+
+
+class _Named(_Opt, frozen=True):
+    name: str | None = None
+    version: str | None = None
+
+
+class _Subject(_Opt, frozen=True):
+    kind: str | None = None
+    name: str | None = None
+
+
+class _Failure(_Opt, frozen=True):
+    failure_class: str | None = None
+
+
+class _Lineage(_Opt, frozen=True):
+    run_id: str | None = None
+    candidate_id: str | None = None
+    parent_packet_id: str | None = None
+    iteration: int | None = None
+
+
+class _Work(_Opt, frozen=True):
+    flops: _Q | None = None
+    bytes: _Q | None = None
+
+
+class _Shape(_Opt, frozen=True):
+    id: str | None = None
+    work: _Work | None = None
+
+
+class _ServingTask(_Opt, frozen=True):
+    model: str | None = None
+
+
+class _Task(_Opt, frozen=True):
+    operator: str | None = None
+    workload: str | None = None
+    dtypes: list[str] | None = None
+    shapes: list[_Shape] | None = None
+    work: _Work | None = None
+    serving: _ServingTask | None = None
+
+
+class _Hardware(_Opt, frozen=True):
+    vendor: str | None = None
+    device: str | None = None
+    arch: str | None = None
+    count: int | None = None
+    peak_flop_rate: _Q | None = None
+    peak_bandwidth: _Q | None = None
+
+
+class _Stats(_Opt, frozen=True):
+    unit: str | None = None
+    median: float | None = None
+    mean: float | None = None
+    min: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    n: int | None = None
+    samples: list[Any] | None = None
+
+
+class _Baseline(_Opt, frozen=True):
+    provider: str | None = None
+    version: str | None = None
+    call: str | None = None
+    stats: _Stats | None = None
+
+
+class _Speedup(_Opt, frozen=True):
+    value: float | None = None
+    basis: str | None = None
+
+
+class _ServingMetrics(_Opt, frozen=True):
+    output_throughput: _Q | None = None
+    request_throughput: _Q | None = None
+
+
+class _Timing(_Opt, frozen=True):
+    method: str | None = None
+    shape_id: str | None = None
+    stats: _Stats | None = None
+    baseline: _Baseline | None = None
+    speedup: _Speedup | None = None
+    serving: _ServingMetrics | None = None
+
+
+class _Verdict(_Opt, frozen=True):
+    verdict: str | None = None
+
+
+class _EnergyMeasurement(_Opt, frozen=True):
+    energy: _Q | None = None
+
+
+class _Cost(_Opt, frozen=True):
+    gpu_time: _Q | None = None
+    energy: _EnergyMeasurement | None = None
+
+
+class PacketView(_Opt, frozen=True):
+    """The members of a packet that the typed columns are made of."""
+
+    packet_id: str | None = None
+    created_at: str | None = None
+    schema_version: str | None = None
+    status: str | None = None
+    producer: _Named | None = None
+    subject: _Subject | None = None
+    failure: _Failure | None = None
+    lineage: _Lineage | None = None
+    task: _Task | None = None
+    hardware: _Hardware | None = None
+    timing: _Timing | None = None
+    validation: _Verdict | None = None
+    cost: _Cost | None = None
+
+
+_view_decoder = msgspec.json.Decoder(PacketView)
+_NO_Q = _Q()
+_NO_STATS = _Stats()
+_NO_TASK = _Task()
+_NO_HW = _Hardware()
+_NO_TIMING = _Timing()
+_NO_BASE = _Baseline()
+_NO_WORK = _Work()
+
+
+def decode_view(raw: bytes) -> PacketView | None:
+    """The packet's view, or ``None`` when it is not JSON of the expected shape."""
+    try:
+        return _view_decoder.decode(raw)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
+
+
+def _vq(q: _Q | None, table: dict[str, float]) -> float | None:
+    if q is None or q.value is None or not math.isfinite(q.value):
+        return None
+    f = _factor(table, q.unit)
+    return None if f is None else q.value * f
+
+
+def _vs(v: float | None, f: float | None) -> float | None:
+    return None if v is None or f is None else v * f
+
+
+def partition_from(vendor: object, created_at: object) -> tuple[str, str]:
+    """``(vendor, month)`` directory values from the raw members (see :func:`partition_of`)."""
+    if vendor is None:
+        v = "unknown"
+    else:
+        v = vendor if isinstance(vendor, str) and vendor in VENDORS else "invalid"
+    month = created_at[:7] if isinstance(created_at, str) and _TS_RE.match(created_at) else "unknown"
+    return v, month
+
+
+def extract_view(p: PacketView, peaks: Any = None) -> list[Any]:
+    """:func:`extract` for a decoded :class:`PacketView` (same values, faster)."""
+    task = p.task or _NO_TASK
+    hw = p.hardware or _NO_HW
+    timing = p.timing or _NO_TIMING
+    stats = timing.stats or _NO_STATS
+    baseline = timing.baseline or _NO_BASE
+    bstats = baseline.stats or _NO_STATS
+    speedup_s = timing.speedup
+    serving = timing.serving
+    cost = p.cost
+
+    shape_ids = [c.id for c in task.shapes if c.id is not None] if task.shapes is not None else None
+    shape = timing.shape_id
+    if shape is None and shape_ids is not None and len(shape_ids) == 1:
+        shape = shape_ids[0]
+    f = _factor(_TO_NS, stats.unit)
+    median_ns = _vs(_finite(stats.median), f)
+    ci_low = _vs(_finite(stats.ci_low), f)
+    ci_high = _vs(_finite(stats.ci_high), f)
+    n = _int(stats.n)
+    if n is None and stats.samples is not None:
+        n = len(stats.samples)
+    bf = _factor(_TO_NS, bstats.unit)
+    b_median = _vs(_finite(bstats.median), bf)
+    speedup = _finite(speedup_s.value) if speedup_s is not None else None
+    basis = speedup_s.basis if speedup_s is not None else None
+    work = _NO_WORK
+    if task.shapes is not None:
+        for case in task.shapes:
+            if case.id == shape:
+                work = case.work or _NO_WORK
+                break
+    if work is _NO_WORK or (work.flops is None and work.bytes is None):
+        work = task.work or _NO_WORK
+    w_flop, w_bytes = _vq(work.flops, _TO_FLOP), _vq(work.bytes, _TO_B)
+    count = _int(hw.count)
+    derived = _derived(
+        (median_ns, ci_low, ci_high),
+        (b_median, _vs(_finite(bstats.ci_low), bf), _vs(_finite(bstats.ci_high), bf)),
+        speedup,
+        basis,
+        (w_flop, w_bytes),
+        (_vq(hw.peak_flop_rate, _TO_FLOPS), _vq(hw.peak_bandwidth, _TO_BPS)),
+        (hw.device, hw.arch, count),
+        task.dtypes,
+        peaks,
+    )
+    workload = task.workload
+    if workload is None and task.serving is not None:
+        workload = task.serving.model
+    producer, subject, lineage = p.producer, p.subject, p.lineage
+    return [
+        p.packet_id,
+        created_micros(p.created_at),
+        p.schema_version,
+        producer.name if producer else None,
+        producer.version if producer else None,
+        subject.kind if subject else None,
+        subject.name if subject else None,
+        p.status or "",
+        p.failure.failure_class if p.failure else None,
+        lineage.run_id if lineage else None,
+        lineage.candidate_id if lineage else None,
+        lineage.parent_packet_id if lineage else None,
+        _int(lineage.iteration) if lineage else None,
+        task.operator,
+        workload,
+        task.dtypes,
+        shape_ids,
+        shape,
+        hw.device,
+        hw.arch,
+        count,
+        timing.method,
+        median_ns,
+        _vs(_finite(stats.mean), f),
+        _vs(_finite(stats.min), f),
+        ci_low,
+        ci_high,
+        n,
+        baseline.provider,
+        baseline.version,
+        baseline.call,
+        b_median,
+        speedup,
+        basis,
+        derived[0],
+        derived[1],
+        w_flop,
+        w_bytes,
+        derived[2],
+        derived[3],
+        derived[4],
+        derived[5],
+        p.validation.verdict if p.validation else None,
+        _vq(serving.output_throughput, {"tok/s": 1.0}) if serving else None,
+        _vq(serving.request_throughput, {"req/s": 1.0}) if serving else None,
+        _vq(cost.gpu_time, _TO_S) if cost else None,
+        _vq(cost.energy.energy, _TO_J) if cost and cost.energy else None,
+    ]
+
+
+def _finite(v: float | None) -> float | None:
+    return v if v is None or math.isfinite(v) else None

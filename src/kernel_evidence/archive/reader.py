@@ -33,6 +33,8 @@ from .schema import DATASET_SCHEMA, META_LAYOUT_VERSION, PARTITION_SCHEMA
 __all__ = ["WhereError", "export_packets", "iter_packets", "open_archive", "parse_where", "scan"]
 
 _PARTITIONING = ds.partitioning(PARTITION_SCHEMA, flavor="hive")
+#: read one column chunk at a time rather than whole row groups ahead
+_SCAN_OPTIONS = ds.ParquetFragmentScanOptions(pre_buffer=False)
 _WHERE_RE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(!=|>=|<=|=|<|>)\s*(.*?)\s*$")
 
 
@@ -101,7 +103,13 @@ def scan(
         _check_file(path)
         try:
             yield from fragment.to_batches(
-                schema=DATASET_SCHEMA, columns=columns, filter=where, batch_size=batch_size
+                schema=DATASET_SCHEMA,
+                columns=columns,
+                filter=where,
+                batch_size=batch_size,
+                batch_readahead=1,  # bounded memory: packets are large
+                fragment_readahead=1,
+                fragment_scan_options=_SCAN_OPTIONS,
             )
         except (pa.ArrowException, OSError) as exc:
             raise ArchiveError(f"{path}: not a readable Parquet file ({_short(exc)})") from None
@@ -157,7 +165,7 @@ def export_packets(
 def _write(fh: Any, root: str | os.PathLike[str], expr: pc.Expression | None, *, zst: bool) -> int:
     sink: Any = zstandard.ZstdCompressor(level=3).stream_writer(fh, closefd=False) if zst else fh
     n = 0
-    for batch in scan(root, ["packet"], expr):
+    for batch in scan(root, ["packet"], expr, batch_size=4096):
         values = batch.column(0).to_pylist()
         if values:
             sink.write(b"\n".join(values))

@@ -170,9 +170,7 @@ def _evidence_rows(
     t = t.append_column("gkey", pc.utf8_lower(t["grade"]))
     best = t.sort_by([("gkey", "ascending"), ("created_at", "descending")]).slice(0, _TOP)
     worst = t.sort_by([("gkey", "descending"), ("created_at", "descending")]).slice(0, _TOP)
-    ids = pa.concat_arrays(
-        [best["packet_id"].combine_chunks(), worst["packet_id"].combine_chunks()]
-    )
+    ids = pa.concat_arrays([best["packet_id"].combine_chunks(), worst["packet_id"].combine_chunks()])
     expr = pc.field("packet_id").isin(ids)
     if where is not None:
         expr = expr & where
@@ -250,9 +248,7 @@ def _speedup_chart(rows: list[dict[str, Any]]) -> str:
     parts.append(
         f'<text class="kev-axis" x="{left}" y="16">median speedup (log scale); bar: interquartile range; whiskers: confidence interval</text>'
     )
-    return _svg(
-        width, height, "".join(parts), "speedup against the named baseline per device and operator"
-    )
+    return _svg(width, height, "".join(parts), "speedup against the named baseline per device and operator")
 
 
 def _sol_chart(rows: list[dict[str, Any]]) -> str:
@@ -290,9 +286,7 @@ def _sol_chart(rows: list[dict[str, Any]]) -> str:
                 f'<line class="kev-ci" x1="{x(r["q1"]):.1f}" x2="{x(r["q3"]):.1f}" y1="{y:.1f}" y2="{y:.1f}"/>'
             )
         end = max(med, r["q3"] or 0.0) if r["n"] > 1 else med
-        parts.append(
-            f'<text class="kev-value" x="{x(end) + 6:.1f}" y="{y + 4:.1f}">{med:.0%}</text>'
-        )
+        parts.append(f'<text class="kev-value" x="{x(end) + 6:.1f}" y="{y + 4:.1f}">{med:.0%}</text>')
     parts.append(
         f'<text class="kev-axis" x="{left}" y="16">median fraction of the speed of light; line: interquartile range</text>'
     )
@@ -310,12 +304,8 @@ def _histogram(counts: Sequence[tuple[Any, int]], label: str) -> str:
     for k in range(5):
         v = peak * k / 4
         yy = top + plot_h - plot_h * k / 4
-        parts.append(
-            f'<line class="kev-grid" x1="{left}" x2="{width - 20}" y1="{yy:.1f}" y2="{yy:.1f}"/>'
-        )
-        parts.append(
-            f'<text class="kev-tick" x="{left - 6}" y="{yy + 4:.1f}" text-anchor="end">{v:g}</text>'
-        )
+        parts.append(f'<line class="kev-grid" x1="{left}" x2="{width - 20}" y1="{yy:.1f}" y2="{yy:.1f}"/>')
+        parts.append(f'<text class="kev-tick" x="{left - 6}" y="{yy + 4:.1f}" text-anchor="end">{v:g}</text>')
     for i, (name, c) in enumerate(counts):
         h = plot_h * c / peak
         xx = left + i * bw + bw * 0.15
@@ -369,12 +359,8 @@ def _line_chart(labels: list[str], series: dict[str, list[tuple[int, float, int]
                 f'<circle fill="{color}" cx="{x(b):.1f}" cy="{y(v):.1f}" r="3.5"><title>{_e(name)}: {v:.0%} of {c} passed</title></circle>'
             )
         ly = top + 14 + 20 * s
-        parts.append(
-            f'<rect fill="{color}" x="{width - right + 16}" y="{ly - 9}" width="12" height="12"/>'
-        )
-        parts.append(
-            f'<text class="kev-label" x="{width - right + 34}" y="{ly + 1}">{_e(name[:24])}</text>'
-        )
+        parts.append(f'<rect fill="{color}" x="{width - right + 16}" y="{ly - 9}" width="12" height="12"/>')
+        parts.append(f'<text class="kev-label" x="{width - right + 34}" y="{ly + 1}">{_e(name[:24])}</text>')
     return _svg(width, height, "".join(parts), "pass rate over time per run")
 
 
@@ -437,11 +423,7 @@ def _speedup_table(rows: list[dict[str, Any]]) -> str:
         "<table><tr><th>device</th><th>operator</th><th>baseline</th><th>packets</th><th>median</th><th>IQR</th><th>confidence interval</th></tr>"
     ]
     for r in rows:
-        ci = (
-            f"{_fmt(r['low'])} – {_fmt(r['high'])} ({r['n_ci']} pk.)"
-            if r["low"] is not None
-            else "–"
-        )
+        ci = f"{_fmt(r['low'])} – {_fmt(r['high'])} ({r['n_ci']} pk.)" if r["low"] is not None else "–"
         out.append(
             f"<tr><td>{_e(r['device'])}</td><td>{_e(r['operator'])}</td><td>{_e(r['baseline_provider'])} {_e(r['baseline_version'])}</td>"
             f'<td class="num">{r["n"]}</td><td class="num">{_fmt(r["median"])}×</td>'

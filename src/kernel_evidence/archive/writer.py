@@ -1,8 +1,11 @@
 """Archiving packets into a Parquet dataset.
 
-Streaming: packets are read one document at a time, buffered per partition up to one row
-group, and written out; memory stays bounded whatever the input size (the only thing that
-grows is the set of packet ids used to skip duplicates: 32 bytes of digest per packet).
+Streaming: packets are read one document at a time; each partition stages a few hundred
+rows as Python values, then appends them as an Arrow batch to its own hidden spill file (an
+lz4 Arrow IPC stream). At the commit each partition's spill is read back and written as
+whole row groups, however the input interleaved the partitions. Memory stays bounded
+whatever the input size: the only thing that grows is the set of packet ids used to skip
+duplicates (about 100 bytes per packet).
 
 Atomic: every file is written under a hidden ``.name.tmp`` name and renamed into place only
 after every file of the run was written, flushed and synced. A failure (a full disk, a
@@ -36,8 +39,8 @@ from ..errors import ArchiveError
 from ..io import Limits, discover, iter_records
 from ..models import SCHEMA_VERSION
 from . import _layout
-from ._check import check
-from ._rows import extract, partition_of
+from ._check import Checked, check
+from ._rows import decode_view, extract, extract_view, partition_from, partition_of
 from .schema import (
     ARCHIVE_LAYOUT_VERSION,
     COLUMNS,
@@ -53,10 +56,10 @@ __all__ = ["ArchiveSummary", "Refusal", "archive_packets"]
 #: rows per row group, and the packet bytes that close a row group early
 ROW_GROUP_ROWS = 65_536
 ROW_GROUP_BYTES = 32 << 20
-#: packet bytes buffered over all partitions before the largest buffer is flushed
-BUFFER_BYTES = 64 << 20
-#: rows kept as Python values before they become an Arrow batch (bounds Python overhead)
-STAGE_ROWS = 2048
+#: rows one partition keeps as Python values before they go to its spill file as a batch
+STAGE_ROWS = 512
+#: packet bytes kept as Python values over all partitions before the largest is spilled
+BUFFER_BYTES = 16 << 20
 #: rows per file before a partition starts a new file
 FILE_ROWS = 1_048_576
 _MAX_KEPT_REFUSALS = 1000
@@ -66,6 +69,7 @@ _encoder = msgspec.json.Encoder()
 _NO_STATS = ("packet", "findings", "grade_reasons", "dtypes", "shape_ids")
 _STATS_COLUMNS = [c.name for c in COLUMNS if c.name not in _NO_STATS]
 _PRODUCER = f"kernel-evidence {__version__}"
+_PACKET = FILE_SCHEMA.get_field_index("packet")
 
 
 @dataclass(frozen=True)
@@ -178,48 +182,78 @@ class _PartFile:
             os.unlink(self.tmp)
 
 
+class _Spill:
+    """A hidden Arrow IPC stream (lz4) holding one partition's rows until the commit.
+
+    Spilling lets every partition fill whole row groups however the input interleaves
+    partitions, with memory bounded by one row group.
+    """
+
+    def __init__(self, root: Path) -> None:
+        self.path = root / f".spill-{uuid.uuid4().hex[:16]}.arrows.tmp"
+        self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+        self._raw = _FdWriter(self._fd)
+        self._buf = io.BufferedWriter(self._raw, 1 << 20)
+        options = pa.ipc.IpcWriteOptions(compression="lz4")
+        self._writer: Any = pa.ipc.new_stream(self._buf, FILE_SCHEMA, options=options)
+
+    def write(self, batch: pa.RecordBatch) -> None:
+        self._writer.write_batch(batch)
+
+    def batches(self) -> Iterator[pa.RecordBatch]:
+        """Close the stream and read it back, batch by batch."""
+        self._writer.close()
+        self._buf.flush()
+        with pa.OSFile(str(self.path), "rb") as fh:
+            yield from pa.ipc.open_stream(fh)
+
+    def remove(self) -> None:
+        self._raw.discard = True
+        with contextlib.suppress(Exception):
+            self._writer.close()
+        with contextlib.suppress(Exception):
+            self._buf.close()
+        with contextlib.suppress(OSError):
+            os.close(self._fd)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.path)
+
+
 class _Partition:
-    """Rows buffered for one ``vendor=/month=`` directory, and its files."""
+    """One ``vendor=/month=`` directory: rows being staged, its spill file, its new files."""
 
     def __init__(self, root: Path, key: tuple[str, str]) -> None:
         self.key = key
         self.rel = Path(f"vendor={key[0]}") / f"month={key[1]}"
         self.dir = root / self.rel
+        self.root = root
         self.rows: list[list[Any]] = []
-        self.batches: list[pa.RecordBatch] = []
-        self.count = 0
-        self.bytes = 0
+        self.staged_bytes = 0
+        self.spill: _Spill | None = None
         self.files: list[_PartFile] = []
         self.existing: set[bytes] | None = None
 
     def append(self, row: list[Any], size: int) -> None:
         self.rows.append(row)
-        self.count += 1
-        self.bytes += size
-        if len(self.rows) >= STAGE_ROWS:
-            self._stage()
+        self.staged_bytes += size
 
-    def _stage(self) -> None:
-        if self.rows:
-            cols = list(zip(*self.rows, strict=True))
-            arrays = [pa.array(col, type=c.type) for col, c in zip(cols, COLUMNS, strict=True)]
-            self.batches.append(pa.RecordBatch.from_arrays(arrays, schema=FILE_SCHEMA))
-            self.rows = []
-
-    def take(self) -> pa.Table:
-        """Everything buffered, as one table; the buffer is emptied."""
-        self._stage()
-        table = pa.Table.from_batches(self.batches, schema=FILE_SCHEMA)
-        self.batches, self.count, self.bytes = [], 0, 0
-        return table
+    def stage(self) -> int:
+        """Move the staged rows to the spill file as one batch; returns the bytes freed."""
+        if not self.rows:
+            return 0
+        cols = list(zip(*self.rows, strict=True))
+        arrays = [pa.array(col, type=c.type) for col, c in zip(cols, COLUMNS, strict=True)]
+        if self.spill is None:
+            self.spill = _Spill(self.root)
+        self.spill.write(pa.RecordBatch.from_arrays(arrays, schema=FILE_SCHEMA))
+        freed, self.rows, self.staged_bytes = self.staged_bytes, [], 0
+        return freed
 
 
 def _digest(pid: str) -> bytes:
     """32 raw bytes of a ``sha256:`` id (or the id text itself when it is not one)."""
     try:
-        return (
-            bytes.fromhex(pid[7:]) if pid.startswith("sha256:") and len(pid) == 71 else pid.encode()
-        )
+        return bytes.fromhex(pid[7:]) if pid.startswith("sha256:") and len(pid) == 71 else pid.encode()
     except ValueError:
         return pid.encode()
 
@@ -258,13 +292,33 @@ class _Writer:
             self.summary.refused.append(r)
         return r
 
-    def add(
-        self, data: Any, raw: bytes | None, source: str, location: str | None
-    ) -> Refusal | None:
+    def add_raw(self, raw: bytes, source: str, location: str | None) -> Refusal | None:
+        """Add one JSON object given as compact bytes: the fast path when it decodes into
+        the typed view and carries its id, else the reference path over decoded data."""
+        view = decode_view(raw)
+        if view is None or view.packet_id is None:
+            try:
+                data = _decoder.decode(raw)
+            except msgspec.DecodeError as exc:
+                return self.refuse(source, location, [f"not valid JSON ({exc})"])
+            return self.add(data, raw, source, location)
+        hw = view.hardware
+        part = self._partition(partition_from(hw.vendor if hw else None, view.created_at))
+        digest = _digest(view.packet_id)
+        if digest in part.existing:  # type: ignore[operator]
+            self.summary.duplicates += 1
+            return None
+        checked = check(None, raw)
+        if not checked.ok and not self.allow_invalid:
+            return self.refuse(source, location, checked.lines or ["invalid packet"])
+        self._keep(part, digest, extract_view(view, self.peaks), checked, raw)
+        return None
+
+    def add(self, data: Any, raw: bytes | None, source: str, location: str | None) -> Refusal | None:
+        """Add one decoded JSON document (the reference path)."""
         if not isinstance(data, dict):
-            return self.refuse(
-                source, location, [f"expected a JSON object (a packet), got {type(data).__name__}"]
-            )
+            got = type(data).__name__
+            return self.refuse(source, location, [f"expected a JSON object (a packet), got {got}"])
         pid = data.get("packet_id")
         if not isinstance(pid, str):
             if pid is not None:
@@ -274,51 +328,88 @@ class _Writer:
             pid = packet_id_for(data)
             data = {"packet_id": pid, **data}
             raw = None
-        key = partition_of(data)
-        part = self.parts.get(key)
-        if part is None:
-            part = self.parts[key] = _Partition(self.root, key)
-        if part.existing is None:
-            part.existing = self._load_existing(part)
+        part = self._partition(partition_of(data))
         digest = _digest(pid)
-        if digest in part.existing:
+        if digest in part.existing:  # type: ignore[operator]
             self.summary.duplicates += 1
             return None
         checked = check(data, raw)
         if not checked.ok and not self.allow_invalid:
             return self.refuse(source, location, checked.lines or ["invalid packet"])
-        part.existing.add(digest)
         packet = _encoder.encode(data) if raw is None else raw
-        row = extract(data, self.peaks)
+        self._keep(part, digest, extract(data, self.peaks), checked, packet)
+        return None
+
+    def _partition(self, key: tuple[str, str]) -> _Partition:
+        part = self.parts.get(key)
+        if part is None:
+            part = self.parts[key] = _Partition(self.root, key)
+        if part.existing is None:
+            part.existing = self._load_existing(part)
+        return part
+
+    def _keep(self, part: _Partition, digest: bytes, row: list[Any], checked: Checked, packet: bytes) -> None:
+        assert part.existing is not None
+        part.existing.add(digest)
         row.extend((checked.ok, checked.grade, checked.reasons, checked.findings, packet))
         part.append(row, len(packet))
         self.buffered += len(packet)
         self.summary.added += 1
-        if part.count >= ROW_GROUP_ROWS or part.bytes >= ROW_GROUP_BYTES:
-            self._flush(part)
+        if len(part.rows) >= STAGE_ROWS:
+            self.buffered -= part.stage()
         elif self.buffered >= BUFFER_BYTES:
-            self._flush(max(self.parts.values(), key=lambda p: p.bytes))
-        return None
+            self.buffered -= max(self.parts.values(), key=lambda p: p.staged_bytes).stage()
 
-    def _flush(self, part: _Partition) -> None:
-        if not part.count:
+    def _new_file(self, part: _Partition) -> _PartFile:
+        for d in (part.dir.parent, part.dir):
+            if not d.is_dir():
+                d.mkdir()
+                self.created_dirs.append(d)
+        f = _PartFile(part.dir, self.metadata)
+        part.files.append(f)
+        return f
+
+    def _write_partition(self, part: _Partition) -> None:
+        """Read the partition's spill back and write it as whole row groups."""
+        part.stage()
+        if part.spill is None:
             return
-        self.buffered -= part.bytes
-        table = part.take()
-        if not part.files or part.files[-1].rows >= FILE_ROWS:
-            if not part.dir.is_dir():
-                for d in (part.dir.parent, part.dir):
-                    if not d.is_dir():
-                        d.mkdir()
-                        self.created_dirs.append(d)
-            part.files.append(_PartFile(part.dir, self.metadata))
-        part.files[-1].write(table)
+        pending: list[pa.Table] = []
+        rows = size = 0
+        current: _PartFile | None = None
+
+        def emit(table: pa.Table) -> None:
+            """Write one row group; a file closes at the first row group past FILE_ROWS."""
+            nonlocal current
+            if current is None or current.rows >= FILE_ROWS:
+                current = self._new_file(part)
+            current.write(table)
+
+        for batch in part.spill.batches():
+            pending.append(pa.Table.from_batches([batch], schema=FILE_SCHEMA))
+            rows += batch.num_rows
+            size += batch.column(_PACKET).nbytes
+            if rows >= ROW_GROUP_ROWS or size >= ROW_GROUP_BYTES:
+                table = pa.concat_tables(pending)
+                while table.num_rows >= ROW_GROUP_ROWS:
+                    emit(table.slice(0, ROW_GROUP_ROWS))
+                    table = table.slice(ROW_GROUP_ROWS)
+                if size >= ROW_GROUP_BYTES and table.num_rows:
+                    emit(table)
+                    table = table.slice(table.num_rows)
+                pending = [table] if table.num_rows else []
+                rows = table.num_rows
+                size = table.column(_PACKET).nbytes if rows else 0
+        if pending:
+            emit(pa.concat_tables(pending))
+        part.spill.remove()
+        part.spill = None
 
     # -- ending --------------------------------------------------------------------------
 
     def commit(self) -> None:
         for part in self.parts.values():
-            self._flush(part)
+            self._write_partition(part)
         files = [f for part in self.parts.values() for f in part.files]
         for f in files:
             f.finish()
@@ -339,6 +430,8 @@ class _Writer:
             with contextlib.suppress(OSError):
                 os.unlink(path)
         for part in self.parts.values():
+            if part.spill is not None:
+                part.spill.remove()
             for f in part.files:
                 f.abort()
         for d in reversed(self.created_dirs):
@@ -375,13 +468,25 @@ def _short(exc: BaseException) -> str:
 def _documents(
     sources: Iterable[str | os.PathLike[str]], limits: Limits | None
 ) -> Iterator[tuple[str, str | None, Any, bytes | None, str | None]]:
-    """``(source, location, data, compact_bytes, error)`` for every packet-like document."""
+    """``(source, location, data, raw, error)`` for every packet-like document.
+
+    A JSON object comes as ``raw`` (compact bytes, not yet decoded) with ``data`` None; the
+    items of a JSON array come decoded, as ``data``; unreadable input comes as ``error``.
+    """
     for name in discover(sources):
         for rec in iter_records(name, limits):
             if rec.error is not None:
                 yield rec.source, rec.location, None, None, rec.error.message
                 continue
             assert rec.data is not None
+            if rec.data.lstrip()[:1] == b"{":
+                try:
+                    compact = msgspec.json.format(rec.data, indent=-1)
+                except (msgspec.DecodeError, ValueError) as exc:
+                    yield rec.source, rec.location, None, None, f"not valid JSON ({exc})"
+                    continue
+                yield rec.source, rec.location, None, compact, None
+                continue
             try:
                 data = _decoder.decode(rec.data)
             except msgspec.DecodeError as exc:
@@ -392,7 +497,7 @@ def _documents(
                     loc = f"{rec.location or 'item'} {i}" if rec.location else f"item {i}"
                     yield rec.source, loc, item, None, None
             else:
-                yield rec.source, rec.location, data, msgspec.json.format(rec.data, indent=-1), None
+                yield rec.source, rec.location, data, None, None
 
 
 def archive_packets(
@@ -418,11 +523,12 @@ def archive_packets(
     writer = _Writer(root, allow_invalid=allow_invalid, peaks=_peak_lookup())
     try:
         for source, location, data, raw, error in _documents(sources, limits):
-            refusal = (
-                writer.refuse(source, location, [error])
-                if error is not None
-                else writer.add(data, raw, source, location)
-            )
+            if error is not None:
+                refusal: Refusal | None = writer.refuse(source, location, [error])
+            elif raw is not None:
+                refusal = writer.add_raw(raw, source, location)
+            else:
+                refusal = writer.add(data, None, source, location)
             if refusal is not None and on_refusal is not None:
                 on_refusal(refusal)
         writer.commit()
@@ -430,9 +536,7 @@ def archive_packets(
         writer.abort()
         what = exc.strerror or type(exc).__name__
         where = f" ({exc.filename})" if exc.filename else ""
-        raise ArchiveError(
-            f"{root}: could not write the archive: {what}{where}; nothing was added"
-        ) from None
+        raise ArchiveError(f"{root}: could not write the archive: {what}{where}; nothing was added") from None
     except BaseException:
         writer.abort()
         raise
@@ -440,9 +544,7 @@ def archive_packets(
 
 
 @lru_cache(maxsize=4096)
-def _table_peaks(
-    device: str | None, arch: str | None, dtypes: tuple[str, ...]
-) -> tuple[float, float] | None:
+def _table_peaks(device: str | None, arch: str | None, dtypes: tuple[str, ...]) -> tuple[float, float] | None:
     """(FLOP/s, B/s) of one device from the rule engine's peak table, for the task's dtypes."""
     from ..rules import device_peaks
     from ..rules._tables import peak_flops_for

@@ -39,18 +39,14 @@ def register(app: typer.Typer) -> None:
         already present, 1 when any was refused or the archive could not be written."""
         from ..archive import archive_packets
 
-        limits = Limits(
-            max_record_bytes=max_record_bytes, max_decompressed_bytes=max_decompressed_bytes
-        )
+        limits = Limits(max_record_bytes=max_record_bytes, max_decompressed_bytes=max_decompressed_bytes)
 
         def show(refusal: object) -> None:
             if not quiet:
                 sys.stderr.write(f"refused: {refusal.line()}\n")  # type: ignore[attr-defined]
 
         try:
-            summary = archive_packets(
-                paths, to, allow_invalid=allow_invalid, limits=limits, on_refusal=show
-            )
+            summary = archive_packets(paths, to, allow_invalid=allow_invalid, limits=limits, on_refusal=show)
         except ArchiveError as exc:
             fail(str(exc))
         sys.stdout.write(

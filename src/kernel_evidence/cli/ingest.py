@@ -12,7 +12,7 @@ from pathlib import Path
 
 import typer
 
-from .._ingest import OptionError, ingest, missing_for_validation, packet_data
+from .._ingest import OptionError, ingest, missing_for_validation, packet_data, paused_gc
 from ..errors import KernelEvidenceError
 from ._common import EXIT_INVALID, EXIT_OK, EXIT_USAGE, fail
 
@@ -108,24 +108,28 @@ def run(
         )
     for w in result.warnings:
         sys.stderr.write(f"kevidence: warning: {' '.join(w.split())}\n")
-    if output is None:
-        import msgspec
+    import msgspec
 
-        enc = msgspec.json.Encoder()
+    enc = msgspec.json.Encoder()
+    # encoded once: written out and validated from the same bytes (the validator's fast path)
+    with paused_gc():
+        encoded = [enc.encode(packet_data(p)) for p in packets]
+    if output is None:
         out = sys.stdout.buffer
-        for p in packets:
-            out.write(enc.encode(packet_data(p)))
+        for data in encoded:
+            out.write(data)
             out.write(b"\n")
         out.flush()
     else:
         from ..io import write_packets
 
         try:
-            write_packets(output, (packet_data(p) for p in packets), overwrite=force)
+            write_packets(output, (msgspec.Raw(b) for b in encoded), overwrite=force)
         except (OSError, ValueError) as exc:
             fail(str(exc))
         sys.stderr.write(f"kevidence: wrote {len(packets)} packet(s) to {output}\n")
-    lacks = missing_for_validation(packets)
+    with paused_gc():
+        lacks = missing_for_validation(encoded)
     if lacks:
         what = "the packet still needs" if len(packets) == 1 else "the packets still need"
         sys.stderr.write(f"kevidence: to pass `kevidence validate`, {what}:\n")

@@ -37,12 +37,20 @@ class KernelRecord(Model):
 
 
 class ProfilerCapture(Model):
-    """One profiler capture (an ncu report, a rocprof-compute workload, an XProf profile)."""
+    """One profiler capture (an ncu report, a rocprof-compute workload, an XProf profile).
+
+    Raw source metrics are kept either per record (``KernelRecord.raw``) or, for captures
+    with many launches and metrics, as a table: ``raw_columns`` maps a source metric name to
+    one value per entry of ``kernels`` (same order, ``null`` where the launch has none) and
+    ``raw_units`` gives each column's unit as the source spelled it.
+    """
 
     tool: NonEmptyStr
     version: Str | None = None
     source: Artifact | None = None
     kernels: list[KernelRecord] | None = None
+    raw_columns: dict[str, list[Float | Str | None]] | None = None
+    raw_units: dict[str, Str] | None = None
     summary: dict[str, Quantity] | None = None
     attributes: dict[str, Str | Float | Int] | None = None
     warnings: list[Str] | None = None

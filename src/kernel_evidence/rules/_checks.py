@@ -167,6 +167,10 @@ _RULES: tuple[tuple[str, str, str, str, str], ...] = (
      "record /hardware/clocks: locked or not, and the clocks observed while measuring",
      "Packets that claim performance SHOULD record the clock state: whether clocks were locked, "
      "and the clocks observed during measurement."),
+    ("KE901", "error", "raw metric columns align with the kernel records",
+     "give every column of /profiler/N/raw_columns one value per kernel record, null where a launch has none",
+     "In a profiler capture, each list of `raw_columns` MUST have exactly one entry per element of "
+     "`kernels`, in the same order, so that a value can be traced to its launch."),
     ("KE804", "warning", "serving packets describe the workload",
      "record /task/serving: model, engine and traffic",
      "A serving packet SHOULD carry `task.serving` (model, engine with version, traffic shape)."),
@@ -332,7 +336,22 @@ def check_packet(p: Any) -> list[tuple[str, str, str]]:
     if v is not None and v.shapes:
         _tolerance(p, v, add)
     _hardware(p, t, claim, add)
+    if p.profiler:
+        _profiler(p.profiler, add)
     return out
+
+
+def _profiler(captures: Any, add: Add) -> None:
+    for i, cap in enumerate(captures):
+        cols = cap.raw_columns
+        if not cols:
+            continue
+        n = len(cap.kernels) if cap.kernels else 0
+        for name, values in cols.items():
+            if len(values) != n:
+                ptr = "/profiler/%d/raw_columns/%s" % (i, name.replace("~", "~0").replace("/", "~1"))
+                add(("KE901", ptr, f"column `{name}` has {len(values)} values for {n} kernel records"))
+                return
 
 
 def _replay(r: Any, add: Add) -> None:

@@ -1,0 +1,95 @@
+"""The typed columns: the fast path (typed view) gives exactly what the reference path gives."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import msgspec
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kernel_evidence.archive._rows import decode_view, extract, extract_view, partition_from, partition_of
+from kernel_evidence.archive.schema import COLUMNS
+from kernel_evidence.archive.writer import _peak_lookup
+from kernel_evidence.strategies import packets
+
+from ._factory import make_packet
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "packets" / "valid"
+
+
+def _same(a: list[Any], b: list[Any]) -> bool:
+    if len(a) != len(b):
+        return False
+    for x, y in zip(a, b, strict=True):
+        if isinstance(x, float) and isinstance(y, float):
+            if not (x == y or (math.isnan(x) and math.isnan(y))):
+                return False
+        elif x != y or type(x) is not type(y):
+            return False
+    return True
+
+
+def _both(raw: bytes) -> tuple[list[Any], list[Any]]:
+    data = msgspec.json.decode(raw)
+    view = decode_view(raw)
+    assert view is not None
+    peaks = _peak_lookup()
+    slow, fast = extract(data, peaks), extract_view(view, peaks)
+    assert partition_of(data) == partition_from(
+        view.hardware.vendor if view.hardware else None, view.created_at
+    )
+    return slow, fast
+
+
+@settings(max_examples=60, deadline=None)
+@given(packets())
+def test_fast_path_equals_reference_path(packet: Any) -> None:
+    slow, fast = _both(packet.to_json())
+    assert len(slow) == len(COLUMNS) - 5
+    assert _same(slow, fast), [(c.name, x, y) for c, x, y in zip(COLUMNS, slow, fast, strict=False) if x != y]
+
+
+def test_fast_path_on_examples_and_factory() -> None:
+    raws = [p.read_bytes() for p in sorted(EXAMPLES.glob("*.json"))]
+    raws += [make_packet(i).to_json() for i in range(10)]
+    for raw in raws:
+        slow, fast = _both(msgspec.json.format(raw, indent=-1))
+        assert _same(slow, fast)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    packets(),
+    st.sampled_from(["hardware", "timing", "task", "lineage", "cost"]),
+    st.sampled_from([1, "x", [], True, None]),
+)
+def test_wrong_types_fall_back_and_never_crash(packet: Any, member: str, value: Any) -> None:
+    data = packet.to_dict()
+    target = data.get(member)
+    if isinstance(target, dict) and target:
+        key = sorted(target)[0]
+        target[key] = value
+    else:
+        data[member] = value
+    raw = json.dumps(data).encode()
+    row = extract(json.loads(raw), _peak_lookup())  # the reference path takes anything
+    assert len(row) == len(COLUMNS) - 5
+    view = decode_view(raw)
+    if view is not None:  # the fast path accepted it: then it must agree
+        assert _same(row, extract_view(view, _peak_lookup()))
+
+
+def test_hostile_units_and_numbers_give_nulls() -> None:
+    data = make_packet(0).to_dict()
+    data["timing"]["stats"]["unit"] = ["us"]
+    data["hardware"]["peak_flop_rate"] = {"value": "fast", "unit": {}}
+    data["lineage"]["iteration"] = 2**70
+    row = extract(data)
+    cols = dict(zip([c.name for c in COLUMNS], row, strict=False))
+    assert cols["median_ns"] is None and cols["iteration"] is None
+    assert cols["peak_flop_per_s"] is None
+    assert decode_view(json.dumps(data).encode()) is None
