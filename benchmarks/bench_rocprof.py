@@ -3,28 +3,35 @@
 Generates, in a temporary folder, an Omniperf 2.x-style workload (rocprofv2 column names):
 ``pmc_perf.csv`` with 20,000 dispatches of 12 kernels, the launch columns, timestamps and
 counter columns named like the real ones (``SQ_*``, ``GRBM_*``, ``TCC_*_sum`` and
-per-channel ``TCC_*[i]``), plus a ``sysinfo.csv``. Then it times, in one run:
+per-channel ``TCC_*[i]``), plus a ``sysinfo.csv``. Then it times, interleaved, in one run:
 
 * peer: ``pyarrow.csv.read_csv(pmc_perf.csv)`` (parse only);
-* ours: ``get_adapter("rocprof").read([workload])`` (parse, pivot, formulas, one
-  KernelRecord per dispatch with every counter in ``raw``, the packet).
+* ingest: ``ADAPTER.read([workload])``: parse, pivot, formulas, one KernelRecord per dispatch
+  with its canonical metrics, every source column of every dispatch in
+  ``ProfilerCapture.raw_columns``, the packet with its ``packet_id`` (what ``ingest`` does);
+* ingest + ``with_id()``: the same packet without the adapter's id, then
+  ``packet.with_id()`` (the generic id path, a JSON round trip of every cell).
 
-Prints both times, dispatches/s and the ratio (target: within 2x of the peer).
+Prints best-of and median of each, dispatches/s and the ratios (target: within 2x of the peer).
 
-    python benchmarks/bench_rocprof.py [--dispatches 20000] [--channels 16] [--repeat 3]
+    python benchmarks/bench_rocprof.py [--dispatches 20000] [--channels 16] [--repeat 5]
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import random
+import statistics
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pyarrow.csv as pacsv
 
-from kernel_evidence.adapters import AdapterOptions, get_adapter
+from kernel_evidence.adapters import AdapterOptions
+from kernel_evidence.adapters.rocprof import ADAPTER
 
 META = ["Dispatch_ID", "GPU_ID", "Grid_Size", "Workgroup_Size", "LDS_Per_Workgroup",
         "Scratch_Per_Workitem", "Arch_VGPR", "Accum_VGPR", "SGPR", "Wave_Size", "Kernel_Name",
@@ -79,52 +86,54 @@ def generate(folder: Path, dispatches: int, channels: int, seed: int = 7) -> Pat
     return folder / "pmc_perf.csv"
 
 
-def best_of(fn, repeat: int) -> float:  # type: ignore[no-untyped-def]
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return min(times)
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--dispatches", type=int, default=20_000)
     ap.add_argument("--channels", type=int, default=16, help="per-channel TCC columns per counter")
-    ap.add_argument("--repeat", type=int, default=3, help="best of N (raw=all runs once)")
+    ap.add_argument("--repeat", type=int, default=5, help="interleaved rounds (best and median reported)")
     args = ap.parse_args()
-    adapter = get_adapter("rocprof")
+    opts = AdapterOptions(created_at="2026-01-01T00:00:00Z")
+    no_id = AdapterOptions(created_at="2026-01-01T00:00:00Z", extra={"packet_ids": False})
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         pmc = generate(folder, args.dispatches, args.channels)
         size_mb = pmc.stat().st_size / 1e6
         with pmc.open() as fh:
             cols = len(fh.readline().split(","))
-        peer = best_of(lambda: pacsv.read_csv(str(pmc)), args.repeat)
-        results: dict[str, tuple[float, int, int]] = {}
-        for raw, repeat in (("none", args.repeat), ("all", 1)):
-            opts = AdapterOptions(created_at="2026-01-01T00:00:00Z", extra={"raw": raw})
-            holder: dict[str, object] = {}
-
-            def ours(opts: AdapterOptions = opts, holder: dict[str, object] = holder) -> None:
-                holder["r"] = adapter.read([str(folder)], opts)
-
-            took = best_of(ours, repeat)
-            kernels = holder["r"].packets[0].profiler[0].kernels  # type: ignore[attr-defined]
-            cells = sum(len(k.raw or ()) for k in kernels)
-            results[raw] = (took, len(kernels), cells)
-            del holder
+        # once, untimed: the fast id is the generic id, and every column is kept
+        packet = ADAPTER.read([str(folder)], opts).packets[0]
+        cap = packet.profiler[0]  # type: ignore[index]
+        assert packet.packet_id == packet.compute_id(), "adapter id differs from compute_id()"
+        records, columns = len(cap.kernels or ()), len(cap.raw_columns or {})
+        cells = sum(len(v) for v in (cap.raw_columns or {}).values())
+        del packet, cap
+        runs: dict[str, Callable[[], object]] = {
+            "pyarrow.csv.read_csv (peer)": lambda: pacsv.read_csv(str(pmc)),
+            "ingest (adapter id)": lambda: ADAPTER.read([str(folder)], opts),
+            "ingest + packet.with_id()": lambda: ADAPTER.read([str(folder)], no_id).packets[0].with_id(),
+        }
+        times: dict[str, list[float]] = {name: [] for name in runs}
+        for _ in range(args.repeat):
+            for name, fn in runs.items():
+                gc.collect()
+                t0 = time.perf_counter()
+                result = fn()
+                times[name].append(time.perf_counter() - t0)
+                del result
     n = args.dispatches
-    print(f"pmc_perf.csv: {n} dispatches x {cols} columns, {size_mb:.1f} MB")
-    print(f"pyarrow.csv.read_csv (peer)     : {peer * 1e3:9.1f} ms  ({n / peer:,.0f} dispatches/s)")
-    for raw, (took, records, cells) in results.items():
+    peer_best, peer_med = min(times[PEER]), statistics.median(times[PEER])
+    print(f"pmc_perf.csv: {n} dispatches x {cols} columns, {size_mb:.1f} MB; {records} KernelRecords, "
+          f"{columns} raw columns, {cells:,} raw cells; {args.repeat} interleaved rounds")  # fmt: skip
+    for name, ts in times.items():
+        best, med = min(ts), statistics.median(ts)
         print(
-            f"kevidence rocprof ingest raw={raw:<4}: {took * 1e3:9.1f} ms  ({n / took:,.0f} dispatches/s, "
-            f"{records} KernelRecords, {cells:,} raw cells)  ratio {took / peer:.2f}x"
+            f"{name:<28}: best {best * 1e3:7.1f} ms  median {med * 1e3:7.1f} ms  "
+            f"({n / best:,.0f} dispatches/s)  ratio best {best / peer_best:.2f}x  median {med / peer_med:.2f}x"
         )
     print("target: ingest within 2x of pyarrow.csv.read_csv")
 
+
+PEER = "pyarrow.csv.read_csv (peer)"
 
 if __name__ == "__main__":
     main()

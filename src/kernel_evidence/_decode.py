@@ -17,7 +17,7 @@ import msgspec
 
 from ._fast import PacketStruct, canonical_from_encoded, encode_struct
 
-__all__ = ["Decoded", "decode_document", "find_duplicate_key", "msgspec_path_to_pointer"]
+__all__ = ["Decoded", "decode_document", "decode_one", "find_duplicate_key", "msgspec_path_to_pointer"]
 
 _packet_decoder = msgspec.json.Decoder(PacketStruct)
 _list_decoder = msgspec.json.Decoder(list[PacketStruct])  # type: ignore[valid-type]
@@ -131,10 +131,34 @@ def _unit_expectation(pointer: str) -> str:
     return expected_unit_text(pointer)
 
 
+def decode_one(raw: bytes) -> tuple[Any, bytes] | None:
+    """The common case in one step: ``raw`` is one well-formed packet object.
+
+    Returns the decoded packet and its canonical bytes (without id) when it decodes and is
+    free of duplicate keys; None for anything else (an array, an error, a suspected
+    duplicate), which :func:`decode_document` then explains.
+    """
+    if raw[:1] != b"{":
+        return None
+    try:
+        p = _packet_decoder.decode(raw)
+    except (msgspec.DecodeError, RecursionError, UnicodeDecodeError):
+        return None
+    enc = encode_struct(p)
+    # input already in canonical form (as kernel-evidence writes it) cannot repeat a key
+    if not (raw.startswith(enc) and not raw[len(enc) :].strip()) and _maybe_duplicates(raw, enc.count(b'"')):
+        return None
+    return p, canonical_from_encoded(p, enc)
+
+
 def decode_document(record: Any) -> Iterator[Decoded]:
     """Decode one record's bytes into packet structs (a JSON array yields one per element)."""
     raw: bytes = record.data
     loc = record.location
+    one = decode_one(raw)
+    if one is not None:
+        yield Decoded(loc, packet=one[0], canonical=one[1])
+        return
     head = raw.lstrip()[:1]
     try:
         if head == b"[":

@@ -93,3 +93,16 @@ def test_hostile_units_and_numbers_give_nulls() -> None:
     assert cols["median_ns"] is None and cols["iteration"] is None
     assert cols["peak_flop_per_s"] is None
     assert decode_view(json.dumps(data).encode()) is None
+
+
+def test_serving_baseline_names_its_engine() -> None:
+    data = make_packet(0).to_dict()
+    data["timing"]["baseline"] = {
+        "engine": {"name": "vLLM", "version": "0.6.3"},
+        "settings": {"max_num_seqs": 256},
+    }
+    raw = msgspec.json.encode(data)
+    slow, fast = _both(raw)
+    cols = dict(zip([c.name for c in COLUMNS], slow, strict=False))
+    assert (cols["baseline_provider"], cols["baseline_version"]) == ("vLLM", "0.6.3")
+    assert _same(slow, fast)

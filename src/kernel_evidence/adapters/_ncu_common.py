@@ -1,25 +1,35 @@
 """Not public: what every Nsight Compute reader produces, and the small parsers they share.
 
 A reader (CSV details page, CSV raw page, text page, ``.ncu-rep``) turns one report into a
-:class:`Report`: the launches in report order, each with its identification fields and
-every metric exactly as ncu wrote it (:class:`~kernel_evidence.models.RawMetric`). The
-mapping to canonical metrics and packets lives in :mod:`.ncu` and works on this shape only.
+:class:`Report`: the launches in report order with their identification fields, and every
+metric exactly as ncu wrote it, as a table: one column per source metric name with one
+value per launch (``None`` where a launch lacks it) and the unit ncu gave. The wide raw page
+fills the table straight from its columns; the per-launch readers fill ``Launch.raw`` and
+:meth:`Report.table` turns that into columns. The mapping to canonical metrics and packets
+lives in :mod:`.ncu` and works on this shape only.
 """
 
 from __future__ import annotations
 
 import math
 import re
+from collections import Counter
 from dataclasses import dataclass, field
+from typing import Any
 
-from ..models import RawMetric
+__all__ = ["Launch", "Report", "Value", "parse_dims", "parse_value"]
 
-__all__ = ["Launch", "RawCache", "Report", "parse_dims", "parse_value"]
+#: a metric value as ncu wrote it: a number, text, or None (``n/a``, empty)
+Value = float | str | None
 
 
 @dataclass
 class Launch:
-    """One kernel launch as the report describes it."""
+    """One kernel launch as the report describes it.
+
+    ``raw`` (name -> (value, unit)) is filled by the per-launch readers only; the raw page
+    reader puts its metrics in :attr:`Report.columns` directly.
+    """
 
     id: str
     name: str
@@ -31,63 +41,87 @@ class Launch:
     block: list[int] | None = None
     cc: str | None = None
     raw_name: str | None = None
-    raw: dict[str, RawMetric] = field(default_factory=dict)
+    raw: dict[str, tuple[Value, str | None]] = field(default_factory=dict)
+
+
+_ABSENT = object()  # unit of a launch that lacks the metric (None is "no unit")
 
 
 @dataclass
 class Report:
     """One ncu report: its launches, the output kind it came from, and reader warnings."""
 
-    page: str  # "details" | "raw" | "text" | "ncu-rep"
+    page: str  # "details" | "raw" | "text" | "summary" | "ncu-rep"
     launches: list[Launch]
     location: str | None = None  # where the table started ("line 108"), for messages
     tool_version: str | None = None
     reader: str | None = None  # the library that decoded a binary report, with its version
     warnings: list[str] = field(default_factory=list)
     summary: dict[str, float] = field(default_factory=dict)  # e.g. SASS instruction-mix totals
-    #: device attributes identical in every launch, taken out of the launches' raw metrics
-    device_attributes: dict[str, float | str] = field(default_factory=dict)
+    #: raw page: source metric -> one value per launch, and its unit (None: no unit)
+    columns: dict[str, list[Value]] | None = None
+    units: dict[str, str | None] = field(default_factory=dict)
+
+    def table(self) -> tuple[dict[str, list[Value]], dict[str, Any]]:
+        """(columns, units): the raw metrics as columns, one value per launch.
+
+        A unit is a string or None when the whole column shares it; the per-launch readers
+        can give a list (one unit per launch, as ncu's pages scale units per launch).
+        """
+        if self.columns is not None:
+            return self.columns, self.units
+        n = len(self.launches)
+        values: dict[str, list[Value]] = {}
+        units: dict[str, list[Any]] = {}
+        for i, la in enumerate(self.launches):
+            for key, (v, u) in la.raw.items():
+                col = values.get(key)
+                if col is None:
+                    col = values[key] = [None] * n
+                    units[key] = [_ABSENT] * n
+                col[i] = v
+                units[key][i] = u
+        out_units: dict[str, Any] = {}
+        for key, us in units.items():
+            present = set(us)
+            present.discard(_ABSENT)
+            if len(present) == 1:
+                out_units[key] = present.pop()
+            else:  # absent launches have no unit: say None, the values are None there too
+                out_units[key] = [None if u is _ABSENT else u for u in us]
+        return values, out_units
 
 
-class _PerUnit(dict):  # type: ignore[type-arg]
-    """value -> RawMetric for one unit; a missing value is built on first use."""
-
-    __slots__ = ("unit",)
-
-    def __init__(self, unit: str | None) -> None:
-        super().__init__()
-        self.unit = unit
-
-    def __missing__(self, value: float | str | None) -> RawMetric:
-        made = self[value] = RawMetric(value=value, unit=self.unit)
-        return made
-
-
-class RawCache:
-    """Shares one immutable :class:`RawMetric` per distinct (value, unit): real reports repeat
-    device attributes and launch settings in every row, and building models is the slow part."""
-
-    __slots__ = ("_by_unit", "_cache")
-
-    def __init__(self) -> None:
-        self._cache: dict[tuple[object, object, type], RawMetric] = {}
-        self._by_unit: dict[str | None, _PerUnit] = {}
-
-    def column(self, values: list[float | str | None], unit: str | None) -> list[RawMetric]:
-        """One shared RawMetric per value of a column whose cells all have ``unit``."""
-        known = self._by_unit.get(unit or None)
-        if known is None:
-            known = self._by_unit[unit or None] = _PerUnit(unit or None)
-        return list(map(known.__getitem__, values))
-
-    def get(self, value: float | str | None, unit: str | None) -> RawMetric:
-        key = (value, unit, type(value))
-        hit = self._cache.get(key)
-        if hit is None:
-            hit = RawMetric(value=value, unit=unit or None)
-            if len(self._cache) < 2_000_000:
-                self._cache[key] = hit
-        return hit
+def split_by_unit(
+    columns: dict[str, list[Value]], units: dict[str, Any]
+) -> tuple[dict[str, list[Value]], dict[str, str]]:
+    """Columns whose unit differs between launches are split, so each column has one unit:
+    the launches in the column's most common unit keep the name, the others move to
+    ``<name> [<unit>]``. Returns (raw_columns, raw_units) as the packet stores them."""
+    out: dict[str, list[Value]] = {}
+    out_units: dict[str, str] = {}
+    for key in sorted(columns):
+        values, unit = columns[key], units.get(key)
+        if not isinstance(unit, list):
+            out[key] = values
+            if unit:
+                out_units[key] = unit
+            continue
+        counts = Counter(u for u, v in zip(unit, values, strict=True) if v is not None or u is not None)
+        main = counts.most_common(1)[0][0] if counts else None
+        n = len(values)
+        for u in [main, *(u for u in counts if u != main)]:
+            name = key if u == main else f"{key} [{u or ''}]"
+            out[name] = (
+                [v if ui == u else None for v, ui in zip(values, unit, strict=True)]
+                if len(counts) > 1
+                else list(values)
+            )
+            if u:
+                out_units[name] = u
+        if not counts:
+            out[key] = [None] * n
+    return dict(sorted(out.items())), out_units
 
 
 _THOUSANDS = re.compile(r"[+-]?\d{1,3}(?:,\d{3})+(?:\.\d*)?(?:[eE][+-]?\d+)?\Z")

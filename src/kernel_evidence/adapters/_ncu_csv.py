@@ -17,7 +17,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from ..errors import InputError
-from ._ncu_common import Launch, RawCache, Report, parse_dims, parse_value
+from ._ncu_common import Launch, Report, parse_dims, parse_value
 
 __all__ = ["read_text"]
 
@@ -56,14 +56,14 @@ def _last_profiler_error(lines: Sequence[str]) -> tuple[int, str] | None:
     return last
 
 
-def read_text(path: str, data: bytes, cache: RawCache) -> list[Report]:
+def read_text(path: str, data: bytes) -> list[Report]:
     """Every report found in one ncu text output; raises InputError when there is none."""
     if _header_starts(data[: 1 << 22]) or _HEADER_B.search(data) is not None:
         # raw page first: it is the only big one, read from bytes without splitting lines
-        return list(_read_csv(path, data, cache))
+        return list(_read_csv(path, data))
     text = data.decode("utf-8", errors="replace")
     lines = text.splitlines()
-    reports = _read_text_page(path, lines, cache)
+    reports = _read_text_page(path, lines)
     if reports:
         return reports
     last = _last_profiler_error(lines)
@@ -115,7 +115,7 @@ def _header_starts(data: bytes) -> list[int]:
     return sorted(set(starts))
 
 
-def _read_csv(path: str, data: bytes, cache: RawCache) -> Iterator[Report]:
+def _read_csv(path: str, data: bytes) -> Iterator[Report]:
     starts = _header_starts(data)
     for k, start in enumerate(starts):
         end = starts[k + 1] if k + 1 < len(starts) else len(data)
@@ -128,9 +128,9 @@ def _read_csv(path: str, data: bytes, cache: RawCache) -> Iterator[Report]:
         header = _split(path, line_no, header_line)
         body = data[header_end + 1 : end] if nl >= 0 else b""
         if "Metric Name" in header or "Metric Value" in header:
-            yield _read_details(path, line_no, header, body, cache, quoted)
+            yield _read_details(path, line_no, header, body, quoted)
         else:
-            yield _read_raw(path, line_no, header, body, cache, quoted)
+            yield _read_raw(path, line_no, header, body, quoted)
 
 
 def _body_lines(body: bytes, first_line: int, quoted: bool) -> Iterator[tuple[int, str]]:
@@ -177,7 +177,7 @@ def _cell(row: Sequence[str], i: int | None) -> str:
     return row[i]
 
 
-def _new_launch(row: Sequence[str], idx: dict[str, int], cache: RawCache) -> Launch:
+def _new_launch(row: Sequence[str], idx: dict[str, int]) -> Launch:
     g = idx.get
     launch = Launch(
         id=_cell(row, g("ID")).strip(),
@@ -195,7 +195,7 @@ def _new_launch(row: Sequence[str], idx: dict[str, int], cache: RawCache) -> Lau
     for col in _KEEP_AS_RAW:
         v = _cell(row, g(col)).strip()
         if v:
-            launch.raw[col] = cache.get(v, None)
+            launch.raw[col] = (v, None)
     return launch
 
 
@@ -206,9 +206,7 @@ def _nvtx_columns(header: Sequence[str]) -> list[tuple[str, int]]:
     ]
 
 
-def _read_details(
-    path: str, line_no: int, header: list[str], body: bytes, cache: RawCache, quoted: bool
-) -> Report:
+def _read_details(path: str, line_no: int, header: list[str], body: bytes, quoted: bool) -> Report:
     idx = _index(header)
     for need in ("ID", "Kernel Name", "Metric Name", "Metric Value"):
         if need not in idx:
@@ -232,7 +230,7 @@ def _read_details(
     warnings: list[str] = []
     decimal_commas: list[str] = []
     skipped = 0
-    values: dict[tuple[str, str], Any] = {}  # (unit, cell) -> RawMetric: cells repeat a lot
+    values: dict[tuple[str, str], Any] = {}  # (unit, cell) -> (value, unit): cells repeat a lot
     for _lno, row in _rows(path, _body_lines(body, line_no + 1, quoted=quoted)):
         if len(row) < width:
             row.extend([""] * (width - len(row)))  # ragged rows (trailing comma) are padded
@@ -243,11 +241,11 @@ def _read_details(
         key = (row[i_pid].strip() if i_pid is not None else None, launch_id)
         launch = launches.get(key)
         if launch is None:
-            launch = launches[key] = _new_launch(row, idx, cache)
+            launch = launches[key] = _new_launch(row, idx)
             for col, i in nvtx:
                 v = row[i].strip()
                 if v:
-                    launch.raw[col] = cache.get(v, None)
+                    launch.raw[col] = (v, None)
         name = row[i_name].strip()
         section = row[i_sec].strip() if i_sec is not None else ""
         if name:
@@ -255,18 +253,18 @@ def _read_details(
             cell = (unit, row[i_val])
             metric = values.get(cell)
             if metric is None:
-                metric = values[cell] = cache.get(parse_value(cell[1], decimal_commas), unit)
+                metric = values[cell] = (parse_value(cell[1], decimal_commas), unit or None)
             launch.raw[name if name not in launch.raw else f"{section}/{name}"] = metric
         elif i_rule is not None and row[i_rule].strip():
             rule = row[i_rule].strip()
             rtype = row[i_rtype].strip() if i_rtype is not None else ""
             desc = row[i_rdesc].strip() if i_rdesc is not None else ""
-            launch.raw[f"rule:{section}/{rule}"] = cache.get(desc, rtype or None)
+            launch.raw[f"rule:{section}/{rule}"] = (desc, rtype or None)
             speedup = parse_value(row[i_sval]) if i_sval is not None else None
             if speedup is not None:
                 stype = row[i_stype].strip() if i_stype is not None else ""
                 unit = f"% ({stype})" if stype else "%"
-                launch.raw[f"rule:{section}/{rule}:estimated_speedup"] = cache.get(speedup, unit)
+                launch.raw[f"rule:{section}/{rule}:estimated_speedup"] = (speedup, unit or None)
         else:
             skipped += 1
     if decimal_commas:
@@ -285,9 +283,7 @@ def _read_details(
     )
 
 
-def _read_raw(
-    path: str, line_no: int, header: list[str], body: bytes, cache: RawCache, quoted: bool
-) -> Report:
+def _read_raw(path: str, line_no: int, header: list[str], body: bytes, quoted: bool) -> Report:
     idx = _index(header)
     for need in ("ID", "Kernel Name"):
         if need not in idx:
@@ -314,7 +310,7 @@ def _read_raw(
         columns, units = _columns_slow(path, rows_body, body_line, names, units, warnings, quoted)
     if len(units) < len(names):
         units = list(units) + [""] * (len(names) - len(units))
-    return _launches_from_columns(path, line_no, header, names, units, columns, cache, warnings)
+    return _launches_from_columns(path, line_no, header, names, units, columns, warnings)
 
 
 def _columns_fast(body: bytes, names: list[str], quoted: bool) -> dict[str, list[Any]] | None:
@@ -436,87 +432,56 @@ def _launches_from_columns(
     names: list[str],
     units: list[str],
     columns: dict[str, list[Any]],
-    cache: RawCache,
     warnings: list[str],
 ) -> Report:
     n_rows = len(columns[names[0]]) if names else 0
     idx = _index(header)
-    metric_names: list[str] = []
-    metric_objs: list[list[Any]] = []
-    device_attributes: dict[str, float | str] = {}
-    for j, name in enumerate(names):
-        if name in ID_COLUMNS and name not in _KEEP_AS_RAW:
-            continue
-        unit = units[j].strip() or None
-        values = columns[name]
-        if name in ID_COLUMNS or ":" in name:  # kept text
-            unit = None
-        elif name.startswith("device__attribute_") and unit is None and n_rows:
-            first = values[0]
-            if first is not None and values.count(first) == n_rows:
-                device_attributes[name] = first  # the same in every launch: kept once
-                continue
-        metric_names.append(name)
-        metric_objs.append(cache.column(values, unit))
-    # raw maps in name order (ncu sorts its metric columns too): the canonical JSON of the
-    # packet id then needs no per-launch sorting
-    order = sorted(range(len(metric_names)), key=metric_names.__getitem__)
-    metric_names = [metric_names[i] for i in order]
-    metric_objs = [metric_objs[i] for i in order]
 
     def col(name: str) -> list[Any]:
         i = idx.get(name)
         return columns[names[i]] if i is not None else [None] * n_rows
 
-    ids, pids, pnames, kernels = (
-        col("ID"),
-        col("Process ID"),
-        col("Process Name"),
-        col("Kernel Name"),
-    )
+    ids, pids, pnames, kernels = col("ID"), col("Process ID"), col("Process Name"), col("Kernel Name")
     streams, grids, blocks, devs, ccs = (
-        col("Stream"),
-        col("Grid Size"),
-        col("Block Size"),
-        col("Device"),
-        col("CC"),
-    )
-    launches: list[Launch] = []
-    skipped = 0
-    for i, objs in (
-        enumerate(zip(*metric_objs, strict=True)) if metric_objs else enumerate([() for _ in range(n_rows)])
-    ):
-        launch_id = ids[i]
-        if launch_id is None:
-            skipped += 1
-            continue
-        raw = dict(zip(metric_names, objs, strict=True))
-        # n/a and empty cells stay in raw as value None only when ncu gave a unit for them
-        dev = devs[i]
-        launches.append(
-            Launch(
-                id=str(launch_id).strip(),
-                name=kernels[i] or "",
-                pid=pids[i],
-                process_name=pnames[i],
-                stream=streams[i],
-                device=int(dev) if isinstance(dev, str) and dev.strip().isdigit() else None,
-                grid=parse_dims(grids[i]),
-                block=parse_dims(blocks[i]),
-                cc=ccs[i],
-                raw=raw,
-            )
-        )
-    if skipped:
-        warnings.append(f"{skipped} row(s) without a launch ID were skipped")
-    if not launches:
+        col("Stream"), col("Grid Size"), col("Block Size"), col("Device"), col("CC"),
+    )  # fmt: skip
+    keep = [i for i, launch_id in enumerate(ids) if launch_id is not None]
+    if len(keep) < n_rows:
+        warnings.append(f"{n_rows - len(keep)} row(s) without a launch ID were skipped")
+    if not keep:
         raise _err(path, line_no, "the raw-page CSV has a header but no launch rows")
+    metrics: dict[str, list[Any]] = {}
+    metric_units: dict[str, str | None] = {}
+    for j, name in enumerate(names):
+        if name in ID_COLUMNS and name not in _KEEP_AS_RAW:
+            continue
+        values = columns[name]
+        if len(keep) < n_rows:
+            values = [values[i] for i in keep]
+        metrics[name] = values
+        # id and NVTX columns are text without a unit
+        metric_units[name] = None if name in ID_COLUMNS or ":" in name else (units[j].strip() or None)
+    launches = [
+        Launch(
+            id=str(ids[i]).strip(),
+            name=kernels[i] or "",
+            pid=pids[i],
+            process_name=pnames[i],
+            stream=streams[i],
+            device=int(devs[i]) if isinstance(devs[i], str) and devs[i].strip().isdigit() else None,
+            grid=parse_dims(grids[i]),
+            block=parse_dims(blocks[i]),
+            cc=ccs[i],
+        )
+        for i in keep
+    ]
     return Report(
         page="raw",
         launches=launches,
         location=f"line {line_no}",
         warnings=warnings,
-        device_attributes=device_attributes,
+        columns=metrics,
+        units=metric_units,
     )
 
 
@@ -558,7 +523,7 @@ def _split_row(line: str, spans: list[tuple[int, int]]) -> list[str]:
     return parts
 
 
-def _read_text_page(path: str, lines: list[str], cache: RawCache) -> list[Report]:
+def _read_text_page(path: str, lines: list[str]) -> list[Report]:
     launches: list[Launch] = []
     summary_mode = False
     pid: str | None = None
@@ -593,11 +558,11 @@ def _read_text_page(path: str, lines: list[str], cache: RawCache) -> list[Report
                 block=parse_dims(f"({m['block']})") if m["block"] else None,
                 cc=m["cc"], device=int(m["dev"]) if m["dev"] else None,
             )  # fmt: skip
-            current.raw["Context"] = cache.get(m["ctx"], None)
+            current.raw["Context"] = (m["ctx"], None)
             if m["time"]:
-                current.raw["Kernel Time"] = cache.get(m["time"], None)
+                current.raw["Kernel Time"] = (m["time"], None)
             if m["cc"]:
-                current.raw["CC"] = cache.get(m["cc"], None)
+                current.raw["CC"] = (m["cc"], None)
             launches.append(current)
             first_line = first_line or lno
             in_table = False
@@ -616,9 +581,9 @@ def _read_text_page(path: str, lines: list[str], cache: RawCache) -> list[Report
                 n = counters.get(pid, 0)
                 counters[pid] = n + 1
                 current = Launch(id=str(n), name=m["name"], pid=pid, process_name=pname, device=device)
-                current.raw["Block Size"] = cache.get(float(m["block"].replace(",", "")), None)
-                current.raw["Grid Size"] = cache.get(float(m["grid"].replace(",", "")), None)
-                current.raw["invocations"] = cache.get(float(m["n"]), None)
+                current.raw["Block Size"] = (float(m["block"].replace(",", "")), None)
+                current.raw["Grid Size"] = (float(m["grid"].replace(",", "")), None)
+                current.raw["invocations"] = (float(m["n"]), None)
                 summaries[skey] = current
                 launches.append(current)
             first_line = first_line or lno
@@ -645,11 +610,11 @@ def _read_text_page(path: str, lines: list[str], cache: RawCache) -> list[Report
             name, unit = cells[0], cells[1]
             key = name if name not in current.raw else f"{section}/{name}"
             if len(cells) >= 5 and header_cells[2:5] == ["Minimum", "Maximum", "Average"]:
-                current.raw[key] = cache.get(parse_value(cells[4]), unit)
-                current.raw[f"{key}.minimum"] = cache.get(parse_value(cells[2]), unit)
-                current.raw[f"{key}.maximum"] = cache.get(parse_value(cells[3]), unit)
+                current.raw[key] = (parse_value(cells[4]), unit or None)
+                current.raw[f"{key}.minimum"] = (parse_value(cells[2]), unit or None)
+                current.raw[f"{key}.maximum"] = (parse_value(cells[3]), unit or None)
             else:
-                current.raw[key] = cache.get(parse_value(cells[-1]), unit)
+                current.raw[key] = (parse_value(cells[-1]), unit or None)
     if not launches:
         return []
     if all(len(la.raw) <= 3 for la in launches):

@@ -13,7 +13,7 @@ import contextlib
 from typing import Any
 
 from ..errors import InputError, MissingExtra
-from ._ncu_common import Launch, RawCache, Report
+from ._ncu_common import Launch, Report
 
 __all__ = ["REP_MAGIC", "read_rep", "TENSOR_OPCODES"]
 
@@ -74,7 +74,7 @@ def _instances(metric: Any) -> list[tuple[str, float]]:
     return out
 
 
-def _rule_results(action: Any, raw: dict[str, Any], cache: RawCache) -> None:
+def _rule_results(action: Any, raw: dict[str, Any]) -> None:
     """Rule results under the same keys as the details-page CSV: ``rule:<section>/<rule>``
     (the message; its unit is the report's message type number, as stored)."""
     try:
@@ -86,15 +86,15 @@ def _rule_results(action: Any, raw: dict[str, Any], cache: RawCache) -> None:
         text = msg.get("message") if isinstance(msg, dict) else None
         if text:
             key = f"rule:{rr.get('section_identifier')}/{rr.get('rule_identifier')}"
-            raw[key] = cache.get(str(text), f"msg_type {msg.get('type')}")
+            raw[key] = (str(text), f"msg_type {msg.get('type')}")
 
 
 def _num(raw: dict[str, Any], key: str) -> float | None:
     m = raw.get(key)
-    return m.value if m is not None and isinstance(m.value, float) else None
+    return m[0] if m is not None and isinstance(m[0], float) else None
 
 
-def read_rep(path: str, cache: RawCache) -> Report:
+def read_rep(path: str) -> Report:
     """Every action (kernel launch) of every range of one report."""
     mod = _module(path)
     try:
@@ -118,18 +118,18 @@ def read_rep(path: str, cache: RawCache) -> Report:
                 if metric is None:
                     continue
                 unit = metric.unit() or None
-                raw[name] = cache.get(_value(metric), unit)
+                raw[name] = (_value(metric), unit)
                 if name == _OPCODE_MIX:
                     mix = _instances(metric)
                     if mix:
                         with_mix += 1
                     for opcode, count in mix:
-                        raw[f"{_OPCODE_MIX}[{opcode}]"] = cache.get(count, "inst")
+                        raw[f"{_OPCODE_MIX}[{opcode}]"] = (count, "inst")
                         total += count
                         if opcode.split(".")[0] in TENSOR_OPCODES:
                             tensor += count
 
-            _rule_results(action, raw, cache)
+            _rule_results(action, raw)
             dims = [_num(raw, f"launch__grid_dim_{c}") for c in "xyz"]
             bdims = [_num(raw, f"launch__block_dim_{c}") for c in "xyz"]
             major, minor = (

@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import gc
 import hashlib
+import math
 import os
 import statistics
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
@@ -46,7 +47,7 @@ from ..models import (
 )
 from ..units import UnitError, convert, dimension_of
 from . import AdapterOptions, AdapterResult
-from ._ncu_common import Launch, RawCache, Report
+from ._ncu_common import Report, Value, split_by_unit
 from ._ncu_csv import read_text
 from ._ncu_rep import REP_MAGIC, read_rep
 
@@ -116,99 +117,178 @@ def _table() -> _Table:
     return _Table(tuple(metrics), units)
 
 
-def canonical_metrics(raw: dict[str, RawMetric], warnings: set[str] | None = None) -> dict[str, Quantity]:
+def canonical_metrics(raw: Mapping[str, RawMetric], warnings: set[str] | None = None) -> dict[str, Quantity]:
     """Canonical metrics of one launch from its raw ncu metrics, through ``adapters/ncu.toml``.
 
     >>> from kernel_evidence.models import RawMetric
     >>> canonical_metrics({"gpu__time_duration.sum": RawMetric(value=5.15, unit="usecond")})["duration"]
     Quantity(value=5150.0, unit='ns')
     """
-    table = _table()
-    out: dict[str, Quantity] = {}
-    for canon in table.metrics:
-        for src in canon.sources:
-            value = _evaluate(src, canon, raw, table.units, warnings)
-            if value is not None:
-                out[canon.name] = Quantity(value=value, unit=canon.unit)
-                break
-    return out
+    columns = {k: [m.value] for k, m in raw.items()}
+    units = {k: m.unit for k, m in raw.items()}
+    return {
+        name: Quantity(value=values[0], unit=unit)
+        for name, (values, unit) in canonical_columns(columns, units, 1, warnings).items()
+        if values[0] is not None
+    }
 
 
-def _in_unit(
-    metric: str,
-    rm: RawMetric,
-    target: str,
-    src: _Source,
-    units: dict[str, tuple[str, float]],
-    warnings: set[str] | None,
-) -> float | None:
-    assert isinstance(rm.value, float)  # noqa: S101 - checked by the caller
+_NOT_FOUND = "unit `{spelled}` of `{metric}` is not in adapters/ncu.toml [units]; left raw only"
+_NOT_CONVERTIBLE = "`{metric}` is in `{spelled}`, which cannot be expressed in `{target}`; left raw only"
+
+
+def _ratio(
+    spelled: str | None, target: str, src: _Source, units: dict[str, tuple[str, float]]
+) -> tuple[float, float] | str:
+    """(factor, ratio): value in ``target`` = (value * factor) * ratio; or why there is none."""
     if src.unit is not None:
         unit, factor = src.unit, 1.0
     else:
-        spelled = rm.unit or ""
-        hit = units.get(spelled)
+        hit = units.get(spelled or "")
         if hit is None:
-            if warnings is not None:
-                warnings.add(
-                    f"unit `{spelled}` of `{metric}` is not in adapters/ncu.toml [units]; left raw only"
-                )
-            return None
+            return _NOT_FOUND
         unit, factor = hit
     try:
-        return convert(rm.value * factor, unit, target)
+        return factor, convert(1.0, unit, target)
     except UnitError:
+        return _NOT_CONVERTIBLE
+
+
+def _scaled(
+    metric: str,
+    values: list[Value],
+    unit: Any,
+    target: str,
+    src: _Source,
+    units: dict[str, tuple[str, float]],
+    needed: list[bool],
+    warnings: set[str] | None,
+) -> list[float | None]:
+    """One source column in ``target`` (None where the launch has no number for it)."""
+
+    def warn(why: str, spelled: str | None) -> None:
         if warnings is not None:
-            warnings.add(
-                f"`{metric}` is in `{rm.unit}`, which cannot be expressed in `{target}`; left raw only"
-            )
-        return None
+            warnings.add(why.format(spelled=spelled or "", metric=metric, target=target))
+
+    if not isinstance(unit, list):  # the whole column shares one unit: one ratio
+        r = _ratio(unit, target, src, units)
+        if isinstance(r, str):
+            if any(n and isinstance(v, float) for n, v in zip(needed, values, strict=True)):
+                warn(r, unit)
+            return [None] * len(values)
+        factor, ratio = r
+        if factor == 1.0:
+            return [v * ratio if type(v) is float else None for v in values]
+        return [(v * factor) * ratio if type(v) is float else None for v in values]
+    out: list[float | None] = []
+    known: dict[str | None, tuple[float, float] | str] = {}
+    for v, u, n in zip(values, unit, needed, strict=True):
+        if type(v) is not float:
+            out.append(None)
+            continue
+        r = known.get(u)
+        if r is None:
+            r = known[u] = _ratio(u, target, src, units)
+        if isinstance(r, str):
+            if n:
+                warn(r, u)
+            out.append(None)
+        else:
+            out.append((v * r[0]) * r[1])
+    return out
 
 
-def _evaluate(
+def _source_column(
     src: _Source,
     canon: _Canonical,
-    raw: dict[str, RawMetric],
+    columns: Mapping[str, list[Value]],
+    col_units: Mapping[str, Any],
     units: dict[str, tuple[str, float]],
+    needed: list[bool],
     warnings: set[str] | None,
-) -> float | None:
-    found = []
-    for m in src.metrics:
-        rm = raw.get(m)
-        if rm is None or not isinstance(rm.value, float):
-            return None
-        found.append((m, rm))
+) -> list[float | None] | None:
+    """The canonical metric from one mapping-table source, per launch; None when a source
+    metric is absent from the report."""
+    cols = [columns.get(m) for m in src.metrics]
+    if any(c is None for c in cols):
+        return None
+    n = len(needed)
+    if src.combine == "ratio_pct":
+        a, b = cols[0], cols[1]
+        ua, ub = col_units.get(src.metrics[0]), col_units.get(src.metrics[1])
+        ua = ua if isinstance(ua, list) else [ua] * n
+        ub = ub if isinstance(ub, list) else [ub] * n
+        # a ratio of two different things is not a rate
+        return [
+            100.0 * x / y
+            if type(x) is float and type(y) is float and y != 0 and (p or "") == (q or "")
+            else None
+            for x, y, p, q in zip(a, b, ua, ub, strict=True)  # type: ignore[arg-type]
+        ]
+    target = "count" if src.combine == "product" else canon.unit
+    scaled = []
+    for m, c in zip(src.metrics, cols, strict=True):
+        scaled.append(_scaled(m, c, col_units.get(m), target, src, units, needed, warnings))  # type: ignore[arg-type]
     if src.combine is None:
-        m, rm = found[0]
-        value = _in_unit(m, rm, canon.unit, src, units, warnings)
-    elif src.combine == "sum":
-        weights = src.weights or (1.0,) * len(found)
-        total = 0.0
-        for (m, rm), w in zip(found, weights, strict=True):
-            v = _in_unit(m, rm, canon.unit, src, units, warnings)
-            if v is None:
-                return None
-            total += w * v
-        value = total
-    elif src.combine == "product":
-        value = 1.0
-        for m, rm in found:
-            v = _in_unit(m, rm, "count", src, units, warnings)
-            if v is None:
-                return None
-            value *= v
-    elif src.combine == "ratio_pct":
-        (_ma, a), (_mb, b) = found[0], found[1]
-        if (a.unit or "") != (b.unit or "") or b.value == 0:
-            return None  # a ratio of two different things is not a rate
-        value = 100.0 * a.value / b.value  # type: ignore[operator]
-    else:
-        raise AdapterError(f"adapters/ncu.toml: unknown combine `{src.combine}` for `{canon.name}`")
-    if value is None or value != value or value in (float("inf"), float("-inf")):
-        return None
-    if value < 0 and dimension_of(canon.unit) not in ("ratio",):
-        return None
-    return value
+        return scaled[0]
+    if src.combine == "sum":
+        weights = src.weights or (1.0,) * len(scaled)
+        out: list[float | None] = []
+        for row in zip(*scaled, strict=True):
+            if None in row:
+                out.append(None)
+            else:
+                total = 0.0
+                for w, v in zip(weights, row, strict=True):
+                    total += w * v  # type: ignore[operator]
+                out.append(total)
+        return out
+    if src.combine == "product":
+        out = []
+        for row in zip(*scaled, strict=True):
+            if None in row:
+                out.append(None)
+            else:
+                value = 1.0
+                for v in row:
+                    value *= v  # type: ignore[operator]
+                out.append(value)
+        return out
+    raise AdapterError(f"adapters/ncu.toml: unknown combine `{src.combine}` for `{canon.name}`")
+
+
+def canonical_columns(
+    columns: Mapping[str, list[Value]],
+    col_units: Mapping[str, Any],
+    n: int,
+    warnings: set[str] | None = None,
+) -> dict[str, tuple[list[float | None], str]]:
+    """Canonical metric -> (one value per launch, its unit) from raw columns.
+
+    ``col_units`` gives each column's unit as ncu spelled it: one string (or None) for the
+    column, or a list with one per launch. Per launch, the first source of the mapping table
+    that yields a value wins.
+    """
+    table = _table()
+    out: dict[str, tuple[list[float | None], str]] = {}
+    for canon in table.metrics:
+        result: list[float | None] = [None] * n
+        needed = [True] * n
+        nonneg = dimension_of(canon.unit) != "ratio"
+        for src in canon.sources:
+            values = _source_column(src, canon, columns, col_units, table.units, needed, warnings)
+            if values is None:
+                continue
+            for i, v in enumerate(values):
+                if v is None or not needed[i] or not math.isfinite(v) or (nonneg and v < 0):
+                    continue
+                result[i] = v
+                needed[i] = False
+            if not any(needed):
+                break
+        if any(v is not None for v in result):
+            out[canon.name] = (result, canon.unit)
+    return out
 
 
 # --------------------------------------------------------------------------------- reading
@@ -246,9 +326,8 @@ def _expand(inputs: Sequence[str]) -> list[tuple[str, bool]]:
     return out
 
 
-def read_reports(path: str, cache: RawCache | None = None) -> tuple[list[Report], bytes | None]:
+def read_reports(path: str) -> tuple[list[Report], bytes | None]:
     """Every report in one file (several when one log holds several CSV tables)."""
-    cache = cache or RawCache()
     if path == "-":
         data = sys.stdin.buffer.read(MAX_TEXT_BYTES + 1)
         if data[:4] == REP_MAGIC:
@@ -257,7 +336,7 @@ def read_reports(path: str, cache: RawCache | None = None) -> tuple[list[Report]
             raise LimitExceeded(
                 "<stdin>", None, f"larger than {MAX_TEXT_BYTES} bytes (the cap for ncu text exports)"
             )
-        return _read_text_data("<stdin>", data, cache), data
+        return _read_text_data("<stdin>", data), data
     try:
         size = os.path.getsize(path)
         with open(path, "rb") as fh:
@@ -275,38 +354,47 @@ def read_reports(path: str, cache: RawCache | None = None) -> tuple[list[Report]
                 None,
                 f"not an Nsight Compute report (expected the bytes NVR\\0 at offset 0, got {head!r})",
             )
-        return [read_rep(path, cache)], None
+        return [read_rep(path)], None
     if size > MAX_TEXT_BYTES:
         raise LimitExceeded(path, None, f"larger than {MAX_TEXT_BYTES} bytes (the cap for ncu text exports)")
     with open(path, "rb") as fh:
         data = fh.read()
-    return _read_text_data(path, data, cache), data
+    return _read_text_data(path, data), data
 
 
-def _read_text_data(path: str, data: bytes, cache: RawCache) -> list[Report]:
+def _read_text_data(path: str, data: bytes) -> list[Report]:
     if not data.strip():
         raise InputError(
             path, None, "empty file; expected ncu --csv output, a text page or an .ncu-rep report"
         )
     if b"\x00" in data[:4096]:
         raise InputError(path, None, "binary file that is not an .ncu-rep report (no NVR\\0 header)")
-    return read_text(path, data, cache)
+    return read_text(path, data)
 
 
 # ---------------------------------------------------------------------------- building packets
 
 
-def _num(launch: Launch, key: str) -> float | None:
-    m = launch.raw.get(key)
-    return m.value if m is not None and isinstance(m.value, float) else None
+@dataclass
+class _RawTable:
+    """The raw metrics of one report as columns (one value per launch) and their units."""
+
+    columns: dict[str, list[Value]]
+    units: dict[str, Any]  # str | None for the column, or a list: one unit per launch
+
+    def num(self, key: str, i: int) -> float | None:
+        col = self.columns.get(key)
+        v = col[i] if col is not None else None
+        return v if type(v) is float else None
 
 
-def _device_attr(report: Report, key: str) -> float | str | None:
-    """A device attribute of the first launch, wherever the reader put it."""
-    if key in report.device_attributes:
-        return report.device_attributes[key]
-    m = report.launches[0].raw.get(key)
-    return m.value if m is not None else None
+def _device_attr(attributes: dict[str, Any], raw: _RawTable, key: str) -> float | str | None:
+    """A device attribute (the first launch's, when it is not the same in every launch)."""
+    if key in attributes:
+        v: float | str | None = attributes[key]
+        return v
+    col = raw.columns.get(key)
+    return col[0] if col else None
 
 
 def _arch(cc: str | None, major: Any, minor: Any) -> str | None:
@@ -320,19 +408,29 @@ def _arch(cc: str | None, major: Any, minor: Any) -> str | None:
 
 
 def _median_frequency(
-    launches: list[Launch], keys: Sequence[str], units: dict[str, tuple[str, float]]
+    raw: _RawTable, n: int, keys: Sequence[str], units: dict[str, tuple[str, float]]
 ) -> Frequency | None:
+    """Median over launches of the first of ``keys`` each launch has a number for, in MHz."""
+    per_key = []
+    for key in keys:
+        col = raw.columns.get(key)
+        if col is None:
+            continue
+        unit = raw.units.get(key)
+        per_key.append((col, unit if isinstance(unit, list) else [unit] * n))
+    if not per_key:
+        return None
     values = []
-    for la in launches:
-        for key in keys:
-            m = la.raw.get(key)
-            if m is None or not isinstance(m.value, float):
+    for i in range(n):
+        for col, unit in per_key:
+            v = col[i]
+            if type(v) is not float:
                 continue
-            hit = units.get(m.unit or "")
+            hit = units.get(unit[i] or "")
             if hit is None:
                 continue
             try:
-                values.append(convert(m.value * hit[1], hit[0], "MHz"))
+                values.append(convert(v * hit[1], hit[0], "MHz"))
             except UnitError:
                 continue
             break
@@ -341,14 +439,16 @@ def _median_frequency(
     return Frequency(value=round(statistics.median(values), 3), unit="MHz")
 
 
-def _hardware(report: Report, warnings: list[str]) -> Hardware | None:
+def _hardware(
+    report: Report, raw: _RawTable, attributes: dict[str, Any], warnings: list[str]
+) -> Hardware | None:
     first = report.launches[0]
-    name = _device_attr(report, "device__attribute_display_name")
+    name = _device_attr(attributes, raw, "device__attribute_display_name")
     name = name.strip() if isinstance(name, str) else None
     arch = _arch(
         first.cc,
-        _device_attr(report, "device__attribute_compute_capability_major"),
-        _device_attr(report, "device__attribute_compute_capability_minor"),
+        _device_attr(attributes, raw, "device__attribute_compute_capability_major"),
+        _device_attr(attributes, raw, "device__attribute_compute_capability_minor"),
     )
     if not name:
         cc = f"; compute capability {arch}" if arch else ""
@@ -357,21 +457,23 @@ def _hardware(report: Report, warnings: list[str]) -> Hardware | None:
             "add --set hardware.vendor=nvidia --set 'hardware.device=<GPU model>'"
         )
         return None
-    sms = _device_attr(report, "device__attribute_multiprocessor_count")
+    sms = _device_attr(attributes, raw, "device__attribute_multiprocessor_count")
     if not isinstance(sms, float):
-        sms = _num(first, "launch__sm_count")
-    memory = _device_attr(report, "device__attribute_total_memory")
+        sms = raw.num("launch__sm_count", 0)
+    memory = _device_attr(attributes, raw, "device__attribute_total_memory")
     memory = memory if isinstance(memory, float) and memory > 0 else None
-    devices = {la.device for la in report.launches if la.device is not None}
+    n = len(report.launches)
+    devices: set[Any] = {la.device for la in report.launches if la.device is not None}
     if not devices:
-        devices = {_num(la, "device__attribute_device_index") for la in report.launches} - {None}  # type: ignore[assignment]
+        index = attributes.get("device__attribute_device_index")
+        devices = (
+            {index}
+            if isinstance(index, float)
+            else {raw.num("device__attribute_device_index", i) for i in range(n)} - {None}
+        )
     units = _table().units
-    sm_clock = _median_frequency(
-        report.launches, ("sm__cycles_elapsed.avg.per_second", "SM Frequency"), units
-    )
-    mem_clock = _median_frequency(
-        report.launches, ("dram__cycles_elapsed.avg.per_second", "DRAM Frequency"), units
-    )
+    sm_clock = _median_frequency(raw, n, ("sm__cycles_elapsed.avg.per_second", "SM Frequency"), units)
+    mem_clock = _median_frequency(raw, n, ("dram__cycles_elapsed.avg.per_second", "DRAM Frequency"), units)
     clocks = Clocks(sm_observed=sm_clock, memory_observed=mem_clock) if sm_clock or mem_clock else None
     return Hardware(
         vendor="nvidia",
@@ -384,17 +486,35 @@ def _hardware(report: Report, warnings: list[str]) -> Hardware | None:
     )
 
 
-def _attributes(report: Report, device_attributes: dict[str, Any]) -> dict[str, Any]:
+def _hoist_device_attributes(raw: _RawTable, n: int) -> dict[str, Any]:
+    """Device attributes without a unit that are identical in every launch move out of the
+    raw columns into the capture's attributes (kept once, verbatim, instead of once per
+    launch); the others stay columns."""
+    hoisted: dict[str, Any] = {}
+    for key in [k for k in raw.columns if k.startswith("device__attribute_")]:
+        col = raw.columns[key]
+        first = col[0] if col else None
+        if first is None or raw.units.get(key) is not None:
+            continue
+        if col.count(first) == n and all(type(v) is type(first) for v in col):
+            hoisted[key] = first
+            del raw.columns[key]
+            raw.units.pop(key, None)
+    return hoisted
+
+
+def _attributes(report: Report, raw: _RawTable, hoisted: dict[str, Any]) -> dict[str, Any]:
     attrs: dict[str, Any] = {"page": report.page, "launches": len(report.launches)}
     if report.reader:
         attrs["reader"] = report.reader
     first = report.launches[0]
     if first.cc:
         attrs["compute_capability"] = first.cc
-    for key, m in first.raw.items():  # attributes that differ between launches: first device's
-        if key.startswith("device__attribute_") and m.value is not None:
-            attrs[key] = m.value
-    attrs.update(device_attributes)
+    # attributes that differ between launches: the first launch's device
+    for key, col in raw.columns.items():
+        if key.startswith("device__attribute_") and col and col[0] is not None:
+            attrs[key] = col[0]
+    attrs.update(hoisted)
     return attrs
 
 
@@ -425,58 +545,48 @@ def _artifact(path: str, data: bytes | None) -> Artifact:
     )
 
 
-def _hoist_device_attributes(report: Report) -> dict[str, Any]:
-    """Device attributes that are identical in every launch move out of each launch's raw
-    metrics into the capture's attributes (kept once, verbatim, instead of once per launch)."""
-    first = report.launches[0].raw
-    keys = [k for k, m in first.items() if k.startswith("device__attribute_") and not m.unit]
-    same = [
-        k
-        for k in keys
-        if all(la.raw.get(k) is first[k] or la.raw.get(k) == first[k] for la in report.launches)
-    ]
-    hoisted: dict[str, Any] = dict(report.device_attributes)
-    hoisted.update({k: first[k].value for k in same if first[k].value is not None})
-    drop = set(same)
-    if drop:
-        for la in report.launches:
-            la.raw = {k: v for k, v in la.raw.items() if k not in drop}
-    return hoisted
-
-
-def _records(report: Report, warnings: set[str]) -> list[KernelRecord]:
-    records = []
-    for la in report.launches:
-        metrics = canonical_metrics(la.raw, warnings)
-        process = (
-            la.pid if not la.process_name else (f"{la.pid} {la.process_name}" if la.pid else la.process_name)
-        )
-        invocations = la.raw.get("invocations")
-        records.append(
-            KernelRecord(
-                name=la.name or "<unnamed>",
-                raw_name=la.raw_name,
-                id=la.id,
-                process=process,
-                stream=la.stream,
-                device=la.device,
-                grid=la.grid or _dims(la, "grid"),
-                block=la.block or _dims(la, "block"),
-                invocations=int(invocations.value)
-                if invocations is not None and isinstance(invocations.value, float)
-                else None,
-                metrics=metrics or None,
-                raw=la.raw or None,
-            )
-        )
-    return records
-
-
-def _dims(la: Launch, kind: str) -> list[int] | None:
-    vals = [_num(la, f"launch__{kind}_dim_{c}") for c in "xyz"]
+def _dims(raw: _RawTable, i: int, kind: str) -> list[int] | None:
+    vals = [raw.num(f"launch__{kind}_dim_{c}", i) for c in "xyz"]
     if any(v is None or v < 0 for v in vals):
         return None
     return [int(v) for v in vals]  # type: ignore[arg-type]
+
+
+def _records(report: Report, raw: _RawTable, warnings: set[str]) -> list[dict[str, Any]]:
+    """One KernelRecord (as data, validated with the capture) per launch."""
+    n = len(report.launches)
+    canonical = [
+        (name, values, unit)
+        for name, (values, unit) in canonical_columns(raw.columns, raw.units, n, warnings).items()
+    ]
+    invocations = raw.columns.get("invocations")
+    records = []
+    for i, la in enumerate(report.launches):
+        metrics = {
+            name: {"value": values[i], "unit": unit}
+            for name, values, unit in canonical
+            if values[i] is not None
+        }
+        process = (
+            la.pid if not la.process_name else (f"{la.pid} {la.process_name}" if la.pid else la.process_name)
+        )
+        inv = invocations[i] if invocations is not None else None
+        record: dict[str, Any] = {"name": la.name or "<unnamed>"}
+        for key, value in (
+            ("raw_name", la.raw_name),
+            ("id", la.id),
+            ("process", process),
+            ("stream", la.stream),
+            ("device", la.device),
+            ("grid", la.grid or _dims(raw, i, "grid")),
+            ("block", la.block or _dims(raw, i, "block")),
+            ("invocations", int(inv) if type(inv) is float else None),
+            ("metrics", metrics or None),
+        ):
+            if value is not None:
+                record[key] = value
+        records.append(record)
+    return records
 
 
 def _timing(records: list[KernelRecord]) -> Timing:
@@ -508,16 +618,20 @@ def _packet(
 ) -> EvidencePacket:
     warnings = list(report.warnings)
     metric_warnings: set[str] = set()
-    hardware = _hardware(report, warnings)
-    device_attributes = _hoist_device_attributes(report)
-    records = _records(report, metric_warnings)
+    columns, units = report.table()
+    raw = _RawTable(dict(columns), dict(units))
+    n = len(report.launches)
+    hoisted = _hoist_device_attributes(raw, n)
+    hardware = _hardware(report, raw, hoisted, warnings)
+    records = _records(report, raw, metric_warnings)
     warnings.extend(sorted(metric_warnings))
+    raw_columns, raw_units = split_by_unit(raw.columns, raw.units)
     summary = None
     if report.summary:
         summary = {k: Quantity(value=v, unit="count") for k, v in report.summary.items()}
         if "tensor_core_inst_executed" in report.summary and report.summary["tensor_core_inst_executed"] == 0:
             warnings.append("no tensor-core (MMA) instruction executed in any launch")
-    names = list(dict.fromkeys(r.name for r in records))
+    names = list(dict.fromkeys(r["name"] for r in records))
     base = os.path.basename(path) + (f"#{index + 1}" if count > 1 else "")
     subject_name = names[0] if len(names) == 1 else base
     description = (
@@ -527,9 +641,11 @@ def _packet(
         tool="ncu",
         version=report.tool_version,
         source=_artifact(path, data),
-        kernels=records,
+        kernels=records,  # type: ignore[arg-type]
+        raw_columns=raw_columns or None,  # type: ignore[arg-type]
+        raw_units=raw_units or None,
         summary=summary,
-        attributes=_attributes(report, device_attributes),
+        attributes=_attributes(report, raw, hoisted),
         warnings=warnings or None,
     )
     return EvidencePacket(
@@ -538,7 +654,7 @@ def _packet(
         producer=Producer(name="kernel-evidence", version=__version__),
         subject=Subject(kind="kernel", name=subject_name, description=description),
         status="passed",
-        timing=_timing(records),
+        timing=_timing(capture.kernels or []),
         profiler=[capture],
         hardware=hardware,
     )
@@ -562,13 +678,12 @@ class NcuAdapter:
 
         packets: list[EvidencePacket] = []
         warnings: list[str] = []
-        cache = RawCache()
         with _no_gc():
             expanded = _expand(inputs)
             first_error: KernelEvidenceError | None = None
             for path, in_directory in expanded:
                 try:
-                    reports, data = read_reports(path, cache)
+                    reports, data = read_reports(path)
                 except (InputError, MissingExtra) as exc:
                     if not in_directory:
                         raise

@@ -21,20 +21,22 @@ from __future__ import annotations
 import gc
 import hashlib
 import math
-import operator
 import shlex
 import statistics
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from .. import _version
+from .._fast import canonical_struct_bytes
 from .._resources import load_toml
 from ..errors import AdapterError, InputError
 from ..models import (
@@ -46,7 +48,6 @@ from ..models import (
     Producer,
     ProfilerCapture,
     Quantity,
-    RawMetric,
     Replay,
     Stats,
     Status,
@@ -258,16 +259,16 @@ def _artifact(path: Path) -> Artifact:
 _new = object.__new__
 _set = object.__setattr__
 _TEMPLATES: dict[type[Any], dict[str, None]] = {
-    cls: dict.fromkeys(cls.model_fields) for cls in (RawMetric, Quantity, KernelRecord)
+    cls: dict.fromkeys(cls.model_fields) for cls in (Quantity, KernelRecord, ProfilerCapture)
 }
 
 
 def _built(cls: type[Any], fields: dict[str, Any]) -> Any:
     """A model instance from already-checked values (what ``model_construct`` does, faster).
 
-    The adapter produces millions of raw cells on large workloads; every value passed here
-    was converted by this module to the field's exact type beforehand, and the packets are
-    validated against the models in the tests.
+    A large workload has 10^4..10^5 dispatches and 10^6..10^7 raw cells; every value passed
+    here was converted by this module to the field's exact type beforehand, and the packets
+    are validated against the models in the tests.
     """
     obj = _new(cls)
     _set(obj, "__dict__", {**_TEMPLATES[cls], **fields})
@@ -275,10 +276,6 @@ def _built(cls: type[Any], fields: dict[str, Any]) -> Any:
     _set(obj, "__pydantic_extra__", None)
     _set(obj, "__pydantic_private__", None)
     return obj
-
-
-_EMPTY = _built(RawMetric, {})
-_VALUE_SET = {"value"}
 
 
 _BOTH_SET = {"value", "unit"}
@@ -308,43 +305,34 @@ def _quantities(values: list[float | None], unit: str) -> list[Quantity | None]:
     return out
 
 
-def _raw_metric(v: float | str) -> RawMetric:
-    obj = _new(RawMetric)
-    _set(obj, "__dict__", {"value": v, "unit": None})
-    _set(obj, "__pydantic_fields_set__", _VALUE_SET)  # shared: never mutated (no assignment)
-    _set(obj, "__pydantic_extra__", None)
-    _set(obj, "__pydantic_private__", None)
-    return obj
+def _raw_column(col: pa.Array) -> list[float | str | None]:
+    """A source column as ``raw_columns`` keeps it: numbers as floats, the rest as text.
 
-
-def _raw_objects(col: pa.Array, cache: dict[tuple[type, float | str], RawMetric]) -> list[RawMetric]:
-    """One RawMetric per cell; equal cells share one (immutable in use) object."""
+    Integers beyond 2**53 (which a float would round) and non-finite numbers (which JSON
+    cannot hold) are kept as their text; empty cells are None.
+    """
     t = col.type
     if pa.types.is_integer(t):
-        mx = pc.max(pc.abs(col)).as_py() if len(col) else None
-        exact = mx is None or mx < 2**53  # beyond 2**53 a float would round the integer
-        col = pc.cast(col, pa.float64() if exact else pa.string())
-    elif (
-        pa.types.is_boolean(t)
-        or pa.types.is_null(t)
-        or not (pa.types.is_floating(t) or pa.types.is_string(t) or pa.types.is_large_string(t))
-    ):
-        col = pc.cast(col, pa.string())
-    enc = pc.dictionary_encode(col)
-    objs: list[RawMetric] = []
-    for v in enc.dictionary.to_pylist():
-        if isinstance(v, float) and not math.isfinite(v):
-            v = str(v)
-        key = (type(v), v)
-        obj = cache.get(key)
-        if obj is None:
-            obj = cache[key] = _raw_metric(v)
-        objs.append(obj)
-    objs.append(_EMPTY)
-    idx = pc.fill_null(enc.indices, len(objs) - 1).to_pylist()
-    if len(idx) < 2:
-        return [objs[i] for i in idx]
-    return list(operator.itemgetter(*idx)(objs))
+        if len(col) - col.null_count:
+            lo, hi = pc.min_max(col).values()
+            if max(-lo.as_py(), hi.as_py()) >= _INT_EXACT:
+                return pc.cast(col, pa.string()).to_pylist()  # type: ignore[no-any-return]
+        return pc.cast(col, pa.float64()).to_pylist()  # type: ignore[no-any-return]
+    if pa.types.is_floating(t):
+        if t != pa.float64():
+            col = pc.cast(col, pa.float64())
+        values: list[float | str | None] = col.to_pylist()
+        if pc.all(pc.is_finite(col)).as_py() is False:  # null when every cell is empty
+            values = [v if v is None or math.isfinite(v) else str(v) for v in values]  # type: ignore[arg-type]
+        return values
+    if pa.types.is_null(t):
+        return [None] * len(col)
+    if not (pa.types.is_string(t) or pa.types.is_large_string(t)):
+        col = pc.cast(col, pa.string())  # booleans, dates, anything else pyarrow inferred
+    return col.to_pylist()  # type: ignore[no-any-return]
+
+
+_INT_EXACT = 2**53
 
 
 def _int_or_none(v: object) -> int | None:
@@ -473,13 +461,9 @@ def _derive(d: Dispatches, sysinfo: SysInfo) -> tuple[dict[str, tuple[list[float
     return out, warnings
 
 
-def _kernel_records(
-    d: Dispatches, derived: dict[str, tuple[list[float | None], str]], raw_mode: str = "all"
-) -> list[KernelRecord]:
+def _kernel_records(d: Dispatches, derived: dict[str, tuple[list[float | None], str]]) -> list[KernelRecord]:
+    """One record per dispatch: identity, launch shape and canonical metrics (raw is columnar)."""
     n = d.n
-    raw_names = list(d.raw) if raw_mode == "all" else []
-    cache: dict[tuple[type, float | str], RawMetric] = {}
-    raw_cols = [_raw_objects(d.raw[name], cache) for name in raw_names]
     kernel = d.values("Kernel_Name")
     ids = d.values("Dispatch_ID")
     gpus = d.values("GPU_ID")
@@ -489,37 +473,40 @@ def _kernel_records(
         gx, gy, gz = (d.values(f"Grid_Size_{a}") for a in "XYZ")
         grids: list[list[int] | None] = [_dims(x, y, z) for x, y, z in zip(gx, gy, gz, strict=False)]
     else:
-        grids = [_dims(g) for g in d.values("Grid_Size")]
+        grids = _dims_column(d.values("Grid_Size"))
     if "Workgroup_Size_X" in d.resolved:
         bx, by, bz = (d.values(f"Workgroup_Size_{a}") for a in "XYZ")
         blocks: list[list[int] | None] = [_dims(x, y, z) for x, y, z in zip(bx, by, bz, strict=False)]
     else:
-        blocks = [_dims(b) for b in d.values("Workgroup_Size")]
+        blocks = _dims_column(d.values("Workgroup_Size"))
     metric_names = list(derived)
     metric_objs = [_quantities(vals, unit) for vals, unit in derived.values()]
     metric_rows = zip(*metric_objs, strict=False) if metric_objs else iter([()] * n)
     records: list[KernelRecord] = []
-    rows = zip(*raw_cols, strict=False) if raw_cols else iter([()] * n)
     names: dict[str, str] = {}
-    for i, (row, mrow) in enumerate(zip(rows, metric_rows, strict=False)):
+    texts: dict[object, str | None] = {}
+    devices: dict[object, int | None] = {}
+    for i, mrow in enumerate(metric_rows):
         raw_name = kernel[i]
         raw_text = raw_name if isinstance(raw_name, str) else None
         name = ""
         if raw_text:
             name = names.get(raw_text) or names.setdefault(raw_text, normalise_kernel_name(raw_text))
+        ident = ids[i]
+        if ident is not None:
+            ident = texts[ident] if ident in texts else texts.setdefault(ident, _text(ident))
         if not name:
-            name = f"dispatch {_text(ids[i]) or i}"
-        metrics = {k: q for k, q in zip(metric_names, mrow, strict=False) if q is not None}
+            name = f"dispatch {ident or i}"
         fields: dict[str, Any] = {"name": name}
-        if raw_names:
-            fields["raw"] = dict(zip(raw_names, row, strict=False))
         if raw_text is not None and raw_text != name:
             fields["raw_name"] = raw_text
-        if ids[i] is not None:
-            fields["id"] = _text(ids[i])
-        dev = _int_or_none(gpus[i])
-        if dev is not None:
-            fields["device"] = dev
+        if ident is not None:
+            fields["id"] = ident
+        g = gpus[i]
+        if g is not None:
+            dev = devices[g] if g in devices else devices.setdefault(g, _int_or_none(g))
+            if dev is not None:
+                fields["device"] = dev
         if pids[i] is not None:
             fields["process"] = _text(pids[i])
         if queues[i] is not None:
@@ -528,10 +515,23 @@ def _kernel_records(
             fields["grid"] = grids[i]
         if blocks[i] is not None:
             fields["block"] = blocks[i]
+        metrics = {k: q for k, q in zip(metric_names, mrow, strict=False) if q is not None}
         if metrics:
             fields["metrics"] = metrics
         records.append(_built(KernelRecord, fields))
     return records
+
+
+def _dims_column(values: list[object]) -> list[list[int] | None]:
+    """``[v]`` per cell (equal cells share one list: records never mutate it), None if not a size."""
+    cache: dict[object, list[int] | None] = {}
+    out: list[list[int] | None] = []
+    for v in values:
+        hit = cache.get(v, False) if isinstance(v, (int, float, str)) else _dims(v)
+        if hit is False:
+            hit = cache[v] = _dims(v)
+        out.append(hit)  # type: ignore[arg-type]
+    return out
 
 
 def _dims(*vals: object) -> list[int] | None:
@@ -654,12 +654,14 @@ def _dispatch_packet(
     command: list[str] | None,
     command_note: str | None,
 ) -> EvidencePacket:
-    derived, derive_warnings = _derive(d, sysinfo)
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        # the source's SHA-256 is computed while the records are built (hashlib drops the GIL)
+        artifact = pool.submit(_artifact, source) if source is not None else None
+        derived, derive_warnings = _derive(d, sysinfo)
+        records = _kernel_records(d, derived)
+        raw_columns = {name: _raw_column(col) for name, col in d.raw.items()} if d.n else None
+        source_artifact = artifact.result() if artifact is not None else None
     warnings = [*warnings, *d.warnings, *derive_warnings]
-    raw_mode = str(options.extra.get("raw", "all"))
-    if raw_mode not in ("all", "none"):
-        raise AdapterError(f"rocprof option raw: expected `all` or `none`, got `{raw_mode}`")
-    records = _kernel_records(d, derived, raw_mode)
     top, samples = _top_kernel(d)
     if top is None and records:
         counts: dict[str, int] = {}
@@ -673,12 +675,14 @@ def _dispatch_packet(
     capture = ProfilerCapture(
         tool=tool,
         version=version,
-        source=_artifact(source) if source is not None else None,
+        source=source_artifact,
         kernels=records or None,
         summary=_summary(derived) or None,
         attributes={k: _attr_value(v) for k, v in attrs.items()} or None,
         warnings=warnings or None,
     )
+    if raw_columns:  # values converted by _raw_column to the field's types: not validated again
+        capture = capture.model_copy(update={"raw_columns": raw_columns})
     stats = _stats(samples)
     timing = None
     if stats is not None:
@@ -944,6 +948,7 @@ def _read_analyze(job: _Job, options: AdapterOptions) -> EvidencePacket:
         warnings.append("no speed-of-light table: utilisation and bandwidth metrics not derived")
 
     records: list[KernelRecord] = []
+    kept_rows: list[dict[str, str]] = []
     top_name, top_row = None, None
     best = -1.0
     for row in t.top_kernels:
@@ -954,19 +959,14 @@ def _read_analyze(job: _Job, options: AdapterOptions) -> EvidencePacket:
         count = _int_or_none(number(row.get("Count")))
         mean = number(row.get("Mean(ns)"))
         total = number(row.get("Sum(ns)"))
-        raw = {
-            k: RawMetric(value=number(v) if number(v) is not None else v.replace("\n", ""))
-            for k, v in row.items()
-            if k
-        }
         rec = KernelRecord(
             name=name,
             raw_name=raw_text if raw_text != name else None,
             invocations=count if count is not None and count >= 0 else None,
             metrics={"duration": Quantity(value=mean, unit="ns")} if mean is not None and mean >= 0 else None,
-            raw=raw,
         )
         records.append(rec)
+        kept_rows.append(row)
         if total is not None and total > best:
             best, top_name, top_row = total, name, row
     if not t.top_kernels:
@@ -1005,6 +1005,7 @@ def _read_analyze(job: _Job, options: AdapterOptions) -> EvidencePacket:
         tool=tool,
         source=Artifact(kind="profile", name=job.path.name, path=str(job.path)),
         kernels=records or None,
+        raw_columns=_table_columns(kept_rows) or None,
         summary=summary or None,
         attributes=attrs,
         warnings=warnings or None,
@@ -1022,6 +1023,20 @@ def _read_analyze(job: _Job, options: AdapterOptions) -> EvidencePacket:
     )
 
 
+def _table_columns(rows: list[dict[str, str]]) -> dict[str, list[float | str | None]]:
+    """The rows of an analyze table as raw columns: numbers as floats, the rest as text."""
+    names = list(dict.fromkeys(k for row in rows for k in row if k))
+    out: dict[str, list[float | str | None]] = {}
+    for name in names:
+        col: list[float | str | None] = []
+        for row in rows:
+            v = row.get(name)
+            x = number(v)
+            col.append(x if x is not None else (v.replace("\n", "") if v else None))
+        out[name] = col
+    return out
+
+
 def _read_job(job: _Job, options: AdapterOptions) -> EvidencePacket:
     """Read one job with the cyclic garbage collector paused.
 
@@ -1031,10 +1046,46 @@ def _read_job(job: _Job, options: AdapterOptions) -> EvidencePacket:
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _READERS[job.kind](job, options)
+        packet = _READERS[job.kind](job, options)
+        return _with_id(packet) if options.extra.get("packet_ids", True) else packet
     finally:
         if was_enabled:
             gc.enable()
+
+
+_CANONICAL = msgspec.json.Encoder(order="deterministic")
+
+
+def _with_id(packet: EvidencePacket) -> EvidencePacket:
+    """``packet.with_id()``, without the JSON round trip of the raw columns.
+
+    ``compute_id`` hashes the canonical JSON of the packet: sorted keys, no null members.
+    The packet is encoded that way with a one-key placeholder in place of ``raw_columns``,
+    and the columns (plain floats, strings and nulls) are encoded with the same canonical
+    encoder straight into the hash, key by key in sorted order. The result is the same id;
+    the tests check it against ``compute_id`` on every corpus workload.
+    """
+    captures = packet.profiler or []
+    if len(captures) != 1 or not captures[0].raw_columns:
+        return packet.with_id()
+    cap = captures[0]
+    columns = cap.raw_columns
+    assert columns is not None  # noqa: S101 - checked above
+    token = "\x00raw-columns-" + hashlib.sha256(repr(sorted(columns)).encode()).hexdigest()
+    stub = packet.model_copy(
+        update={"profiler": [cap.model_copy(update={"raw_columns": {token: []}})], "packet_id": None}
+    )
+    head = canonical_struct_bytes(stub._struct())
+    marker = b'"raw_columns":' + _CANONICAL.encode({token: []})
+    i = head.find(marker)
+    if i < 0 or head.find(marker, i + 1) >= 0:  # pragma: no cover - the token is unique
+        return packet.with_id()
+    h = hashlib.sha256(head[: i + len(b'"raw_columns":{')])
+    for j, name in enumerate(sorted(columns)):
+        h.update((b"," if j else b"") + _CANONICAL.encode(name) + b":")
+        h.update(_CANONICAL.encode(columns[name]))
+    h.update(head[i + len(marker) - 1 :])
+    return packet.model_copy(update={"packet_id": "sha256:" + h.hexdigest()})
 
 
 _READERS = {

@@ -235,6 +235,10 @@ def extract(data: dict[str, Any], peaks: Any = None) -> list[Any]:
         peaks,
     )
     energy = _d(cost.get("energy"))
+    provider, provider_version = _s(baseline.get("provider")), _s(baseline.get("version"))
+    if provider is None:  # a serving baseline names its engine instead
+        engine = _d(baseline.get("engine"))
+        provider, provider_version = _s(engine.get("name")), _s(engine.get("version"))
     workload = _s(task.get("workload"))
     if workload is None:
         workload = _s(_d(task.get("serving")).get("model"))
@@ -268,8 +272,8 @@ def extract(data: dict[str, Any], peaks: Any = None) -> list[Any]:
         ci_low,
         ci_high,
         n,
-        _s(baseline.get("provider")),
-        _s(baseline.get("version")),
+        provider,
+        provider_version,
         _s(baseline.get("call")),
         b_median,
         speedup,
@@ -371,6 +375,7 @@ class _Baseline(_Opt, frozen=True):
     provider: str | None = None
     version: str | None = None
     call: str | None = None
+    engine: _Named | None = None
     stats: _Stats | None = None
 
 
@@ -514,6 +519,9 @@ def extract_view(p: PacketView, peaks: Any = None) -> list[Any]:
     workload = task.workload
     if workload is None and task.serving is not None:
         workload = task.serving.model
+    provider, provider_version = baseline.provider, baseline.version
+    if provider is None and baseline.engine is not None:
+        provider, provider_version = baseline.engine.name, baseline.engine.version
     producer, subject, lineage = p.producer, p.subject, p.lineage
     return [
         p.packet_id,
@@ -544,8 +552,8 @@ def extract_view(p: PacketView, peaks: Any = None) -> list[Any]:
         ci_low,
         ci_high,
         n,
-        baseline.provider,
-        baseline.version,
+        provider,
+        provider_version,
         baseline.call,
         b_median,
         speedup,

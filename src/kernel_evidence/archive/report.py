@@ -93,6 +93,9 @@ def _speedup_rows(table: pa.Table) -> list[dict[str, Any]]:
     t = table.filter(pc.and_(pc.equal(table["valid"], True), pc.is_valid(table["speedup"])))
     if t.num_rows == 0:
         return []
+    # a serving packet has a workload (its model) where a kernel packet has an operator
+    what = pc.coalesce(t["operator"], t["workload"])
+    t = t.set_column(t.schema.get_field_index("operator"), "operator", what)
     keys = ["device", "operator", "baseline_provider", "baseline_version"]
     base = {tuple(r[k] for k in keys): r for r in _grouped(t, keys, "speedup")}
     ci = t.filter(pc.is_valid(t["speedup_low"]))

@@ -100,8 +100,16 @@ COLUMNS: Final[tuple[Column, ...]] = (
     Column("ci_low_ns", _F64, "`timing.stats.ci_low` in nanoseconds"),
     Column("ci_high_ns", _F64, "`timing.stats.ci_high` in nanoseconds"),
     Column("samples", _I64, "`timing.stats.n`, else the number of `timing.stats.samples`"),
-    Column("baseline_provider", _STR, "`timing.baseline.provider` (e.g. cuBLASLt, hipBLASLt)"),
-    Column("baseline_version", _STR, "`timing.baseline.version`"),
+    Column(
+        "baseline_provider",
+        _STR,
+        "`timing.baseline.provider` (cuBLASLt, hipBLASLt, XLA...), else `timing.baseline.engine.name`",
+    ),
+    Column(
+        "baseline_version",
+        _STR,
+        "`timing.baseline.version`, else `timing.baseline.engine.version`",
+    ),
     Column("baseline_call", _STR, "`timing.baseline.call`"),
     Column("baseline_median_ns", _F64, "`timing.baseline.stats.median` in nanoseconds"),
     Column("speedup", _F64, "`timing.speedup.value`"),

@@ -21,7 +21,7 @@ from typing import Any
 import msgspec
 from pydantic import ValidationError
 
-from .._decode import Decoded, decode_document
+from .._decode import Decoded, decode_document, decode_one
 from .._fast import PacketStruct
 from ..io import Limits, Record, discover, iter_records
 from ..models import EvidencePacket
@@ -134,6 +134,11 @@ def validate_paths(paths: Iterable[str | os.PathLike[str]], limits: Limits | Non
             if rec.error is not None:
                 f = finding("KE000", "", rec.error.message)
                 yield Report(rec.source, rec.location, None, [f], Grade("F", ("invalid: KE000",)))
+                continue
+            assert rec.data is not None  # a record without error carries data
+            one = decode_one(rec.data)
+            if one is not None:
+                yield validate_struct(one[0], rec.source, rec.location, one[1])
                 continue
             for item in decode_document(rec):
                 yield _report_for(item, rec.source)

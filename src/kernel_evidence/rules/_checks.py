@@ -557,9 +557,10 @@ def _stats(ptr: str, s: Any, add: Add) -> None:
             add(("KE501", f"{ptr}/mean", f"mean {mean:g} is above the max {hi:g}"))
     pcts = s.percentiles
     if pcts:
+        cache = _PCT_CACHE
         items = []
         for k, val in pcts.items():
-            q = _pct(k)
+            q = cache[k] if k in cache else _pct(k)
             if q is None:
                 add(
                     (
@@ -582,7 +583,7 @@ def _stats(ptr: str, s: Any, add: Add) -> None:
                     )
                 )
             pk, pv = k, val
-            if q == 50 and abs(val - med) > 0.01 * max(abs(val), abs(med)):
+            if q == 50 and abs(val - med) > 0.01 * (val if val > med else med):
                 add(("KE501", f"{ptr}/percentiles/{k}", f"p50 = {val:g} differs from the median {med:g}"))
             if lo is not None and val < lo * _LO:
                 add(("KE501", f"{ptr}/percentiles/{k}", f"{k} = {val:g} is below the min {lo:g}"))
@@ -605,12 +606,14 @@ def _stats(ptr: str, s: Any, add: Add) -> None:
         ys = sorted(xs)
         mid = count // 2
         smed = ys[mid] if count % 2 else (ys[mid - 1] + ys[mid]) / 2
-        if abs(smed - med) > 0.01 * max(abs(smed), abs(med)):
+        # all values are >= 0 (the schema says so): the larger one bounds the relative difference
+        if abs(smed - med) > 0.01 * (smed if smed > med else med):
             add(("KE503", f"{ptr}/median", f"median {med:g} does not match the samples' median {smed:g}"))
-        if lo is not None and abs(ys[0] - lo) > 1e-6 * max(abs(ys[0]), abs(lo)):
-            add(("KE503", f"{ptr}/min", f"min {lo:g} does not match the samples' min {ys[0]:g}"))
-        if hi is not None and abs(ys[-1] - hi) > 1e-6 * max(abs(ys[-1]), abs(hi)):
-            add(("KE503", f"{ptr}/max", f"max {hi:g} does not match the samples' max {ys[-1]:g}"))
+        y0, y1 = ys[0], ys[-1]
+        if lo is not None and abs(y0 - lo) > 1e-6 * (y0 if y0 > lo else lo):
+            add(("KE503", f"{ptr}/min", f"min {lo:g} does not match the samples' min {y0:g}"))
+        if hi is not None and abs(y1 - hi) > 1e-6 * (y1 if y1 > hi else hi):
+            add(("KE503", f"{ptr}/max", f"max {hi:g} does not match the samples' max {y1:g}"))
 
 
 def _stats_without_median(ptr: str, s: Any, add: Add) -> None:
@@ -625,7 +628,13 @@ def _stats_without_median(ptr: str, s: Any, add: Add) -> None:
         pk = pv = None
         for q, k, val in sorted((q, k, v) for k, v in s.percentiles.items() if (q := _pct(k)) is not None):
             if pv is not None and val < pv * _LO:
-                add(("KE501", f"{ptr}/percentiles/{k}", f"{k} = {val:g} is below {pk} = {pv:g}; percentiles must not decrease"))
+                add(
+                    (
+                        "KE501",
+                        f"{ptr}/percentiles/{k}",
+                        f"{k} = {val:g} is below {pk} = {pv:g}; percentiles must not decrease",
+                    )
+                )
             pk, pv = k, val
     if s.n is not None and s.n < 1:
         add(("KE502", f"{ptr}/n", f"n is {s.n}; expected at least 1"))

@@ -141,6 +141,21 @@ def dtype_class(dtype: str) -> str | None:
 
 
 def peak_flops_for(peaks: DevicePeaks, dtypes: tuple[str, ...]) -> float:
+    """The FLOP/s ceiling for work in ``dtypes`` (cached per device and dtypes); see
+    :func:`_peak_flops_for`."""
+    key = (peaks.key, dtypes)
+    hit = _peak_cache.get(key)
+    if hit is None:
+        hit = _peak_flops_for(peaks, dtypes)
+        if len(_peak_cache) < 4096:
+            _peak_cache[key] = hit
+    return hit
+
+
+_peak_cache: dict[tuple[str, tuple[str, ...]], float] = {}
+
+
+def _peak_flops_for(peaks: DevicePeaks, dtypes: tuple[str, ...]) -> float:
     """The FLOP/s ceiling for work in ``dtypes``: the highest peak among their classes.
 
     Unknown or absent dtypes give the device's highest figure, so the check only ever
