@@ -27,7 +27,6 @@ from .models import SCHEMA_VERSION, EvidencePacket, FailureClass, Status
 from .rules import Finding, Grade, Report, validate, validate_paths
 from .schema import SchemaVersion, load_schema
 
-
 _LAZY = {
     # name -> (module, attribute or None for the module itself); loaded on first use so that
     # `import kernel_evidence` stays light (strategies pulls in Hypothesis)

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
 from .adapters import AdapterOptions, get_adapter
 from .errors import InputError
@@ -40,7 +40,7 @@ __all__ = [
     "ingest",
     "metric_table",
     "missing_for_validation",
-    "packet_data",
+    "packet_json",
     "packet_id",
     "parse_baseline",
     "parse_set",
@@ -326,129 +326,51 @@ def _complete(
     return IngestResult(packets=packets, warnings=list(result.warnings))
 
 
-# ------------------------------------------------------------------- fast packet data and id
+# ------------------------------------------------------------------- fast packet bytes and id
 
-_PLAIN = msgspec.json.Encoder()
+_COLUMNS = msgspec.json.Encoder(order="deterministic")
 
 
-class _Dumper:
-    """``to_dict`` for packets whose captures hold many kernel records.
+def _struct(packet: EvidencePacket) -> Any:
+    """The packet as the core's checked msgspec struct, with each capture's ``raw_columns``
+    encoded once, straight from its lists, as canonical JSON (spliced in as ``msgspec.Raw``).
 
-    pydantic serialises every RawMetric of every launch one by one; adapters share one
-    RawMetric instance per distinct value, so each is dumped once here (memoised by
-    identity while the packet is alive) and the per-launch maps are assembled in C
-    (``map``/``zip``). With ``canonical``, every object is built with sorted keys and
-    without nulls, so a plain encoder writes the canonical bytes of the packet id.
+    :meth:`EvidencePacket.compute_id` sends every column value through pydantic's JSON
+    serialiser and msgspec's decoder first; a raw-column table holds millions of numbers that
+    the models validated already, so here they are encoded once and only once.
     """
+    from ._fast import packet_decoder
 
-    def __init__(self, canonical: bool) -> None:
-        self.canonical = canonical
-        self.memo: dict[int, Any] = {}
-        self.perms: dict[tuple[str, ...], list[int]] = {}
-        self.keep: list[Any] = []  # keeps memoised objects alive, so ids stay unique
-
-    def model(self, m: Any) -> Any:
-        hit = self.memo.get(id(m))
-        if hit is None:
-            hit = m.model_dump(mode="json", exclude_none=True)
-            if self.canonical:  # encoded once, copied as bytes by the encoder
-                hit = msgspec.Raw(_PLAIN.encode(_canonical(hit)))
-            self.memo[id(m)] = hit
-            self.keep.append(m)
-        return hit
-
-    def model_map(self, mapping: dict[str, Any]) -> dict[str, Any]:
-        values = list(mapping.values())
-        dumped = list(map(self.memo.get, map(id, values)))
-        if None in dumped:
-            for i, m in enumerate(values):
-                if dumped[i] is None:
-                    dumped[i] = self.model(m)
-        if not self.canonical:
-            return dict(zip(mapping, dumped, strict=True))
-        keys = tuple(mapping)
-        perm = self.perms.get(keys)
-        if perm is None:
-            perm = sorted(range(len(keys)), key=keys.__getitem__)
-            self.perms[keys] = perm = [] if perm == list(range(len(keys))) else perm
-        if not perm:  # already in sorted order
-            return dict(zip(keys, dumped, strict=True))
-        return {keys[i]: dumped[i] for i in perm}
-
-    def kernel(self, k: Any) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        names = _SORTED_FIELDS if self.canonical else _FIELDS
-        for name in names:
-            v = getattr(k, name)
-            if v is None:
-                continue
-            if isinstance(v, dict) and (not v or isinstance(next(iter(v.values())), BaseModel)):
-                out[name] = self.model_map(v)
-            elif isinstance(v, (str, int, float)) or (
-                isinstance(v, list) and all(type(x) in (int, float, str) for x in v)
-            ):
-                out[name] = v
-            else:  # anything else a future model adds: let pydantic say how it looks
-                dumped = k.model_dump(mode="json", exclude_none=True, include={name})
-                if name in dumped:
-                    out[name] = _canonical(dumped[name]) if self.canonical else dumped[name]
-        return out
-
-    def capture(self, cap: Any) -> dict[str, Any]:
-        if cap.kernels is None:
-            d: dict[str, Any] = cap.model_dump(mode="json", exclude_none=True)
-            return _canonical(d) if self.canonical else d
-        head = cap.model_dump(mode="json", exclude_none=True, exclude={"kernels"})
-        head["kernels"] = [self.kernel(k) for k in cap.kernels]
-        return _reorder(head, type(cap).model_fields, self.canonical, skip="kernels")
-
-    def packet(self, packet: EvidencePacket) -> dict[str, Any]:
-        if not packet.profiler:
-            d = packet.to_dict()
-        else:
-            d = packet.model_dump(mode="json", exclude_none=True, exclude={"profiler"})
-            d["profiler"] = [self.capture(c) for c in packet.profiler]
-        return _reorder(d, EvidencePacket.model_fields, self.canonical, skip="profiler")
+    captures = packet.profiler or []
+    columns = [c.raw_columns for c in captures]
+    if all(c is None for c in columns):
+        return packet_decoder.decode(packet.model_dump_json(exclude_none=True))
+    light = packet.model_copy(
+        update={"profiler": [c.model_copy(update={"raw_columns": None}) for c in captures]}
+    )
+    struct = packet_decoder.decode(light.model_dump_json(exclude_none=True))
+    for i, cols in enumerate(columns):
+        if cols is not None:
+            struct.profiler[i].raw_columns = msgspec.Raw(_COLUMNS.encode(cols))
+    return struct
 
 
-def _canonical(obj: Any) -> Any:
-    """Sorted keys, no null members, at any depth."""
-    if isinstance(obj, dict):
-        return {k: _canonical(obj[k]) for k in sorted(obj) if obj[k] is not None}
-    if isinstance(obj, list):
-        return [_canonical(v) for v in obj]
-    return obj
+def packet_json(packet: EvidencePacket) -> bytes:
+    """``packet.to_json()`` (the same bytes), faster for captures with raw-column tables."""
+    from ._fast import encode_struct
 
-
-def _reorder(d: dict[str, Any], fields: Any, canonical: bool, skip: str) -> dict[str, Any]:
-    if canonical:  # everything but the already-canonical part is made canonical here
-        return {k: (d[k] if k == skip else _canonical(d[k])) for k in sorted(d) if d[k] is not None}
-    return {name: d[name] for name in fields if name in d}
-
-
-def _kernel_fields() -> tuple[tuple[str, ...], tuple[str, ...]]:
-    from .models import KernelRecord
-
-    names = tuple(KernelRecord.model_fields)
-    return names, tuple(sorted(names))
-
-
-_FIELDS, _SORTED_FIELDS = _kernel_fields()
-
-
-def packet_data(packet: EvidencePacket) -> dict[str, Any]:
-    """``packet.to_dict()``, several times faster for captures with many kernels.
-
-    The result may share sub-dicts between kernel records: treat it as read-only.
-    """
-    return _Dumper(canonical=False).packet(packet)
+    if packet.extensions is not None:  # extensions may hold nulls: the core knows the rules
+        return packet.to_json()
+    return encode_struct(_struct(packet))
 
 
 def packet_id(packet: EvidencePacket) -> str:
-    """``packet.compute_id()`` (same canonical bytes), several times faster for big captures."""
-    data = _Dumper(canonical=True).packet(packet)
-    data.pop("packet_id", None)
-    return "sha256:" + hashlib.sha256(_PLAIN.encode(data)).hexdigest()
+    """``packet.compute_id()`` (the same id), faster for captures with raw-column tables."""
+    from ._fast import canonical_struct_bytes
+
+    if packet.extensions is not None:
+        return packet.compute_id()
+    return "sha256:" + hashlib.sha256(canonical_struct_bytes(_struct(packet))).hexdigest()
 
 
 def with_packet_id(packet: EvidencePacket) -> EvidencePacket:

@@ -5,12 +5,12 @@ The eight categories live in their own modules; :class:`EvidencePacket` puts the
 
 from __future__ import annotations
 
+import hashlib
 from enum import Enum
 from typing import Annotated, Any, Literal
 
-import hashlib
-
 from pydantic import Field, Strict
+
 from ._base import Digest, Model, NonEmptyStr, NonNegInt, Str, UtcTimestamp
 from .compile import Compile
 from .cost import Cost

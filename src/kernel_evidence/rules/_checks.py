@@ -349,7 +349,8 @@ def _profiler(captures: Any, add: Add) -> None:
         n = len(cap.kernels) if cap.kernels else 0
         for name, values in cols.items():
             if len(values) != n:
-                ptr = "/profiler/%d/raw_columns/%s" % (i, name.replace("~", "~0").replace("/", "~1"))
+                esc = name.replace("~", "~0").replace("/", "~1")
+                ptr = f"/profiler/{i}/raw_columns/{esc}"
                 add(("KE901", ptr, f"column `{name}` has {len(values)} values for {n} kernel records"))
                 return
 
@@ -626,7 +627,7 @@ def _stats_without_median(ptr: str, s: Any, add: Add) -> None:
             add(("KE501", f"{ptr}/mean", f"mean {mean:g} is above the max {hi:g}"))
     if s.percentiles:
         pk = pv = None
-        for q, k, val in sorted((q, k, v) for k, v in s.percentiles.items() if (q := _pct(k)) is not None):
+        for _q, k, val in sorted((q, k, v) for k, v in s.percentiles.items() if (q := _pct(k)) is not None):
             if pv is not None and val < pv * _LO:
                 add(
                     (
