@@ -8,9 +8,10 @@ per-channel ``TCC_*[i]``), plus a ``sysinfo.csv``. Then it times, interleaved, i
 * peer: ``pyarrow.csv.read_csv(pmc_perf.csv)`` (parse only);
 * ingest: ``ADAPTER.read([workload])``: parse, pivot, formulas, one KernelRecord per dispatch
   with its canonical metrics, every source column of every dispatch in
-  ``ProfilerCapture.raw_columns``, the packet with its ``packet_id`` (what ``ingest`` does);
-* ingest + ``with_id()``: the same packet without the adapter's id, then
-  ``packet.with_id()`` (the generic id path, a JSON round trip of every cell).
+  ``ProfilerCapture.raw_columns``, the packet with its ``packet_id`` (``packet.with_id()``,
+  which encodes the raw columns once and splices them in);
+* ``kernel_evidence._ingest.ingest("rocprof", ...)``: the library call behind
+  ``kevidence ingest`` (adapter, id, garbage collector paused around it).
 
 Prints best-of and median of each, dispatches/s and the ratios (target: within 2x of the peer).
 
@@ -30,6 +31,7 @@ from pathlib import Path
 
 import pyarrow.csv as pacsv
 
+from kernel_evidence._ingest import ingest
 from kernel_evidence.adapters import AdapterOptions
 from kernel_evidence.adapters.rocprof import ADAPTER
 
@@ -92,15 +94,15 @@ def main() -> None:
     ap.add_argument("--channels", type=int, default=16, help="per-channel TCC columns per counter")
     ap.add_argument("--repeat", type=int, default=5, help="interleaved rounds (best and median reported)")
     args = ap.parse_args()
-    opts = AdapterOptions(created_at="2026-01-01T00:00:00Z")
-    no_id = AdapterOptions(created_at="2026-01-01T00:00:00Z", extra={"packet_ids": False})
+    opts = AdapterOptions(created_at=CREATED)
+    no_id = AdapterOptions(created_at=CREATED, extra={"packet_ids": False})
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         pmc = generate(folder, args.dispatches, args.channels)
         size_mb = pmc.stat().st_size / 1e6
         with pmc.open() as fh:
             cols = len(fh.readline().split(","))
-        # once, untimed: the fast id is the generic id, and every column is kept
+        # once, untimed: the id is the packet's own, and every column is kept
         packet = ADAPTER.read([str(folder)], opts).packets[0]
         cap = packet.profiler[0]  # type: ignore[index]
         assert packet.packet_id == packet.compute_id(), "adapter id differs from compute_id()"
@@ -109,8 +111,9 @@ def main() -> None:
         del packet, cap
         runs: dict[str, Callable[[], object]] = {
             "pyarrow.csv.read_csv (peer)": lambda: pacsv.read_csv(str(pmc)),
-            "ingest (adapter id)": lambda: ADAPTER.read([str(folder)], opts),
-            "ingest + packet.with_id()": lambda: ADAPTER.read([str(folder)], no_id).packets[0].with_id(),
+            "ingest (with id)": lambda: ADAPTER.read([str(folder)], opts),
+            "ingest (without id)": lambda: ADAPTER.read([str(folder)], no_id),
+            "kernel_evidence ingest()": lambda: ingest("rocprof", [str(folder)], created_at=CREATED),
         }
         times: dict[str, list[float]] = {name: [] for name in runs}
         for _ in range(args.repeat):
@@ -127,13 +130,14 @@ def main() -> None:
     for name, ts in times.items():
         best, med = min(ts), statistics.median(ts)
         print(
-            f"{name:<28}: best {best * 1e3:7.1f} ms  median {med * 1e3:7.1f} ms  "
+            f"{name:<27}: best {best * 1e3:7.1f} ms  median {med * 1e3:7.1f} ms  "
             f"({n / best:,.0f} dispatches/s)  ratio best {best / peer_best:.2f}x  median {med / peer_med:.2f}x"
         )
     print("target: ingest within 2x of pyarrow.csv.read_csv")
 
 
 PEER = "pyarrow.csv.read_csv (peer)"
+CREATED = "2026-01-01T00:00:00Z"
 
 if __name__ == "__main__":
     main()

@@ -110,6 +110,12 @@ PacketStruct = struct_for(EvidencePacket)
 packet_decoder = msgspec.json.Decoder(PacketStruct)
 
 _canonical_encoder = msgspec.json.Encoder(order="deterministic")
+#: encodes a raw-column table canonically (sorted keys; lists keep their nulls)
+columns_encoder = _canonical_encoder
+
+
+def _has_raw(packet: Any) -> bool:
+    return any(isinstance(c.raw_columns, msgspec.Raw) for c in packet.profiler or ())
 
 
 def _has_null(obj: Any) -> bool:
@@ -147,9 +153,14 @@ def canonical_from_encoded(packet: Any, encoded: bytes) -> bytes:
 
 def canonical_struct_bytes(packet: Any) -> bytes:
     """Canonical JSON bytes of a decoded packet without its id (same bytes as
-    :func:`kernel_evidence._canonical.canonical_bytes` of its JSON data)."""
-    if packet.extensions is not None and _has_null(packet.extensions):
-        from ._canonical import canonical_bytes
+    :func:`kernel_evidence._canonical.canonical_bytes` of its JSON data).
 
-        return canonical_bytes(msgspec.to_builtins(packet))
+    Struct fields that are null are omitted by the encoder, and the typed free-form maps
+    cannot hold nulls; only ``extensions`` can, so only they are stripped here.
+    """
+    ext = packet.extensions
+    if ext is not None and _has_null(ext):
+        from ._canonical import strip_nulls
+
+        return _canonical_encoder.encode(msgspec.structs.replace(packet, packet_id=None, extensions=strip_nulls(ext)))
     return _canonical_encoder.encode(msgspec.structs.replace(packet, packet_id=None))

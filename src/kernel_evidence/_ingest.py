@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import copy
 import gc
-import hashlib
 import json
 import shlex
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -40,13 +39,12 @@ __all__ = [
     "ingest",
     "metric_table",
     "missing_for_validation",
-    "packet_json",
-    "packet_id",
     "parse_baseline",
+    "parse_opt",
+    "parse_opts",
     "parse_set",
     "paused_gc",
     "render_metric_table",
-    "with_packet_id",
 ]
 
 
@@ -98,6 +96,35 @@ def parse_set(item: str) -> tuple[tuple[str, ...], Any]:
     except ValueError:
         value = text
     return _split_path(key.strip()), value
+
+
+def parse_opt(item: str) -> tuple[str, Any]:
+    """``"KEY=VALUE"`` -> an adapter option (``AdapterOptions.extra``); the value is JSON when
+    it parses, else text.
+
+    >>> parse_opt("tensor_parallel_size=4"), parse_opt("device=NVIDIA H100 80GB HBM3")
+    (('tensor_parallel_size', 4), ('device', 'NVIDIA H100 80GB HBM3'))
+    """
+    key, sep, text = item.partition("=")
+    key = key.strip()
+    if not sep or not key:
+        raise OptionError(f"--opt expects KEY=VALUE (an adapter option), got `{item}`")
+    try:
+        value: Any = json.loads(text)
+    except ValueError:
+        value = text
+    return key, value
+
+
+def parse_opts(items: Iterable[str]) -> dict[str, Any]:
+    """Every ``--opt KEY=VALUE`` as one dict; a key given twice is a usage error."""
+    out: dict[str, Any] = {}
+    for item in items:
+        key, value = parse_opt(item)
+        if key in out:
+            raise OptionError(f"--opt `{key}` is given twice; give each adapter option once")
+        out[key] = value
+    return out
 
 
 def parse_baseline(spec: str) -> dict[str, str]:
@@ -234,7 +261,7 @@ def _finish(data: dict[str, Any], origin: str, captures: list[Any] | None) -> Ev
         digests = {c.source.sha256 for c in have if c.source is not None and c.source.sha256}
         new = [c for c in captures if c.source is None or c.source.sha256 not in digests]
         model = model.model_copy(update={"profiler": have + new})
-    return with_packet_id(model)
+    return model.with_id()
 
 
 def ingest(
@@ -253,6 +280,8 @@ def ingest(
     Order: adapter packet -> merged into ``into`` (base fields win; profiler captures are
     appended) -> ``replay_cmd`` (shlex-split when a string) -> ``baseline``
     (``PROVIDER:VERSION:CALL`` or a dict) -> ``sets`` (dotted paths, applied last) -> packet id.
+    ``extra`` holds adapter options (``AdapterOptions.extra``, e.g. from :func:`parse_opts`);
+    the adapter sees them while it reads.
 
     Raises :class:`~kernel_evidence.errors.KernelEvidenceError` for unreadable inputs and
     :class:`OptionError` for malformed options.
@@ -296,7 +325,7 @@ def _complete(
     packets = []
     for packet in result.packets:
         if base is None and replay is None and base_line is None and not changes:
-            packets.append(packet if packet.packet_id else with_packet_id(packet))
+            packets.append(packet if packet.packet_id else packet.with_id())
             continue
         captures: list[Any] | None = None
         if touches_profiler:
@@ -328,54 +357,6 @@ def _complete(
 
 # ------------------------------------------------------------------- fast packet bytes and id
 
-_COLUMNS = msgspec.json.Encoder(order="deterministic")
-
-
-def _struct(packet: EvidencePacket) -> Any:
-    """The packet as the core's checked msgspec struct, with each capture's ``raw_columns``
-    encoded once, straight from its lists, as canonical JSON (spliced in as ``msgspec.Raw``).
-
-    :meth:`EvidencePacket.compute_id` sends every column value through pydantic's JSON
-    serialiser and msgspec's decoder first; a raw-column table holds millions of numbers that
-    the models validated already, so here they are encoded once and only once.
-    """
-    from ._fast import packet_decoder
-
-    captures = packet.profiler or []
-    columns = [c.raw_columns for c in captures]
-    if all(c is None for c in columns):
-        return packet_decoder.decode(packet.model_dump_json(exclude_none=True))
-    light = packet.model_copy(
-        update={"profiler": [c.model_copy(update={"raw_columns": None}) for c in captures]}
-    )
-    struct = packet_decoder.decode(light.model_dump_json(exclude_none=True))
-    for i, cols in enumerate(columns):
-        if cols is not None:
-            struct.profiler[i].raw_columns = msgspec.Raw(_COLUMNS.encode(cols))
-    return struct
-
-
-def packet_json(packet: EvidencePacket) -> bytes:
-    """``packet.to_json()`` (the same bytes), faster for captures with raw-column tables."""
-    from ._fast import encode_struct
-
-    if packet.extensions is not None:  # extensions may hold nulls: the core knows the rules
-        return packet.to_json()
-    return encode_struct(_struct(packet))
-
-
-def packet_id(packet: EvidencePacket) -> str:
-    """``packet.compute_id()`` (the same id), faster for captures with raw-column tables."""
-    from ._fast import canonical_struct_bytes
-
-    if packet.extensions is not None:
-        return packet.compute_id()
-    return "sha256:" + hashlib.sha256(canonical_struct_bytes(_struct(packet))).hexdigest()
-
-
-def with_packet_id(packet: EvidencePacket) -> EvidencePacket:
-    """``packet.with_id()`` through :func:`packet_id`."""
-    return packet.model_copy(update={"packet_id": packet_id(packet)})
 
 
 @contextmanager

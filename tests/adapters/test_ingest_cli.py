@@ -14,6 +14,8 @@ from kernel_evidence._ingest import (
     ingest,
     metric_table,
     parse_baseline,
+    parse_opt,
+    parse_opts,
     parse_set,
     render_metric_table,
 )
@@ -54,6 +56,20 @@ def test_options_parsing() -> None:
         parse_set("status")
     with pytest.raises(OptionError, match=r"^--baseline expects PROVIDER:VERSION:CALL"):
         parse_baseline("cuBLAS")
+
+
+def test_opt_parsing() -> None:
+    assert parse_opt("tensor_parallel_size=4") == ("tensor_parallel_size", 4)
+    assert parse_opt("device=NVIDIA H100 80GB HBM3") == ("device", "NVIDIA H100 80GB HBM3")
+    assert parse_opt("engine_version=0.6.3.post1") == ("engine_version", "0.6.3.post1")  # not JSON: text
+    assert parse_opt('engine_version="1.0"') == ("engine_version", "1.0")  # quoted: JSON text
+    assert parse_opt("use_numpy=false") == ("use_numpy", False)
+    assert parse_opt("samples_dir=") == ("samples_dir", "")
+    assert parse_opts(["a=1", "b=x=y"]) == {"a": 1, "b": "x=y"}
+    with pytest.raises(OptionError, match=r"^--opt expects KEY=VALUE \(an adapter option\), got `device`$"):
+        parse_opt("device")
+    with pytest.raises(OptionError, match=r"^--opt `a` is given twice; give each adapter option once$"):
+        parse_opts(["a=1", "a=2"])
 
 
 def test_ingest_fills_options_and_validates(corpus: Path) -> None:
@@ -213,6 +229,10 @@ def test_cli_bad_input_is_one_line_exit_1(capsys: pytest.CaptureFixture[str]) ->
             "kevidence: error: --baseline expects PROVIDER:VERSION:CALL",
         ),
         (
+            ["ingest", "ncu", str(RAW), "--opt", "device"],
+            "kevidence: error: --opt expects KEY=VALUE (an adapter option), got `device`",
+        ),
+        (
             ["metrics", "--format", "yaml"],
             "kevidence: error: --format must be text, markdown or json, got `yaml`",
         ),
@@ -233,6 +253,39 @@ def test_cli_validate_accepts_ingested_packet(
         "--replay-cmd", "python profile_ncu.py", "--baseline", "FlashAttention:2.6.3:flash_attn_func", "--created-at", T0,
     )  # fmt: skip
     assert code == 0 and "still need" not in err
+    code, out, _ = run(capsys, "validate", str(target))
+    assert code == 0, out
+
+
+def test_cli_opt_feeds_the_vllm_adapter(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], corpus: Path
+) -> None:
+    """A vLLM sweep run file names neither the GPU nor the engine: --opt supplies them."""
+    run_file = corpus / "vllm" / "sweep-serve_opt-125m_conc2_maxseqs4_vllm0.25.1_run0.json"
+    code, _, err = run(
+        capsys, "ingest", "vllm", str(run_file), "--created-at", T0, "-o", str(tmp_path / "bare.json")
+    )
+    assert code == 0 and "KE801 at /hardware" in err and "KE101 at /replay" in err
+    target = tmp_path / "opts.json"
+    code, _, err = run(
+        capsys, "ingest", "vllm", str(run_file), "-o", str(target), "--created-at", T0,
+        "--opt", "device=NVIDIA L4", "--opt", "vendor=nvidia", "--opt", "gpu_count=1",
+        "--opt", "engine=vllm", "--opt", "engine_version=0.25.1", "--opt", "tensor_parallel_size=1",
+        "--replay-cmd", "vllm bench sweep serve --model facebook/opt-125m --max-num-seqs 4",
+    )  # fmt: skip
+    assert code == 0 and "still need" not in err and "not recorded in the file" not in err, err
+    packet = EvidencePacket.model_validate_json(target.read_bytes())
+    assert packet.hardware is not None
+    assert (packet.hardware.vendor, packet.hardware.device, packet.hardware.count) == (
+        "nvidia",
+        "NVIDIA L4",
+        1,
+    )
+    serving = packet.task.serving  # type: ignore[union-attr]
+    assert serving is not None and serving.tensor_parallel_size == 1
+    assert serving.engine is not None and (serving.engine.name, serving.engine.version) == ("vllm", "0.25.1")
+    assert packet.replay is not None and packet.replay.command[:4] == ["vllm", "bench", "sweep", "serve"]
+    assert packet.packet_id == packet.compute_id()
     code, out, _ = run(capsys, "validate", str(target))
     assert code == 0, out
 
@@ -273,8 +326,29 @@ def test_docs_table_is_current() -> None:
     assert text == fresh, "docs/adapters/README.md is stale: run with KEV_REGEN_DOCS=1"
 
 
-def test_fast_packet_data_and_id_match_the_models(corpus: Path) -> None:
-    from kernel_evidence._ingest import packet_data, packet_id
+def test_docs_index_links_every_adapter_page() -> None:
+    from kernel_evidence.adapters import available_adapters
+
+    doc = ROOT / "docs" / "adapters" / "README.md"
+    rows = [line for line in doc.read_text().splitlines() if line.startswith("| `") and line.count("|") == 4]
+    linked = {}
+    for row in rows:
+        name = row.split("`")[1]
+        page = row.rstrip(" |").rsplit("|", 1)[1].strip()
+        linked[name] = page
+    for name in available_adapters():
+        if name not in ("ncu", "vllm", "rocprof", "xprof"):
+            continue  # third-party adapters document themselves
+        assert linked.get(name) == f"[{name}.md]({name}.md)", f"the adapter table does not link {name}.md"
+        assert (doc.parent / f"{name}.md").is_file()
+
+
+def test_raw_column_packets_serialise_like_their_json_data(corpus: Path) -> None:
+    # EvidencePacket.to_json/compute_id splice raw-column tables in as pre-encoded JSON; the
+    # reference is the packet's plain JSON data, sorted, and the id computed from it
+    import msgspec
+
+    from kernel_evidence._canonical import packet_id_for
 
     paths = [
         RAW,
@@ -290,6 +364,13 @@ def test_fast_packet_data_and_id_match_the_models(corpus: Path) -> None:
         sets=['extensions.org\\.example:run={"a": null, "b": [1, null]}'],
     ).packets
     packets = [p for path in paths for p in ingest("ncu", [str(path)], created_at=T0).packets] + [with_nulls]
+    assert all(p.profiler and p.profiler[0].raw_columns for p in packets)  # the fast path is taken
     for p in packets:
-        assert packet_data(p) == p.to_dict()
-        assert packet_id(p) == p.compute_id() == p.packet_id
+        assert p.to_json() == msgspec.json.encode(p.to_dict(), order="sorted")
+        assert packet_id_for(p.to_dict()) == p.compute_id() == p.packet_id
+    # an empty table is not the same as no table
+    empty = packets[0].model_copy(
+        update={"profiler": [packets[0].profiler[0].model_copy(update={"raw_columns": {}})]}  # type: ignore[index]
+    )
+    assert empty.to_json() == msgspec.json.encode(empty.to_dict(), order="sorted")
+    assert packet_id_for(empty.to_dict()) == empty.compute_id() != packets[0].compute_id()

@@ -33,7 +33,19 @@ def one(path: Path | str) -> EvidencePacket:
     # every packet the adapter makes is structurally valid and carries its content id
     again = EvidencePacket.model_validate(packets[0].to_dict())
     assert again.compute_id() == packets[0].packet_id
+    cap = packets[0].profiler[0]  # type: ignore[index]
+    n = len(cap.kernels or [])
+    assert cap.raw_columns and all(len(v) == n for v in cap.raw_columns.values())
+    assert set(cap.raw_units or {}) <= set(cap.raw_columns)
+    assert all(k.raw is None for k in cap.kernels or [])  # one representation: the columns
     return packets[0]
+
+
+def raw(packet: EvidencePacket, i: int, name: str) -> RawMetric:
+    """Launch ``i``'s raw metric ``name`` from the capture's raw columns."""
+    cap = packet.profiler[0]  # type: ignore[index]
+    assert cap.raw_columns is not None
+    return RawMetric(value=cap.raw_columns[name][i], unit=(cap.raw_units or {}).get(name))
 
 
 def metric(packet: EvidencePacket, i: int, name: str) -> float:
@@ -72,8 +84,8 @@ def test_corpus_raw_b200(corpus: Path) -> None:
     assert metric(p, 0, "registers_per_thread") == 255.0
     assert metric(p, 0, "shared_memory_per_block") == 65536.0
     assert metric(p, 0, "grid_size") == 65536.0  # launch__thread_count
-    assert kernels[0].raw["launch__sm_count"] == RawMetric(value=148.0, unit="SM")  # type: ignore[index]
-    assert kernels[0].raw["gpu__time_duration.sum"] == RawMetric(value=685280.0, unit="ns")  # type: ignore[index]
+    assert raw(p, 0, "launch__sm_count") == RawMetric(value=148.0, unit="SM")
+    assert raw(p, 0, "gpu__time_duration.sum") == RawMetric(value=685280.0, unit="ns")
     hw = p.hardware
     assert hw is not None
     assert (hw.vendor, hw.device, hw.arch, hw.compute_units) == ("nvidia", "NVIDIA B200", "sm_100", 148)
@@ -103,15 +115,14 @@ def test_corpus_details_ga104_nvtx_thousands(corpus: Path) -> None:
     assert metric(p, 0, "achieved_occupancy") == 8.32
     assert metric(p, 1, "achieved_occupancy") == 4.16
     assert metric(p, 0, "grid_size") == 256.0  # 2 blocks x 128 threads
-    raw = kernels[0].raw or {}
-    assert raw["gpu__time_duration.sum"] == RawMetric(value=8192.0, unit="nsecond")
-    assert raw["Kernel Time"].value == "2024-Jul-13 19:18:31"
+    assert raw(p, 0, "gpu__time_duration.sum") == RawMetric(value=8192.0, unit="nsecond")
+    assert raw(p, 0, "Kernel Time").value == "2024-Jul-13 19:18:31"
     assert (
-        raw["Id:Domain:Start/Stop_Range:PL_Type:PL_Value"].value
+        raw(p, 0, "Id:Domain:Start/Stop_Range:PL_Type:PL_Value").value
         == '"0:<default domain>:linear_nvtx:none:none"'
     )
     assert p.hardware is None  # the 2020 details page names no device
-    assert any("device name not in this export (details page)" in w for w in p.profiler[0].warnings or [])  # type: ignore[index]
+    assert any("device name not in this export (details page)" in w for w in p.profiler[0].warnings or [])
 
 
 def test_corpus_text_page_matches_csv_of_same_tool(corpus: Path) -> None:
@@ -122,9 +133,7 @@ def test_corpus_text_page_matches_csv_of_same_tool(corpus: Path) -> None:
     assert metric(p, 0, "duration") == pytest.approx(5150.0)  # 5.15 usecond
     assert metric(p, 1, "duration") == pytest.approx(3520.0)
     assert metric(p, 0, "shared_memory_per_block") == pytest.approx(81920.0)  # 81.92 Kbyte/block
-    assert kernels[0].raw["launch__shared_mem_per_block_dynamic"] == RawMetric(
-        value=81.92, unit="Kbyte/block"
-    )  # type: ignore[index]
+    assert raw(p, 0, "launch__shared_mem_per_block_dynamic") == RawMetric(value=81.92, unit="Kbyte/block")
     assert metric(p, 1, "registers_per_thread") == 24.0
 
 
@@ -175,8 +184,8 @@ def test_corpus_ncu_rep_rtx3070(corpus: Path) -> None:
     assert cap.summary is not None
     assert cap.summary["tensor_core_inst_executed"].value == 0.0
     assert cap.summary["sass_inst_executed"].value == 28232552.0
-    assert kernels[0].raw["sass__inst_executed_per_opcode[IMAD]"].value == 5111169.0  # type: ignore[index]
-    rule = kernels[0].raw["rule:SourceCounters/UncoalescedGlobalAccess"]  # type: ignore[index]
+    assert raw(p, 0, "sass__inst_executed_per_opcode[IMAD]").value == 5111169.0  # type: ignore[index]
+    rule = raw(p, 0, "rule:SourceCounters/UncoalescedGlobalAccess")
     assert str(rule.value).startswith("Uncoalesced global access, expected 189316 sectors, got 207086")
 
 
@@ -239,16 +248,15 @@ def test_details_current_rules_ragged_two_processes() -> None:
     assert [metric(p, i, "duration") for i in range(3)] == [1520.0, 250.0, 1500.0]  # "us"
     assert metric(p, 0, "shared_memory_per_block") == pytest.approx(48130.0)  # 0 B + 48.13 Kbyte/block
     assert "l2_hit_rate" not in (kernels[0].metrics or {})  # n/a
-    raw = kernels[0].raw or {}
-    assert raw["L2 Hit Rate"] == RawMetric(value=None, unit="%")
-    assert raw["Function Cache Configuration"].value == "CachePreferNone"
-    assert raw["rule:SpeedOfLight/SOLBottleneck"] == RawMetric(
+    assert raw(p, 0, "L2 Hit Rate") == RawMetric(value=None, unit="%")
+    assert raw(p, 0, "Function Cache Configuration").value == "CachePreferNone"
+    assert raw(p, 0, "rule:SpeedOfLight/SOLBottleneck") == RawMetric(
         value="This kernel's grid is too small, to fill the device.", unit="OPT"
     )
-    assert raw["rule:SpeedOfLight/SOLBottleneck:estimated_speedup"] == RawMetric(
+    assert raw(p, 0, "rule:SpeedOfLight/SOLBottleneck:estimated_speedup") == RawMetric(
         value=50.0, unit="% (global)"
     )
-    assert raw["CC"].value == "10.0"
+    assert raw(p, 0, "CC").value == "10.0"
     assert kernels[1].grid == [64, 2, 1]
     assert p.subject.name == "details_rules_ragged_two_processes.csv"  # two kernel names
     assert p.timing is not None and p.timing.stats is None
@@ -262,8 +270,7 @@ def test_details_old_units_and_decimal_comma() -> None:
     assert metric(p, 0, "grid_size") == 1048576.0  # "1,048,576" thread
     warnings = p.profiler[0].warnings or []  # type: ignore[index]
     assert "1 value(s) written with a decimal comma (e.g. `819,60`) were read as decimals" in warnings
-    raw = p.profiler[0].kernels[0].raw or {}  # type: ignore[index]
-    assert raw["thread Domain:Push/Pop_Range:PL_Type:PL_Value"].value == "step,fwd"
+    assert raw(p, 0, "thread Domain:Push/Pop_Range:PL_Type:PL_Value").value == "step,fwd"
 
 
 def test_raw_units_row_nvtx_ragged_and_noise() -> None:
@@ -275,7 +282,7 @@ def test_raw_units_row_nvtx_ragged_and_noise() -> None:
     assert "l2_hit_rate" not in (kernels[0].metrics or {})  # n/a
     assert metric(p, 1, "l2_hit_rate") == 77.5
     assert "tensor_pipe_utilization" not in (kernels[2].metrics or {})  # short row, padded
-    assert kernels[0].raw["thread Domain:Push/Pop_Range:PL_Type:PL_Value"].value == "fwd"  # type: ignore[index]
+    assert raw(p, 0, "thread Domain:Push/Pop_Range:PL_Type:PL_Value").value == "fwd"  # type: ignore[index]
     hw = p.hardware
     assert hw is not None and (hw.device, hw.arch, hw.compute_units) == (
         "NVIDIA H100 80GB HBM3",
@@ -284,7 +291,7 @@ def test_raw_units_row_nvtx_ragged_and_noise() -> None:
     )
     assert hw.clocks is not None and hw.clocks.sm_observed is not None
     assert hw.clocks.sm_observed.value == 1740.0  # median of 1,755 / 1,740 / 1,700 Mhz
-    assert "1 short row(s) were padded with empty cells" in (p.profiler[0].warnings or [])  # type: ignore[index]
+    assert "1 short row(s) were padded with empty cells" in (p.profiler[0].warnings or [])
 
 
 def test_raw_fast_path_equals_tolerant_path() -> None:
@@ -292,6 +299,43 @@ def test_raw_fast_path_equals_tolerant_path() -> None:
     slow = one(FIX / "raw_clean_with_noise.csv").profiler[0]  # type: ignore[index]
     assert fast.kernels == slow.kernels
     assert fast.attributes == slow.attributes
+    assert fast.raw_columns == slow.raw_columns and fast.raw_units == slow.raw_units
+
+
+def test_raw_page_keeps_every_metric_as_a_column() -> None:
+    p = one(FIX / "raw_clean.csv")
+    cap = p.profiler[0]  # type: ignore[index]
+    assert cap.raw_columns is not None and cap.raw_units is not None
+    # one value per launch, in launch order, with the unit from the units row
+    assert cap.raw_columns["gpu__time_duration.sum"] == [2048.5, 2050.25, 3.5]  # "2,048.5"
+    assert cap.raw_units["gpu__time_duration.sum"] == "usecond"
+    assert cap.raw_columns["dram__bytes_read.sum"] == [12288.0, 12288.0, 8.0]
+    assert cap.raw_units["dram__bytes_read.sum"] == "Kbyte"
+    assert cap.raw_columns["Host Name"] == ["node-a"] * 3 and "Host Name" not in cap.raw_units
+    # n/a and empty cells are null; NVTX columns stay text
+    assert cap.raw_columns["lts__t_sector_hit_rate.pct"] == [None, 77.5, 12.5]
+    assert cap.raw_columns["thread Domain:Push/Pop_Range:PL_Type:PL_Value"] == ["fwd", None, None]
+    # device attributes identical in every launch are kept once, in the attributes
+    assert "device__attribute_display_name" not in cap.raw_columns
+    assert cap.attributes["device__attribute_display_name"] == "NVIDIA H100 80GB HBM3"  # type: ignore[index]
+
+
+def test_details_units_that_differ_between_launches_split_the_column(tmp_path: Path) -> None:
+    text = (FIX / "details_rules_ragged_two_processes.csv").read_text()
+    # ncu scales units per launch: the second launch's duration written in msecond
+    assert text.count('"Duration","us","0.25"') == 1
+    path = tmp_path / "scaled.csv"
+    path.write_text(text.replace('"Duration","us","0.25"', '"Duration","msecond","0.00025"'))
+    p = one(path)
+    cap = p.profiler[0]  # type: ignore[index]
+    assert cap.raw_columns is not None and cap.raw_units is not None
+    assert cap.raw_columns["Duration"] == [1.52, None, 1.5] and cap.raw_units["Duration"] == "us"
+    assert cap.raw_columns["Duration [msecond]"] == [None, 0.00025, None]
+    assert cap.raw_units["Duration [msecond]"] == "msecond"
+    assert [metric(p, i, "duration") for i in range(3)] == pytest.approx([1520.0, 250.0, 1500.0])
+    assert raw(p, 2, "rule:SpeedOfLight/SOLBottleneck:estimated_speedup") == RawMetric(
+        value=50.0, unit="% (global)"
+    )
 
 
 def test_text_page_new_style() -> None:
@@ -302,8 +346,8 @@ def test_text_page_new_style() -> None:
     assert metric(p, 0, "duration") == pytest.approx(2820.0)
     assert metric(p, 1, "duration") == pytest.approx(1.5e6)
     assert metric(p, 0, "block_size") == 32.0
-    assert kernels[0].raw["Function Cache Configuration"].value == "CachePreferNone"  # type: ignore[index]
-    assert kernels[0].raw["Elapsed Cycles"] == RawMetric(value=4242.0, unit="cycle")  # type: ignore[index]
+    assert raw(p, 0, "Function Cache Configuration").value == "CachePreferNone"  # type: ignore[index]
+    assert raw(p, 0, "Elapsed Cycles") == RawMetric(value=4242.0, unit="cycle")
     assert p.timing is not None and p.timing.stats is not None and p.timing.stats.n == 2
 
 
@@ -319,10 +363,9 @@ def test_summary_page() -> None:
     assert metric(p, 0, "registers_per_thread") == 73.0  # from the second section
     assert metric(p, 0, "shared_memory_per_block") == pytest.approx(1024.0)  # 1.024 Kbyte/block
     assert metric(p, 0, "grid_size") == 2097152.0
-    raw = kernels[0].raw or {}
-    assert raw["gpu__time_duration.sum.minimum"] == RawMetric(value=16.997685, unit="second")
-    assert raw["launch__block_size"] == RawMetric(value=256.0, unit=None)
-    assert raw["Occupancy/launch__block_size"] == RawMetric(value=256.0, unit=None)
+    assert raw(p, 0, "gpu__time_duration.sum.minimum") == RawMetric(value=16.997685, unit="second")
+    assert raw(p, 0, "launch__block_size") == RawMetric(value=256.0, unit=None)
+    assert raw(p, 0, "Occupancy/launch__block_size") == RawMetric(value=256.0, unit=None)
     assert metric(p, 1, "duration") == pytest.approx(5120.0)
     assert p.profiler[0].attributes["page"] == "summary"  # type: ignore[index]
 

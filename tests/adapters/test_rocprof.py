@@ -14,7 +14,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kernel_evidence._resources import load_toml
@@ -33,6 +33,11 @@ def read(path: Path | str, **extra: object) -> list[EvidencePacket]:
     result = ADAPTER.read([str(path)], AdapterOptions(created_at=T0, extra=dict(extra)))
     for p in result.packets:
         EvidencePacket.model_validate(p.to_dict())  # what was built without validation validates
+        assert p.packet_id == p.compute_id()  # the adapter's fast id is the generic one
+        cap = capture(p)
+        n = len(cap.kernels or ())
+        assert all(len(col) == n for col in (cap.raw_columns or {}).values())
+        assert not any(k.raw for k in cap.kernels or ())  # raw values are columnar
     return result.packets
 
 
@@ -49,6 +54,16 @@ def capture(p: EvidencePacket):  # type: ignore[no-untyped-def]
 
 def by_id(p: EvidencePacket) -> dict[str, object]:
     return {k.id: k for k in capture(p).kernels or []}
+
+
+def raw(p: EvidencePacket, name: str, kernel_id: str | None = None) -> object:
+    """The raw column ``name``, or its value for the dispatch ``kernel_id``."""
+    cap = capture(p)
+    col = cap.raw_columns[name]
+    if kernel_id is None:
+        return col
+    (i,) = [i for i, k in enumerate(cap.kernels) if k.id == kernel_id]
+    return col[i]
 
 
 def metric(rec: object, name: str) -> float | None:
@@ -130,23 +145,19 @@ def test_every_counter_is_kept_raw(corpus: Path) -> None:
     p = one(wl)
     with open(wl / "pmc_perf.csv", newline="") as fh:
         rows = list(csv.DictReader(fh))
-    rec = by_id(p)["5"]
-    row = rows[5]
-    for name in (
-        "SQ_WAVES",
-        "GRBM_GUI_ACTIVE",
-        "TCC_HIT[0]",
-        "TCC_EA_RDREQ_sum",
-        "BeginNs",
-        "KernelName",
-    ):
-        got = rec.raw[name].value
-        assert (float(row[name]) if isinstance(got, float) else row[name]) == got, name
-    assert len(rec.raw) >= len(rows[0])  # every pmc_perf column, plus the level-pass counters
+    cap = capture(p)
+    assert [k.id for k in cap.kernels] == [r["Index"] for r in rows]  # columns follow the records
+    cols = cap.raw_columns
+    assert set(rows[0]) <= set(cols)  # every pmc_perf column, plus the level-pass counters
+    for name in ("SQ_WAVES", "GRBM_GUI_ACTIVE", "TCC_HIT[0]", "TCC_EA_RDREQ_sum"):
+        assert cols[name] == [float(r[name]) for r in rows], name
+    assert cols["BeginNs"] == [r["BeginNs"] for r in rows]  # ns epochs beyond 2**53 stay text
+    assert cols["KernelName"][5] == rows[5]["KernelName"] == cap.kernels[5].raw_name
+    assert cap.raw_units is None  # pmc_perf.csv states no units
     with open(wl / "SQ_LEVEL_WAVES.csv", newline="") as fh:
         level = list(csv.DictReader(fh))[5]
-    assert rec.raw["SQ_LEVEL_WAVES.SQ_ACCUM_PREV_HIRES"].value == float(level["SQ_ACCUM_PREV_HIRES"])
-    assert capture(one(wl, raw="none")).kernels[0].raw is None
+    assert raw(p, "SQ_LEVEL_WAVES.SQ_ACCUM_PREV_HIRES", "5") == float(level["SQ_ACCUM_PREV_HIRES"])
+    assert p.hardware.partitions is None  # Omniperf 1.x sysinfo has no XCD count
 
 
 @pytest.mark.parametrize(
@@ -216,7 +227,7 @@ def test_omniperf_2x_rocprofv2_rounded_timestamps(corpus: Path, folder: str, mod
     p = one(corpus / "rocprof" / folder)
     cap = capture(p)
     assert cap.attributes["backend"] == "rocprofv2"
-    assert cap.attributes["sysinfo.num_xcd"] == xcd
+    assert cap.attributes["sysinfo.num_xcd"] == xcd and p.hardware.partitions == xcd
     assert (p.hardware.device, p.hardware.arch, p.hardware.compute_units) == (model, "gfx942", cu)
     assert cap.warnings[0] == (
         f"pmc_perf.csv: Start_Timestamp/End_Timestamp stored in rounded or non-integer notation (e.g. `{example}`); "
@@ -227,7 +238,7 @@ def test_omniperf_2x_rocprofv2_rounded_timestamps(corpus: Path, folder: str, mod
     assert p.subject.name == "vecCopy(double*, double*, double*, int, int)"
     k = cap.kernels[0]
     assert k.raw_name == "vecCopy(double*, double*, double*, int, int) (.kd)"
-    assert k.raw["Start_Timestamp"].value == example
+    assert raw(p, "Start_Timestamp")[0] == example
     assert metric(k, "duration") is None
     assert metric(k, "valu_utilization") is not None  # cycle-based metrics do not need the timestamps
 
@@ -240,10 +251,11 @@ def test_rocprof_compute_3x_rocpd_long(corpus: Path) -> None:
     assert cap.attributes["layout"] == "long" and cap.attributes["config.format_rocprof_output"] == "rocpd"
     ks = by_id(p)
     assert sorted(ks) == ["1", "2", "3"]
-    assert len(ks["1"].raw) > 2000  # 2009 counters pivoted to one record per dispatch
+    assert len(cap.raw_columns) > 2000  # 2009 counters pivoted to one column each, one value per dispatch
     # the pass of median duration: dispatch 1 has 12 passes, the 6th shortest is 8052 ns
     assert metric(ks["1"], "duration") == 8052.0
-    assert ks["1"].raw["Start_Timestamp"].value == "13386724674342798"  # of two 8052 ns passes, the later
+    assert raw(p, "Start_Timestamp", "1") == "13386724674342798"  # of two 8052 ns passes, the later
+    assert p.hardware.partitions == 8
     assert p.hardware.peak_bandwidth is None  # max_mclk is empty in this sysinfo.csv
     assert (
         "memory_throughput not derived: peak HBM bandwidth unknown: max_mclk is empty in sysinfo.csv and there is no hbm_bw"
@@ -307,7 +319,7 @@ def test_rocprofv3_docs_samples(corpus: Path) -> None:
     assert k.grid == [1024, 1024, 1] and k.block == [64, 1, 1] and k.device == 4
     assert metric(k, "grid_size") == 1048576 and metric(by_id(p)["4"], "registers_per_thread") == 12
     long_ = one(d / "counter_collection.csv")
-    assert [k.raw["SQ_WAVES"].value for k in capture(long_).kernels] == [16384.0] * 4
+    assert raw(long_, "SQ_WAVES") == [16384.0] * 4
     old = one(d / "kernel_names.csv")  # older layout: no timestamps, integer Agent_Id
     assert [k.id for k in capture(old).kernels] == ["4", "8", "12", "16"] and old.timing is None
     # the folder: kernel trace joined with the counters by Dispatch_Id
@@ -343,6 +355,7 @@ def test_damaged_workload_zero_clocks_and_rounded_timestamps() -> None:
     hw = p.hardware
     assert (hw.device, hw.arch, hw.compute_units) == ("MI350", "gfx950", 256)
     assert hw.clocks is None and hw.peak_bandwidth is None  # clocks of 0 are left out, not infinities
+    assert hw.partitions == 8
     assert cap.attributes["gpu_series"] == "MI350" and cap.attributes["sysinfo.num_xcd"] == 8
     k = by_id(p)
     m0 = {n: q.value for n, q in k["0"].metrics.items()}
@@ -358,7 +371,7 @@ def test_damaged_workload_zero_clocks_and_rounded_timestamps() -> None:
     assert m0["dram_bandwidth"] == pytest.approx((read_b + write_b) / 10000)
     assert m0["duration"] == 10000.0
     assert "duration" not in k["1"].metrics and "dram_bandwidth" not in k["1"].metrics
-    assert k["1"].raw["Start_Timestamp"].value == "1.0E+12"
+    assert raw(p, "Start_Timestamp", "1") == "1.0E+12"
     assert "shared_bank_conflict_rate" not in k["2"].metrics  # 0 / 0, left out
     assert p.subject.name == "gemm_tile(float const*, float*)"
     assert p.timing.stats.median == 20000.0 and p.timing.stats.n == 2
@@ -408,7 +421,11 @@ def test_rocprof_v1_results_csv() -> None:
 def test_rocprofv3_trace_with_counters_and_agent_info() -> None:
     p = one(FIX / "rocprofv3_trace")
     k = by_id(p)
-    assert (p.hardware.device, p.hardware.compute_units) == ("AMD Instinct MI300X", 304)
+    assert (p.hardware.device, p.hardware.compute_units, p.hardware.partitions) == (
+        "AMD Instinct MI300X",
+        304,
+        8,
+    )
     assert k["1"].device == 4 and k["1"].grid == [1024, 1024, 1]
     # 12000 cycles over the 8 XCDs of agent 4, 304 CUs
     assert metric(k["1"], "valu_utilization") == pytest.approx(100 * 21888 / (12000 / 8 * 304))
@@ -421,6 +438,7 @@ def test_save_dfs_2x_title_and_wrapped_name() -> None:
     assert cap.tool == "omniperf"
     assert p.subject.name == "void copy_kernel<float>(float const*, float*, unsigned long)"
     assert cap.kernels[0].raw_name == "void copy_kernel<float>(float const*, float*, unsigned \nlong)"
+    assert raw(p, "Count") == [4.0, 2.0] and raw(p, "Median(ns)") == [9500.0, 5000.0]  # top-kernels rows
     s = {n: q.value for n, q in cap.summary.items()}
     assert s["memory_throughput"] == pytest.approx(48.83 + 12.21)
     assert s["shared_bank_conflict_rate"] == pytest.approx(1.6 * 3.125)
@@ -479,11 +497,37 @@ def test_workloads_found_below_a_parent_folder(tmp_path: Path) -> None:
     ]
 
 
-def test_raw_option() -> None:
-    p = one(FIX / "damaged_3x", raw="none")
-    assert all(k.raw is None for k in capture(p).kernels)
-    with pytest.raises(AdapterError, match="rocprof option raw: expected `all` or `none`, got `some`"):
-        read(FIX / "damaged_3x", raw="some")
+def test_raw_columns_align_and_validate() -> None:
+    from kernel_evidence.rules import validate
+
+    p = one(FIX / "damaged_3x")
+    cap = capture(p)
+    assert [k.id for k in cap.kernels] == ["0", "1", "2"]
+    assert raw(p, "Dispatch_ID") == [0.0, 1.0, 2.0]
+    assert raw(p, "GRBM_GUI_ACTIVE", "0") == 80000.0
+    assert raw(p, "SQ_LEVEL_WAVES.SQ_ACCUM_PREV_HIRES", "0") == 40960000.0
+    report = validate(p)
+    assert not [f for f in report.findings if f.rule_id == "KE901"]
+    # a column that lost a value is caught by the validator, not by the adapter
+    short = p.model_copy(update={"profiler": [cap.model_copy(update={"raw_columns": {"SQ_WAVES": [1.0]}})]})
+    assert [f.message for f in validate(short).findings if f.rule_id == "KE901"] == [
+        "column `SQ_WAVES` has 1 values for 3 kernel records"
+    ]
+    # ids are left to the caller when it edits the packet afterwards (kevidence ingest --set ...)
+    opts = AdapterOptions(created_at=T0, extra={"packet_ids": False})
+    assert ADAPTER.read([str(FIX / "damaged_3x")], opts).packets[0].packet_id is None
+
+
+def test_packet_id_is_compute_id_with_awkward_column_names(tmp_path: Path) -> None:
+    (tmp_path / "pmc_perf.csv").write_text(
+        'Dispatch_ID,Kernel_Name,"a""quote",Zeta,alpha,\u00e9t\u00e9,TCC_HIT[1],TCC_HIT[10],SQ.X\n'
+        "0,k,1,2,3,4,5,6,7\n"
+        "1,k,,-0.5,1e300,x,5,6,7\n",
+        encoding="utf-8",
+    )
+    p = one(tmp_path)  # read() compares packet_id with compute_id()
+    assert raw(p, 'a"quote') == [1.0, None]
+    assert raw(p, "\u00e9t\u00e9") == ["4", "x"]
 
 
 # --------------------------------------------------------------------------- helpers
@@ -532,16 +576,64 @@ def _KD_ONLY(text: str) -> bool:  # noqa: N802 - a name made only of a code-obje
     return text.replace("\n", "").strip() in {".kd", "[clone .kd]", "(.kd)"}
 
 
+_CELLS = st.one_of(
+    st.integers(-(2**62), 2**62).map(str),
+    st.floats(allow_nan=False, width=64).map(repr),
+    st.sampled_from(["", "nan", "inf", "-inf", "true", "N/A", "0", "-0.0", "1e308", "x,y", 'q"uote']),
+)
+_NAMES = st.text(st.characters(blacklist_categories=("Cs", "Cc")), min_size=1, max_size=8)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    st.lists(_NAMES, min_size=1, max_size=4, unique_by=str.lower),
+    st.lists(st.lists(_CELLS, min_size=4, max_size=4), min_size=1, max_size=5),
+)
+def test_fast_packet_id_equals_compute_id(names: list[str], rows: list[list[str]]) -> None:
+    import tempfile
+
+    def cell(v: str) -> str:
+        return '"' + v.replace('"', '""') + '"' if any(c in v for c in ',"') else v
+
+    header = ["Dispatch_ID", "Kernel_Name", "Start_Timestamp", "End_Timestamp", *(f"C_{n}" for n in names)]
+    lines = [",".join(cell(h) for h in header)]
+    for i, row in enumerate(rows):
+        lines.append(",".join([str(i), "k", str(100 * i), str(100 * i + 50), *map(cell, row[: len(names)])]))
+    with tempfile.TemporaryDirectory() as tmp:
+        (Path(tmp) / "pmc_perf.csv").write_text("\n".join(lines) + "\n", encoding="utf-8")
+        p = one(tmp)  # checks packet_id == compute_id() and the column lengths
+    cols = capture(p).raw_columns
+    for n in names:
+        for v in cols[f"C_{n}"]:
+            assert (
+                v is None
+                or isinstance(v, str)
+                or (isinstance(v, float) and v == v and abs(v) != float("inf"))
+            )
+
+
+def test_negative_zero_metric_keeps_the_id(tmp_path: Path) -> None:
+    (tmp_path / "pmc_perf.csv").write_text(
+        "Dispatch_ID,Kernel_Name,SQ_LDS_BANK_CONFLICT,SQ_LDS_IDX_ACTIVE\n0,k,0,5\n1,k,0,-5\n"
+    )
+    p = one(tmp_path)  # 0 / 5 and 0 / -5: one zero, not two that the id would tell apart
+    assert [metric(k, "shared_bank_conflict_rate") for k in capture(p).kernels] == [0.0, 0.0]
+
+
 def test_non_finite_and_reversed_cells(tmp_path: Path) -> None:
     (tmp_path / "pmc_perf.csv").write_text(
-        "Dispatch_ID,Kernel_Name,Grid_Size,Workgroup_Size,Start_Timestamp,End_Timestamp\n"
-        "0,k,inf,256,100,200\n"
-        "1,k,nan,64,300,250\n"
+        "Dispatch_ID,Kernel_Name,Grid_Size,Workgroup_Size,Start_Timestamp,End_Timestamp,Big,Flag,Empty\n"
+        "0,k,inf,256,100,200,9007199254740993,true,\n"
+        "1,k,nan,64,300,250,-5,false,\n"
     )
     p = one(tmp_path)
     cap = capture(p)
     k0, k1 = cap.kernels
-    assert k0.raw["Grid_Size"].value == "inf" and k0.grid is None and metric(k0, "grid_size") is None
+    assert raw(p, "Grid_Size") == ["inf", None]  # JSON has no infinity; "nan" is an empty cell
+    assert k0.grid is None and metric(k0, "grid_size") is None
+    assert raw(p, "Big") == ["9007199254740993", "-5"]  # a float would round 2**53 + 1
+    assert raw(p, "Flag") == ["true", "false"] and raw(p, "Empty") == [None, None]
+    assert raw(p, "Start_Timestamp") == ["100", "300"]
     assert metric(k0, "duration") == 100.0 and metric(k1, "duration") is None
     assert (
         "pmc_perf.csv: End_Timestamp before Start_Timestamp in 1 dispatches; duration not derived"

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
+from kernel_evidence._canonical import packet_id_for
 from kernel_evidence.archive import ARCHIVE_LAYOUT_VERSION, FILE_SCHEMA, archive_packets, read_table
 from kernel_evidence.archive import writer as writer_mod
 from kernel_evidence.io import write_packets
@@ -115,3 +116,33 @@ def test_hidden_files_are_ignored(archive: Path) -> None:
     (archive / "_scratch.parquet").write_bytes(b"junk")
     assert read_table(archive, ["packet_id"]).num_rows == 120
     os.unlink(leftover)
+
+
+def test_parallel_validation_gives_the_same_archive(tmp_path: Path, monkeypatch) -> None:
+    good = make_packets(60, month=12, run="rl-p")
+    bad = good[7].to_dict()
+    bad["status"] = "failed"  # invalid (a failed packet with a speedup): refused
+    bad.pop("packet_id")
+    bad["packet_id"] = packet_id_for(bad)  # its own id: it is validated, not skipped
+    lines = [p.to_json() for p in good[:30]]
+    lines += [json.dumps(bad).encode(), b"{broken", good[3].to_json()]  # + a duplicate
+    lines += [p.to_json() for p in good[30:]] + [json.dumps(bad).encode()]
+    src = tmp_path / "mixed.jsonl"
+    src.write_bytes(b"\n".join(lines) + b"\n")
+    monkeypatch.setattr(writer_mod, "BATCH", 8)
+    monkeypatch.setattr(writer_mod, "PARALLEL_AFTER", 0)
+    results = {}
+    for parallel in (False, True):
+        refusals: list[str] = []
+        s = archive_packets(
+            [src],
+            tmp_path / f"a{parallel}",
+            parallel=parallel,
+            on_refusal=lambda r, out=refusals: out.append(r.line()),
+        )
+        t = read_table(tmp_path / f"a{parallel}", ["packet_id", "grade", "findings", "packet"])
+        results[parallel] = (s.added, s.duplicates, s.refused_count, refusals, sorted(t.to_pylist(), key=str))
+    assert results[True] == results[False]
+    added, dups, refused, refusals, _ = results[True]
+    assert (added, dups, refused) == (60, 1, 3)
+    assert [r.split(": ")[0].rsplit(":", 1)[1] for r in refusals] == ["line 31", "line 32", "line 64"]

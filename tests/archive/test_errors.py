@@ -284,3 +284,35 @@ def test_hostile_vendor_and_time_cannot_escape_the_archive(tmp_path: Path) -> No
     summary = archive_packets([src], tmp_path / "a", allow_invalid=True)
     assert summary.files[0].startswith("vendor=invalid/month=unknown/part-")
     assert not (tmp_path / "evil").exists()
+
+
+def test_archive_target_that_is_a_file(
+    tmp_path: Path, more: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    target = tmp_path / "file.txt"
+    target.write_text("hello")
+    code, _, err = run(["archive", str(more), "--to", str(target)], capsys)
+    assert code == 1
+    assert err == f"kevidence: error: {target}: not a directory; expected a kevidence archive\n"
+    assert target.read_text() == "hello"
+
+
+def test_validator_process_dying_leaves_the_dataset_unchanged(
+    archive: Path, more: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kernel_evidence.archive import _worker
+
+    before = snapshot(archive)
+    real = _worker.RemoteValidator.receive
+
+    def die_first(self: _worker.RemoteValidator) -> list:
+        self._proc.kill()
+        self._proc.wait()
+        return real(self)
+
+    monkeypatch.setattr(_worker.RemoteValidator, "receive", die_first)
+    monkeypatch.setattr(writer_mod, "BATCH", 4)
+    monkeypatch.setattr(writer_mod, "PARALLEL_AFTER", 0)
+    with pytest.raises(ArchiveError, match=r"^the validator process stopped unexpectedly \(exit code -9\)"):
+        archive_packets([more], archive, parallel=True)
+    assert snapshot(archive) == before

@@ -107,20 +107,20 @@ def split_by_unit(
             if unit:
                 out_units[key] = unit
             continue
+        # the units of the launches that have the metric (absent ones are (None, None))
         counts = Counter(u for u, v in zip(unit, values, strict=True) if v is not None or u is not None)
-        main = counts.most_common(1)[0][0] if counts else None
-        n = len(values)
-        for u in [main, *(u for u in counts if u != main)]:
+        if len(counts) <= 1:
+            out[key] = values
+            only = next(iter(counts), None)
+            if only:
+                out_units[key] = only
+            continue
+        main = counts.most_common(1)[0][0]
+        for u in counts:
             name = key if u == main else f"{key} [{u or ''}]"
-            out[name] = (
-                [v if ui == u else None for v, ui in zip(values, unit, strict=True)]
-                if len(counts) > 1
-                else list(values)
-            )
+            out[name] = [v if ui == u else None for v, ui in zip(values, unit, strict=True)]
             if u:
                 out_units[name] = u
-        if not counts:
-            out[key] = [None] * n
     return dict(sorted(out.items())), out_units
 
 

@@ -11,7 +11,6 @@ fallback for ragged rows), never by hand.
 from __future__ import annotations
 
 import csv
-import io
 import re
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -37,8 +36,6 @@ DETAILS_COLUMNS = frozenset(
 #: id columns kept in ``raw`` as text (the others become KernelRecord fields)
 _KEEP_AS_RAW = ("Host Name", "Kernel Time", "Context", "CC")
 
-_HEADER = re.compile(r'^\ufeff?"?ID"?,"?Process ID"?,', re.M)
-_HEADER_B = re.compile(rb'^(?:\xef\xbb\xbf)?"?ID"?,"?Process ID"?,', re.M)
 _PROFILER_LINE = re.compile(r"^==(PROF|WARNING|ERROR|WARN)==")
 
 
@@ -58,9 +55,10 @@ def _last_profiler_error(lines: Sequence[str]) -> tuple[int, str] | None:
 
 def read_text(path: str, data: bytes) -> list[Report]:
     """Every report found in one ncu text output; raises InputError when there is none."""
-    if _header_starts(data[: 1 << 22]) or _HEADER_B.search(data) is not None:
-        # raw page first: it is the only big one, read from bytes without splitting lines
-        return list(_read_csv(path, data))
+    starts = _header_starts(data)
+    if starts:
+        # CSV first: the raw page is the only big output, read from bytes without splitting lines
+        return list(_read_csv(path, data, starts))
     text = data.decode("utf-8", errors="replace")
     lines = text.splitlines()
     reports = _read_text_page(path, lines)
@@ -105,18 +103,19 @@ def _unique(names: Sequence[str]) -> list[str]:
 def _header_starts(data: bytes) -> list[int]:
     """Offsets of every CSV header line (a log may hold several tables)."""
     starts = []
-    for needle in (b'"ID","Process ID",', b"ID,Process ID,"):
-        at = data.find(needle)
-        while at >= 0:
-            line_start = data.rfind(b"\n", 0, at) + 1
-            if data[line_start:at] in (b"", b"\xef\xbb\xbf"):
-                starts.append(line_start)
-            at = data.find(needle, at + len(needle))
-    return sorted(set(starts))
+    at = data.find(b"Process ID")  # one pass over the data, however big
+    while at >= 0:
+        for before, after in ((b'"ID","', b'",'), (b"ID,", b",")):
+            begin = at - len(before)
+            if begin >= 0 and data.startswith(before, begin) and data.startswith(after, at + 10):
+                line_start = data.rfind(b"\n", 0, begin) + 1
+                if data[line_start:begin] in (b"", b"\xef\xbb\xbf"):
+                    starts.append(line_start)
+        at = data.find(b"Process ID", at + 10)
+    return starts
 
 
-def _read_csv(path: str, data: bytes) -> Iterator[Report]:
-    starts = _header_starts(data)
+def _read_csv(path: str, data: bytes, starts: list[int]) -> Iterator[Report]:
     for k, start in enumerate(starts):
         end = starts[k + 1] if k + 1 < len(starts) else len(data)
         line_no = data.count(b"\n", 0, start) + 1
@@ -294,48 +293,68 @@ def _read_raw(path: str, line_no: int, header: list[str], body: bytes, quoted: b
     nl = body.find(b"\n")
     first = body[: nl if nl >= 0 else len(body)].decode("utf-8", errors="replace").rstrip("\r")
     units: list[str]
+    rows_start, body_line = 0, line_no + 1  # where the launch rows start in `body`
     if first.startswith("==") or not first.strip():
-        # profiler lines right after the header: take the slow path, it filters them
-        units, rows_body, body_line = [], body, line_no + 1
+        units = []  # profiler lines right after the header: the slow path filters them
     else:
         cells = _split(path, line_no + 1, first)
         if cells and cells[idx["ID"]].strip() == "":
             units = cells
-            rows_body, body_line = (body[nl + 1 :] if nl >= 0 else b""), line_no + 2
+            rows_start, body_line = (nl + 1 if nl >= 0 else len(body)), line_no + 2
         else:
-            units, rows_body, body_line = [], body, line_no + 1
+            units = []
             warnings.append("raw-page CSV has no units row after the header; units unknown")
-    columns = _columns_fast(rows_body, names, quoted)
+    columns = _columns_fast(body, rows_start, names, quoted)
     if columns is None:
-        columns, units = _columns_slow(path, rows_body, body_line, names, units, warnings, quoted)
+        rows = body[rows_start:]
+        columns, units = _columns_slow(path, rows, body_line, names, units, warnings, quoted)
     if len(units) < len(names):
         units = list(units) + [""] * (len(names) - len(units))
     return _launches_from_columns(path, line_no, header, names, units, columns, warnings)
 
 
-def _columns_fast(body: bytes, names: list[str], quoted: bool) -> dict[str, list[Any]] | None:
-    """Column -> values with pyarrow.csv; None when the body needs the tolerant path."""
-    if len(body) < 4096 and not body.strip():
-        return {n: [] for n in names}
-    text = body
-    while text.endswith((b"\n", b"\r")):
-        text = text[:-1]
-    if not text:
+_NOISE_QUOTED = re.compile(rb'\n[^"]')
+_NOISE_PLAIN = re.compile(rb"\n(?:==|\r?\n)")
+
+
+def _columns_fast(body: bytes, start: int, names: list[str], quoted: bool) -> dict[str, list[Any]] | None:
+    """Column -> values of the rows in ``body[start:]`` with pyarrow.csv (read in place, no
+    copy); None when the rows need the tolerant path."""
+    end = len(body)
+    while end > start and body[end - 1] in b"\r\n":
+        end -= 1
+    if end == start or (end - start < 4096 and not body[start:end].strip()):
         return {n: [] for n in names}
     if quoted:
-        noisy = not text.startswith(b'"') or re.search(rb'\n[^"]', text) is not None
+        noisy = body[start : start + 1] != b'"' or _NOISE_QUOTED.search(body, start, end) is not None
     else:
-        noisy = text.startswith(b"==") or b"\n==" in text or re.search(rb"\n\r?\n", text) is not None
+        noisy = body.startswith(b"==", start) or _NOISE_PLAIN.search(body, start, end) is not None
     if noisy:
         return None  # noise lines (program output, ==PROF==) inside the body
+    import pyarrow as pa
+
+    table = _arrow_read(pa.py_buffer(body)[start:], names)
+    if table is None:
+        return None  # ragged rows and the like
+    out: dict[str, list[Any]] = {}
+    for name in names:
+        col = table.column(name)
+        if name in ID_COLUMNS or ":" in name:
+            out[name] = col.to_pylist()
+        else:
+            out[name] = _numeric(col)
+    return out
+
+
+def _arrow_read(buf: Any, names: list[str]) -> Any:
+    """The rows in ``buf`` as an Arrow table of strings (nulls for empty and ``n/a`` cells);
+    None when they do not parse as a CSV table of that width."""
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+
     try:
-        import pyarrow as pa
-        import pyarrow.csv as pacsv
-    except ImportError:  # pragma: no cover - pyarrow is a dependency
-        return None
-    try:
-        table = pacsv.read_csv(
-            io.BytesIO(body),
+        return pacsv.read_csv(
+            pa.BufferReader(buf),
             read_options=pacsv.ReadOptions(column_names=names, block_size=1 << 24),
             parse_options=pacsv.ParseOptions(newlines_in_values=False),
             convert_options=pacsv.ConvertOptions(
@@ -346,15 +365,7 @@ def _columns_fast(body: bytes, names: list[str], quoted: bool) -> dict[str, list
             ),
         )
     except (pa.ArrowInvalid, pa.ArrowTypeError):
-        return None  # ragged rows and the like
-    out: dict[str, list[Any]] = {}
-    for name in names:
-        col = table.column(name)
-        if name in ID_COLUMNS or ":" in name:
-            out[name] = col.to_pylist()
-        else:
-            out[name] = _numeric(col)
-    return out
+        return None
 
 
 _THOUSANDS_OR_PLAIN = r"^[+-]?(\d{1,3}(,\d{3})+|\d*)(\.\d*)?([eE][+-]?\d+)?$"
@@ -376,7 +387,7 @@ def _numeric(col: Any) -> list[Any]:
                 f = pc.cast(pc.replace_substring(col, ",", ""), pa.float64())
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
             f = None
-    if f is not None and not pc.any(pc.invert(pc.is_finite(f))).as_py():
+    if f is not None and pc.all(pc.is_finite(f)).as_py() is not False:  # nulls are skipped
         values: list[Any] = f.to_pylist()
         return values
     return [None if s is None else parse_value(s) for s in col.to_pylist()]
@@ -461,6 +472,13 @@ def _launches_from_columns(
         metrics[name] = values
         # id and NVTX columns are text without a unit
         metric_units[name] = None if name in ID_COLUMNS or ":" in name else (units[j].strip() or None)
+    dims: dict[str | None, list[int] | None] = {}  # "(128, 1, 1)" repeats in most rows
+
+    def parsed(text: str | None) -> list[int] | None:
+        if text not in dims:
+            dims[text] = parse_dims(text)
+        return dims[text]
+
     launches = [
         Launch(
             id=str(ids[i]).strip(),
@@ -469,8 +487,8 @@ def _launches_from_columns(
             process_name=pnames[i],
             stream=streams[i],
             device=int(devs[i]) if isinstance(devs[i], str) and devs[i].strip().isdigit() else None,
-            grid=parse_dims(grids[i]),
-            block=parse_dims(blocks[i]),
+            grid=parsed(grids[i]),
+            block=parsed(blocks[i]),
             cc=ccs[i],
         )
         for i in keep

@@ -35,7 +35,7 @@ _OPCODE_MIX = "sass__inst_executed_per_opcode"
 
 def _module(path: str) -> Any:
     try:
-        import ncu_report  # type: ignore[import-not-found]
+        import ncu_report  # type: ignore[import-not-found,unused-ignore]
     except ImportError as exc:
         raise MissingExtra("ncu-report", "ncu", f"{path}: reading .ncu-rep reports") from exc
     return ncu_report

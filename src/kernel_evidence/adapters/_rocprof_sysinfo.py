@@ -134,6 +134,7 @@ class SysInfo:
         if device is None:
             return None
         cu = self.positive("cu_per_gpu")
+        xcd = self.positive("num_xcd")  # only what the source states; num_xcd's default of 1 is not a fact
         peak, _ = self.peak_hbm()
         rocm = self.text("rocm_version")
         driver = self.text("amd_gpu_kernel_version")
@@ -160,6 +161,7 @@ class SysInfo:
             device=device,
             arch=self.text("gpu_arch"),
             compute_units=int(cu) if cu and cu >= 1 else None,
+            partitions=int(xcd) if xcd is not None and xcd >= 1 and xcd.is_integer() else None,
             peak_bandwidth=Bandwidth(value=peak, unit="GB/s") if peak else None,
             runtime=Software(name="ROCm", version=rocm) if rocm else None,
             driver=Software(name="amdgpu", version=driver) if driver else None,

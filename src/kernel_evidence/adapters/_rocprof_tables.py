@@ -3,7 +3,7 @@
 Every layout (rocprof v1 raw names, Omniperf 2.x renamed columns, rocprofv2, rocprofv3 CSV,
 the rocpd long format, rocprofv3 ``kernel_trace.csv`` / ``counter_collection.csv``,
 rocprof v1 ``results.csv``) becomes one :class:`Dispatches`: one row per dispatch, the
-source columns kept under their source names (for ``KernelRecord.raw``) and a few
+source columns kept under their source names (for ``ProfilerCapture.raw_columns``) and a few
 launch columns resolved by name to the Omniperf 2.x spelling (``Grid_Size``,
 ``Arch_VGPR``...) so the mapping table can use one vocabulary. Columns are found by name,
 case-insensitively, and every one is optional.
@@ -178,7 +178,7 @@ class Dispatches:
     source: str
     layout: str  # "wide" | "long"
     n: int
-    #: source column name -> array, in file order (join leftovers dropped); what raw keeps
+    #: source column name -> array, in file order (join leftovers dropped); what raw_columns keeps
     raw: dict[str, pa.Array] = field(default_factory=dict)
     #: Omniperf 2.x name -> source column name, for the launch columns found
     resolved: dict[str, str] = field(default_factory=dict)

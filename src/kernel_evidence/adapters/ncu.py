@@ -3,7 +3,8 @@
 One packet per report, with one :class:`~kernel_evidence.models.ProfilerCapture` holding one
 :class:`~kernel_evidence.models.KernelRecord` per launch (keyed by process and launch ID,
 never merged by name). Canonical metrics are derived through ``adapters/ncu.toml``; every
-metric ncu reported stays verbatim in ``KernelRecord.raw``. Hardware comes from the device
+metric ncu reported stays verbatim in the capture's ``raw_columns`` (one value per launch)
+and ``raw_units``. Hardware comes from the device
 attributes (raw page and ``.ncu-rep``; the details page only knows the compute capability).
 
 Supported inputs (see docs/adapters/ncu.md): ``--csv`` details page, ``--csv --page raw``,
@@ -19,7 +20,8 @@ import math
 import os
 import statistics
 import sys
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
@@ -186,8 +188,9 @@ def _scaled(
         if type(v) is not float:
             out.append(None)
             continue
-        r = known.get(u)
-        if r is None:
+        if u in known:
+            r = known[u]
+        else:
             r = known[u] = _ratio(u, target, src, units)
         if isinstance(r, str):
             if n:
@@ -240,7 +243,7 @@ def _source_column(
             else:
                 total = 0.0
                 for w, v in zip(weights, row, strict=True):
-                    total += w * v  # type: ignore[operator]
+                    total += w * v
                 out.append(total)
         return out
     if src.combine == "product":
@@ -251,7 +254,7 @@ def _source_column(
             else:
                 value = 1.0
                 for v in row:
-                    value *= v  # type: ignore[operator]
+                    value *= v
                 out.append(value)
         return out
     raise AdapterError(f"adapters/ncu.toml: unknown combine `{src.combine}` for `{canon.name}`")
@@ -284,9 +287,9 @@ def canonical_columns(
                     continue
                 result[i] = v
                 needed[i] = False
-            if not any(needed):
+            if True not in needed:
                 break
-        if any(v is not None for v in result):
+        if result.count(None) != n:
             out[canon.name] = (result, canon.unit)
     return out
 
@@ -326,8 +329,14 @@ def _expand(inputs: Sequence[str]) -> list[tuple[str, bool]]:
     return out
 
 
-def read_reports(path: str) -> tuple[list[Report], bytes | None]:
-    """Every report in one file (several when one log holds several CSV tables)."""
+def read_reports(
+    path: str, on_bytes: Callable[[bytes], object] | None = None
+) -> tuple[list[Report], bytes | None]:
+    """Every report in one file (several when one log holds several CSV tables).
+
+    ``on_bytes`` is called with a text export's bytes before they are parsed (the adapter
+    hashes them meanwhile, in another thread).
+    """
     if path == "-":
         data = sys.stdin.buffer.read(MAX_TEXT_BYTES + 1)
         if data[:4] == REP_MAGIC:
@@ -336,6 +345,8 @@ def read_reports(path: str) -> tuple[list[Report], bytes | None]:
             raise LimitExceeded(
                 "<stdin>", None, f"larger than {MAX_TEXT_BYTES} bytes (the cap for ncu text exports)"
             )
+        if on_bytes is not None:
+            on_bytes(data)
         return _read_text_data("<stdin>", data), data
     try:
         size = os.path.getsize(path)
@@ -359,11 +370,13 @@ def read_reports(path: str) -> tuple[list[Report], bytes | None]:
         raise LimitExceeded(path, None, f"larger than {MAX_TEXT_BYTES} bytes (the cap for ncu text exports)")
     with open(path, "rb") as fh:
         data = fh.read()
+    if on_bytes is not None:
+        on_bytes(data)
     return _read_text_data(path, data), data
 
 
 def _read_text_data(path: str, data: bytes) -> list[Report]:
-    if not data.strip():
+    if data.isspace() or not data:  # isspace stops at the first other byte
         raise InputError(
             path, None, "empty file; expected ncu --csv output, a text page or an .ncu-rep report"
         )
@@ -496,7 +509,7 @@ def _hoist_device_attributes(raw: _RawTable, n: int) -> dict[str, Any]:
         first = col[0] if col else None
         if first is None or raw.units.get(key) is not None:
             continue
-        if col.count(first) == n and all(type(v) is type(first) for v in col):
+        if col.count(first) == n:  # values are float, str or None: equal means same type
             hoisted[key] = first
             del raw.columns[key]
             raw.units.pop(key, None)
@@ -518,7 +531,8 @@ def _attributes(report: Report, raw: _RawTable, hoisted: dict[str, Any]) -> dict
     return attrs
 
 
-def _artifact(path: str, data: bytes | None) -> Artifact:
+def _digest(path: str, data: bytes | None) -> tuple[str, int]:
+    """(``sha256:<hex>``, size) of the bytes read, or of the file when they were not kept."""
     h = hashlib.sha256()
     size = 0
     if data is not None:
@@ -529,6 +543,10 @@ def _artifact(path: str, data: bytes | None) -> Artifact:
             for chunk in iter(lambda: fh.read(1 << 20), b""):
                 h.update(chunk)
                 size += len(chunk)
+    return f"sha256:{h.hexdigest()}", size
+
+
+def _artifact(path: str, digest: tuple[str, int]) -> Artifact:
     media = (
         "application/octet-stream"
         if path.endswith(".ncu-rep")
@@ -538,8 +556,8 @@ def _artifact(path: str, data: bytes | None) -> Artifact:
     return Artifact(
         kind="profile",
         name=path if stdin else os.path.basename(path),
-        sha256=f"sha256:{h.hexdigest()}",
-        size=ByteSize(value=float(size), unit="B"),
+        sha256=digest[0],
+        size=ByteSize(value=float(digest[1]), unit="B"),
         media_type=media,
         path=None if stdin else path,
     )
@@ -614,7 +632,7 @@ def _timing(records: list[KernelRecord]) -> Timing:
 
 
 def _packet(
-    path: str, report: Report, data: bytes | None, options: AdapterOptions, index: int, count: int
+    path: str, report: Report, digest: tuple[str, int], options: AdapterOptions, index: int, count: int
 ) -> EvidencePacket:
     warnings = list(report.warnings)
     metric_warnings: set[str] = set()
@@ -640,9 +658,9 @@ def _packet(
     capture = ProfilerCapture(
         tool="ncu",
         version=report.tool_version,
-        source=_artifact(path, data),
-        kernels=records,  # type: ignore[arg-type]
-        raw_columns=raw_columns or None,  # type: ignore[arg-type]
+        source=_artifact(path, digest),
+        kernels=records,  # dicts, validated into KernelRecords
+        raw_columns=raw_columns or None,
         raw_units=raw_units or None,
         summary=summary,
         attributes=_attributes(report, raw, hoisted),
@@ -674,16 +692,21 @@ class NcuAdapter:
     description = "NVIDIA Nsight Compute: --csv details/raw pages, text/summary pages, .ncu-rep reports"
 
     def read(self, inputs: Sequence[str], options: AdapterOptions) -> AdapterResult:
-        from .._ingest import with_packet_id
 
         packets: list[EvidencePacket] = []
         warnings: list[str] = []
-        with _no_gc():
+        # a text export is hashed (for its Artifact) in a second thread while it is parsed
+        with _no_gc(), ThreadPoolExecutor(max_workers=1) as pool:
             expanded = _expand(inputs)
             first_error: KernelEvidenceError | None = None
             for path, in_directory in expanded:
+                hashing: list[Future[tuple[str, int]]] = []
+
+                def hash_later(b: bytes, p: str = path, h: list[Future[tuple[str, int]]] = hashing) -> None:
+                    h.append(pool.submit(_digest, p, b))
+
                 try:
-                    reports, data = read_reports(path)
+                    reports, data = read_reports(path, hash_later)
                 except (InputError, MissingExtra) as exc:
                     if not in_directory:
                         raise
@@ -693,10 +716,11 @@ class NcuAdapter:
                     continue
                 if path == "-":
                     path = "<stdin>"
+                digest = hashing[0].result() if hashing else _digest(path, data)
                 for i, report in enumerate(reports):
-                    packet = _packet(path, report, data, options, i, len(reports))
+                    packet = _packet(path, report, digest, options, i, len(reports))
                     want_id = options.extra.get("packet_ids", True)
-                    packets.append(with_packet_id(packet) if want_id else packet)
+                    packets.append(packet.with_id() if want_id else packet)
                     for w in packet.profiler[0].warnings or ():  # type: ignore[index]
                         warnings.append(f"{path}: {w}")
         if not packets and first_error is not None:

@@ -7,6 +7,10 @@ whole row groups, however the input interleaved the partitions. Memory stays bou
 whatever the input size: the only thing that grows is the set of packet ids used to skip
 duplicates (about 100 bytes per packet).
 
+Parallel: on large inputs the validator runs in a second process (see :mod:`._worker`),
+fed in batches while this one decodes, extracts and writes; every document is resolved
+(kept, skipped or refused) in input order, so the result does not depend on it.
+
 Atomic: every file is written under a hidden ``.name.tmp`` name and renamed into place only
 after every file of the run was written, flushed and synced. A failure (a full disk, a
 permission error, an interrupt) removes the temporary files, so readers never see a partial
@@ -22,6 +26,7 @@ import errno
 import io
 import os
 import uuid
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -40,7 +45,7 @@ from ..io import Limits, discover, iter_records
 from ..models import SCHEMA_VERSION
 from . import _layout
 from ._check import Checked, check
-from ._rows import decode_view, extract, extract_view, partition_from, partition_of
+from ._rows import PacketView, decode_view, extract, extract_view, partition_from, partition_of
 from .schema import (
     ARCHIVE_LAYOUT_VERSION,
     COLUMNS,
@@ -55,11 +60,16 @@ __all__ = ["ArchiveSummary", "Refusal", "archive_packets"]
 
 #: rows per row group, and the packet bytes that close a row group early
 ROW_GROUP_ROWS = 65_536
-ROW_GROUP_BYTES = 32 << 20
+ROW_GROUP_BYTES = 16 << 20
 #: rows one partition keeps as Python values before they go to its spill file as a batch
 STAGE_ROWS = 512
 #: packet bytes kept as Python values over all partitions before the largest is spilled
 BUFFER_BYTES = 16 << 20
+#: documents validated per batch; batches in flight to the validator process; documents
+#: read before the validator process is started (a smaller input is validated in-process)
+BATCH = 512
+IN_FLIGHT = 3
+PARALLEL_AFTER = 2048
 #: rows per file before a partition starts a new file
 FILE_ROWS = 1_048_576
 _MAX_KEPT_REFUSALS = 1000
@@ -250,6 +260,21 @@ class _Partition:
         return freed
 
 
+@dataclass
+class _Item:
+    """A document between reading and keeping: its packet (view or data) and where it goes,
+    or ``reasons`` when it is refused before validation."""
+
+    source: str
+    location: str | None
+    reasons: list[str] | None = None
+    view: PacketView | None = None
+    data: dict[str, Any] | None = None
+    raw: bytes | None = None
+    part: _Partition | None = None
+    digest: bytes | None = None
+
+
 def _digest(pid: str) -> bytes:
     """32 raw bytes of a ``sha256:`` id (or the id text itself when it is not one)."""
     try:
@@ -292,39 +317,36 @@ class _Writer:
             self.summary.refused.append(r)
         return r
 
-    def add_raw(self, raw: bytes, source: str, location: str | None) -> Refusal | None:
-        """Add one JSON object given as compact bytes: the fast path when it decodes into
-        the typed view and carries its id, else the reference path over decoded data."""
+    def prepare_raw(self, raw: bytes, source: str, location: str | None) -> _Item | None:
+        """A JSON object given as compact bytes: the fast path when it decodes into the
+        typed view and carries its id, else the reference path over decoded data.
+        ``None`` when it is already in the archive."""
         view = decode_view(raw)
         if view is None or view.packet_id is None:
             try:
                 data = _decoder.decode(raw)
             except msgspec.DecodeError as exc:
-                return self.refuse(source, location, [f"not valid JSON ({exc})"])
-            return self.add(data, raw, source, location)
+                return _Item(source, location, reasons=[f"not valid JSON ({exc})"])
+            return self.prepare(data, raw, source, location)
         hw = view.hardware
         part = self._partition(partition_from(hw.vendor if hw else None, view.created_at))
         digest = _digest(view.packet_id)
         if digest in part.existing:  # type: ignore[operator]
             self.summary.duplicates += 1
             return None
-        checked = check(None, raw)
-        if not checked.ok and not self.allow_invalid:
-            return self.refuse(source, location, checked.lines or ["invalid packet"])
-        self._keep(part, digest, extract_view(view, self.peaks), checked, raw)
-        return None
+        return _Item(source, location, view=view, raw=raw, part=part, digest=digest)
 
-    def add(self, data: Any, raw: bytes | None, source: str, location: str | None) -> Refusal | None:
-        """Add one decoded JSON document (the reference path)."""
+    def prepare(self, data: Any, raw: bytes | None, source: str, location: str | None) -> _Item | None:
+        """One decoded JSON document (the reference path)."""
         if not isinstance(data, dict):
             got = type(data).__name__
-            return self.refuse(source, location, [f"expected a JSON object (a packet), got {got}"])
+            return _Item(source, location, reasons=[f"expected a JSON object (a packet), got {got}"])
         pid = data.get("packet_id")
         if not isinstance(pid, str):
             if pid is not None:
                 got = type(pid).__name__
                 why = f"expected `packet_id` to be a string, got {got} - at `/packet_id`"
-                return self.refuse(source, location, [why])
+                return _Item(source, location, reasons=[why])
             pid = packet_id_for(data)
             data = {"packet_id": pid, **data}
             raw = None
@@ -333,11 +355,28 @@ class _Writer:
         if digest in part.existing:  # type: ignore[operator]
             self.summary.duplicates += 1
             return None
-        checked = check(data, raw)
+        return _Item(source, location, data=data, raw=raw, part=part, digest=digest)
+
+    def resolve(self, item: _Item, checked: Checked | None) -> Refusal | None:
+        """Keep, skip or refuse a prepared item, in input order, given its validation."""
+        if item.reasons is not None:
+            return self.refuse(item.source, item.location, item.reasons)
+        part, digest = item.part, item.digest
+        assert part is not None and part.existing is not None and digest is not None
+        if digest in part.existing:  # an earlier copy in the same input was kept
+            self.summary.duplicates += 1
+            return None
+        if checked is None:
+            checked = check(item.data, item.raw)
         if not checked.ok and not self.allow_invalid:
-            return self.refuse(source, location, checked.lines or ["invalid packet"])
-        packet = _encoder.encode(data) if raw is None else raw
-        self._keep(part, digest, extract(data, self.peaks), checked, packet)
+            return self.refuse(item.source, item.location, checked.lines or ["invalid packet"])
+        if item.view is not None:
+            assert item.raw is not None
+            self._keep(part, digest, extract_view(item.view, self.peaks), checked, item.raw)
+        else:
+            assert item.data is not None
+            packet = _encoder.encode(item.data) if item.raw is None else item.raw
+            self._keep(part, digest, extract(item.data, self.peaks), checked, packet)
         return None
 
     def _partition(self, key: tuple[str, str]) -> _Partition:
@@ -500,6 +539,73 @@ def _documents(
                 yield rec.source, rec.location, data, None, None
 
 
+class _Pipeline:
+    """Validation in batches, optionally in a second process, resolved in input order."""
+
+    def __init__(
+        self, writer: _Writer, on_refusal: Callable[[Refusal], None] | None, parallel: bool | None
+    ) -> None:
+        self.writer = writer
+        self.on_refusal = on_refusal
+        self.parallel = (os.cpu_count() or 1) > 1 if parallel is None else parallel
+        self.chunk: list[_Item] = []
+        self.seen = 0
+        self.remote: Any = None
+        self.pending: deque[list[_Item]] = deque()
+
+    def add(self, item: _Item) -> None:
+        self.chunk.append(item)
+        self.seen += 1
+        if len(self.chunk) >= BATCH:
+            self._submit()
+
+    def _submit(self) -> None:
+        chunk, self.chunk = self.chunk, []
+        if not chunk:
+            return
+        if self.remote is None and self.parallel and self.seen >= PARALLEL_AFTER:
+            from ._worker import RemoteValidator
+
+            self.remote = RemoteValidator()
+        if self.remote is None:
+            self._resolve(chunk, None)
+            return
+        self.remote.submit([it.raw for it in chunk if _remote(it)])
+        self.pending.append(chunk)
+        while len(self.pending) > IN_FLIGHT:
+            self._resolve_next()
+
+    def _resolve_next(self) -> None:
+        chunk = self.pending.popleft()
+        self._resolve(chunk, self.remote.receive())
+
+    def _resolve(self, chunk: list[_Item], answers: list[Checked] | None) -> None:
+        it = iter(answers or ())
+        for item in chunk:
+            checked = next(it) if answers is not None and _remote(item) else None
+            refusal = self.writer.resolve(item, checked)
+            if refusal is not None and self.on_refusal is not None:
+                self.on_refusal(refusal)
+
+    def finish(self) -> None:
+        self._submit()
+        while self.pending:
+            self._resolve_next()
+        if self.remote is not None:
+            self.remote.close()
+            self.remote = None
+
+    def kill(self) -> None:
+        if self.remote is not None:
+            self.remote.kill()
+            self.remote = None
+
+
+def _remote(item: _Item) -> bool:
+    """Whether the item is validated by the worker: a viewed packet with its bytes."""
+    return item.view is not None and item.raw is not None and item.reasons is None
+
+
 def archive_packets(
     sources: Iterable[str | os.PathLike[str]],
     to: str | os.PathLike[str],
@@ -507,6 +613,7 @@ def archive_packets(
     allow_invalid: bool = False,
     limits: Limits | None = None,
     on_refusal: Callable[[Refusal], None] | None = None,
+    parallel: bool | None = None,
 ) -> ArchiveSummary:
     """Archive the packets of ``sources`` (files, directories, ``-``) into the dataset ``to``.
 
@@ -515,29 +622,37 @@ def archive_packets(
     case they are stored with their findings and grade. Unreadable documents are refused.
     Raises :class:`~kernel_evidence.errors.ArchiveError` when the dataset cannot be
     written; it is then left exactly as it was.
+
+    ``parallel`` runs the validator in a second process once the input passes
+    ``PARALLEL_AFTER`` documents (default: when the machine has more than one core);
+    results are the same either way.
     """
     root = Path(to)
     created = _layout.init_marker(root, _PRODUCER, SCHEMA_VERSION)
     if not created:
         _layout.read_marker(root, for_write=True)
     writer = _Writer(root, allow_invalid=allow_invalid, peaks=_peak_lookup())
+    pipeline = _Pipeline(writer, on_refusal, parallel)
     try:
         for source, location, data, raw, error in _documents(sources, limits):
             if error is not None:
-                refusal: Refusal | None = writer.refuse(source, location, [error])
+                item: _Item | None = _Item(source, location, reasons=[error])
             elif raw is not None:
-                refusal = writer.add_raw(raw, source, location)
+                item = writer.prepare_raw(raw, source, location)
             else:
-                refusal = writer.add(data, None, source, location)
-            if refusal is not None and on_refusal is not None:
-                on_refusal(refusal)
+                item = writer.prepare(data, None, source, location)
+            if item is not None:
+                pipeline.add(item)
+        pipeline.finish()
         writer.commit()
     except OSError as exc:
+        pipeline.kill()
         writer.abort()
         what = exc.strerror or type(exc).__name__
         where = f" ({exc.filename})" if exc.filename else ""
         raise ArchiveError(f"{root}: could not write the archive: {what}{where}; nothing was added") from None
     except BaseException:
+        pipeline.kill()
         writer.abort()
         raise
     return writer.summary

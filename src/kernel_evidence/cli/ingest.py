@@ -12,7 +12,7 @@ from pathlib import Path
 
 import typer
 
-from .._ingest import OptionError, ingest, missing_for_validation, packet_data, paused_gc
+from .._ingest import OptionError, ingest, missing_for_validation, parse_opts, paused_gc
 from ..errors import KernelEvidenceError
 from ._common import EXIT_INVALID, EXIT_OK, EXIT_USAGE, fail
 
@@ -43,6 +43,12 @@ def register(app: typer.Typer) -> None:
             "--set",
             help="key=value: a dotted path into the packet; the value is JSON when it parses, else text. Repeatable.",
         ),
+        opts: list[str] = typer.Option(
+            [],
+            "--opt",
+            help="KEY=VALUE: an adapter option (e.g. vllm: device, engine_version, tensor_parallel_size, "
+            "samples_dir); the value is JSON when it parses, else text. Repeatable.",
+        ),
         into: str | None = typer.Option(
             None,
             "--into",
@@ -62,6 +68,7 @@ def register(app: typer.Typer) -> None:
                 replay_cmd=replay_cmd,
                 baseline=baseline,
                 sets=sets,
+                opts=opts,
                 into=into,
                 created_at=created_at,
                 force=force,
@@ -77,6 +84,7 @@ def run(
     replay_cmd: str | None = None,
     baseline: str | None = None,
     sets: list[str] | None = None,
+    opts: list[str] | None = None,
     into: str | None = None,
     created_at: str | None = None,
     force: bool = False,
@@ -85,6 +93,7 @@ def run(
     if output is not None and Path(output).exists() and not force:
         fail(f"{output}: already exists; refusing to overwrite it (use --force)")
     try:
+        extra = parse_opts(opts or ())
         result = ingest(
             tool,
             inputs,
@@ -93,6 +102,7 @@ def run(
             sets=sets or (),
             into=into,
             created_at=created_at,
+            extra=extra,
         )
     except OptionError as exc:
         fail(str(exc), EXIT_USAGE)
@@ -110,10 +120,9 @@ def run(
         sys.stderr.write(f"kevidence: warning: {' '.join(w.split())}\n")
     import msgspec
 
-    enc = msgspec.json.Encoder()
     # encoded once: written out and validated from the same bytes (the validator's fast path)
     with paused_gc():
-        encoded = [enc.encode(packet_data(p)) for p in packets]
+        encoded = [p.to_json() for p in packets]
     if output is None:
         out = sys.stdout.buffer
         for data in encoded:

@@ -9,6 +9,7 @@ import hashlib
 from enum import Enum
 from typing import Annotated, Any, Literal
 
+import msgspec
 from pydantic import Field, Strict
 
 from ._base import Digest, Model, NonEmptyStr, NonNegInt, Str, UtcTimestamp
@@ -127,11 +128,27 @@ class EvidencePacket(Model):
         return self.model_dump(mode="json", exclude_none=True)
 
     def _struct(self) -> Any:
-        # pydantic's serializer and msgspec's decoder both run in compiled code: much faster
-        # than walking to_dict() in Python for captures with many records
-        from .._fast import packet_decoder
+        """The packet as the checked msgspec struct that canonical encoding works from.
 
-        return packet_decoder.decode(self.model_dump_json(exclude_none=True))
+        pydantic's serializer and msgspec's decoder both run in compiled code, much faster
+        than walking ``to_dict()`` in Python. Raw-column tables (millions of numbers the
+        models validated already) skip that round trip: each is encoded once, as canonical
+        JSON, and spliced in as ``msgspec.Raw``.
+        """
+        from .._fast import columns_encoder, packet_decoder
+
+        captures = self.profiler or []
+        columns = [c.raw_columns for c in captures]
+        if all(c is None for c in columns):
+            return packet_decoder.decode(self.model_dump_json(exclude_none=True))
+        light = self.model_copy(
+            update={"profiler": [c.model_copy(update={"raw_columns": None}) for c in captures]}
+        )
+        struct = packet_decoder.decode(light.model_dump_json(exclude_none=True))
+        for i, cols in enumerate(columns):
+            if cols is not None:
+                struct.profiler[i].raw_columns = msgspec.Raw(columns_encoder.encode(cols))
+        return struct
 
     def to_json(self) -> bytes:
         """The packet as compact JSON bytes in canonical key order, without null members."""
