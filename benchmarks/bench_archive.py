@@ -150,7 +150,8 @@ EXTRA = {{}}
 t0 = time.perf_counter()
 {body}
 dt = time.perf_counter() - t0
-print(json.dumps({{"seconds": dt, "n": N, "maxrss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, **EXTRA}}))
+print(json.dumps({{"seconds": dt, "n": N, "maxrss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                  "child_maxrss_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, **EXTRA}}))
 """
 
 
@@ -230,7 +231,8 @@ def main() -> None:
         f"peer  read_json+write_table : {peer['seconds']:7.2f} s  {n / peer['seconds']:>10,.0f} packets/s  peak RSS {peer['maxrss_mb']:,.0f} MB"
     )
     print(
-        f"kevidence archive           : {arch['seconds']:7.2f} s  {n / arch['seconds']:>10,.0f} packets/s  peak RSS {arch['maxrss_mb']:,.0f} MB  "
+        f"kevidence archive           : {arch['seconds']:7.2f} s  {n / arch['seconds']:>10,.0f} packets/s  peak RSS {arch['maxrss_mb']:,.0f} MB "
+        f"+ validator process {arch['child_maxrss_mb']:,.0f} MB  "
         f"(added {arch['n']:,}, refused {arch['refused']:,}, files {arch['files']})"
     )
     print(

@@ -34,6 +34,10 @@ _LAZY = {
     "harness": (".harness", None),
     "Recorder": (".harness", "Recorder"),
     "reward": (".harness", "reward"),
+    "archive": (".archive", None),
+    "archive_packets": (".archive", "archive_packets"),
+    "export_packets": (".archive", "export_packets"),
+    "ingest": ("._ingest", "ingest"),
 }
 
 
@@ -68,7 +72,11 @@ __all__ = [
     "SchemaVersion",
     "Status",
     "__version__",
+    "archive",
+    "archive_packets",
+    "export_packets",
     "harness",
+    "ingest",
     "load_schema",
     "models",
     "read_packets",

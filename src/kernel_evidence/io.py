@@ -33,6 +33,10 @@ __all__ = [
     "write_packets",
 ]
 
+# read once at import (os.umask can only be read by setting it)
+_UMASK = os.umask(0o022)
+os.umask(_UMASK)
+
 PACKET_SUFFIXES = (".json", ".jsonl", ".json.zst", ".jsonl.zst", ".ndjson", ".ndjson.zst")
 _CHUNK = 1 << 20
 
@@ -330,6 +334,8 @@ def open_output(path: str | os.PathLike[str]) -> tuple[IO[bytes], Any]:
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    # mkstemp makes the file private (0600); give it the mode a plain open() would
+    os.chmod(tmp, 0o666 & ~_UMASK)
     fh = os.fdopen(fd, "wb")
 
     def commit(ok: bool) -> None:

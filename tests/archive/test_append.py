@@ -146,3 +146,23 @@ def test_parallel_validation_gives_the_same_archive(tmp_path: Path, monkeypatch)
     added, dups, refused, refusals, _ = results[True]
     assert (added, dups, refused) == (60, 1, 3)
     assert [r.split(": ")[0].rsplit(":", 1)[1] for r in refusals] == ["line 31", "line 32", "line 64"]
+
+
+def test_a_packet_with_a_stolen_id_is_refused_not_skipped(tmp_path) -> None:
+    import json
+
+    from kernel_evidence.archive import archive_packets
+    from kernel_evidence.strategies import example_packet
+
+    good = example_packet()
+    src = tmp_path / "good.jsonl"
+    src.write_bytes(good.to_json() + b"\n")
+    archive_packets([str(src)], tmp_path / "ds")
+    forged = json.loads(good.to_json())
+    forged["timing"]["speedup"]["value"] = 9.0  # new content, the archived packet's id
+    bad = tmp_path / "forged.jsonl"
+    bad.write_text(json.dumps(forged) + "\n")
+    summary = archive_packets([str(bad)], tmp_path / "ds")
+    assert summary.duplicates == 0
+    assert summary.refused_count == 1
+    assert any("KE004" in line for line in summary.refused[0].reasons)

@@ -319,8 +319,7 @@ class _Writer:
 
     def prepare_raw(self, raw: bytes, source: str, location: str | None) -> _Item | None:
         """A JSON object given as compact bytes: the fast path when it decodes into the
-        typed view and carries its id, else the reference path over decoded data.
-        ``None`` when it is already in the archive."""
+        typed view and carries its id, else the reference path over decoded data."""
         view = decode_view(raw)
         if view is None or view.packet_id is None:
             try:
@@ -331,9 +330,6 @@ class _Writer:
         hw = view.hardware
         part = self._partition(partition_from(hw.vendor if hw else None, view.created_at))
         digest = _digest(view.packet_id)
-        if digest in part.existing:  # type: ignore[operator]
-            self.summary.duplicates += 1
-            return None
         return _Item(source, location, view=view, raw=raw, part=part, digest=digest)
 
     def prepare(self, data: Any, raw: bytes | None, source: str, location: str | None) -> _Item | None:
@@ -352,9 +348,6 @@ class _Writer:
             raw = None
         part = self._partition(partition_of(data))
         digest = _digest(pid)
-        if digest in part.existing:  # type: ignore[operator]
-            self.summary.duplicates += 1
-            return None
         return _Item(source, location, data=data, raw=raw, part=part, digest=digest)
 
     def resolve(self, item: _Item, checked: Checked | None) -> Refusal | None:
@@ -363,13 +356,15 @@ class _Writer:
             return self.refuse(item.source, item.location, item.reasons)
         part, digest = item.part, item.digest
         assert part is not None and part.existing is not None and digest is not None
-        if digest in part.existing:  # an earlier copy in the same input was kept
-            self.summary.duplicates += 1
-            return None
         if checked is None:
             checked = check(item.data, item.raw)
         if not checked.ok and not self.allow_invalid:
+            # refused before the duplicate check: a packet whose packet_id does not match its
+            # content (KE004) must not pass for a copy of the archived packet with that id
             return self.refuse(item.source, item.location, checked.lines or ["invalid packet"])
+        if digest in part.existing:  # in the dataset already, or an earlier copy in this input
+            self.summary.duplicates += 1
+            return None
         if item.view is not None:
             assert item.raw is not None
             self._keep(part, digest, extract_view(item.view, self.peaks), checked, item.raw)
