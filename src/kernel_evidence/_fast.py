@@ -162,5 +162,7 @@ def canonical_struct_bytes(packet: Any) -> bytes:
     if ext is not None and _has_null(ext):
         from ._canonical import strip_nulls
 
-        return _canonical_encoder.encode(msgspec.structs.replace(packet, packet_id=None, extensions=strip_nulls(ext)))
+        return _canonical_encoder.encode(
+            msgspec.structs.replace(packet, packet_id=None, extensions=strip_nulls(ext))
+        )
     return _canonical_encoder.encode(msgspec.structs.replace(packet, packet_id=None))

@@ -358,7 +358,6 @@ def _complete(
 # ------------------------------------------------------------------- fast packet bytes and id
 
 
-
 @contextmanager
 def paused_gc() -> Iterator[None]:
     """Pause the cyclic garbage collector while building or dumping big packets: hundreds of

@@ -32,7 +32,7 @@ _DEVICES = [
 _TIME_UNITS = ["ns", "us", "ms"]
 _UNIT_SCALE = {"ns": 1e6, "us": 1e3, "ms": 1.0}
 _text = st.text(
-    st.characters(min_codepoint=32, max_codepoint=0x2FFF, exclude_categories=("Cs",)), min_size=1, max_size=24
+    st.characters(min_codepoint=32, max_codepoint=0x2FFF, exclude_categories=["Cs"]), min_size=1, max_size=24
 )
 _ident = st.from_regex(r"[a-z][a-z0-9_]{0,15}", fullmatch=True)
 _ts = st.datetimes(

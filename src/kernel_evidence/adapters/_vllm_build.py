@@ -564,8 +564,8 @@ def _samples_artifact(
 def _write_sidecar(ctx: BuildContext, rec: RunRecord, cols: dict[str, Any]) -> Artifact:
     """One Parquet row per request: ttft/e2el in ms, itl_ms list, lengths, error text."""
     try:
-        import pyarrow as pa  # type: ignore[import-untyped]
-        import pyarrow.parquet as pq  # type: ignore[import-untyped]
+        import pyarrow as pa
+        import pyarrow.parquet as pq
     except ImportError:  # pragma: no cover - pyarrow is a core dependency
         from ..errors import MissingExtra
 

@@ -144,7 +144,7 @@ class EvidencePacket(Model):
         light = self.model_copy(
             update={"profiler": [c.model_copy(update={"raw_columns": None}) for c in captures]}
         )
-        struct = packet_decoder.decode(light.model_dump_json(exclude_none=True))
+        struct: Any = packet_decoder.decode(light.model_dump_json(exclude_none=True))
         for i, cols in enumerate(columns):
             if cols is not None:
                 struct.profiler[i].raw_columns = msgspec.Raw(columns_encoder.encode(cols))
