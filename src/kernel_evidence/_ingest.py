@@ -17,11 +17,9 @@ Also here: the joined cross-vendor canonical-metric table behind ``kevidence met
 from __future__ import annotations
 
 import copy
-import gc
 import json
 import shlex
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,6 +27,7 @@ from typing import Any
 import msgspec
 from pydantic import ValidationError
 
+from ._gc import paused_gc
 from .adapters import AdapterOptions, get_adapter
 from .errors import InputError
 from .models import EvidencePacket
@@ -43,7 +42,6 @@ __all__ = [
     "parse_opt",
     "parse_opts",
     "parse_set",
-    "paused_gc",
     "render_metric_table",
 ]
 
@@ -356,19 +354,6 @@ def _complete(
 
 
 # ------------------------------------------------------------------- fast packet bytes and id
-
-
-@contextmanager
-def paused_gc() -> Iterator[None]:
-    """Pause the cyclic garbage collector while building or dumping big packets: hundreds of
-    thousands of small acyclic objects otherwise trigger full collections over and over."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
 
 
 def _check_timestamp(value: str) -> None:

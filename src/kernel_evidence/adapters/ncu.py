@@ -14,20 +14,19 @@ the default text page, ``--print-summary`` text, and binary ``.ncu-rep`` reports
 
 from __future__ import annotations
 
-import gc
 import hashlib
 import math
 import os
 import statistics
 import sys
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from .._gc import paused_gc
 from .._resources import load_toml
 from .._version import __version__
 from ..errors import AdapterError, InputError, KernelEvidenceError, LimitExceeded, MissingExtra
@@ -295,19 +294,6 @@ def canonical_columns(
 
 
 # --------------------------------------------------------------------------------- reading
-
-
-@contextmanager
-def _no_gc() -> Iterator[None]:
-    """Building hundreds of thousands of small models triggers the cyclic collector over and
-    over (5x slower); nothing built here forms cycles, so pause it while building."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
 
 
 def _expand(inputs: Sequence[str]) -> list[tuple[str, bool]]:
@@ -696,7 +682,7 @@ class NcuAdapter:
         packets: list[EvidencePacket] = []
         warnings: list[str] = []
         # a text export is hashed (for its Artifact) in a second thread while it is parsed
-        with _no_gc(), ThreadPoolExecutor(max_workers=1) as pool:
+        with paused_gc(), ThreadPoolExecutor(max_workers=1) as pool:
             expanded = _expand(inputs)
             first_error: KernelEvidenceError | None = None
             for path, in_directory in expanded:

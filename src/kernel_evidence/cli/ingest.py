@@ -12,7 +12,8 @@ from pathlib import Path
 
 import typer
 
-from .._ingest import OptionError, ingest, missing_for_validation, parse_opts, paused_gc
+from .._gc import paused_gc
+from .._ingest import OptionError, ingest, missing_for_validation, parse_opts
 from ..errors import KernelEvidenceError
 from ._common import EXIT_INVALID, EXIT_OK, EXIT_USAGE, fail
 

@@ -103,8 +103,10 @@ def validate(packet: EvidencePacket | dict[str, Any] | bytes | str) -> Report:
         return validate_struct(_to_struct.decode(packet.to_json()))
     if isinstance(packet, (bytes, str)):
         raw = packet.encode() if isinstance(packet, str) else packet
-        reports = [_report_for(d, None) for d in decode_document(Record("<bytes>", None, data=raw))]
-        return reports[0]
+        one = decode_one(raw)
+        if one is not None:
+            return validate_struct(one[0], None, None, one[1])
+        return _report_for(next(iter(decode_document(Record("<bytes>", None, data=raw)))), None)
     if isinstance(packet, dict):
         try:
             model = EvidencePacket.model_validate(packet)

@@ -552,10 +552,7 @@ def _stats(ptr: str, s: Any, add: Add) -> None:
     if hi is not None and hi < med * _LO:
         add(("KE501", f"{ptr}/max", f"max {hi:g} is below the median {med:g}"))
     if mean is not None:
-        if lo is not None and mean < lo * _LO:
-            add(("KE501", f"{ptr}/mean", f"mean {mean:g} is below the min {lo:g}"))
-        if hi is not None and mean > hi * _HI:
-            add(("KE501", f"{ptr}/mean", f"mean {mean:g} is above the max {hi:g}"))
+        _mean_within(ptr, mean, lo, hi, add)
     pcts = s.percentiles
     if pcts:
         cache = _PCT_CACHE
@@ -617,14 +614,18 @@ def _stats(ptr: str, s: Any, add: Add) -> None:
             add(("KE503", f"{ptr}/max", f"max {hi:g} does not match the samples' max {y1:g}"))
 
 
+def _mean_within(ptr: str, mean: float, lo: float | None, hi: float | None, add: Add) -> None:
+    if lo is not None and mean < lo * _LO:
+        add(("KE501", f"{ptr}/mean", f"mean {mean:g} is below the min {lo:g}"))
+    if hi is not None and mean > hi * _HI:
+        add(("KE501", f"{ptr}/mean", f"mean {mean:g} is above the max {hi:g}"))
+
+
 def _stats_without_median(ptr: str, s: Any, add: Add) -> None:
     """The checks that need no median, for blocks that only report mean and percentiles."""
     lo, hi, mean = s.min, s.max, s.mean
     if mean is not None:
-        if lo is not None and mean < lo * _LO:
-            add(("KE501", f"{ptr}/mean", f"mean {mean:g} is below the min {lo:g}"))
-        if hi is not None and mean > hi * _HI:
-            add(("KE501", f"{ptr}/mean", f"mean {mean:g} is above the max {hi:g}"))
+        _mean_within(ptr, mean, lo, hi, add)
     if s.percentiles:
         pk = pv = None
         for _q, k, val in sorted((q, k, v) for k, v in s.percentiles.items() if (q := _pct(k)) is not None):
