@@ -249,3 +249,21 @@ def test_torn_zstd_stream_keeps_complete_records_and_reports_the_tear(capsys, tm
     assert code == 1
     assert "torn.jsonl.zst:line 3: KE000 error: zstd stream ends inside a frame" in out
     assert "3 packet(s) in 1 file(s): 2 valid, 1 invalid" in out
+
+
+def test_worker_processes_give_the_same_reports_in_the_same_order(tmp_path: Path) -> None:
+    from kernel_evidence.rules import validate_paths
+
+    lines = [GOOD, b"{broken", GOOD.replace(b'"median":180.0', b'"median":1.0'), b"[" + GOOD + b"," + GOOD + b"]"]
+    write(tmp_path, "a.jsonl", b"\n".join(lines * 300) + b"\n")
+    write(tmp_path, "b.json", GOOD)
+    write(tmp_path, "c.json", b"")
+    one = [r.to_dict() for r in validate_paths([str(tmp_path)])]
+    two = [r.to_dict() for r in validate_paths([str(tmp_path)], jobs=2)]
+    assert len(one) == 1500 + 2
+    assert two == one
+
+
+def test_jobs_option(capsys) -> None:
+    code, out, _ = run(capsys, "validate", "--jobs", "2", str(EXAMPLES / "valid"))
+    assert code == 0 and "7 packet(s) in 7 file(s): 7 valid" in out

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Checked", "check"]
+__all__ = ["Checked", "check", "check_struct"]
 
 
 @dataclass(frozen=True)
@@ -40,6 +40,13 @@ def _from_report(report: Any) -> Checked:
     letter = getattr(grade, "letter", None)
     reasons = [str(r) for r in (getattr(grade, "reasons", None) or [])]
     return Checked(bool(report.ok), str(letter) if letter else None, reasons, findings, lines)
+
+
+def check_struct(struct: Any, canonical: bytes) -> Checked:
+    """Validate one packet already decoded by :func:`kernel_evidence._decode.decode_one`."""
+    from ..rules import validate_struct
+
+    return _from_report(validate_struct(struct, None, None, canonical))
 
 
 def check(data: dict[str, Any] | None, raw: bytes | None) -> Checked:

@@ -13,19 +13,11 @@ import math
 import re
 from typing import Any, Final
 
-import msgspec
-
+from .._fast import struct_for
+from ..models import Stats, Task, Timing
 from ..units import UNIT_FACTORS, Dimension, convert
 
-__all__ = [
-    "VENDORS",
-    "PacketView",
-    "decode_view",
-    "extract",
-    "extract_view",
-    "partition_from",
-    "partition_of",
-]
+__all__ = ["VENDORS", "created_micros", "extract", "extract_struct", "partition_from", "partition_of"]
 
 #: ``hardware.vendor`` values that become partition directories; anything else is ``invalid``.
 VENDORS: Final = frozenset({"nvidia", "amd", "google", "intel", "apple", "aws", "huawei", "cpu", "other"})
@@ -45,6 +37,8 @@ _TO_B: Final = _factors(Dimension.BYTES, "B")
 _TO_FLOPS: Final = _factors(Dimension.FLOP_RATE, "FLOP/s")
 _TO_BPS: Final = _factors(Dimension.BANDWIDTH, "B/s")
 _TO_J: Final = _factors(Dimension.ENERGY, "J")
+_TO_TOKS: Final = {"tok/s": 1.0}
+_TO_REQS: Final = {"req/s": 1.0}
 
 _EMPTY: Final[dict[str, Any]] = {}
 
@@ -287,174 +281,31 @@ def extract(data: dict[str, Any], peaks: Any = None) -> list[Any]:
         w[4],
         w[5],
         _s(_d(data.get("validation")).get("verdict")),
-        _qty(serving.get("output_throughput"), {"tok/s": 1.0}),
-        _qty(serving.get("request_throughput"), {"req/s": 1.0}),
+        _qty(serving.get("output_throughput"), _TO_TOKS),
+        _qty(serving.get("request_throughput"), _TO_REQS),
         _qty(cost.get("gpu_time"), _TO_S),
         _qty(energy.get("energy"), _TO_J),
     ]
 
 
-# -- fast path: a typed view of only the members the columns need -------------------------
+# -- fast path: the core packet struct -------------------------------------------------
 #
-# msgspec decodes straight into these structs in C, skipping every other member. A member
-# of the wrong JSON type makes the decode fail, and the caller falls back to ``extract``.
+# A packet that decodes into :class:`kernel_evidence._fast.PacketStruct` (generated from the
+# models) is already checked for structure: every member has its model type, numbers are
+# finite (msgspec refuses out-of-range numbers) and integers fit 64 bits. Its columns are
+# read straight from its attributes, which are the models' field names.
 
-_Opt = msgspec.Struct
-
-
-class _Q(_Opt, frozen=True):
-    value: float | None = None
-    unit: str | None = None
-
-
-class _Named(_Opt, frozen=True):
-    name: str | None = None
-    version: str | None = None
+_NO_TASK: Final = struct_for(Task)()
+_NO_TIMING: Final = struct_for(Timing)(method="other")
+_NO_STATS: Final = struct_for(Stats)(unit="ns")
 
 
-class _Subject(_Opt, frozen=True):
-    kind: str | None = None
-    name: str | None = None
+def _sq(q: Any, table: dict[str, float]) -> float | None:
+    """A quantity struct in the table's base unit (its unit is always in the table)."""
+    return None if q is None else q.value * table[q.unit]
 
 
-class _Failure(_Opt, frozen=True):
-    failure_class: str | None = None
-
-
-class _Lineage(_Opt, frozen=True):
-    run_id: str | None = None
-    candidate_id: str | None = None
-    parent_packet_id: str | None = None
-    iteration: int | None = None
-
-
-class _Work(_Opt, frozen=True):
-    flops: _Q | None = None
-    bytes: _Q | None = None
-
-
-class _Shape(_Opt, frozen=True):
-    id: str | None = None
-    work: _Work | None = None
-
-
-class _ServingTask(_Opt, frozen=True):
-    model: str | None = None
-
-
-class _Task(_Opt, frozen=True):
-    operator: str | None = None
-    workload: str | None = None
-    dtypes: list[str] | None = None
-    shapes: list[_Shape] | None = None
-    work: _Work | None = None
-    serving: _ServingTask | None = None
-
-
-class _Hardware(_Opt, frozen=True):
-    vendor: str | None = None
-    device: str | None = None
-    arch: str | None = None
-    count: int | None = None
-    peak_flop_rate: _Q | None = None
-    peak_bandwidth: _Q | None = None
-
-
-class _Stats(_Opt, frozen=True):
-    unit: str | None = None
-    median: float | None = None
-    mean: float | None = None
-    min: float | None = None
-    ci_low: float | None = None
-    ci_high: float | None = None
-    n: int | None = None
-    samples: list[Any] | None = None
-
-
-class _Baseline(_Opt, frozen=True):
-    provider: str | None = None
-    version: str | None = None
-    call: str | None = None
-    engine: _Named | None = None
-    stats: _Stats | None = None
-
-
-class _Speedup(_Opt, frozen=True):
-    value: float | None = None
-    basis: str | None = None
-
-
-class _ServingMetrics(_Opt, frozen=True):
-    output_throughput: _Q | None = None
-    request_throughput: _Q | None = None
-
-
-class _Timing(_Opt, frozen=True):
-    method: str | None = None
-    shape_id: str | None = None
-    stats: _Stats | None = None
-    baseline: _Baseline | None = None
-    speedup: _Speedup | None = None
-    serving: _ServingMetrics | None = None
-
-
-class _Verdict(_Opt, frozen=True):
-    verdict: str | None = None
-
-
-class _EnergyMeasurement(_Opt, frozen=True):
-    energy: _Q | None = None
-
-
-class _Cost(_Opt, frozen=True):
-    gpu_time: _Q | None = None
-    energy: _EnergyMeasurement | None = None
-
-
-class PacketView(_Opt, frozen=True):
-    """The members of a packet that the typed columns are made of."""
-
-    packet_id: str | None = None
-    created_at: str | None = None
-    schema_version: str | None = None
-    status: str | None = None
-    producer: _Named | None = None
-    subject: _Subject | None = None
-    failure: _Failure | None = None
-    lineage: _Lineage | None = None
-    task: _Task | None = None
-    hardware: _Hardware | None = None
-    timing: _Timing | None = None
-    validation: _Verdict | None = None
-    cost: _Cost | None = None
-
-
-_view_decoder = msgspec.json.Decoder(PacketView)
-_NO_Q = _Q()
-_NO_STATS = _Stats()
-_NO_TASK = _Task()
-_NO_HW = _Hardware()
-_NO_TIMING = _Timing()
-_NO_BASE = _Baseline()
-_NO_WORK = _Work()
-
-
-def decode_view(raw: bytes) -> PacketView | None:
-    """The packet's view, or ``None`` when it is not JSON of the expected shape."""
-    try:
-        return _view_decoder.decode(raw)
-    except (msgspec.DecodeError, msgspec.ValidationError):
-        return None
-
-
-def _vq(q: _Q | None, table: dict[str, float]) -> float | None:
-    if q is None or q.value is None or not math.isfinite(q.value):
-        return None
-    f = _factor(table, q.unit)
-    return None if f is None else q.value * f
-
-
-def _vs(v: float | None, f: float | None) -> float | None:
+def _sv(v: float | None, f: float | None) -> float | None:
     return None if v is None or f is None else v * f
 
 
@@ -468,93 +319,104 @@ def partition_from(vendor: object, created_at: object) -> tuple[str, str]:
     return v, month
 
 
-def extract_view(p: PacketView, peaks: Any = None) -> list[Any]:
-    """:func:`extract` for a decoded :class:`PacketView` (same values, faster)."""
+def extract_struct(p: Any, peaks: Any = None) -> list[Any]:
+    """:func:`extract` for a decoded :class:`~kernel_evidence._fast.PacketStruct` (same
+    values, faster)."""
     task = p.task or _NO_TASK
-    hw = p.hardware or _NO_HW
+    hw = p.hardware
     timing = p.timing or _NO_TIMING
     stats = timing.stats or _NO_STATS
-    baseline = timing.baseline or _NO_BASE
-    bstats = baseline.stats or _NO_STATS
+    baseline = timing.baseline
+    bstats = (baseline.stats if baseline is not None else None) or _NO_STATS
     speedup_s = timing.speedup
     serving = timing.serving
     cost = p.cost
 
-    shape_ids = [c.id for c in task.shapes if c.id is not None] if task.shapes is not None else None
+    shapes = task.shapes
+    shape_ids = [c.id for c in shapes] if shapes is not None else None
     shape = timing.shape_id
     if shape is None and shape_ids is not None and len(shape_ids) == 1:
         shape = shape_ids[0]
-    f = _factor(_TO_NS, stats.unit)
-    median_ns = _vs(_finite(stats.median), f)
-    ci_low = _vs(_finite(stats.ci_low), f)
-    ci_high = _vs(_finite(stats.ci_high), f)
-    n = _int(stats.n)
+    f = _TO_NS[stats.unit] if timing.stats is not None else None
+    median_ns = _sv(stats.median, f)
+    ci_low = _sv(stats.ci_low, f)
+    ci_high = _sv(stats.ci_high, f)
+    n = stats.n
     if n is None and stats.samples is not None:
         n = len(stats.samples)
-    bf = _factor(_TO_NS, bstats.unit)
-    b_median = _vs(_finite(bstats.median), bf)
-    speedup = _finite(speedup_s.value) if speedup_s is not None else None
+    bf = _TO_NS[bstats.unit] if bstats is not _NO_STATS else None
+    b_median = _sv(bstats.median, bf)
+    speedup = speedup_s.value if speedup_s is not None else None
     basis = speedup_s.basis if speedup_s is not None else None
-    work = _NO_WORK
-    if task.shapes is not None:
-        for case in task.shapes:
+    work = None
+    if shapes is not None:
+        for case in shapes:
             if case.id == shape:
-                work = case.work or _NO_WORK
+                work = case.work
                 break
-    if work is _NO_WORK or (work.flops is None and work.bytes is None):
-        work = task.work or _NO_WORK
-    w_flop, w_bytes = _vq(work.flops, _TO_FLOP), _vq(work.bytes, _TO_B)
-    count = _int(hw.count)
+    if work is None or (work.flops is None and work.bytes is None):
+        work = task.work
+    w_flop = _sq(work.flops, _TO_FLOP) if work is not None else None
+    w_bytes = _sq(work.bytes, _TO_B) if work is not None else None
+    if hw is not None:
+        device, arch, count = hw.device, hw.arch, hw.count
+        peak = (_sq(hw.peak_flop_rate, _TO_FLOPS), _sq(hw.peak_bandwidth, _TO_BPS))
+    else:
+        device = arch = count = None
+        peak = (None, None)
     derived = _derived(
         (median_ns, ci_low, ci_high),
-        (b_median, _vs(_finite(bstats.ci_low), bf), _vs(_finite(bstats.ci_high), bf)),
+        (b_median, _sv(bstats.ci_low, bf), _sv(bstats.ci_high, bf)),
         speedup,
         basis,
         (w_flop, w_bytes),
-        (_vq(hw.peak_flop_rate, _TO_FLOPS), _vq(hw.peak_bandwidth, _TO_BPS)),
-        (hw.device, hw.arch, count),
+        peak,
+        (device, arch, count),
         task.dtypes,
         peaks,
     )
     workload = task.workload
     if workload is None and task.serving is not None:
         workload = task.serving.model
-    provider, provider_version = baseline.provider, baseline.version
-    if provider is None and baseline.engine is not None:
-        provider, provider_version = baseline.engine.name, baseline.engine.version
+    provider = provider_version = call = None
+    if baseline is not None:
+        provider, provider_version, call = baseline.provider, baseline.version, baseline.call
+        if provider is None and baseline.engine is not None:  # a serving baseline names its engine
+            provider, provider_version = baseline.engine.name, baseline.engine.version
     producer, subject, lineage = p.producer, p.subject, p.lineage
+    energy = cost.energy if cost is not None else None
     return [
         p.packet_id,
         created_micros(p.created_at),
         p.schema_version,
-        producer.name if producer else None,
-        producer.version if producer else None,
-        subject.kind if subject else None,
-        subject.name if subject else None,
-        p.status or "",
-        p.failure.failure_class if p.failure else None,
-        lineage.run_id if lineage else None,
-        lineage.candidate_id if lineage else None,
-        lineage.parent_packet_id if lineage else None,
-        _int(lineage.iteration) if lineage else None,
+        producer.name,
+        producer.version,
+        subject.kind,
+        subject.name,
+        p.status.value,
+        p.failure.failure_class.value if p.failure is not None else None,
+        lineage.run_id if lineage is not None else None,
+        lineage.candidate_id if lineage is not None else None,
+        lineage.parent_packet_id if lineage is not None else None,
+        lineage.iteration if lineage is not None else None,
         task.operator,
         workload,
         task.dtypes,
         shape_ids,
         shape,
-        hw.device,
-        hw.arch,
+        device,
+        arch,
         count,
-        timing.method,
+        timing.method if p.timing is not None else None,
         median_ns,
-        _vs(_finite(stats.mean), f),
-        _vs(_finite(stats.min), f),
+        _sv(stats.mean, f),
+        _sv(stats.min, f),
         ci_low,
         ci_high,
         n,
         provider,
         provider_version,
-        baseline.call,
+        call,
         b_median,
         speedup,
         basis,
@@ -566,13 +428,9 @@ def extract_view(p: PacketView, peaks: Any = None) -> list[Any]:
         derived[3],
         derived[4],
         derived[5],
-        p.validation.verdict if p.validation else None,
-        _vq(serving.output_throughput, {"tok/s": 1.0}) if serving else None,
-        _vq(serving.request_throughput, {"req/s": 1.0}) if serving else None,
-        _vq(cost.gpu_time, _TO_S) if cost else None,
-        _vq(cost.energy.energy, _TO_J) if cost and cost.energy else None,
+        p.validation.verdict if p.validation is not None else None,
+        _sq(serving.output_throughput, _TO_TOKS) if serving is not None else None,
+        _sq(serving.request_throughput, _TO_REQS) if serving is not None else None,
+        _sq(cost.gpu_time, _TO_S) if cost is not None else None,
+        _sq(energy.energy, _TO_J) if energy is not None else None,
     ]
-
-
-def _finite(v: float | None) -> float | None:
-    return v if v is None or math.isfinite(v) else None

@@ -44,8 +44,9 @@ from ..errors import ArchiveError
 from ..io import Limits, discover, iter_records
 from ..models import SCHEMA_VERSION
 from . import _layout
-from ._check import Checked, check
-from ._rows import PacketView, decode_view, extract, extract_view, partition_from, partition_of
+from .._decode import decode_one
+from ._check import Checked, check, check_struct
+from ._rows import extract, extract_struct, partition_from, partition_of
 from .schema import (
     ARCHIVE_LAYOUT_VERSION,
     COLUMNS,
@@ -262,13 +263,16 @@ class _Partition:
 
 @dataclass
 class _Item:
-    """A document between reading and keeping: its packet (view or data) and where it goes,
-    or ``reasons`` when it is refused before validation."""
+    """A document between reading and keeping: its packet (a decoded struct, or JSON data
+    for the reference path) and where it goes, or ``reasons`` when it is refused before
+    validation."""
 
     source: str
     location: str | None
     reasons: list[str] | None = None
-    view: PacketView | None = None
+    #: a :class:`~kernel_evidence._fast.PacketStruct` and its canonical bytes (without id)
+    struct: Any = None
+    canonical: bytes | None = None
     data: dict[str, Any] | None = None
     raw: bytes | None = None
     part: _Partition | None = None
@@ -318,19 +322,22 @@ class _Writer:
         return r
 
     def prepare_raw(self, raw: bytes, source: str, location: str | None) -> _Item | None:
-        """A JSON object given as compact bytes: the fast path when it decodes into the
-        typed view and carries its id, else the reference path over decoded data."""
-        view = decode_view(raw)
-        if view is None or view.packet_id is None:
+        """A JSON object given as compact bytes: decoded once into the core packet struct,
+        which is then validated and gives the columns; the reference path over decoded data
+        for anything else (a packet without id, one that does not match the schema, or a
+        suspected duplicate key)."""
+        one = decode_one(raw)
+        if one is None or one[0].packet_id is None:
             try:
                 data = _decoder.decode(raw)
             except msgspec.DecodeError as exc:
                 return _Item(source, location, reasons=[f"not valid JSON ({exc})"])
             return self.prepare(data, raw, source, location)
-        hw = view.hardware
-        part = self._partition(partition_from(hw.vendor if hw else None, view.created_at))
-        digest = _digest(view.packet_id)
-        return _Item(source, location, view=view, raw=raw, part=part, digest=digest)
+        struct, canonical = one
+        hw = struct.hardware
+        part = self._partition(partition_from(hw.vendor if hw is not None else None, struct.created_at))
+        digest = _digest(struct.packet_id)
+        return _Item(source, location, struct=struct, canonical=canonical, raw=raw, part=part, digest=digest)
 
     def prepare(self, data: Any, raw: bytes | None, source: str, location: str | None) -> _Item | None:
         """One decoded JSON document (the reference path)."""
@@ -357,7 +364,11 @@ class _Writer:
         part, digest = item.part, item.digest
         assert part is not None and part.existing is not None and digest is not None
         if checked is None:
-            checked = check(item.data, item.raw)
+            if item.struct is not None:
+                assert item.canonical is not None
+                checked = check_struct(item.struct, item.canonical)
+            else:
+                checked = check(item.data, item.raw)
         if not checked.ok and not self.allow_invalid:
             # refused before the duplicate check: a packet whose packet_id does not match its
             # content (KE004) must not pass for a copy of the archived packet with that id
@@ -365,9 +376,9 @@ class _Writer:
         if digest in part.existing:  # in the dataset already, or an earlier copy in this input
             self.summary.duplicates += 1
             return None
-        if item.view is not None:
+        if item.struct is not None:
             assert item.raw is not None
-            self._keep(part, digest, extract_view(item.view, self.peaks), checked, item.raw)
+            self._keep(part, digest, extract_struct(item.struct, self.peaks), checked, item.raw)
         else:
             assert item.data is not None
             packet = _encoder.encode(item.data) if item.raw is None else item.raw
@@ -598,7 +609,7 @@ class _Pipeline:
 
 def _remote(item: _Item) -> bool:
     """Whether the item is validated by the worker: a viewed packet with its bytes."""
-    return item.view is not None and item.raw is not None and item.reasons is None
+    return item.struct is not None and item.raw is not None and item.reasons is None
 
 
 def archive_packets(

@@ -36,6 +36,13 @@ def register(app: typer.Typer) -> None:
         max_record_bytes: int = typer.Option(
             Limits.max_record_bytes, help="Largest single document accepted."
         ),
+        jobs: int = typer.Option(
+            0,
+            "--jobs",
+            "-j",
+            min=0,
+            help="Worker processes (0: automatic - several for inputs of 32 MiB and more).",
+        ),
         max_decompressed_bytes: int = typer.Option(
             Limits.max_decompressed_bytes, help="Largest amount one zstd file may decompress to."
         ),
@@ -59,6 +66,7 @@ def run(
     quiet: bool = False,
     progress: bool | None = None,
     limits: Limits | None = None,
+    jobs: int = 0,
 ) -> int:
     """Validate ``paths`` and print the reports; returns the exit code."""
     start = time.perf_counter()
@@ -68,7 +76,7 @@ def run(
     show_progress = (
         progress if progress is not None else (sys.stderr.isatty() and fmt == "text" and not quiet)
     )
-    reports = validate_paths(paths, limits)
+    reports = validate_paths(paths, limits, jobs=jobs)
     if fmt == "json":
         sys.stdout.write('{"reports": [')
     bar = None
