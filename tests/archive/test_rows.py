@@ -1,4 +1,5 @@
-"""The typed columns: the fast path (typed view) gives exactly what the reference path gives."""
+"""The typed columns: the fast path (the core packet struct) gives exactly what the reference
+path (plain JSON data) gives."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ import msgspec
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kernel_evidence.archive._rows import decode_view, extract, extract_view, partition_from, partition_of
+from kernel_evidence._decode import decode_one
+from kernel_evidence.archive._rows import extract, extract_struct, partition_from, partition_of
 from kernel_evidence.archive.schema import COLUMNS
 from kernel_evidence.archive.writer import _peak_lookup
 from kernel_evidence.strategies import packets
@@ -35,12 +37,13 @@ def _same(a: list[Any], b: list[Any]) -> bool:
 
 def _both(raw: bytes) -> tuple[list[Any], list[Any]]:
     data = msgspec.json.decode(raw)
-    view = decode_view(raw)
-    assert view is not None
+    one = decode_one(raw)
+    assert one is not None
+    struct = one[0]
     peaks = _peak_lookup()
-    slow, fast = extract(data, peaks), extract_view(view, peaks)
+    slow, fast = extract(data, peaks), extract_struct(struct, peaks)
     assert partition_of(data) == partition_from(
-        view.hardware.vendor if view.hardware else None, view.created_at
+        struct.hardware.vendor if struct.hardware else None, struct.created_at
     )
     return slow, fast
 
@@ -78,9 +81,9 @@ def test_wrong_types_fall_back_and_never_crash(packet: Any, member: str, value: 
     raw = json.dumps(data).encode()
     row = extract(json.loads(raw), _peak_lookup())  # the reference path takes anything
     assert len(row) == len(COLUMNS) - 5
-    view = decode_view(raw)
-    if view is not None:  # the fast path accepted it: then it must agree
-        assert _same(row, extract_view(view, _peak_lookup()))
+    one = decode_one(raw)
+    if one is not None:  # the fast path accepted it: then it must agree
+        assert _same(row, extract_struct(one[0], _peak_lookup()))
 
 
 def test_hostile_units_and_numbers_give_nulls() -> None:
@@ -92,7 +95,7 @@ def test_hostile_units_and_numbers_give_nulls() -> None:
     cols = dict(zip([c.name for c in COLUMNS], row, strict=False))
     assert cols["median_ns"] is None and cols["iteration"] is None
     assert cols["peak_flop_per_s"] is None
-    assert decode_view(json.dumps(data).encode()) is None
+    assert decode_one(json.dumps(data).encode()) is None
 
 
 def test_serving_baseline_names_its_engine() -> None:

@@ -14,7 +14,6 @@ import os
 from collections import deque
 from collections.abc import Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
-from typing import Any
 
 from ..io import Limits, Record, discover, iter_records
 from ._engine import Finding, Grade, Report
