@@ -35,8 +35,11 @@ def register(app: typer.Typer) -> None:
             Limits.max_decompressed_bytes, help="Largest amount one zstd file may decompress to."
         ),
     ) -> None:
-        """Archive packets into a Parquet dataset: exit 0 when every packet was archived or
-        already present, 1 when any was refused or the archive could not be written."""
+        """Archive packets into a Parquet dataset (exit 1 when any is refused).
+
+        Exit 0 when every packet was archived or already present, 1 when any was refused or
+        the archive could not be written.
+        """
         from ..archive import archive_packets
 
         limits = Limits(max_record_bytes=max_record_bytes, max_decompressed_bytes=max_decompressed_bytes)
