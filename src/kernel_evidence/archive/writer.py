@@ -44,9 +44,10 @@ from ..errors import ArchiveError
 from ..io import Limits, discover, iter_records
 from ..models import SCHEMA_VERSION
 from . import _layout
-from .._decode import decode_one
-from ._check import Checked, check, check_struct
-from ._rows import extract, extract_struct, partition_from, partition_of
+from .._gc import paused_gc
+from ._check import check
+from ._rows import extract, partition_of
+from ._worker import analyse
 from .schema import (
     ARCHIVE_LAYOUT_VERSION,
     COLUMNS,
@@ -66,10 +67,12 @@ ROW_GROUP_BYTES = 16 << 20
 STAGE_ROWS = 512
 #: packet bytes kept as Python values over all partitions before the largest is spilled
 BUFFER_BYTES = 16 << 20
-#: documents validated per batch; batches in flight to the validator process; documents
-#: read before the validator process is started (a smaller input is validated in-process)
+#: documents analysed per batch; batches at most with the second process; batches at most
+#: waiting to be resolved; documents read before the second process is started (a smaller
+#: input is analysed in this process only)
 BATCH = 512
-IN_FLIGHT = 3
+IN_FLIGHT = 2
+MAX_PENDING = 16
 PARALLEL_AFTER = 2048
 #: rows per file before a partition starts a new file
 FILE_ROWS = 1_048_576
@@ -263,20 +266,15 @@ class _Partition:
 
 @dataclass
 class _Item:
-    """A document between reading and keeping: its packet (a decoded struct, or JSON data
-    for the reference path) and where it goes, or ``reasons`` when it is refused before
-    validation."""
+    """A document between reading and keeping: its JSON bytes (analysed in a batch, see
+    :mod:`._worker`), its decoded data (the reference path), or ``reasons`` when it is
+    refused before validation."""
 
     source: str
     location: str | None
     reasons: list[str] | None = None
-    #: a :class:`~kernel_evidence._fast.PacketStruct` and its canonical bytes (without id)
-    struct: Any = None
-    canonical: bytes | None = None
     data: dict[str, Any] | None = None
     raw: bytes | None = None
-    part: _Partition | None = None
-    digest: bytes | None = None
 
 
 def _digest(pid: str) -> bytes:
@@ -321,25 +319,7 @@ class _Writer:
             self.summary.refused.append(r)
         return r
 
-    def prepare_raw(self, raw: bytes, source: str, location: str | None) -> _Item | None:
-        """A JSON object given as compact bytes: decoded once into the core packet struct,
-        which is then validated and gives the columns; the reference path over decoded data
-        for anything else (a packet without id, one that does not match the schema, or a
-        suspected duplicate key)."""
-        one = decode_one(raw)
-        if one is None or one[0].packet_id is None:
-            try:
-                data = _decoder.decode(raw)
-            except msgspec.DecodeError as exc:
-                return _Item(source, location, reasons=[f"not valid JSON ({exc})"])
-            return self.prepare(data, raw, source, location)
-        struct, canonical = one
-        hw = struct.hardware
-        part = self._partition(partition_from(hw.vendor if hw is not None else None, struct.created_at))
-        digest = _digest(struct.packet_id)
-        return _Item(source, location, struct=struct, canonical=canonical, raw=raw, part=part, digest=digest)
-
-    def prepare(self, data: Any, raw: bytes | None, source: str, location: str | None) -> _Item | None:
+    def prepare(self, data: Any, raw: bytes | None, source: str, location: str | None) -> _Item:
         """One decoded JSON document (the reference path)."""
         if not isinstance(data, dict):
             got = type(data).__name__
@@ -353,37 +333,59 @@ class _Writer:
             pid = packet_id_for(data)
             data = {"packet_id": pid, **data}
             raw = None
-        part = self._partition(partition_of(data))
-        digest = _digest(pid)
-        return _Item(source, location, data=data, raw=raw, part=part, digest=digest)
+        return _Item(source, location, data=data, raw=raw)
 
-    def resolve(self, item: _Item, checked: Checked | None) -> Refusal | None:
-        """Keep, skip or refuse a prepared item, in input order, given its validation."""
+    def resolve(self, item: _Item, answer: Any) -> Refusal | None:
+        """Keep, skip or refuse an item, in input order, given its analysis (see
+        :func:`._worker.analyse`; ``None`` for the reference path)."""
+        if answer is not None:
+            return self._resolve_struct(item, answer)
+        if item.reasons is None and item.data is None:
+            # a JSON object that did not decode into the core struct with its id
+            assert item.raw is not None
+            try:
+                data = _decoder.decode(item.raw)
+            except msgspec.DecodeError as exc:
+                item = _Item(item.source, item.location, reasons=[f"not valid JSON ({exc})"])
+            else:
+                item = self.prepare(data, item.raw, item.source, item.location)
         if item.reasons is not None:
             return self.refuse(item.source, item.location, item.reasons)
-        part, digest = item.part, item.digest
-        assert part is not None and part.existing is not None and digest is not None
-        if checked is None:
-            if item.struct is not None:
-                assert item.canonical is not None
-                checked = check_struct(item.struct, item.canonical)
-            else:
-                checked = check(item.data, item.raw)
+        data = item.data
+        assert data is not None
+        checked = check(data, item.raw)
         if not checked.ok and not self.allow_invalid:
+            return self.refuse(item.source, item.location, checked.lines or ["invalid packet"])
+        part = self._partition(partition_of(data))
+        digest = _digest(data["packet_id"])
+        if self._seen(part, digest):
+            return None
+        packet = _encoder.encode(data) if item.raw is None else item.raw
+        row = extract(data, self.peaks)
+        self._keep(part, digest, row, checked.ok, checked.grade, checked.reasons, checked.findings, packet)
+        return None
+
+    def _resolve_struct(self, item: _Item, answer: Any) -> Refusal | None:
+        vendor, month, row, ok, grade, reasons, findings, lines = answer
+        if not ok and not self.allow_invalid:
             # refused before the duplicate check: a packet whose packet_id does not match its
             # content (KE004) must not pass for a copy of the archived packet with that id
-            return self.refuse(item.source, item.location, checked.lines or ["invalid packet"])
-        if digest in part.existing:  # in the dataset already, or an earlier copy in this input
-            self.summary.duplicates += 1
+            return self.refuse(item.source, item.location, lines or ["invalid packet"])
+        part = self._partition((vendor, month))
+        digest = _digest(row[0])
+        if self._seen(part, digest):
             return None
-        if item.struct is not None:
-            assert item.raw is not None
-            self._keep(part, digest, extract_struct(item.struct, self.peaks), checked, item.raw)
-        else:
-            assert item.data is not None
-            packet = _encoder.encode(item.data) if item.raw is None else item.raw
-            self._keep(part, digest, extract(item.data, self.peaks), checked, packet)
+        assert item.raw is not None
+        self._keep(part, digest, row, ok, grade, reasons, findings, item.raw)
         return None
+
+    def _seen(self, part: _Partition, digest: bytes) -> bool:
+        """Whether the packet is in the dataset already, or was earlier in this input."""
+        assert part.existing is not None
+        if digest in part.existing:
+            self.summary.duplicates += 1
+            return True
+        return False
 
     def _partition(self, key: tuple[str, str]) -> _Partition:
         part = self.parts.get(key)
@@ -393,10 +395,20 @@ class _Writer:
             part.existing = self._load_existing(part)
         return part
 
-    def _keep(self, part: _Partition, digest: bytes, row: list[Any], checked: Checked, packet: bytes) -> None:
+    def _keep(
+        self,
+        part: _Partition,
+        digest: bytes,
+        row: list[Any],
+        ok: bool,
+        grade: str | None,
+        reasons: list[str],
+        findings: list[dict[str, str]],
+        packet: bytes,
+    ) -> None:
         assert part.existing is not None
         part.existing.add(digest)
-        row.extend((checked.ok, checked.grade, checked.reasons, checked.findings, packet))
+        row.extend((ok, grade, reasons, findings, packet))
         part.append(row, len(packet))
         self.buffered += len(packet)
         self.summary.added += 1
@@ -546,7 +558,13 @@ def _documents(
 
 
 class _Pipeline:
-    """Validation in batches, optionally in a second process, resolved in input order."""
+    """Items analysed in batches and resolved in input order.
+
+    With ``parallel``, once the input passes ``PARALLEL_AFTER`` documents a second process
+    analyses batches too: a batch goes to it while it has fewer than ``IN_FLIGHT`` batches,
+    else this process analyses it, so both cores stay busy whichever is faster. At most
+    ``MAX_PENDING`` batches wait to be resolved, so memory stays flat.
+    """
 
     def __init__(
         self, writer: _Writer, on_refusal: Callable[[Refusal], None] | None, parallel: bool | None
@@ -557,7 +575,9 @@ class _Pipeline:
         self.chunk: list[_Item] = []
         self.seen = 0
         self.remote: Any = None
-        self.pending: deque[list[_Item]] = deque()
+        self.in_flight = 0
+        #: batches in input order, with their answers (None: still with the other process)
+        self.pending: deque[tuple[list[_Item], list[Any] | None]] = deque()
 
     def add(self, item: _Item) -> None:
         self.chunk.append(item)
@@ -573,30 +593,38 @@ class _Pipeline:
             from ._worker import RemoteValidator
 
             self.remote = RemoteValidator()
-        if self.remote is None:
-            self._resolve(chunk, None)
-            return
-        self.remote.submit([it.raw for it in chunk if _remote(it)])
-        self.pending.append(chunk)
-        while len(self.pending) > IN_FLIGHT:
-            self._resolve_next()
+        raws = [it.raw for it in chunk if _analysed(it)]
+        if self.remote is not None and self.in_flight < IN_FLIGHT:
+            self.remote.submit(raws)
+            self.in_flight += 1
+            self.pending.append((chunk, None))
+        else:
+            self.pending.append((chunk, analyse(raws, self.writer.peaks)))  # type: ignore[arg-type]
+        self._drain(MAX_PENDING)
 
-    def _resolve_next(self) -> None:
-        chunk = self.pending.popleft()
-        self._resolve(chunk, self.remote.receive())
+    def _drain(self, keep: int) -> None:
+        """Resolve the oldest batches: waiting for them while more than ``keep`` are pending,
+        then as long as their answers are ready."""
+        while self.pending:
+            chunk, answers = self.pending[0]
+            if answers is None:
+                if len(self.pending) <= keep and not self.remote.ready():
+                    return
+                answers = self.remote.receive()
+                self.in_flight -= 1
+            self.pending.popleft()
+            self._resolve(chunk, answers)
 
-    def _resolve(self, chunk: list[_Item], answers: list[Checked] | None) -> None:
-        it = iter(answers or ())
+    def _resolve(self, chunk: list[_Item], answers: list[Any]) -> None:
+        it = iter(answers)
         for item in chunk:
-            checked = next(it) if answers is not None and _remote(item) else None
-            refusal = self.writer.resolve(item, checked)
+            refusal = self.writer.resolve(item, next(it) if _analysed(item) else None)
             if refusal is not None and self.on_refusal is not None:
                 self.on_refusal(refusal)
 
     def finish(self) -> None:
         self._submit()
-        while self.pending:
-            self._resolve_next()
+        self._drain(0)
         if self.remote is not None:
             self.remote.close()
             self.remote = None
@@ -607,9 +635,9 @@ class _Pipeline:
             self.remote = None
 
 
-def _remote(item: _Item) -> bool:
-    """Whether the item is validated by the worker: a viewed packet with its bytes."""
-    return item.struct is not None and item.raw is not None and item.reasons is None
+def _analysed(item: _Item) -> bool:
+    """Whether the item goes through :func:`._worker.analyse`: a JSON object's bytes."""
+    return item.raw is not None and item.data is None and item.reasons is None
 
 
 def archive_packets(
@@ -639,16 +667,15 @@ def archive_packets(
         _layout.read_marker(root, for_write=True)
     writer = _Writer(root, allow_invalid=allow_invalid, peaks=_peak_lookup())
     pipeline = _Pipeline(writer, on_refusal, parallel)
-    try:
+    try, paused_gc():
         for source, location, data, raw, error in _documents(sources, limits):
             if error is not None:
-                item: _Item | None = _Item(source, location, reasons=[error])
+                item = _Item(source, location, reasons=[error])
             elif raw is not None:
-                item = writer.prepare_raw(raw, source, location)
+                item = _Item(source, location, raw=raw)
             else:
                 item = writer.prepare(data, None, source, location)
-            if item is not None:
-                pipeline.add(item)
+            pipeline.add(item)
         pipeline.finish()
         writer.commit()
     except OSError as exc:
