@@ -220,3 +220,21 @@ def test_every_rule_is_documented() -> None:
 
 def test_example_packet_is_valid() -> None:
     assert validate(example_packet()).ok
+
+
+def test_raw_columns_must_align_with_kernel_records_on_every_path() -> None:
+    from kernel_evidence.models import EvidencePacket
+
+    d = _perf()
+    d.pop("packet_id")
+    cap = d["profiler"][0]
+    cap["raw_columns"] = {"gpu__time_duration.sum": [151.36], "sm__cycles_elapsed.avg": [1.0, 2.0]}
+    cap["raw_units"] = {"gpu__time_duration.sum": "usecond"}
+    model = EvidencePacket.model_validate(d).with_id()
+    for given in (model, model.to_dict(), model.to_json()):
+        errors = [f for f in validate(given).errors]
+        assert [f.rule_id for f in errors] == ["KE901"], errors
+        assert errors[0].pointer == "/profiler/0/raw_columns/sm__cycles_elapsed.avg"
+        assert errors[0].message == "column `sm__cycles_elapsed.avg` has 2 values for 1 kernel records"
+    cap["raw_columns"]["sm__cycles_elapsed.avg"] = [1.0]
+    assert validate(EvidencePacket.model_validate(d).with_id()).ok

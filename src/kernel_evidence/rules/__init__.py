@@ -101,6 +101,7 @@ def validate(packet: EvidencePacket | dict[str, Any] | bytes | str) -> Report:
     True
     """
     if isinstance(packet, EvidencePacket):
+        # not packet._struct(): that holds raw-column tables pre-encoded, which rules inspect
         return validate_struct(_to_struct.decode(packet.to_json()))
     if isinstance(packet, (bytes, str)):
         raw = packet.encode() if isinstance(packet, str) else packet
