@@ -8,7 +8,8 @@ Measures, each heavy step in a fresh subprocess (so peak RSS is that step's own)
 - archive throughput against the peer ``pyarrow.json.read_json`` + ``pyarrow.parquet.write_table``
   of the same JSONL (schema inferred, no validation, no typed columns, no lossless column);
 - the same archive in one process (``parallel=False``), and the validator alone over the
-  same packets (by default the validator runs in a second process, overlapped);
+  same packets (by default a second process shares the decoding, validation and column
+  extraction; each packet is decoded once, into the validator's packet struct);
 - dataset size against the same packets as ``.jsonl.zst`` (zstd level 3);
 - peak memory of archiving ``--small`` and ``--packets`` packets (must not grow with count);
 - export throughput, and a typical dashboard query through DuckDB.
@@ -232,7 +233,7 @@ def main() -> None:
     )
     print(
         f"kevidence archive           : {arch['seconds']:7.2f} s  {n / arch['seconds']:>10,.0f} packets/s  peak RSS {arch['maxrss_mb']:,.0f} MB "
-        f"+ validator process {arch['child_maxrss_mb']:,.0f} MB  "
+        f"+ second process {arch['child_maxrss_mb']:,.0f} MB  "
         f"(added {arch['n']:,}, refused {arch['refused']:,}, files {arch['files']})"
     )
     print(

@@ -231,8 +231,8 @@ def test_raw_columns_must_align_with_kernel_records_on_every_path() -> None:
     cap["raw_columns"] = {"gpu__time_duration.sum": [151.36], "sm__cycles_elapsed.avg": [1.0, 2.0]}
     cap["raw_units"] = {"gpu__time_duration.sum": "usecond"}
     model = EvidencePacket.model_validate(d).with_id()
-    for given in (model, model.to_dict(), model.to_json()):
-        errors = [f for f in validate(given).errors]
+    for packet_in in (model, model.to_dict(), model.to_json()):
+        errors = list(validate(packet_in).errors)
         assert [f.rule_id for f in errors] == ["KE901"], errors
         assert errors[0].pointer == "/profiler/0/raw_columns/sm__cycles_elapsed.avg"
         assert errors[0].message == "column `sm__cycles_elapsed.avg` has 2 values for 1 kernel records"

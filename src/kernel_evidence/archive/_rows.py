@@ -1,7 +1,11 @@
-"""From a decoded packet (plain JSON data) to the typed column values and the partition.
+"""From a decoded packet to the typed column values and the partition.
 
-Reads defensively: with ``--allow-invalid`` any member may be missing or of the wrong type,
-and a wrong type gives a null column value, never an exception. Units are normalised
+Two paths with the same values (a test checks it): :func:`extract_struct` reads the core
+packet struct (:class:`kernel_evidence._fast.PacketStruct`, generated from the models, so
+its attributes are the models' field names and its types are already checked), and
+:func:`extract`, the reference path, reads plain JSON data defensively: with
+``--allow-invalid`` any member may be missing or of the wrong type, and a wrong type gives
+a null column value, never an exception. Units are normalised
 (times to ns, work to FLOP and bytes, rates to per-second) with the factors of
 :mod:`kernel_evidence.units`.
 """
@@ -11,6 +15,7 @@ from __future__ import annotations
 import calendar
 import math
 import re
+from functools import lru_cache
 from typing import Any, Final
 
 from .._fast import struct_for
@@ -96,14 +101,23 @@ def created_micros(s: Any) -> int | None:
     if m is None:
         return None
     y, mo, d, h, mi, se, frac = m.groups()
+    day = _day_seconds(y, mo, d)
+    if day is None or not (int(h) < 24 and int(mi) < 60):
+        return None
+    micros = int(frac.ljust(6, "0")[:6]) if frac else 0
+    # what calendar.timegm gives for the whole time: linear in hours, minutes and seconds
+    return (day + int(h) * 3600 + int(mi) * 60 + int(se)) * 1_000_000 + micros
+
+
+@lru_cache(maxsize=4096)
+def _day_seconds(y: str, mo: str, d: str) -> int | None:
+    """Seconds since the epoch at the start of a day (a few distinct days per archive)."""
+    if not (1 <= int(mo) <= 12 and 1 <= int(d) <= 31):
+        return None
     try:
-        secs = calendar.timegm((int(y), int(mo), int(d), int(h), int(mi), int(se), 0, 0, 0))
+        return calendar.timegm((int(y), int(mo), int(d), 0, 0, 0, 0, 0, 0))
     except (ValueError, OverflowError):
         return None
-    if not (1 <= int(mo) <= 12 and 1 <= int(d) <= 31 and int(h) < 24 and int(mi) < 60):
-        return None
-    micros = int((frac or "0").ljust(6, "0")[:6])
-    return secs * 1_000_000 + micros
 
 
 def partition_of(data: dict[str, Any]) -> tuple[str, str]:
@@ -174,8 +188,8 @@ def extract(data: dict[str, Any], peaks: Any = None) -> list[Any]:
     """The typed column values of one packet, in :data:`~.schema.COLUMNS` order, without
     the last five (``valid``, ``grade``, ``grade_reasons``, ``findings``, ``packet``).
 
-    The reference path, for any JSON data; :func:`extract_view` is the fast path for
-    packets that decode into :class:`PacketView`, and gives the same values.
+    The reference path, for any JSON data; :func:`extract_struct` is the fast path for
+    packets decoded into the core packet struct, and gives the same values.
     """
     producer = _d(data.get("producer"))
     subject = _d(data.get("subject"))
@@ -295,9 +309,9 @@ def extract(data: dict[str, Any], peaks: Any = None) -> list[Any]:
 # finite (msgspec refuses out-of-range numbers) and integers fit 64 bits. Its columns are
 # read straight from its attributes, which are the models' field names.
 
-_NO_TASK: Final = struct_for(Task)()
-_NO_TIMING: Final = struct_for(Timing)(method="other")
-_NO_STATS: Final = struct_for(Stats)(unit="ns")
+_NO_TASK: Final[Any] = struct_for(Task)()
+_NO_TIMING: Final[Any] = struct_for(Timing)(method="other")
+_NO_STATS: Final[Any] = struct_for(Stats)(unit="ns")
 
 
 def _sq(q: Any, table: dict[str, float]) -> float | None:

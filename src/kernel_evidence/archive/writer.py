@@ -3,13 +3,19 @@
 Streaming: packets are read one document at a time; each partition stages a few hundred
 rows as Python values, then appends them as an Arrow batch to its own hidden spill file (an
 lz4 Arrow IPC stream). At the commit each partition's spill is read back and written as
-whole row groups, however the input interleaved the partitions. Memory stays bounded
+whole row groups, however the input interleaved the partitions (two partitions at a time, in
+threads: Arrow compresses without holding the GIL). Memory stays bounded
 whatever the input size: the only thing that grows is the set of packet ids used to skip
 duplicates (about 100 bytes per packet).
 
-Parallel: on large inputs the validator runs in a second process (see :mod:`._worker`),
-fed in batches while this one decodes, extracts and writes; every document is resolved
-(kept, skipped or refused) in input order, so the result does not depend on it.
+Decoded once: each packet's JSON bytes are decoded into the core packet struct, which is
+validated and gives the typed columns (see :mod:`._worker`); a document that does not decode
+into it (for example an invalid packet kept with ``--allow-invalid``) takes the reference
+path over its decoded JSON data, with the same column values.
+
+Parallel: on large inputs a second process analyses batches too, while this one reads,
+analyses whatever the other has no room for, and writes; every document is resolved (kept,
+skipped or refused) in input order, so the result does not depend on it.
 
 Atomic: every file is written under a hidden ``.name.tmp`` name and renamed into place only
 after every file of the run was written, flushed and synced. A failure (a full disk, a
@@ -28,6 +34,7 @@ import os
 import uuid
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from functools import lru_cache
@@ -39,12 +46,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .._canonical import packet_id_for
+from .._gc import paused_gc
 from .._version import __version__
 from ..errors import ArchiveError
 from ..io import Limits, discover, iter_records
 from ..models import SCHEMA_VERSION
 from . import _layout
-from .._gc import paused_gc
 from ._check import check
 from ._rows import extract, partition_of
 from ._worker import analyse
@@ -71,7 +78,7 @@ BUFFER_BYTES = 16 << 20
 #: waiting to be resolved; documents read before the second process is started (a smaller
 #: input is analysed in this process only)
 BATCH = 512
-IN_FLIGHT = 2
+IN_FLIGHT = 4
 MAX_PENDING = 16
 PARALLEL_AFTER = 2048
 #: rows per file before a partition starts a new file
@@ -160,6 +167,7 @@ class _PartFile:
             use_dictionary=list(DICTIONARY_COLUMNS),
             write_statistics=_STATS_COLUMNS,
         )
+        self._buf.flush()  # the magic bytes: a temporary file is never seen empty
 
     def write(self, table: pa.Table) -> None:
         assert self._writer is not None
@@ -213,6 +221,9 @@ class _Spill:
 
     def write(self, batch: pa.RecordBatch) -> None:
         self._writer.write_batch(batch)
+
+    def flush(self) -> None:
+        self._buf.flush()
 
     def batches(self) -> Iterator[pa.RecordBatch]:
         """Close the stream and read it back, batch by batch."""
@@ -417,59 +428,89 @@ class _Writer:
         elif self.buffered >= BUFFER_BYTES:
             self.buffered -= max(self.parts.values(), key=lambda p: p.staged_bytes).stage()
 
-    def _new_file(self, part: _Partition) -> _PartFile:
+    def _make_dirs(self, part: _Partition) -> None:
         for d in (part.dir.parent, part.dir):
             if not d.is_dir():
                 d.mkdir()
                 self.created_dirs.append(d)
+
+    def _new_file(self, part: _Partition) -> _PartFile:
+        self._make_dirs(part)
         f = _PartFile(part.dir, self.metadata)
         part.files.append(f)
         return f
 
     def _write_partition(self, part: _Partition) -> None:
-        """Read the partition's spill back and write it as whole row groups."""
+        """Read the partition's spill back and write it as whole row groups, then close its
+        files (an open Parquet writer holds about a row group of buffers)."""
         part.stage()
-        if part.spill is None:
+        spill = part.spill
+        if spill is None:
             return
         pending: list[pa.Table] = []
         rows = size = 0
-        current: _PartFile | None = None
+
+        current: _PartFile | None = part.files[-1] if part.files else None
 
         def emit(table: pa.Table) -> None:
             """Write one row group; a file closes at the first row group past FILE_ROWS."""
             nonlocal current
             if current is None or current.rows >= FILE_ROWS:
+                if current is not None:
+                    current.finish()
                 current = self._new_file(part)
             current.write(table)
 
-        for batch in part.spill.batches():
-            pending.append(pa.Table.from_batches([batch], schema=FILE_SCHEMA))
-            rows += batch.num_rows
-            size += batch.column(_PACKET).nbytes
-            if rows >= ROW_GROUP_ROWS or size >= ROW_GROUP_BYTES:
-                table = pa.concat_tables(pending)
-                while table.num_rows >= ROW_GROUP_ROWS:
-                    emit(table.slice(0, ROW_GROUP_ROWS))
-                    table = table.slice(ROW_GROUP_ROWS)
-                if size >= ROW_GROUP_BYTES and table.num_rows:
-                    emit(table)
-                    table = table.slice(table.num_rows)
-                pending = [table] if table.num_rows else []
-                rows = table.num_rows
-                size = table.column(_PACKET).nbytes if rows else 0
-        if pending:
-            emit(pa.concat_tables(pending))
-        part.spill.remove()
-        part.spill = None
+        try:
+            for batch in spill.batches():
+                pending.append(pa.Table.from_batches([batch], schema=FILE_SCHEMA))
+                rows += batch.num_rows
+                size += batch.column(_PACKET).nbytes
+                if rows >= ROW_GROUP_ROWS or size >= ROW_GROUP_BYTES:
+                    table = pa.concat_tables(pending)
+                    while table.num_rows >= ROW_GROUP_ROWS:
+                        emit(table.slice(0, ROW_GROUP_ROWS))
+                        table = table.slice(ROW_GROUP_ROWS)
+                    if size >= ROW_GROUP_BYTES and table.num_rows:
+                        emit(table)
+                        table = table.slice(table.num_rows)
+                    pending = [table] if table.num_rows else []
+                    rows = table.num_rows
+                    size = table.column(_PACKET).nbytes if rows else 0
+            if pending:
+                emit(pa.concat_tables(pending))
+        finally:
+            spill.remove()
+            part.spill = None
+        if current is not None:
+            current.finish()
 
     # -- ending --------------------------------------------------------------------------
 
     def commit(self) -> None:
-        for part in self.parts.values():
-            self._write_partition(part)
-        files = [f for part in self.parts.values() for f in part.files]
-        for f in files:
-            f.finish()
+        parts = list(self.parts.values())
+        for part in parts:
+            # here, not in the threads below: partitions share a vendor directory, and every
+            # hidden file is on disk, not empty, before any thread writes
+            part.stage()
+            if part.spill is not None:
+                part.spill.flush()
+                self._new_file(part)
+        if len(parts) > 1 and (os.cpu_count() or 1) > 1:
+            # two partitions at a time: Arrow compresses and writes without holding the GIL,
+            # and the second process is done by now
+            with ThreadPoolExecutor(max_workers=2, thread_name_prefix="kevidence-archive") as pool:
+                futures = [pool.submit(self._write_partition, part) for part in parts]
+                try:
+                    for done in futures:
+                        done.result()
+                except BaseException:
+                    for fut in futures:
+                        fut.cancel()
+                    raise
+        else:
+            for part in parts:
+                self._write_partition(part)
         for part in self.parts.values():
             for f in part.files:
                 if f.final.exists():  # a name clash is next to impossible; never replace a file
@@ -657,9 +698,9 @@ def archive_packets(
     Raises :class:`~kernel_evidence.errors.ArchiveError` when the dataset cannot be
     written; it is then left exactly as it was.
 
-    ``parallel`` runs the validator in a second process once the input passes
-    ``PARALLEL_AFTER`` documents (default: when the machine has more than one core);
-    results are the same either way.
+    ``parallel`` shares the decoding, validation and column extraction with a second
+    process once the input passes ``PARALLEL_AFTER`` documents (default: when the machine
+    has more than one core); results are the same either way.
     """
     root = Path(to)
     created = _layout.init_marker(root, _PRODUCER, SCHEMA_VERSION)
@@ -667,17 +708,18 @@ def archive_packets(
         _layout.read_marker(root, for_write=True)
     writer = _Writer(root, allow_invalid=allow_invalid, peaks=_peak_lookup())
     pipeline = _Pipeline(writer, on_refusal, parallel)
-    try, paused_gc():
-        for source, location, data, raw, error in _documents(sources, limits):
-            if error is not None:
-                item = _Item(source, location, reasons=[error])
-            elif raw is not None:
-                item = _Item(source, location, raw=raw)
-            else:
-                item = writer.prepare(data, None, source, location)
-            pipeline.add(item)
-        pipeline.finish()
-        writer.commit()
+    try:
+        with paused_gc():  # millions of short-lived acyclic objects; see kernel_evidence._gc
+            for source, location, data, raw, error in _documents(sources, limits):
+                if error is not None:
+                    item = _Item(source, location, reasons=[error])
+                elif raw is not None:
+                    item = _Item(source, location, raw=raw)
+                else:
+                    item = writer.prepare(data, None, source, location)
+                pipeline.add(item)
+            pipeline.finish()
+            writer.commit()
     except OSError as exc:
         pipeline.kill()
         writer.abort()
