@@ -553,40 +553,8 @@ def _stats(ptr: str, s: Any, add: Add) -> None:
         add(("KE501", f"{ptr}/max", f"max {hi:g} is below the median {med:g}"))
     if mean is not None:
         _mean_within(ptr, mean, lo, hi, add)
-    pcts = s.percentiles
-    if pcts:
-        cache = _PCT_CACHE
-        items = []
-        for k, val in pcts.items():
-            q = cache[k] if k in cache else _pct(k)
-            if q is None:
-                add(
-                    (
-                        "KE501",
-                        f"{ptr}/percentiles/{k}",
-                        f"percentile key `{k}` is not of the form p0..p100 (e.g. p50, p99.9)",
-                    )
-                )
-            else:
-                items.append((q, k, val))
-        items.sort()
-        pk = pv = None
-        for q, k, val in items:
-            if pv is not None and val < pv * _LO:
-                add(
-                    (
-                        "KE501",
-                        f"{ptr}/percentiles/{k}",
-                        f"{k} = {val:g} is below {pk} = {pv:g}; percentiles must not decrease",
-                    )
-                )
-            pk, pv = k, val
-            if q == 50 and abs(val - med) > 0.01 * (val if val > med else med):
-                add(("KE501", f"{ptr}/percentiles/{k}", f"p50 = {val:g} differs from the median {med:g}"))
-            if lo is not None and val < lo * _LO:
-                add(("KE501", f"{ptr}/percentiles/{k}", f"{k} = {val:g} is below the min {lo:g}"))
-            if hi is not None and val > hi * _HI:
-                add(("KE501", f"{ptr}/percentiles/{k}", f"{k} = {val:g} is above the max {hi:g}"))
+    if s.percentiles:
+        _percentiles(ptr, s.percentiles, med, lo, hi, add)
     if s.ci_low is not None and s.ci_low > med * _HI:
         add(("KE501", f"{ptr}/ci_low", f"confidence interval low {s.ci_low:g} is above the median {med:g}"))
     if s.ci_high is not None and s.ci_high < med * _LO:
@@ -621,23 +589,47 @@ def _mean_within(ptr: str, mean: float, lo: float | None, hi: float | None, add:
         add(("KE501", f"{ptr}/mean", f"mean {mean:g} is above the max {hi:g}"))
 
 
+def _percentiles(
+    ptr: str, pcts: dict[str, float], med: float | None, lo: float | None, hi: float | None, add: Add
+) -> None:
+    """Percentile keys are ``pNN``; values do not decrease with NN, stay within [min, max],
+    and p50 equals the median (1%) when there is one."""
+    cache = _PCT_CACHE
+    items = []
+    for k, val in pcts.items():
+        q = cache[k] if k in cache else _pct(k)
+        if q is None:
+            bad = f"percentile key `{k}` is not of the form p0..p100 (e.g. p50, p99.9)"
+            add(("KE501", f"{ptr}/percentiles/{k}", bad))
+        else:
+            items.append((q, k, val))
+    items.sort()
+    pk = pv = None
+    for q, k, val in items:
+        if pv is not None and val < pv * _LO:
+            add(
+                (
+                    "KE501",
+                    f"{ptr}/percentiles/{k}",
+                    f"{k} = {val:g} is below {pk} = {pv:g}; percentiles must not decrease",
+                )
+            )
+        pk, pv = k, val
+        if med is not None and q == 50 and abs(val - med) > 0.01 * (val if val > med else med):
+            add(("KE501", f"{ptr}/percentiles/{k}", f"p50 = {val:g} differs from the median {med:g}"))
+        if lo is not None and val < lo * _LO:
+            add(("KE501", f"{ptr}/percentiles/{k}", f"{k} = {val:g} is below the min {lo:g}"))
+        if hi is not None and val > hi * _HI:
+            add(("KE501", f"{ptr}/percentiles/{k}", f"{k} = {val:g} is above the max {hi:g}"))
+
+
 def _stats_without_median(ptr: str, s: Any, add: Add) -> None:
     """The checks that need no median, for blocks that only report mean and percentiles."""
     lo, hi, mean = s.min, s.max, s.mean
     if mean is not None:
         _mean_within(ptr, mean, lo, hi, add)
     if s.percentiles:
-        pk = pv = None
-        for _q, k, val in sorted((q, k, v) for k, v in s.percentiles.items() if (q := _pct(k)) is not None):
-            if pv is not None and val < pv * _LO:
-                add(
-                    (
-                        "KE501",
-                        f"{ptr}/percentiles/{k}",
-                        f"{k} = {val:g} is below {pk} = {pv:g}; percentiles must not decrease",
-                    )
-                )
-            pk, pv = k, val
+        _percentiles(ptr, s.percentiles, None, lo, hi, add)
     if s.n is not None and s.n < 1:
         add(("KE502", f"{ptr}/n", f"n is {s.n}; expected at least 1"))
 
