@@ -238,3 +238,9 @@ def test_raw_columns_must_align_with_kernel_records_on_every_path() -> None:
         assert errors[0].message == "column `sm__cycles_elapsed.avg` has 2 values for 1 kernel records"
     cap["raw_columns"]["sm__cycles_elapsed.avg"] = [1.0]
     assert validate(EvidencePacket.model_validate(d).with_id()).ok
+
+
+def test_every_rule_is_in_the_spec() -> None:
+    spec = (Path(__file__).resolve().parents[2] / "docs" / "spec.md").read_text(encoding="utf-8")
+    missing = [rid for rid in RULES if f"| {rid} |" not in spec]
+    assert not missing, f"docs/spec.md section 7 lacks {missing}"
