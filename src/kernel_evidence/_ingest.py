@@ -29,7 +29,7 @@ from pydantic import ValidationError
 
 from ._gc import paused_gc
 from .adapters import AdapterOptions, get_adapter
-from .errors import InputError
+from .errors import AdapterError, InputError
 from .models import EvidencePacket
 
 __all__ = [
@@ -312,7 +312,17 @@ def _complete(
     base: dict[str, Any] | None,
     created_at: str | None,
 ) -> IngestResult:
-    result = adapter.read(list(inputs), options)
+    try:
+        result = adapter.read(list(inputs), options)
+    except ValidationError as exc:
+        # an adapter built something the packet models refuse: damaged input (text that is
+        # not Unicode, out-of-range numbers) or an adapter bug; either way one line, no traceback
+        err = exc.errors(include_url=False)[0]
+        where = ".".join(str(x) for x in err["loc"])
+        raise AdapterError(
+            f"{', '.join(inputs)}: the {adapter.name} adapter read a value the packet model refuses "
+            f"({exc.title}.{where}: {err['msg']}); is the input damaged?"
+        ) from None
     if not result.packets:
         raise InputError(
             ", ".join(inputs) or "<no input>",

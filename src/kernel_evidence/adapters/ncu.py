@@ -514,7 +514,8 @@ def _attributes(report: Report, raw: _RawTable, hoisted: dict[str, Any]) -> dict
         if key.startswith("device__attribute_") and col and col[0] is not None:
             attrs[key] = col[0]
     attrs.update(hoisted)
-    return attrs
+    # the model's attribute values are text or numbers; an attribute the report left empty is omitted
+    return {k: v for k, v in attrs.items() if v is not None}
 
 
 def _digest(path: str, data: bytes | None) -> tuple[str, int]:

@@ -672,7 +672,7 @@ def _dispatch_packet(
         source=source_artifact,
         kernels=records or None,
         summary=_summary(derived) or None,
-        attributes={k: _attr_value(v) for k, v in attrs.items()} or None,
+        attributes={k: a for k, v in attrs.items() if (a := _attr_value(v)) is not None} or None,
         warnings=warnings or None,
     )
     if raw_columns:  # values converted by _raw_column to the field's types: not validated again

@@ -75,6 +75,17 @@ def _expand(inputs: Sequence[str], warnings: list[str]) -> Iterator[tuple[str, b
             yield str(f), False
 
 
+def _undecodable(err: Exception, data: bytes) -> str:
+    """What made the JSON unreadable below the parser: nesting depth or bytes that are not UTF-8."""
+    if isinstance(err, RecursionError):
+        return "JSON nested too deeply"
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return f"not valid UTF-8 at byte {exc.start}"
+    return "not valid UTF-8"
+
+
 class VllmAdapter:
     """Serving-benchmark results (vLLM, SGLang, InferenceX, AIPerf) -> serving packets."""
 
@@ -99,6 +110,7 @@ class VllmAdapter:
         max_bytes = _int_option(extra, "max_bytes", DEFAULT_MAX_BYTES)
         packets = []
         for path, explicit in _expand(inputs, ctx.warnings):
+            data = b""
             try:
                 data = read_bytes(path, max_bytes=max_bytes)
                 # decoding millions of per-request values: pause the cyclic GC meanwhile
@@ -106,8 +118,8 @@ class VllmAdapter:
                     runs = parse_runs(path, data)
                     ctx.current = (path, data)
                     built = [build_packet(rec, classify(rec), ctx) for rec in runs]
-            except RecursionError:
-                exc = AdapterError(f"{path}: JSON nested too deeply; expected a benchmark result")
+            except (RecursionError, UnicodeDecodeError) as err:
+                exc = AdapterError(f"{path}: {_undecodable(err, data)}; expected a benchmark result")
                 if explicit:
                     raise exc from None
                 ctx.warn(f"skipped: {exc}")
