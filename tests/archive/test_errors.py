@@ -316,3 +316,18 @@ def test_validator_process_dying_leaves_the_dataset_unchanged(
     with pytest.raises(ArchiveError, match=r"^the validator process stopped unexpectedly \(exit code -9\)"):
         archive_packets([more], archive, parallel=True)
     assert snapshot(archive) == before
+
+
+def test_document_with_bytes_that_are_not_utf8_is_refused_in_one_line(tmp_path) -> None:
+    from kernel_evidence.archive import archive_packets
+    from kernel_evidence.strategies import example_packet
+
+    good = example_packet().to_json()
+    bad = good.replace(b'"gemm_bf16_4096"', b'"gemm\xff4096"')
+    src = tmp_path / "mixed.jsonl"
+    src.write_bytes(good + b"\n" + bad + b"\n")
+    for allow in (False, True):
+        summary = archive_packets([str(src)], tmp_path / f"ds{allow}", allow_invalid=allow)
+        assert summary.refused_count == 1
+        assert summary.refused[0].location == "line 2"
+        assert any("UTF-8" in r for r in summary.refused[0].reasons), summary.refused[0].reasons

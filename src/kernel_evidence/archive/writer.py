@@ -288,6 +288,15 @@ class _Item:
     raw: bytes | None = None
 
 
+def _not_json(exc: Exception) -> str:
+    """Why a document is not readable JSON, in the words the validator uses."""
+    if isinstance(exc, UnicodeDecodeError):
+        return "not valid UTF-8; expected a UTF-8 JSON document"
+    if isinstance(exc, RecursionError):
+        return "JSON nested too deeply (hostile or corrupt input)"
+    return f"not valid JSON ({exc})"
+
+
 def _digest(pid: str) -> bytes:
     """32 raw bytes of a ``sha256:`` id (or the id text itself when it is not one)."""
     try:
@@ -356,8 +365,8 @@ class _Writer:
             assert item.raw is not None
             try:
                 data = _decoder.decode(item.raw)
-            except msgspec.DecodeError as exc:
-                item = _Item(item.source, item.location, reasons=[f"not valid JSON ({exc})"])
+            except (msgspec.DecodeError, UnicodeDecodeError, RecursionError) as exc:
+                item = _Item(item.source, item.location, reasons=[_not_json(exc)])
             else:
                 item = self.prepare(data, item.raw, item.source, item.location)
         if item.reasons is not None:
@@ -580,15 +589,15 @@ def _documents(
             if rec.data.lstrip()[:1] == b"{":
                 try:
                     compact = msgspec.json.format(rec.data, indent=-1)
-                except (msgspec.DecodeError, ValueError) as exc:
-                    yield rec.source, rec.location, None, None, f"not valid JSON ({exc})"
+                except (msgspec.DecodeError, ValueError, RecursionError) as exc:
+                    yield rec.source, rec.location, None, None, _not_json(exc)
                     continue
                 yield rec.source, rec.location, None, compact, None
                 continue
             try:
                 data = _decoder.decode(rec.data)
-            except msgspec.DecodeError as exc:
-                yield rec.source, rec.location, None, None, f"not valid JSON ({exc})"
+            except (msgspec.DecodeError, UnicodeDecodeError, RecursionError) as exc:
+                yield rec.source, rec.location, None, None, _not_json(exc)
                 continue
             if isinstance(data, list):
                 for i, item in enumerate(data):
