@@ -65,6 +65,22 @@ class Record(NamedTuple):
     error: InputError | None = None
 
 
+def _checked(name: str, location: str | None, data: bytes) -> Record:
+    """A record of ``data``, or the error if it is not UTF-8 (checked only when not ASCII)."""
+    if data.isascii():
+        return Record(name, location, data=data)
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        pos = exc.start
+        line = data.count(b"\n", 0, pos) + 1
+        col = pos - (data.rfind(b"\n", 0, pos) + 1) + 1
+        where = f"line {line}, column {col}" if location is None else f"column {col}"
+        msg = f"not valid UTF-8 at {where} (byte {pos}); expected a UTF-8 JSON document"
+        return Record(name, location, error=InputError(name, location, msg))
+    return Record(name, location, data=data)
+
+
 def _is_packet_file(path: Path) -> bool:
     name = path.name.lower()
     return any(name.endswith(s) for s in PACKET_SUFFIXES)
@@ -223,7 +239,7 @@ def iter_records(name: str, limits: Limits | None = None) -> Iterator[Record]:
             elif not data.strip():
                 yield Record(name, None, error=InputError(name, None, "empty file; expected a JSON packet"))
             else:
-                yield Record(name, None, data=data)
+                yield _checked(name, None, data)
     except InputError as exc:
         yield Record(name, exc.location, error=exc)
     except zstandard.ZstdError as exc:
@@ -268,7 +284,7 @@ def _iter_lines(name: str, fh: BinaryIO, limits: Limits, *, stdin: bool) -> Iter
                 continue
             if line.strip():
                 saw_any = True
-                yield Record(name, f"line {lineno}", data=line)
+                yield _checked(name, f"line {lineno}", line)
         if len(buf) > cap:
             # skip the rest of an over-long line without holding it in memory
             lineno += 1
@@ -296,7 +312,7 @@ def _iter_lines(name: str, fh: BinaryIO, limits: Limits, *, stdin: bool) -> Iter
     if buf.strip():
         lineno += 1
         saw_any = True
-        yield Record(name, f"line {lineno}", data=buf)
+        yield _checked(name, f"line {lineno}", buf)
     if not saw_any:
         yield Record(name, None, error=InputError(name, None, "empty input; expected JSON packets"))
 

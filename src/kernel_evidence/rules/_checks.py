@@ -27,10 +27,10 @@ Add = Callable[[tuple[str, str, str]], None]
 _RULES: tuple[tuple[str, str, str, str, str], ...] = (
     ("KE000", "error", "input is readable",
      "check the path, permissions and compression of the input",
-     "The file exists, can be read, decompresses within the cap and is not empty."),
+     "The file exists, can be read, decompresses within the cap, is UTF-8 text and is not empty."),
     ("KE001", "error", "document matches the packet schema",
      "fix the field at the pointer; `kevidence schema` prints the JSON Schema",
-     "The document must be valid JSON (no NaN/Infinity tokens, UTF-8, bounded nesting, numbers "
+     "The document must be valid JSON (no NaN/Infinity tokens, bounded nesting, numbers "
      "in range) and match the published JSON Schema of its schema_version: required fields "
      "present, types and units right, no unknown fields (tool-specific data goes under "
      "`extensions`)."),
