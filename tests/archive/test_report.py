@@ -109,6 +109,9 @@ def _browser(binary: str, *args: str) -> subprocess.CompletedProcess[str]:
 def test_report_renders_in_headless_chromium(archive: Path, tmp_path: Path) -> None:
     binary = _chromium()
     if binary is None:
+        if os.environ.get("CI"):
+            # .ci/run installs Chromium: in CI a missing browser is a failure, not a skip
+            pytest.fail("CI: no chromium binary; scripts/install-chromium.sh should have installed it")
         pytest.skip("no chromium binary (scripts/install-chromium.sh installs it)")
     page = tmp_path / "report.html"
     write_report(archive, page, generated_at="2026-11-22T00:00:00Z")
