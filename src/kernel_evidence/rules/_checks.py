@@ -634,6 +634,15 @@ def _stats_without_median(ptr: str, s: Any, add: Add) -> None:
         add(("KE502", f"{ptr}/n", f"n is {s.n}; expected at least 1"))
 
 
+def _ceiling(peaks: Any, table: float | None, recorded: Any, field: str) -> tuple[float | None, str]:
+    """The peak to check against and where it comes from: the peak table, else the packet's own."""
+    if peaks is not None:
+        return table, f"{peaks.key} peak"
+    if recorded is not None:
+        return base(recorded.value, recorded.unit), f"the recorded hardware.{field}"
+    return None, ""
+
+
 def _limits(p: Any, t: Any, add: Add) -> None:
     fl, by = achieved_rates(p)
     if fl is None and by is None:
@@ -649,14 +658,8 @@ def _limits(p: Any, t: Any, add: Add) -> None:
         return
     if fl is not None:
         dtypes = tuple(p.task.dtypes) if p.task is not None and p.task.dtypes else ()
-        peak: float | None = None
-        if peaks is not None:
-            peak, src = peak_flops_for(peaks, dtypes), f"{peaks.key} peak"
-        elif h.peak_flop_rate is not None:
-            peak, src = (
-                base(h.peak_flop_rate.value, h.peak_flop_rate.unit),
-                "the recorded hardware.peak_flop_rate",
-            )
+        table = peak_flops_for(peaks, dtypes) if peaks is not None else None
+        peak, src = _ceiling(peaks, table, h.peak_flop_rate if h is not None else None, "peak_flop_rate")
         if peak:
             peak *= count
             if fl > peak * _SLACK:
@@ -668,14 +671,8 @@ def _limits(p: Any, t: Any, add: Add) -> None:
                     )
                 )
     if by is not None:
-        bw: float | None = None
-        if peaks is not None:
-            bw, src = peaks.bandwidth, f"{peaks.key} peak"
-        elif h.peak_bandwidth is not None:
-            bw, src = (
-                base(h.peak_bandwidth.value, h.peak_bandwidth.unit),
-                "the recorded hardware.peak_bandwidth",
-            )
+        table = peaks.bandwidth if peaks is not None else None
+        bw, src = _ceiling(peaks, table, h.peak_bandwidth if h is not None else None, "peak_bandwidth")
         if bw:
             bw *= count
             if by > bw * _SLACK:
