@@ -99,6 +99,7 @@ def struct_for(model: type[BaseModel]) -> type[msgspec.Struct]:
         kw_only=True,
         forbid_unknown_fields=True,
         omit_defaults=True,
+        gc=False,
         module=__name__,
     )
     _cache[model] = st

@@ -68,7 +68,7 @@ class Record(NamedTuple):
 def _checked(name: str, location: str | None, data: bytes) -> Record:
     """A record of ``data``, or the error if it is not UTF-8 (checked only when not ASCII)."""
     if data.isascii():
-        return Record(name, location, data=data)
+        return Record(name, location, data, None)
     try:
         data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -269,7 +269,9 @@ def _iter_lines(name: str, fh: BinaryIO, limits: Limits, *, stdin: bool) -> Iter
             return
         if not chunk:
             break
-        lines = (buf + chunk).split(b"\n")
+        lines = chunk.split(b"\n")
+        if buf:
+            lines[0] = buf + lines[0]
         buf = lines.pop()  # the unfinished last line
         for line in lines:
             lineno += 1

@@ -25,8 +25,8 @@ from .._decode import Decoded, decode_document, decode_one
 from .._fast import PacketStruct
 from ..io import Limits, Record, discover, iter_records
 from ..models import EvidencePacket
-from ._checks import identity_findings  # also registers the rules
-from ._engine import RULES, Finding, Grade, Report, Rule, finding, iter_rules, run_checks
+from ._checks import check_packet, identity_finding  # also registers the rules
+from ._engine import RULES, Finding, Grade, Report, Rule, finding, iter_rules
 from ._tables import baseline_entry, baseline_names, device_peaks
 
 __all__ = [
@@ -59,8 +59,10 @@ def validate_struct(
 
     ``canonical`` is the packet's canonical JSON without its id, when already computed.
     """
-    findings = [finding(rid, ptr, msg) for rid, ptr, msg in identity_findings(packet, canonical)]
-    findings.extend(run_checks(packet))
+    findings = [finding(rid, ptr, msg) for rid, ptr, msg in check_packet(packet)]
+    ident = identity_finding(packet, canonical)
+    if ident is not None:
+        findings.insert(0, finding(*ident))
     return Report(source, location, packet.packet_id, findings, packet=packet)
 
 
@@ -169,4 +171,10 @@ def validate_paths(
         return
     for name in names:
         for rec in iter_records(name, limits):
+            data = rec.data
+            if data is not None:  # the common case inline (see report_record)
+                one = decode_one(data)
+                if one is not None:
+                    yield validate_struct(one[0], rec.source, rec.location, one[1])
+                    continue
             yield from report_record(rec)

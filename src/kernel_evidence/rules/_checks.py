@@ -12,13 +12,15 @@ from __future__ import annotations
 import hashlib
 import re
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from ._engine import declare
 from ._tables import baseline_entry, device_peaks, peak_flops_for
 from ._units import base, seconds
+
+_sha256 = hashlib.sha256
 
 Add = Callable[[tuple[str, str, str]], None]
 
@@ -183,18 +185,19 @@ for _id, _sev, _title, _hint, _doc in _RULES:
 # ---------------------------------------------------------------- identity (KE004, KE005)
 
 
-def identity_findings(p: Any, canonical: bytes | None) -> Iterator[tuple[str, str, str]]:
+def identity_finding(p: Any, canonical: bytes | None) -> tuple[str, str, str] | None:
     """KE004/KE005 over the canonical bytes (computed once by the decoder when it can)."""
-    if p.packet_id is None:
-        yield "KE005", "/packet_id", "no packet_id; other packets and archives cannot reference this one"
-        return
+    pid = p.packet_id
+    if pid is None:
+        return "KE005", "/packet_id", "no packet_id; other packets and archives cannot reference this one"
     if canonical is None:
         from .._fast import canonical_struct_bytes
 
         canonical = canonical_struct_bytes(p)
-    want = "sha256:" + hashlib.sha256(canonical).hexdigest()
-    if want != p.packet_id:
-        yield "KE004", "/packet_id", f"packet_id does not match the content; expected {want}"
+    want = "sha256:" + _sha256(canonical).hexdigest()
+    if want != pid:
+        return "KE004", "/packet_id", f"packet_id does not match the content; expected {want}"
+    return None
 
 
 # ---------------------------------------------------------------- helpers
@@ -318,12 +321,14 @@ def check_packet(p: Any) -> list[tuple[str, str, str]]:
     """Every rule over one decoded packet: ``(rule_id, pointer, message)`` triples."""
     out: list[tuple[str, str, str]] = []
     add = out.append
-    status = p.status.value
+    status = p.status._value_  # not .value: the enum property costs a Python call
     t = p.timing
     claim = t is not None and t.speedup is not None
 
     # KE006: same fixed-width UTC format on both sides, so string order is time order
-    if p.created_at[:19] > _future_limit():
+    if p.created_at[:19] > (
+        _future_cache[1] if time.monotonic() - _future_cache[0] <= 60 else _future_limit()
+    ):
         add(("KE006", "/created_at", f"created_at {p.created_at} is in the future"))
 
     _replay(p.replay, add)
@@ -459,7 +464,7 @@ def _status(p: Any, status: str, claim: bool, add: Add) -> None:
         if status in ("failed", "error"):
             add(("KE402", "/failure", f"a {status} packet has no failure class"))
     else:
-        fc = f.failure_class.value
+        fc = f.failure_class._value_
         if status == "passed":
             add(("KE402", "/failure", "a passed packet carries a failure"))
         elif status == "failed" and fc not in _FAILED_CLASSES:
@@ -534,6 +539,20 @@ def _pct(key: str) -> float | None:
         return q
 
 
+_ORDER_CACHE: dict[tuple[str, ...], list[tuple[float | None, str]]] = {}
+
+
+def _percentile_order(keys: tuple[str, ...]) -> list[tuple[float | None, str]]:
+    """Keys that are not percentiles first (reported in their order), then percentiles by
+    level (ties by key); cached per key tuple, as a batch repeats the same few key sets."""
+    bad = [(None, k) for k in keys if _pct(k) is None]
+    good = sorted((q, k) for k in keys if (q := _pct(k)) is not None)
+    order: list[tuple[float | None, str]] = [*bad, *good]
+    if len(_ORDER_CACHE) < 1024:
+        _ORDER_CACHE[keys] = order
+    return order
+
+
 _LO = 1 - 1e-9
 _HI = 1 + 1e-9
 
@@ -594,18 +613,17 @@ def _percentiles(
 ) -> None:
     """Percentile keys are ``pNN``; values do not decrease with NN, stay within [min, max],
     and p50 equals the median (1%) when there is one."""
-    cache = _PCT_CACHE
-    items = []
-    for k, val in pcts.items():
-        q = cache[k] if k in cache else _pct(k)
+    keys = tuple(pcts)
+    order = _ORDER_CACHE.get(keys)
+    if order is None:
+        order = _percentile_order(keys)
+    pk = pv = None
+    for q, k in order:
+        val = pcts[k]
         if q is None:
             bad = f"percentile key `{k}` is not of the form p0..p100 (e.g. p50, p99.9)"
             add(("KE501", f"{ptr}/percentiles/{k}", bad))
-        else:
-            items.append((q, k, val))
-    items.sort()
-    pk = pv = None
-    for q, k, val in items:
+            continue
         if pv is not None and val < pv * _LO:
             add(
                 (

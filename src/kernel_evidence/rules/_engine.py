@@ -162,11 +162,7 @@ def run_checks(packet: Any) -> list[Finding]:
     """Every rule over a decoded packet, as findings."""
     from ._checks import check_packet
 
-    out = []
-    for rid, pointer, message in check_packet(packet):
-        r = RULES[rid]
-        out.append(Finding(rid, r.severity, pointer, message, r.hint))
-    return out
+    return [finding(rid, pointer, message) for rid, pointer, message in check_packet(packet)]
 
 
 def finding(rule_id: str, pointer: str, message: str) -> Finding:
