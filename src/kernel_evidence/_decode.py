@@ -7,17 +7,26 @@ rules ``KE001``-``KE003`` with a JSON Pointer where one is known.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import msgspec
 
-from ._fast import PacketStruct, canonical_from_encoded, encode_struct
+from ._fast import PacketStruct, canonical_from_encoded, canonical_struct_bytes, encode_struct
 
-__all__ = ["Decoded", "decode_document", "decode_one", "find_duplicate_key", "msgspec_path_to_pointer"]
+__all__ = [
+    "Decoded",
+    "decode_checked",
+    "decode_document",
+    "decode_one",
+    "find_duplicate_key",
+    "msgspec_path_to_pointer",
+]
 
 _packet_decoder = msgspec.json.Decoder(PacketStruct)
 _list_decoder = msgspec.json.Decoder(list[PacketStruct])  # type: ignore[valid-type]
@@ -149,6 +158,52 @@ def decode_one(raw: bytes) -> tuple[Any, bytes] | None:
     if not (raw.startswith(enc) and not raw[len(enc) :].strip()) and _maybe_duplicates(raw, enc.count(b'"')):
         return None
     return p, canonical_from_encoded(p, enc)
+
+
+_encoder = msgspec.json.Encoder(order="deterministic")  # the canonical encoder of _fast
+_local = threading.local()
+
+
+def decode_checked(raw: bytes) -> tuple[Any, str | None] | None:
+    """:func:`decode_one` for the validator: the packet and the id its content gives.
+
+    Same acceptance as :func:`decode_one` (None for anything it would not take), but the
+    canonical form is never materialised: the packet is re-encoded into a reusable per-thread
+    buffer and hashed in place, around its ``packet_id`` member. Returns ``(packet, None)``
+    when the packet has no id (nothing to check it against).
+    """
+    if raw[:1] != b"{":
+        return None
+    try:
+        p: Any = _packet_decoder.decode(raw)
+    except (msgspec.DecodeError, RecursionError, UnicodeDecodeError):
+        return None
+    buf: bytearray | None = getattr(_local, "buf", None)
+    if buf is None:
+        buf = _local.buf = bytearray(1 << 14)
+    _encoder.encode_into(p, buf)
+    n = len(buf)
+    # input already in canonical form (as kernel-evidence writes it) cannot repeat a key
+    if not (raw == buf or (raw.startswith(buf) and not raw[n:].strip())) and _maybe_duplicates(
+        raw, buf.count(b'"')
+    ):
+        return None
+    pid = p.packet_id
+    if pid is None:
+        return p, None
+    if p.extensions is not None:  # nulls inside extensions are dropped: the general path
+        return p, "sha256:" + hashlib.sha256(canonical_struct_bytes(p)).hexdigest()
+    member = b',"packet_id":"' + pid.encode() + b'"'
+    i = buf.find(member)
+    if i < 0:  # pragma: no cover - cannot happen for a struct with an id
+        return p, "sha256:" + hashlib.sha256(canonical_struct_bytes(p)).hexdigest()
+    h = hashlib.sha256()
+    with memoryview(buf) as mv:
+        h.update(mv[:i])
+        h.update(mv[i + len(member) :])
+    if n > 1 << 20:
+        _local.buf = bytearray(1 << 14)  # do not keep a huge packet's buffer alive
+    return p, "sha256:" + h.hexdigest()
 
 
 def decode_document(record: Any) -> Iterator[Decoded]:

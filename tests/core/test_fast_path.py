@@ -76,3 +76,46 @@ def test_same_verdict_and_findings_on_mutated_packets(d) -> None:
     else:
         assert _key(slow) == _key(fast)
         assert slow.grade == fast.grade
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(packets(), st.booleans(), st.booleans())
+def test_decode_checked_gives_the_canonical_id(packet, reorder, spaced) -> None:
+    """The validator's in-place id equals the id of the canonical form, whatever the key
+    order and whitespace of the input, with or without extensions."""
+    from kernel_evidence._canonical import packet_id_for
+    from kernel_evidence._decode import decode_checked, decode_one
+
+    d = packet.with_id().to_dict()
+    if reorder:
+        d = dict(reversed(list(d.items())))
+    raw = json.dumps(d, indent=1 if spaced else None, ensure_ascii=False).encode()
+    one = decode_checked(raw)
+    # None sends the document down the general path, exactly when decode_one does
+    assert (one is None) == (decode_one(raw) is None)
+    assert one is not None or "\\u" in raw.decode()
+    if one is None:
+        return
+    assert one[1] == packet_id_for(d) == d["packet_id"]
+    d["packet_id"] = "sha256:" + "0" * 64
+    other = decode_checked(json.dumps(d, ensure_ascii=False).encode())
+    assert other is not None and other[1] == one[1]  # the id itself is not part of the content
+
+
+def test_decode_checked_refuses_what_decode_one_refuses() -> None:
+    from kernel_evidence._decode import decode_checked, decode_one
+
+    good = json.dumps(json.loads(next(iter(_example_bytes())))).encode()
+    dup = good[:-1] + b',"status":"passed"}'
+    for raw in (b"[]", b"{", dup, b'{"schema_version": 1}'):
+        assert decode_one(raw) is None
+        assert decode_checked(raw) is None
+    assert decode_checked(good) is not None
+
+
+def _example_bytes():
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2] / "examples" / "packets" / "valid"
+    for f in sorted(root.glob("*.json")):
+        yield f.read_bytes()

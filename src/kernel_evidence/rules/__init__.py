@@ -21,7 +21,7 @@ from typing import Any
 import msgspec
 from pydantic import ValidationError
 
-from .._decode import Decoded, decode_document, decode_one
+from .._decode import Decoded, decode_checked, decode_document
 from .._fast import PacketStruct
 from ..io import Limits, Record, discover, iter_records
 from ..models import EvidencePacket
@@ -54,13 +54,16 @@ def validate_struct(
     source: str | None = None,
     location: str | None = None,
     canonical: bytes | None = None,
+    *,
+    content_id: str | None = None,
 ) -> Report:
     """Run every rule over a decoded packet struct (no structural checks: it decoded).
 
-    ``canonical`` is the packet's canonical JSON without its id, when already computed.
+    ``canonical`` is the packet's canonical JSON without its id, or ``content_id`` the id
+    computed from it, when the caller already has one of them.
     """
     findings = [finding(rid, ptr, msg) for rid, ptr, msg in check_packet(packet)]
-    ident = identity_finding(packet, canonical)
+    ident = identity_finding(packet, canonical, content_id)
     if ident is not None:
         findings.insert(0, finding(*ident))
     return Report(source, location, packet.packet_id, findings, packet=packet)
@@ -107,9 +110,9 @@ def validate(packet: EvidencePacket | dict[str, Any] | bytes | str) -> Report:
         return validate_struct(_to_struct.decode(packet.to_json()))
     if isinstance(packet, (bytes, str)):
         raw = packet.encode() if isinstance(packet, str) else packet
-        one = decode_one(raw)
+        one = decode_checked(raw)
         if one is not None:
-            return validate_struct(one[0], None, None, one[1])
+            return validate_struct(one[0], content_id=one[1])
         return _report_for(next(iter(decode_document(Record("<bytes>", None, data=raw)))), None)
     if isinstance(packet, dict):
         try:
@@ -136,9 +139,9 @@ def report_record(rec: Record) -> Iterator[Report]:
         yield Report(rec.source, rec.location, None, [f], Grade("F", ("invalid: KE000",)))
         return
     assert rec.data is not None  # a record without error carries data
-    one = decode_one(rec.data)
+    one = decode_checked(rec.data)
     if one is not None:
-        yield validate_struct(one[0], rec.source, rec.location, one[1])
+        yield validate_struct(one[0], rec.source, rec.location, content_id=one[1])
         return
     for item in decode_document(rec):
         yield _report_for(item, rec.source)
@@ -173,8 +176,8 @@ def validate_paths(
         for rec in iter_records(name, limits):
             data = rec.data
             if data is not None:  # the common case inline (see report_record)
-                one = decode_one(data)
+                one = decode_checked(data)
                 if one is not None:
-                    yield validate_struct(one[0], rec.source, rec.location, one[1])
+                    yield validate_struct(one[0], rec.source, rec.location, content_id=one[1])
                     continue
             yield from report_record(rec)

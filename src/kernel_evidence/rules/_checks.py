@@ -185,16 +185,22 @@ for _id, _sev, _title, _hint, _doc in _RULES:
 # ---------------------------------------------------------------- identity (KE004, KE005)
 
 
-def identity_finding(p: Any, canonical: bytes | None) -> tuple[str, str, str] | None:
-    """KE004/KE005 over the canonical bytes (computed once by the decoder when it can)."""
+def identity_finding(
+    p: Any, canonical: bytes | None, content_id: str | None = None
+) -> tuple[str, str, str] | None:
+    """KE004/KE005: the id the content gives (``content_id``, or hashed from the canonical
+    bytes, both computed once by the decoder when it can) against the packet's own."""
     pid = p.packet_id
     if pid is None:
         return "KE005", "/packet_id", "no packet_id; other packets and archives cannot reference this one"
-    if canonical is None:
-        from .._fast import canonical_struct_bytes
+    if content_id is not None:
+        want = content_id
+    else:
+        if canonical is None:
+            from .._fast import canonical_struct_bytes
 
-        canonical = canonical_struct_bytes(p)
-    want = "sha256:" + _sha256(canonical).hexdigest()
+            canonical = canonical_struct_bytes(p)
+        want = "sha256:" + _sha256(canonical).hexdigest()
     if want != pid:
         return "KE004", "/packet_id", f"packet_id does not match the content; expected {want}"
     return None
