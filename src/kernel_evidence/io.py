@@ -286,7 +286,12 @@ def _iter_lines(name: str, fh: BinaryIO, limits: Limits, *, stdin: bool) -> Iter
                 continue
             if line.strip():
                 saw_any = True
-                yield _checked(name, f"line {lineno}", line)
+                # ASCII (the common case) is valid UTF-8: no need for the full check
+                yield (
+                    Record(name, f"line {lineno}", line, None)
+                    if line.isascii()
+                    else _checked(name, f"line {lineno}", line)
+                )
         if len(buf) > cap:
             # skip the rest of an over-long line without holding it in memory
             lineno += 1

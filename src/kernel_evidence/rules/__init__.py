@@ -66,7 +66,7 @@ def validate_struct(
     ident = identity_finding(packet, canonical, content_id)
     if ident is not None:
         findings.insert(0, finding(*ident))
-    return Report(source, location, packet.packet_id, findings, packet=packet)
+    return Report(source, location, packet.packet_id, findings, None, packet)
 
 
 def _report_for(item: Decoded, source: str | None) -> Report:

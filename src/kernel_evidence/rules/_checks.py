@@ -235,25 +235,8 @@ _UNIDENTIFIED = frozenset(
 _SLACK = 1.05  # boost clocks and rounding: reject only what is clearly above the peak
 
 
-def _stats_blocks(t: Any) -> list[tuple[str, Any]]:
-    blocks = []
-    if t.stats is not None:
-        blocks.append(("/timing/stats", t.stats))
-    if t.serving is not None:
-        for k in _LATENCIES:
-            s = getattr(t.serving, k)
-            if s is not None:
-                blocks.append((f"/timing/serving/{k}", s))
-    b = t.baseline
-    if b is not None:
-        if b.stats is not None:
-            blocks.append(("/timing/baseline/stats", b.stats))
-        if b.serving is not None:
-            for k in _LATENCIES:
-                s = getattr(b.serving, k)
-                if s is not None:
-                    blocks.append((f"/timing/baseline/serving/{k}", s))
-    return blocks
+_SERVING_PTRS = tuple((k, f"/timing/serving/{k}") for k in _LATENCIES)
+_BASELINE_SERVING_PTRS = tuple((k, f"/timing/baseline/serving/{k}") for k in _LATENCIES)
 
 
 def speedup_basis(p: Any) -> str:
@@ -525,8 +508,25 @@ def _timing(p: Any, t: Any, add: Add) -> None:
                     f"repeats is {t.repeats} but {len(t.stats.samples)} samples are kept",
                 )
             )
-    for ptr, s in _stats_blocks(t):
-        _stats(ptr, s, add)
+    # every statistics block: candidate, its serving latencies, then the baseline's
+    if t.stats is not None:
+        _stats("/timing/stats", t.stats, add)
+    sv = t.serving
+    if sv is not None:
+        for k, ptr in _SERVING_PTRS:
+            s = getattr(sv, k)
+            if s is not None:
+                _stats(ptr, s, add)
+    b = t.baseline
+    if b is not None:
+        if b.stats is not None:
+            _stats("/timing/baseline/stats", b.stats, add)
+        sv = b.serving
+        if sv is not None:
+            for k, ptr in _BASELINE_SERVING_PTRS:
+                s = getattr(sv, k)
+                if s is not None:
+                    _stats(ptr, s, add)
     _limits(p, t, add)
 
 
@@ -576,10 +576,11 @@ def _stats(ptr: str, s: Any, add: Add) -> None:
         add(("KE501", f"{ptr}/min", f"min {lo:g} is above the median {med:g}"))
     if hi is not None and hi < med * _LO:
         add(("KE501", f"{ptr}/max", f"max {hi:g} is below the median {med:g}"))
-    if mean is not None:
+    if mean is not None and ((lo is not None and mean < lo * _LO) or (hi is not None and mean > hi * _HI)):
         _mean_within(ptr, mean, lo, hi, add)
-    if s.percentiles:
-        _percentiles(ptr, s.percentiles, med, lo, hi, add)
+    pcts = s.percentiles
+    if pcts:
+        _percentiles(ptr, pcts, med, lo, hi, add)
     if s.ci_low is not None and s.ci_low > med * _HI:
         add(("KE501", f"{ptr}/ci_low", f"confidence interval low {s.ci_low:g} is above the median {med:g}"))
     if s.ci_high is not None and s.ci_high < med * _LO:
