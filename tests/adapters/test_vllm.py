@@ -2,9 +2,9 @@
 
 Real files from ../shared/corpus/vllm (numbers below were read out of each file by hand),
 plus synthetic fixtures in tests/fixtures/vllm (made by make_fixtures.py there) for what the
-corpus lacks: old key names, `request_goodput:`, sweep summaries, SGLang JSONL with
-per-request arrays and an `Infinity` rate, NaN values, all-failed runs with error texts,
-and broken inputs.
+corpus lacks: old key names, `request_goodput:`, sweep summaries (JSON, and the CSV pandas
+writes for `vllm bench sweep`), SGLang JSONL with per-request arrays and an `Infinity` rate,
+NaN values, all-failed runs with error texts, goodput SLOs, and broken inputs.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -767,3 +768,468 @@ def test_bom_and_jsonl_with_nan_lines(tmp_path: Path) -> None:
     packets, warnings = read(f)
     assert [raw(p)["location"] for p in packets] == ["line 1", "line 2"]
     assert f"{f}:line 2: key `std_ttft_ms`: NaN or infinite value left out" in warnings
+
+
+# ------------------------------------------------------------------------------ sweep summary.csv
+SWEEP_JSON = FIX / "sweep_detailed_summary.json"
+SWEEP_CSV = FIX / "sweep_detailed_summary.csv"  # written by pandas (make_fixtures.py)
+CSV_EXPECTED = (
+    "expected the summary.csv of `vllm bench sweep serve` "
+    "(a header line naming the columns, then one row per run)"
+)
+
+
+def pandas_like_csv(runs: list[dict[str, Any]]) -> str:
+    """What ``pandas.DataFrame.from_records(runs).to_csv(path)`` writes (vLLM's
+    sweep/serve.py), for the value types sweep runs hold, written without pandas:
+    an unnamed index column, the union of keys in first-seen order, None/missing as an
+    empty cell, a numeric column with a gap (or mixed int/float) as float, everything else
+    as ``str(value)``, quoted only when needed."""
+    import csv
+    import io
+
+    columns: dict[str, None] = {}
+    for run in runs:
+        columns.update(dict.fromkeys(run))
+    floats = set()
+    for c in columns:
+        values = [run.get(c) for run in runs]
+        present = [v for v in values if v is not None]
+        numeric = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in present)
+        if present and numeric and (len(present) < len(values) or any(isinstance(v, float) for v in present)):
+            floats.add(c)
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(["", *columns])
+    for i, run in enumerate(runs):
+        row = [str(i)]
+        for c in columns:
+            v = run.get(c)
+            row.append("" if v is None else repr(float(v)) if c in floats else str(v))
+        writer.writerow(row)
+    return buf.getvalue()
+
+
+def mapped(p: EvidencePacket) -> dict[str, Any]:
+    """The canonical fields of a packet: everything but the raw extension and the place."""
+    d = p.to_dict()
+    out = {k: d.get(k) for k in ("status", "failure", "task", "timing", "hardware", "replay")}
+    out["name"] = d["subject"]["name"]
+    return out
+
+
+def assert_csv_agrees_with_json(json_path: Path, csv_path: Path, **extra: Any) -> list[EvidencePacket]:
+    from_json, warn_json = read(json_path, **extra)
+    from_csv, warn_csv = read(csv_path, **extra)
+    assert len(from_json) == len(from_csv)
+    places = {}
+    for pj, pc in zip(from_json, from_csv, strict=True):
+        assert mapped(pj) == mapped(pc)
+        rj, rc = raw(pj)["values"], raw(pc)["values"]
+        assert {k for k, v in rj.items() if v is not None} == set(rc)
+        # 4 == 4.0 (a CSV column with a gap); "2" (a --metadata string) is typed back as 2
+        assert all(rj[k] == v or str(rj[k]) == str(v) for k, v in rc.items())
+        places[f"{json_path}:{raw(pj)['location']}"] = f"{csv_path}:{raw(pc)['location']}"
+        errors_only_partial(pc)
+    renamed = []
+    for w in warn_json:
+        for a, b in places.items():
+            w = w.replace(a, b)
+        renamed.append(w.replace(str(json_path), str(csv_path)))
+    assert renamed == warn_csv
+    return from_csv
+
+
+def test_pandas_like_writer_reproduces_the_pandas_fixture() -> None:
+    """The test writer below is checked byte for byte against a CSV pandas wrote."""
+    runs = json.loads(SWEEP_JSON.read_text())
+    assert pandas_like_csv(runs) == SWEEP_CSV.read_text()
+
+
+def test_sweep_csv_written_by_pandas_agrees_with_summary_json() -> None:
+    packets = assert_csv_agrees_with_json(SWEEP_JSON, SWEEP_CSV)
+    assert [raw(p)["location"] for p in packets] == ["line 2", "line 3", "line 4"]  # row 3 spans 2 lines
+    first, second, third = packets
+    assert first.subject.name == "facebook/opt-125m rate=inf concurrency=1 run=0"
+    assert settings_of(first)["max_num_seqs"] == 4 and "max_num_seqs" not in settings_of(second)
+    assert settings_of(third)["max_num_seqs"] == 8  # written 8.0: the column has a gap
+    assert raw(third)["values"]["compilation_config"] == {"mode": 3}
+    # per-request arrays came through the CSV: statistics recomputed and samples inline
+    assert stat(serving(first).ttft).n == 8 and len(stat(serving(first).ttft).samples or []) == 8
+    assert serving(third).failed == 2 and raw(third)["error_counts"]
+    assert raw(first)["source"] == "sweep_detailed_summary.csv"
+
+
+def test_sweep_csv_built_here_agrees_with_summary_json(tmp_path: Path) -> None:
+    """summary.json and summary.csv holding the same runs give the same canonical fields."""
+    base = json.loads((FIX / "sweep_summary.json").read_text())
+    runs = [
+        {**base[0], "enable_prefix_caching": True, "_benchmark_name": "a"},
+        {**base[1], "request_rate": 8.0, "enable_prefix_caching": False, "_benchmark_name": "b"},
+        {**base[1], "run_number": 2, "max_concurrency": None, "tensor_parallel_size": "2",
+         "gpu": "NVIDIA L4", "kv_cache_dtype": "fp8", "max_num_seqs": None},
+    ]  # fmt: skip
+    (tmp_path / "summary.json").write_text(json.dumps(runs, indent=4))
+    (tmp_path / "summary.csv").write_text(pandas_like_csv(runs))
+    packets = assert_csv_agrees_with_json(tmp_path / "summary.json", tmp_path / "summary.csv")
+    assert [p.subject.name for p in packets] == [
+        "facebook/opt-125m rate=inf concurrency=2 run=0",
+        "facebook/opt-125m rate=8.0 concurrency=2 run=1",
+        "facebook/opt-125m rate=inf run=2",
+    ]
+    assert settings_of(packets[0])["enable_prefix_caching"] is True
+    assert settings_of(packets[1])["enable_prefix_caching"] is False
+    task = packets[2].task.serving  # type: ignore[union-attr]
+    assert task is not None and task.tensor_parallel_size == 2 and task.max_concurrency is None
+    assert packets[2].hardware is not None and packets[2].hardware.device == "NVIDIA L4"
+
+
+def test_sweep_csv_with_goodput_agrees_with_json() -> None:
+    packets = assert_csv_agrees_with_json(SWEEP_JSON, SWEEP_CSV, goodput="ttft:200,tpot:25")
+    assert [raw(p)["goodput"]["good_requests"] for p in packets] == [5, 3, 2]
+
+
+def test_sweep_csv_in_a_directory_walk(tmp_path: Path) -> None:
+    exp = tmp_path / "exp"
+    comb = exp / "SERVE--max_num_seqs=4-BENCH--max_concurrency=1"
+    comb.mkdir(parents=True)
+    shutil.copy(SWEEP_JSON, comb / "summary.json")
+    shutil.copy(SWEEP_CSV, exp / "summary.csv")
+    (exp / "other.csv").write_text("a,b\n1,2\n")  # not named summary.csv: not walked
+    packets, warnings = read(exp)
+    assert [raw(p)["source"] for p in packets] == ["summary.json"] * 3
+    assert (
+        f"{exp / 'summary.csv'}: skipped: sweep summary table of runs already read from the JSON "
+        "files below it"
+    ) in warnings
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    shutil.copy(SWEEP_CSV, alone / "summary.csv")
+    packets, _ = read(alone)
+    assert [raw(p)["source"] for p in packets] == ["summary.csv"] * 3
+
+
+def _csv_lines() -> list[str]:
+    return SWEEP_CSV.read_text().split("\n")
+
+
+def _replace_cell(text: str, column: str, row: int, new: str) -> str:
+    """``text`` with the cell (data row ``row``, named column) replaced; rows 0-1 only."""
+    lines = text.split("\n")
+    header = lines[0].split(",")
+    import csv
+
+    cells = next(csv.reader([lines[row + 1]]))
+    cells[header.index(column)] = new
+    import io
+
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="").writerow(cells)
+    lines[row + 1] = buf.getvalue()
+    return "\n".join(lines)
+
+
+@pytest.mark.parametrize(
+    ("name", "make", "message"),
+    [
+        ("empty", lambda t: "", "{f}: empty file; " + CSV_EXPECTED),
+        ("blank", lambda t: "\n \n", "{f}: empty file; " + CSV_EXPECTED),
+        (
+            "header-only",
+            lambda t: t.split("\n")[0] + "\n",
+            "{f}:line 1: a header and no rows; " + CSV_EXPECTED,
+        ),
+        (
+            "truncated-row",
+            lambda t: "\n".join(t.split("\n")[:2]) + "\n1,20260901-100001,openai,openai,,facebook/opt-125m",
+            "{f}:line 3: column `tokenizer_id`: the row ends after 6 of 51 columns; "
+            "expected one value per column (truncated file?)",
+        ),
+        (
+            "truncated-in-quotes",
+            lambda t: t[: t.index('"[33, 34') + 8],
+            "{f}:line 2: malformed CSV (unexpected end of data); " + CSV_EXPECTED,
+        ),
+        (
+            "extra-values",
+            lambda t: t.replace("\n1,", "\n1,x,", 1),
+            "{f}:line 3: 52 values but the header (line 1) names 51 columns; expected one value per column",
+        ),
+        (
+            "text-in-integer-column",
+            lambda t: _replace_cell(t, "completed", 0, "many"),
+            "{f}:line 2: column `completed`: expected a non-negative integer, got string 'many'",
+        ),
+        (
+            "text-in-stats-column",
+            lambda t: _replace_cell(t, "p99_ttft_ms", 1, "fast"),
+            "{f}:line 3: column `p99_ttft_ms`: expected a non-negative number, got string 'fast'",
+        ),
+        (
+            "fraction-in-integer-column",
+            lambda t: _replace_cell(t, "failed", 1, "0.5"),
+            "{f}:line 3: column `failed`: expected a non-negative integer, got float 0.5",
+        ),
+        (
+            "broken-array",
+            lambda t: _replace_cell(t, "ttfts", 0, "[0.1, 0.2"),
+            "{f}:line 2: column `ttfts`: expected a per-request list as pandas writes it "
+            "(e.g. [0.1, 0.2] or ['', 'error']), got '[0.1, 0.2'",
+        ),
+        (
+            "wrong-array-type",
+            lambda t: _replace_cell(t, "itls", 0, "[0.1, 0.2]"),
+            "{f}:line 2: column `itls`: expected a list of lists of numbers",
+        ),
+        (
+            "duplicate-column",
+            lambda t: t.replace(",date,", ",model_id,", 1),
+            "{f}:line 1: column `model_id` appears twice (columns 2 and 6); expected each column once",
+        ),
+        (
+            "unnamed-column",
+            lambda t: t.replace(",date,", ",,", 1),
+            "{f}:line 1: column 2 has no name; expected a header naming every column",
+        ),
+        (
+            "startup-sweep",
+            lambda t: ",avg_latency_s,run_number,max_num_seqs\n0,12.5,0,4\n",
+            "{f}:line 1: not a serving benchmark summary (columns: avg_latency_s, run_number, "
+            "max_num_seqs); " + CSV_EXPECTED,
+        ),
+    ],
+)
+def test_damaged_sweep_csv(tmp_path: Path, name: str, make: Any, message: str) -> None:
+    f = tmp_path / f"{name}.csv"
+    f.write_text(make(SWEEP_CSV.read_text()))
+    with pytest.raises(AdapterError) as err:
+        read(f)
+    assert str(err.value) == message.format(f=f)
+    assert "\n" not in str(err.value)
+
+
+def test_sweep_csv_bytes_that_are_not_utf8_and_hostile_cells(tmp_path: Path) -> None:
+    f = tmp_path / "latin1.csv"
+    f.write_bytes(SWEEP_CSV.read_bytes().replace(b"openai", b"op\xe9nai", 1))
+    with pytest.raises(AdapterError, match=r"latin1\.csv: byte 660: not valid UTF-8; expected the summary"):
+        read(f)
+    deep = tmp_path / "deep.csv"  # 200,000 nested brackets in a per-request column
+    deep.write_text(_replace_cell(SWEEP_CSV.read_text(), "ttfts", 0, "[" * 200_000 + "]" * 200_000))
+    with pytest.raises(AdapterError, match=r"deep\.csv:line 2: column `ttfts`: expected a per-request list"):
+        read(deep)
+    nested = tmp_path / "nested.csv"  # the same in a settings column: kept as text
+    nested.write_text(_replace_cell(SWEEP_CSV.read_text(), "backend", 0, "[" * 200_000))
+    packets, _ = read(nested)
+    assert raw(packets[0])["values"]["backend"] == "[" * 200_000
+
+
+def test_sweep_csv_non_finite_cells_are_left_out_with_a_warning(tmp_path: Path) -> None:
+    text = _replace_cell(SWEEP_CSV.read_text(), "mean_tpot_ms", 0, "inf")
+    text = _replace_cell(text, "std_itl_ms", 1, "1e999")
+    f = tmp_path / "summary.csv"
+    f.write_text(text)
+    packets, warnings = read(f)
+    assert f"{f}:line 2: column `mean_tpot_ms`: NaN or infinite value left out" in warnings
+    assert f"{f}:line 3: column `std_itl_ms`: NaN or infinite value left out" in warnings
+    assert raw(packets[0])["non_finite_keys"] == ["mean_tpot_ms"]
+    assert packets[0].task.serving.request_rate == "inf"  # type: ignore[union-attr]
+    # the mean is then recomputed from the per-request arrays
+    assert stat(serving(packets[0]).tpot).mean == pytest.approx(17.814563265306123)
+
+
+# ------------------------------------------------------------------------------ goodput
+#: five requests: (ttft s, latency s, output_len, error); by hand: TPOTs 40 ms, 50 ms,
+#: 0 (one output token), failed, 100 ms
+GOODPUT_REQUESTS = [
+    (0.100, 0.180, 3, ""),
+    (0.250, 0.300, 2, ""),
+    (0.200, 0.200, 1, ""),
+    (0.050, 0.000, 0, "boom"),
+    (0.150, 0.450, 4, ""),
+]
+
+
+def goodput_warnings(warnings: list[str]) -> list[str]:
+    return [w for w in warnings if "`request_goodput" in w or "goodput cannot" in w]
+
+
+def goodput_file(tmp_path: Path, **keys: Any) -> Path:
+    ttfts, lats, olens, errors = (list(x) for x in zip(*GOODPUT_REQUESTS, strict=True))
+    rec = {
+        "model_id": "m", "duration": 2.0, "completed": 4, "failed": 1,
+        "ttfts": ttfts, "latencies": lats, "output_lens": olens, "errors": errors,
+        "input_lens": [10] * 5, "itls": [[0.01] * max(o - 1, 0) for o in olens], **keys,
+    }  # fmt: skip
+    f = tmp_path / f"run{len(list(tmp_path.glob('run*.json')))}.json"
+    f.write_text(json.dumps(rec))
+    return f
+
+
+@pytest.mark.parametrize(
+    ("slos", "good"),
+    [
+        ("ttft:200", 3),  # 0.1, 0.2 (inclusive), 0.15; not 0.25; the failed request never counts
+        ("ttft:200,tpot:50", 2),  # request 4 has a TPOT of 100 ms; request 2 (1 token) counts as 0
+        ("tpot:50", 3),
+        ("e2el:300", 3),  # 0.18, 0.3 (inclusive), 0.2
+        ("ttft:1000 tpot:1000 e2el:1000", 4),  # vLLM's own space-separated form
+        ("TTFT:99", 0),  # no successful request is that fast
+    ],
+)
+def test_goodput_recomputed_from_per_request_arrays(tmp_path: Path, slos: str, good: int) -> None:
+    p, warnings = one(goodput_file(tmp_path), goodput=slos)
+    g = serving(p).request_goodput
+    assert g is not None and (g.value, g.unit) == (good / 2.0, "req/s")
+    block = raw(p)["goodput"]
+    assert block["good_requests"] == good and block["recomputed"] is True and block["duration_s"] == 2.0
+    assert "request_goodput" in raw(p)["derived"]
+    pairs = (pair.split(":") for pair in re.split(r"[,\s]+", slos.lower()))
+    expected = {f"goodput_slo_{k}_ms": float(v) for k, v in pairs}
+    assert {k: v for k, v in settings_of(p).items() if k.startswith("goodput_slo_")} == expected
+    assert not goodput_warnings(warnings)
+    errors_only_partial(p)
+
+
+def test_goodput_option_as_a_mapping(tmp_path: Path) -> None:
+    p, _ = one(goodput_file(tmp_path), goodput={"ttft": 200, "tpot": 50})
+    assert serving(p).request_goodput.value == 1.0  # type: ignore[union-attr]
+
+
+def test_goodput_checked_against_the_file(tmp_path: Path) -> None:
+    f = goodput_file(tmp_path, request_goodput=1.5)
+    p, warnings = one(f, goodput="ttft:200,tpot:50")
+    assert serving(p).request_goodput.value == 1.5  # type: ignore[union-attr]  # the file's value is kept
+    assert (
+        f"{f}: `request_goodput` is 1.5 in the file but 1.0 recomputed from the per-request arrays "
+        "with SLOs ttft:200,tpot:50 (2 good requests / 2.0 s)"
+    ) in warnings
+    assert raw(p)["goodput"]["file_agrees"] is False and "derived" not in raw(p)
+    p, warnings = one(f, goodput="ttft:200")  # the SLOs the run used: agrees, no warning
+    assert raw(p)["goodput"]["file_agrees"] is True and not goodput_warnings(warnings)
+    colon = goodput_file(tmp_path, **{"request_goodput:": 2.0})  # v0.6-v0.9 spelling
+    _, warnings = one(colon, goodput="e2el:300")
+    assert f"{colon}: `request_goodput:` is 2.0 in the file but 1.5 recomputed" in " ".join(warnings)
+
+
+def test_goodput_matches_what_vllm_saved_in_the_sweep_fixture() -> None:
+    """The fixture's request_goodput was computed with numpy the way vLLM does it."""
+    packets, warnings = read(SWEEP_JSON, goodput="ttft:200,tpot:25")
+    assert [raw(p)["goodput"].get("file_agrees") for p in packets] == [True, True, None]
+    assert not goodput_warnings(warnings)
+    packets, warnings = read(SWEEP_JSON, goodput="ttft:150")
+    assert sum("`request_goodput` is" in w for w in warnings) == 2
+
+
+def test_goodput_without_per_request_arrays_warns(tmp_path: Path) -> None:
+    path = FIX / "sweep_summary.json"
+    packets, warnings = read(path, goodput="ttft:200")
+    assert (
+        warnings.count(
+            f"{path}: goodput cannot be recomputed with SLOs ttft:200: the file has no per-request "
+            "arrays (`vllm bench serve --save-detailed` saves them)"
+        )
+        == 1
+    )  # once per file
+    assert all(serving(p).request_goodput is None for p in packets)
+    assert all(not any(k.startswith("goodput_slo") for k in settings_of(p)) for p in packets)
+    assert raw(packets[0])["goodput"] == {"slos_ms": {"ttft": 200.0}, "recomputed": False}
+    f = tmp_path / "ttfts-only.json"
+    f.write_text(json.dumps({"model_id": "m", "duration": 1.0, "ttfts": [0.1, 0.2], "errors": ["", ""]}))
+    p, warnings = one(f, goodput="ttft:150,tpot:50")
+    assert (
+        f"{f}: goodput cannot be recomputed with SLOs ttft:150,tpot:50: the per-request arrays lack "
+        "`latencies`, `output_lens`"
+    ) in warnings
+    p, warnings = one(f, goodput="ttft:150")  # the arrays it needs are there
+    assert serving(p).request_goodput.value == 1.0  # type: ignore[union-attr]
+
+
+GOODPUT_FORM = (
+    "expected SLOs in milliseconds as KEY:MS pairs separated by commas, KEY one of ttft, tpot, "
+    "e2el (e.g. `goodput=ttft:200,tpot:50,e2el:1000`)"
+)
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("ttft=200", f"option `goodput`: `ttft=200` is not KEY:MS; {GOODPUT_FORM}, got 'ttft=200'"),
+        ("ttft:fast", f"option `goodput`: `ttft:fast` is not a non-negative number of milliseconds; "
+                      f"{GOODPUT_FORM}, got 'ttft:fast'"),
+        ("ttft:-5", f"option `goodput`: `ttft:-5` is not a non-negative number of milliseconds; "
+                    f"{GOODPUT_FORM}, got 'ttft:-5'"),
+        ("ttft:nan", f"option `goodput`: `ttft:nan` is not a non-negative number of milliseconds; "
+                     f"{GOODPUT_FORM}, got 'ttft:nan'"),
+        ("itl:20", f"option `goodput`: unknown SLO `itl`; {GOODPUT_FORM}, got 'itl:20'"),
+        ("ttft:1,ttft:2", f"option `goodput`: SLO `ttft` given twice; {GOODPUT_FORM}, got 'ttft:1,ttft:2'"),
+        ("", f"option `goodput`: {GOODPUT_FORM}, got ''"),
+        (200, f"option `goodput`: {GOODPUT_FORM}, got 200"),
+    ],
+)  # fmt: skip
+def test_bad_goodput_option(tmp_path: Path, value: Any, message: str) -> None:
+    with pytest.raises(AdapterError) as err:
+        read(goodput_file(tmp_path), goodput=value)
+    assert str(err.value) == message
+
+
+def test_bad_goodput_option_at_the_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from kernel_evidence.cli import main
+
+    code = main(["ingest", "vllm", str(goodput_file(tmp_path)), "--opt", "goodput=ttft:fast",
+                 "--created-at", T0, "-o", str(tmp_path / "out.json")])  # fmt: skip
+    _, err = capsys.readouterr()
+    assert code == 1 and "option `goodput`: `ttft:fast` is not a non-negative number" in err
+    assert "Traceback" not in err
+    code = main(["ingest", "vllm", str(goodput_file(tmp_path)), "--opt", "goodput=ttft:200,tpot:50",
+                 "--created-at", T0, "-o", str(tmp_path / "out.json")])  # fmt: skip
+    capsys.readouterr()
+    packet = EvidencePacket.model_validate_json((tmp_path / "out.json").read_bytes())
+    assert serving(packet).request_goodput.value == 1.0  # type: ignore[union-attr]
+
+
+def test_sweep_csv_resaved_by_pandas_and_large_samples(tmp_path: Path) -> None:
+    """`Unnamed: 0` is the index column once the CSV went through read_csv/to_csv again;
+    runs with more samples than the inline cap reference the CSV (text/csv) or a sidecar."""
+    f = tmp_path / "summary.csv"
+    f.write_text("Unnamed: 0" + SWEEP_CSV.read_text())
+    packets, warnings = read(f, inline_samples_max=5)
+    assert "Unnamed: 0" not in raw(packets[0])["values"] and "" not in raw(packets[0])["values"]
+    art = serving(packets[0]).samples_artifact
+    assert art is not None and (art.media_type, art.name) == ("text/csv", "summary.csv#line 2")
+    assert art.sha256 == "sha256:" + hashlib.sha256(f.read_bytes()).hexdigest()
+    packets, _ = read(f, inline_samples_max=5, samples_dir=str(tmp_path / "side"))
+    art = serving(packets[2]).samples_artifact
+    assert art is not None and art.name.startswith("summary.line4.samples-") and art.name.endswith(".parquet")
+
+
+def test_sla_search_summary_skipped_beside_run_files(tmp_path: Path) -> None:
+    """`vllm bench sweep serve_sla` also writes `SLA--<criteria>.json`: the runs again."""
+    base = tmp_path / "SERVE--max_num_seqs=4"
+    (base / "request_rate=4").mkdir(parents=True)
+    runs = json.loads(SWEEP_JSON.read_text())
+    (base / "request_rate=4" / "run=0.json").write_text(json.dumps(runs[0]))
+    sla = base / "SLA--p99_e2el_ms=<=500.json"
+    sla.write_text(json.dumps(runs[:1]))
+    packets, warnings = read(tmp_path)
+    assert [raw(p)["source"] for p in packets] == ["run=0.json"]
+    assert f"{sla}: skipped: SLA search summary of runs already read from the run=N.json files" in warnings
+
+
+def test_sweep_csv_at_the_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from kernel_evidence.cli import main
+    from kernel_evidence.io import read_packets
+
+    out = tmp_path / "packets.jsonl"
+    code = main(["ingest", "vllm", str(SWEEP_CSV), "--created-at", T0, "-o", str(out)])
+    capsys.readouterr()
+    assert code == 0
+    assert [p.subject.name.split(" rate=")[1] for p in read_packets([out])] == [
+        "inf concurrency=1 run=0",
+        "4.0 concurrency=4 run=0",
+        "4.0 concurrency=4 run=1",
+    ]
+    bad = tmp_path / "summary.csv"
+    bad.write_text(SWEEP_CSV.read_text().split("\n")[0] + "\n")
+    code = main(["ingest", "vllm", str(bad), "--created-at", T0, "-o", str(tmp_path / "x.jsonl")])
+    _, err = capsys.readouterr()
+    assert code == 1 and f"{bad}:line 1: a header and no rows" in err and "Traceback" not in err

@@ -41,6 +41,7 @@ from ..models import (
     TokenRate,
 )
 from ..units import convert, dimension_of
+from ._vllm_goodput import count_good, needed_arrays, slo_text
 from ._vllm_map import Mapping, mapping
 from ._vllm_read import RunRecord
 from ._vllm_stats import RunSamples, Summary, close, collect_samples, summarize
@@ -82,6 +83,8 @@ class BuildContext:
     inline_max: int
     samples_dir: str | None
     use_numpy: bool | None
+    #: SLOs (ms) of the ``goodput`` option: recompute goodput from the per-request arrays
+    goodput: dict[str, float] | None = None
     warnings: list[str] = field(default_factory=list)
     _seen: set[str] = field(default_factory=set)
     _digests: dict[str, tuple[str, int]] = field(default_factory=dict)
@@ -555,10 +558,16 @@ def _samples_artifact(
         path=rec.source,
         sha256=digest,
         size=ByteSize(value=float(size), unit="B"),
-        media_type="application/x-ndjson"
-        if rec.location and rec.location.startswith("line")
-        else "application/json",
+        media_type=_media_type(rec),
     )
+
+
+def _media_type(rec: RunRecord) -> str:
+    if rec.source.lower().endswith(".csv"):
+        return "text/csv"
+    if rec.location and rec.location.startswith("line"):
+        return "application/x-ndjson"
+    return "application/json"
 
 
 def _write_sidecar(ctx: BuildContext, rec: RunRecord, cols: dict[str, Any]) -> Artifact:
@@ -600,7 +609,7 @@ def _write_sidecar(ctx: BuildContext, rec: RunRecord, cols: dict[str, Any]) -> A
     out_dir = Path(ctx.samples_dir or ".")
     out_dir.mkdir(parents=True, exist_ok=True)
     stem = Path(rec.source).name
-    for suffix in (".jsonl", ".json", ".ndjson"):
+    for suffix in (".jsonl", ".json", ".ndjson", ".csv"):
         stem = stem.removesuffix(suffix)
     if rec.location:
         stem += "." + re.sub(r"[^0-9A-Za-z]+", "", rec.location)
@@ -682,6 +691,8 @@ def _subject_name(model: str | None, rec: RunRecord, fmt: str, task: ServingTask
     base = model or Path(rec.source).name
     parts: list[str] = []
     label = rec.values.get("label") or rec.values.get("tag")
+    if isinstance(label, (int, float)) and not isinstance(label, bool):
+        label = str(label)  # a numeric label, typed back as a number from a CSV cell
     if isinstance(label, str) and label.strip():
         parts.append(label.strip())
     if task is not None:
@@ -690,6 +701,8 @@ def _subject_name(model: str | None, rec: RunRecord, fmt: str, task: ServingTask
         if task.max_concurrency is not None:
             parts.append(f"concurrency={task.max_concurrency}")
     run_number = rec.values.get("run_number")
+    if isinstance(run_number, float) and run_number.is_integer():
+        run_number = int(run_number)  # a CSV column with gaps is written as float
     if isinstance(run_number, int) and not isinstance(run_number, bool):
         parts.append(f"run={run_number}")
     if fmt in ("latency", "throughput"):
@@ -863,12 +876,20 @@ def _build(rec: RunRecord, fmt: str, ctx: BuildContext) -> EvidencePacket:
     if samples is not None and samples.errors:
         raw_extra["error_counts"] = dict(list(samples.errors.items())[:20])
 
+    goodput = rate_of("timing.serving.request_goodput", RequestRate)
+    recomputed_goodput = None
+    if ctx.goodput is not None and not all_failed:
+        recomputed_goodput = _recompute_goodput(ctx, rec, r, cols, samples, duration, goodput, raw_extra)
+        if goodput is None and recomputed_goodput is not None:
+            goodput = RequestRate(value=recomputed_goodput, unit="req/s")
+            derived.append("request_goodput")
+
     serving = ServingMetrics(
         completed=completed,
         failed=failed,
         duration=Duration(value=duration, unit="s") if duration is not None else None,
         request_throughput=rate_of("timing.serving.request_throughput", RequestRate),
-        request_goodput=rate_of("timing.serving.request_goodput", RequestRate),
+        request_goodput=goodput,
         output_throughput=rate_of("timing.serving.output_throughput", TokenRate),
         total_token_throughput=total_tput,
         max_output_throughput=rate_of("timing.serving.max_output_throughput", TokenRate),
@@ -938,6 +959,9 @@ def _build(rec: RunRecord, fmt: str, ctx: BuildContext) -> EvidencePacket:
         settings = _settings(r, extra_used)
         if not rate_ok:
             settings = {**(settings or {}), "request_rate": str(rec.values.get("request_rate"))}
+        if recomputed_goodput is not None and ctx.goodput is not None:
+            slos = {f"goodput_slo_{k}_ms": v for k, v in ctx.goodput.items()}
+            settings = {**(settings or {}), **slos}
         if settings:
             serving_task = serving_task.model_copy(update={"settings": settings})
     else:
@@ -973,11 +997,66 @@ def _build(rec: RunRecord, fmt: str, ctx: BuildContext) -> EvidencePacket:
     return packet.with_id()
 
 
+def _recompute_goodput(
+    ctx: BuildContext,
+    rec: RunRecord,
+    r: _Reader,
+    cols: dict[str, Any],
+    samples: RunSamples | None,
+    duration: float | None,
+    file_goodput: RequestRate | None,
+    raw_extra: dict[str, Any],
+) -> float | None:
+    """Goodput (req/s) from the per-request arrays and the ``goodput`` option's SLOs; checks
+    the file's ``request_goodput`` when it has one. ``None`` (with a warning) when it cannot."""
+    slos = ctx.goodput or {}
+    label = slo_text(slos)
+    block: dict[str, Any] = {"slos_ms": dict(slos), "recomputed": False}
+    raw_extra["goodput"] = block
+    if samples is None or samples.ok is None:
+        ctx.warn(
+            f"{rec.source}: goodput cannot be recomputed with SLOs {label}: the file has no "
+            "per-request arrays (`vllm bench serve --save-detailed` saves them)",
+            once=f"{rec.source}:goodput-noarrays",
+        )
+        return None
+    lacking = [name for name in needed_arrays(slos) if cols.get(name) is None]
+    if lacking:
+        ctx.warn(
+            f"{rec.where()}: goodput cannot be recomputed with SLOs {label}: the per-request "
+            f"arrays lack {', '.join(f'`{n}`' for n in lacking)}"
+        )
+        return None
+    if not duration:
+        ctx.warn(f"{rec.where()}: goodput cannot be recomputed with SLOs {label}: no benchmark `duration`")
+        return None
+    good = count_good(
+        slos, ok=samples.ok, ttfts=cols.get("ttfts"), latencies=cols.get("latencies"),
+        output_lens=cols.get("output_lens"),
+    )  # fmt: skip
+    value = good / duration
+    block.update(recomputed=True, good_requests=good, duration_s=duration, request_goodput=value)
+    if file_goodput is not None:
+        got = r.raw("timing.serving.request_goodput")
+        key = got[0] if got is not None else "request_goodput"
+        agrees = close(file_goodput.value, value)
+        block["file_agrees"] = agrees
+        if not agrees:
+            ctx.warn(
+                f"{rec.where()}: `{key}` is {file_goodput.value!r} in the file but {value!r} "
+                f"recomputed from the per-request arrays with SLOs {label} "
+                f"({good} good requests / {duration!r} s)"
+            )
+    return value
+
+
 def _ok_without_errors(rec: RunRecord, cols: dict[str, Any]) -> list[bool] | None:
     """Files without ``errors``: a failed request has output_len 0 (vLLM, SGLang); use that
     only when it accounts exactly for the file's ``completed``."""
     olens = cols.get("output_lens")
     completed = rec.values.get("completed")
+    if isinstance(completed, float) and completed.is_integer():
+        completed = int(completed)  # a CSV column with gaps is written as float
     if cols.get("errors") is not None or olens is None or not isinstance(completed, int):
         return None
     mask = [o > 0 for o in olens]

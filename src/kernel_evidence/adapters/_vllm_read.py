@@ -75,17 +75,23 @@ class RunRecord:
     arrays: dict[str, Any] = field(default_factory=dict)
     #: keys whose value was NaN or infinite (json fallback only), left out of ``values``
     non_finite: list[str] = field(default_factory=list)
+    #: what a key is called in messages: ``key`` (JSON) or ``column`` (CSV)
+    noun: str = "key"
+    #: array keys already decoded into checked, typed lists (CSV cells)
+    typed: set[str] = field(default_factory=set)
 
     def where(self, key: str | None = None) -> str:
         """``file:location`` (and the key) for messages."""
         place = self.source if self.location is None else f"{self.source}:{self.location}"
-        return place if key is None else f"{place}: key `{key}`"
+        return place if key is None else f"{place}: {self.noun} `{key}`"
 
     def floats(self, key: str) -> list[float] | None:
         """A flat per-request array of numbers, or ``None`` when absent or unusable."""
         raw = self.arrays.get(key)
         if raw is None:
             return None
+        if key in self.typed:
+            return raw  # type: ignore[no-any-return]
         if isinstance(raw, msgspec.Raw):
             try:
                 return _FLOATS.decode(raw)
@@ -98,6 +104,8 @@ class RunRecord:
         raw = self.arrays.get(key)
         if raw is None:
             return None
+        if key in self.typed:
+            return raw  # type: ignore[no-any-return]
         if isinstance(raw, msgspec.Raw):
             try:
                 return _FLOAT_LISTS.decode(raw)

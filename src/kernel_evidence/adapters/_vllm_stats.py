@@ -123,6 +123,8 @@ class RunSamples:
     total_input_tokens: int | None = None
     #: per-request columns for a sidecar: name -> list/array
     columns: dict[str, Any] = field(default_factory=dict)
+    #: which requests succeeded, one flag per request (for goodput)
+    ok: list[bool] | None = None
 
     def size(self) -> int:
         """Number of sample values over all metrics."""
@@ -163,7 +165,7 @@ def collect_samples(
     else:
         ok = [True] * n
     succeeded = sum(ok)
-    out = RunSamples(n_requests=n, succeeded=succeeded)
+    out = RunSamples(n_requests=n, succeeded=succeeded, ok=ok)
     if errors is not None:
         for e in errors:
             if e:

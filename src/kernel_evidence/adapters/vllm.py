@@ -2,8 +2,8 @@
 
 Reads ``vllm bench serve`` / ``benchmark_serving.py --save-result`` JSON of every version
 (old and new key spellings, ``request_goodput:``, ``request_rate: "inf"``, ``--metadata``
-keys), ``--append-result`` JSONL, ``vllm bench sweep serve`` run files, summaries and
-failure files, ``vllm bench latency`` / ``vllm bench throughput --output-json``, SGLang
+keys), ``--append-result`` JSONL, ``vllm bench sweep serve`` run files, summaries
+(``summary.json`` and ``summary.csv``) and failure files, ``vllm bench latency`` / ``vllm bench throughput --output-json``, SGLang
 ``bench_serving`` JSONL, InferenceX processed results and AIPerf/GenAI-Perf profile exports.
 See ``docs/adapters/vllm.md`` for the key mapping (data: ``adapters/vllm.toml``).
 
@@ -20,6 +20,9 @@ Options (``AdapterOptions.extra``), all optional:
     runs with at most this many sample values keep them inline in ``Stats.samples``
 ``max_bytes`` (default 2 GiB)
     refuse larger input files
+``goodput`` (e.g. ``ttft:200,tpot:50,e2el:1000``, milliseconds)
+    recompute goodput from the per-request arrays with these SLOs (vLLM's ``--goodput``
+    semantics) and check the file's ``request_goodput`` against it
 """
 
 from __future__ import annotations
@@ -31,6 +34,8 @@ from pathlib import Path
 from ..errors import AdapterError
 from . import AdapterOptions, AdapterResult
 from ._vllm_build import BuildContext, build_packet, classify, now_utc
+from ._vllm_csv import parse_csv_runs
+from ._vllm_goodput import parse_goodput_option
 from ._vllm_read import GC_PAUSE_BYTES, gc_paused, parse_runs, read_bytes
 
 __all__ = ["ADAPTER", "VllmAdapter"]
@@ -60,14 +65,30 @@ def _expand(inputs: Sequence[str], warnings: list[str]) -> Iterator[tuple[str, b
         if not path.is_dir():
             yield str(item), True
             continue
-        files = sorted(p for p in path.rglob("*") if p.is_file() and p.name.lower().endswith(_SUFFIXES))
+        files = sorted(
+            p
+            for p in path.rglob("*")
+            if p.is_file() and (p.name.lower().endswith(_SUFFIXES) or p.name.lower() == "summary.csv")
+        )
         for f in files:
             name = f.name.lower()
+            if name == "summary.csv" and (
+                any(f.parent.rglob("run=*.json")) or any(f.parent.rglob("summary.json"))
+            ):
+                warnings.append(
+                    f"{f}: skipped: sweep summary table of runs already read from the JSON files below it"
+                )
+                continue
             if name.endswith(".pytorch.json"):
                 warnings.append(f"{f}: skipped: PyTorch benchmark-database sidecar, not a result")
                 continue
             if name == "warmup.json" and any(s.name.startswith("run=") for s in f.parent.glob("run=*.json")):
                 warnings.append(f"{f}: skipped: sweep warm-up run (name it explicitly to ingest it)")
+                continue
+            if name.startswith("sla--") and name.endswith(".json") and any(f.parent.rglob("run=*.json")):
+                warnings.append(
+                    f"{f}: skipped: SLA search summary of runs already read from the run=N.json files"
+                )
                 continue
             if name == "summary.json" and any(s.name.startswith("run=") for s in f.parent.glob("run=*.json")):
                 warnings.append(f"{f}: skipped: sweep summary of runs already read from the run=N.json files")
@@ -106,6 +127,7 @@ class VllmAdapter:
             inline_max=_int_option(extra, "inline_samples_max", DEFAULT_INLINE_MAX),
             samples_dir=str(extra["samples_dir"]) if extra.get("samples_dir") else None,
             use_numpy=None if use_numpy is None else str(use_numpy).lower() not in ("0", "false", "no"),
+            goodput=parse_goodput_option(extra.get("goodput")),
         )
         max_bytes = _int_option(extra, "max_bytes", DEFAULT_MAX_BYTES)
         packets = []
@@ -115,7 +137,11 @@ class VllmAdapter:
                 data = read_bytes(path, max_bytes=max_bytes)
                 # decoding millions of per-request values: pause the cyclic GC meanwhile
                 with gc_paused(len(data) > GC_PAUSE_BYTES):
-                    runs = parse_runs(path, data)
+                    runs = (
+                        parse_csv_runs(path, data)
+                        if path.lower().endswith(".csv")
+                        else parse_runs(path, data)
+                    )
                     ctx.current = (path, data)
                     built = [build_packet(rec, classify(rec), ctx) for rec in runs]
             except (RecursionError, UnicodeDecodeError) as err:
