@@ -251,9 +251,20 @@ def iter_records(name: str, limits: Limits | None = None) -> Iterator[Record]:
             fh.close()
 
 
-def _iter_lines(name: str, fh: BinaryIO, limits: Limits, *, stdin: bool) -> Iterator[Record]:
+def _iter_lines(
+    name: str,
+    fh: BinaryIO,
+    limits: Limits,
+    *,
+    stdin: bool,
+    first_line: int = 0,
+    seen: list[bool] | None = None,
+) -> Iterator[Record]:
+    """Records of a JSONL stream. With ``seen`` (a one-element list), the stream is a part of
+    a file that starts after line ``first_line``: whether it held any line is stored in
+    ``seen[0]`` instead of reporting an empty input (the caller judges the whole file)."""
     cap = limits.max_record_bytes
-    lineno = 0
+    lineno = first_line
     saw_any = False
     buf = b""
     while True:
@@ -320,8 +331,55 @@ def _iter_lines(name: str, fh: BinaryIO, limits: Limits, *, stdin: bool) -> Iter
         lineno += 1
         saw_any = True
         yield _checked(name, f"line {lineno}", buf)
-    if not saw_any:
+    if seen is not None:
+        seen[0] = saw_any
+    elif not saw_any:
         yield Record(name, None, error=InputError(name, None, "empty input; expected JSON packets"))
+
+
+def _empty_input_record(name: str) -> Record:
+    """The record a JSONL input without a single non-blank line gives."""
+    return Record(name, None, error=InputError(name, None, "empty input; expected JSON packets"))
+
+
+class _Window:
+    """``length`` bytes of an open file from its current position, read in chunks."""
+
+    def __init__(self, fh: BinaryIO, length: int) -> None:
+        self._fh = fh
+        self._left = length
+
+    def read(self, n: int = -1) -> bytes:
+        if self._left <= 0:
+            return b""
+        data = self._fh.read(self._left if n < 0 else min(n, self._left))
+        self._left -= len(data)
+        return data
+
+
+def _iter_line_range(
+    name: str, offset: int, length: int, first_line: int, limits: Limits | None, seen: list[bool]
+) -> Iterator[Record]:
+    """Records of the lines in bytes ``[offset, offset + length)`` of a plain JSONL file, a
+    range that starts after line ``first_line`` and ends at a line end (or the file's end).
+
+    Same records, line numbers and limits as :func:`iter_records` gives for those lines;
+    ``seen[0]`` tells afterwards whether the range held a non-blank line. Worker processes
+    read their share of a large file this way.
+    """
+    limits = limits or Limits()
+    try:
+        fh = open(name, "rb")  # noqa: SIM115
+    except OSError as exc:
+        seen[0] = True  # the error stands for the range
+        where = f"line {first_line + 1}"
+        yield Record(name, where, error=InputError(name, where, f"could not be read ({exc.strerror or exc})"))
+        return
+    with fh:
+        fh.seek(offset)
+        yield from _iter_lines(
+            name, cast(BinaryIO, _Window(fh, length)), limits, stdin=False, first_line=first_line, seen=seen
+        )
 
 
 def read_packets(paths: Iterable[str | os.PathLike[str]], limits: Limits | None = None) -> Iterator[Any]:

@@ -254,7 +254,12 @@ def test_torn_zstd_stream_keeps_complete_records_and_reports_the_tear(capsys, tm
 def test_worker_processes_give_the_same_reports_in_the_same_order(tmp_path: Path) -> None:
     from kernel_evidence.rules import validate_paths
 
-    lines = [GOOD, b"{broken", GOOD.replace(b'"median":180.0', b'"median":1.0'), b"[" + GOOD + b"," + GOOD + b"]"]
+    lines = [
+        GOOD,
+        b"{broken",
+        GOOD.replace(b'"median":180.0', b'"median":1.0'),
+        b"[" + GOOD + b"," + GOOD + b"]",
+    ]
     write(tmp_path, "a.jsonl", b"\n".join(lines * 300) + b"\n")
     write(tmp_path, "b.json", GOOD)
     write(tmp_path, "c.json", b"")
@@ -262,6 +267,32 @@ def test_worker_processes_give_the_same_reports_in_the_same_order(tmp_path: Path
     two = [r.to_dict() for r in validate_paths([str(tmp_path)], jobs=2)]
     assert len(one) == 1500 + 2
     assert two == one
+
+
+@pytest.mark.parametrize("range_bytes", [700, 5000, 1 << 20])
+def test_workers_reading_file_ranges_give_the_same_reports(tmp_path: Path, monkeypatch, range_bytes) -> None:
+    """Large JSONL files are cut into ranges that workers read themselves: ranges smaller
+    than a line, blank and over-long lines, non-UTF-8 bytes, a last line without a line
+    end, empty and blank-only files must all come out as in one process."""
+    from kernel_evidence.io import Limits
+    from kernel_evidence.rules import _parallel, validate_paths
+
+    monkeypatch.setattr(_parallel, "_RANGE_BYTES", range_bytes)
+    bad = GOOD.replace(b'"median":180.0', b'"median":1.0')
+    lines = [GOOD, b"", b"  ", bad, b"{broken", b"x" * 9000, b'{"a": "\xff"}', GOOD]
+    write(tmp_path, "a.jsonl", b"\n".join(lines * 40) + b"\n")
+    write(tmp_path, "b.jsonl", b"\n".join(lines * 3))  # no final line end
+    write(tmp_path, "c.jsonl", b"")
+    write(tmp_path, "d.jsonl", b"\n \n\n")
+    write(tmp_path, "e.json", GOOD)
+    limits = Limits(max_record_bytes=8000)
+    one = [r.to_dict() for r in validate_paths([str(tmp_path)], limits)]
+    two = [r.to_dict() for r in validate_paths([str(tmp_path)], limits, jobs=2)]
+    assert len(one) == 6 * 40 + 6 * 3 + 1 + 1 + 1  # six non-blank lines per group
+    assert [r["location"] for r in two] == [r["location"] for r in one]
+    assert two == one
+    assert any("line longer than 8000 bytes" in f["message"] for r in one for f in r["findings"])
+    assert sum(1 for r in one for f in r["findings"] if "empty input" in f["message"]) == 2
 
 
 def test_jobs_option(capsys) -> None:

@@ -1,10 +1,12 @@
 """Validation of large batches in worker processes, results in input order.
 
-The parent reads records (files, JSONL lines, zstd frames) and sends them in batches to
-``jobs`` worker processes; each worker decodes, checks and grades, and sends back compact
-reports. At most ``2 * jobs + 2`` batches are in flight, so memory stays flat whatever the
-input size, and reports come back in the order the records were read: the output is the
-same as the single-process path's.
+Plain JSONL files are cut into ranges of about 4 MiB that end at a line end; a worker reads
+its range from the file itself, so the parent only finds the cuts (and the line number each
+range starts at). Other inputs (``.json`` files, zstd streams, stdin) are read by the parent
+and sent to the workers as batches of records. Workers decode, check and grade, and send
+back compact reports. At most ``2 * jobs + 2`` tasks are in flight, so memory stays flat
+whatever the input size, and reports come back in the order the records were read: the
+output is the same as the single-process path's.
 """
 
 from __future__ import annotations
@@ -14,8 +16,9 @@ import os
 from collections import deque
 from collections.abc import Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
+from typing import Any, BinaryIO, NamedTuple
 
-from ..io import Limits, Record, discover, iter_records
+from ..io import Limits, Record, _empty_input_record, _iter_line_range, _kind, discover, iter_records
 from ._engine import Finding, Grade, Report
 
 __all__ = ["auto_jobs", "validate_parallel"]
@@ -85,10 +88,85 @@ def check_batch(batch: list[Entry]) -> list[Packed]:
     return out
 
 
-def _batches(paths: Iterable[str], limits: Limits | None) -> Iterator[list[Entry]]:
+_RANGE_BYTES = 4 << 20
+
+Result = tuple[bool, list[Packed]]
+
+
+class _Range(NamedTuple):
+    """Bytes ``[offset, offset + length)`` of a JSONL file, after line ``first_line``."""
+
+    name: str
+    offset: int
+    length: int
+    first_line: int
+    last: bool  # the file's last range
+
+
+Task = _Range | list[Entry]  # a range, or a batch of records read by the parent
+
+
+def check_range(name: str, offset: int, length: int, first_line: int, limits: Limits | None) -> Result:
+    """Worker side: every report of one range of a JSONL file, packed, and whether the
+    range held any line."""
+    from . import report_record
+
+    seen = [False]
+    out: list[Packed] = []
+    for rec in _iter_line_range(name, offset, length, first_line, limits, seen):
+        for rep in report_record(rec):
+            out.append(_pack(rep))
+    return seen[0], out
+
+
+def _plain_jsonl(name: str) -> bool:
+    if name == "-":
+        return False
+    is_jsonl, zst = _kind(name)
+    return is_jsonl and not zst and os.path.isfile(name)
+
+
+def _ranges(name: str, fh: BinaryIO) -> Iterator[Task]:
+    """Cut an open JSONL file into ranges that end at line ends (a line longer than a range
+    makes that range longer); the last range of the file is marked."""
+    start = pos = 0
+    line = 0
+    while True:
+        try:
+            block = fh.read(_RANGE_BYTES)
+        except OSError as exc:
+            yield [(name, None, None, f"could not be read ({exc.strerror or exc})")]
+            return
+        if not block:
+            break
+        nl = block.rfind(b"\n")
+        if nl >= 0:
+            end = pos + nl + 1
+            # no line end between `start` and this block: it has them all
+            yield _Range(name, start, end - start, line, False)
+            line += block.count(b"\n", 0, nl + 1)
+            start = end
+        pos += len(block)
+    yield _Range(name, start, pos - start, line, True)
+
+
+def _tasks(paths: Iterable[str], limits: Limits | None) -> Iterator[Task]:
     batch: list[Entry] = []
     size = 0
     for name in discover(paths):
+        fh = None
+        if _plain_jsonl(name):
+            try:
+                fh = open(name, "rb")  # noqa: SIM115
+            except OSError:
+                fh = None  # read below, as a record batch: the error is reported the usual way
+        if fh is not None:
+            with fh:
+                if batch:
+                    yield batch
+                    batch, size = [], 0
+                yield from _ranges(name, fh)
+            continue
         for rec in iter_records(name, limits):
             if rec.error is not None:
                 batch.append((rec.source, rec.location, None, rec.error.message))
@@ -102,17 +180,47 @@ def _batches(paths: Iterable[str], limits: Limits | None) -> Iterator[list[Entry
         yield batch
 
 
+def _context() -> multiprocessing.context.BaseContext:
+    """forkserver where the platform has it (workers forked from one process that imported
+    the validator once), else spawn; never plain fork (the parent may run threads)."""
+    if "forkserver" in multiprocessing.get_all_start_methods():
+        ctx = multiprocessing.get_context("forkserver")
+        ctx.set_forkserver_preload(["kernel_evidence.rules"])
+        return ctx
+    return multiprocessing.get_context("spawn")
+
+
 def validate_parallel(paths: Iterable[str], limits: Limits | None, jobs: int) -> Iterator[Report]:
     """Reports for every record of ``paths``, checked in ``jobs`` worker processes."""
-    # spawn: workers start clean (no inherited threads or locks), whatever the parent holds
-    ctx = multiprocessing.get_context("spawn")
-    pending: deque[Future[list[Packed]]] = deque()
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
-        for batch in _batches(paths, limits):
-            pending.append(pool.submit(check_batch, batch))
-            if len(pending) >= 2 * jobs + 2:
-                for p in pending.popleft().result():
-                    yield _unpack(p)
-        while pending:
-            for p in pending.popleft().result():
+    pending: deque[tuple[Task, Future[Any]]] = deque()
+    seen_in_file = False
+
+    def results(task: Task, fut: Future[Any]) -> Iterator[Report]:
+        nonlocal seen_in_file
+        if not isinstance(task, _Range):
+            for p in fut.result():
                 yield _unpack(p)
+            return
+        seen, packed = fut.result()
+        if task.offset == 0:  # a file's first range
+            seen_in_file = False
+        seen_in_file = seen_in_file or seen
+        for p in packed:
+            yield _unpack(p)
+        if task.last and not seen_in_file:
+            from . import report_record
+
+            yield from report_record(_empty_input_record(task.name))
+
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=_context()) as pool:
+        for task in _tasks(paths, limits):
+            fut: Future[Any]
+            if isinstance(task, _Range):
+                fut = pool.submit(check_range, task.name, task.offset, task.length, task.first_line, limits)
+            else:
+                fut = pool.submit(check_batch, task)
+            pending.append((task, fut))
+            if len(pending) >= 2 * jobs + 2:
+                yield from results(*pending.popleft())
+        while pending:
+            yield from results(*pending.popleft())
