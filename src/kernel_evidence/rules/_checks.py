@@ -320,7 +320,19 @@ def check_packet(p: Any) -> list[tuple[str, str, str]]:
     ):
         add(("KE006", "/created_at", f"created_at {p.created_at} is in the future"))
 
-    _replay(p.replay, add)
+    r = p.replay
+    # the helpers below re-check in full; these guards only skip them when they have
+    # nothing to say (the common case)
+    if not (
+        r is not None
+        and r.command
+        and r.command[0].strip()
+        and (
+            (r.repository is not None and r.repository.commit)
+            or (r.container is not None and r.container.digest)
+        )
+    ):
+        _replay(r, add)
     if claim:
         _claim(p, t, status, add)
     _status(p, status, claim, add)
@@ -329,10 +341,30 @@ def check_packet(p: Any) -> list[tuple[str, str, str]]:
     v = p.validation
     if v is not None and v.shapes:
         _tolerance(p, v, add)
-    _hardware(p, t, claim, add)
+    h = p.hardware
+    if (
+        h is None
+        or (h.vendor != "cpu" and _unidentified(h.device))
+        or (claim and (h.clocks is None or (h.clocks.locked is None and h.clocks.sm_observed is None)))
+        or (p.subject.kind == "serving" and (p.task is None or p.task.serving is None))
+    ):
+        _hardware(p, t, claim, add)
     if p.profiler:
         _profiler(p.profiler, add)
     return out
+
+
+_UNIDENTIFIED_CACHE: dict[str, bool] = {}
+
+
+def _unidentified(device: str) -> bool:
+    """True for a device name that names no device (``gpu``, ``unknown``, blank...)."""
+    hit = _UNIDENTIFIED_CACHE.get(device)
+    if hit is None:
+        hit = device.strip().casefold() in _UNIDENTIFIED
+        if len(_UNIDENTIFIED_CACHE) < 4096:
+            _UNIDENTIFIED_CACHE[device] = hit
+    return hit
 
 
 def _profiler(captures: Any, add: Add) -> None:
@@ -748,7 +780,7 @@ def _hardware(p: Any, t: Any, claim: bool, add: Add) -> None:
     h = p.hardware
     if h is None:
         ptr: str | None = "/hardware"
-    elif h.vendor != "cpu" and h.device.strip().casefold() in _UNIDENTIFIED:
+    elif h.vendor != "cpu" and _unidentified(h.device):
         ptr = "/hardware/device"
     else:
         ptr = None
