@@ -13,6 +13,13 @@ per-channel ``TCC_*[i]``), plus a ``sysinfo.csv``. Then it times, interleaved, i
 * ``kernel_evidence._ingest.ingest("rocprof", ...)``: the library call behind
   ``kevidence ingest`` (adapter, id, garbage collector paused around it).
 
+Two more rows show where the time goes (they are parts of the ingest, not alternatives):
+
+* floor: the adapter's own CSV parse plus the 8,000,000 raw cells made into the Python
+  floats ``raw_columns`` holds (no records, no id) - what any ingest keeping every cell in
+  the packet model pays at least;
+* id only: ``compute_id()`` of the finished packet (the core's canonical encoder and hash).
+
 Prints best-of and median of each, dispatches/s and the ratios (target: within 2x of the peer).
 
     python benchmarks/bench_rocprof.py [--dispatches 20000] [--channels 16] [--repeat 5]
@@ -31,9 +38,11 @@ from pathlib import Path
 
 import pyarrow.csv as pacsv
 
+from kernel_evidence._gc import paused_gc
 from kernel_evidence._ingest import ingest
 from kernel_evidence.adapters import AdapterOptions
-from kernel_evidence.adapters.rocprof import ADAPTER
+from kernel_evidence.adapters._rocprof_tables import read_table
+from kernel_evidence.adapters.rocprof import ADAPTER, _raw_column
 
 META = ["Dispatch_ID", "GPU_ID", "Grid_Size", "Workgroup_Size", "LDS_Per_Workgroup",
         "Scratch_Per_Workitem", "Arch_VGPR", "Accum_VGPR", "SGPR", "Wave_Size", "Kernel_Name",
@@ -108,12 +117,14 @@ def main() -> None:
         assert packet.packet_id == packet.compute_id(), "adapter id differs from compute_id()"
         records, columns = len(cap.kernels or ()), len(cap.raw_columns or {})
         cells = sum(len(v) for v in (cap.raw_columns or {}).values())
-        del packet, cap
+        del cap
         runs: dict[str, Callable[[], object]] = {
-            "pyarrow.csv.read_csv (peer)": lambda: pacsv.read_csv(str(pmc)),
+            PEER: lambda: pacsv.read_csv(str(pmc)),
             "ingest (with id)": lambda: ADAPTER.read([str(folder)], opts),
             "ingest (without id)": lambda: ADAPTER.read([str(folder)], no_id),
             "kernel_evidence ingest()": lambda: ingest("rocprof", [str(folder)], created_at=CREATED),
+            "floor: parse + raw floats": lambda: _floor(pmc),
+            "id only: compute_id()": packet.compute_id,
         }
         times: dict[str, list[float]] = {name: [] for name in runs}
         for _ in range(args.repeat):
@@ -134,6 +145,12 @@ def main() -> None:
             f"({n / best:,.0f} dispatches/s)  ratio best {best / peer_best:.2f}x  median {med / peer_med:.2f}x"
         )
     print("target: ingest within 2x of pyarrow.csv.read_csv")
+
+
+def _floor(pmc: Path) -> object:
+    with paused_gc():
+        table = read_table(pmc)
+        return [_raw_column(col.combine_chunks()) for col in table.columns]
 
 
 PEER = "pyarrow.csv.read_csv (peer)"

@@ -686,3 +686,73 @@ def test_gzipped_pmc_perf_and_timestamps_only(tmp_path: Path) -> None:
     cap = capture(p)
     assert cap.warnings[0] == "pmc_perf.csv missing: dispatches from timestamps.csv, no counters"
     assert metric(cap.kernels[0], "duration") == 3000.0 and p.subject.name == "k(int)"
+
+
+# --------------------------------------------------------------------------- raw cells, fast path
+
+
+def _reference_raw(values: list[object]) -> list[object]:
+    """What ``raw_columns`` keeps for a numeric column, cell by cell (the documented rule)."""
+    out: list[object] = []
+    for v in values:
+        if v is None:
+            out.append(None)
+        elif isinstance(v, int) and abs(v) >= 2**53:
+            out.append(None)  # the whole column becomes text: checked separately
+        elif isinstance(v, float) and v != v or v in (float("inf"), float("-inf")):
+            out.append(str(v))
+        else:
+            out.append(float(v))  # type: ignore[arg-type]
+    return out
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    ints=st.lists(st.one_of(st.none(), st.integers(-(2**53) + 1, 2**53 - 1)), max_size=40),
+    floats=st.lists(st.one_of(st.none(), st.floats(width=64)), max_size=40),
+    cut=st.integers(0, 5),
+)
+def test_raw_cells_fast_path_matches_reference(
+    ints: list[int | None], floats: list[float | None], cut: int
+) -> None:
+    import math
+
+    import pyarrow as pa
+
+    from kernel_evidence.adapters.rocprof import _raw_column
+
+    for values, typ in ((ints, pa.int64()), (floats, pa.float64()), (floats, pa.float32())):
+        arr = pa.array(values, typ)
+        if typ == pa.float32():
+            values = arr.to_pylist()  # float32 rounding happens in Arrow, before the adapter
+        for col, vals in ((arr, values), (arr.slice(cut), values[cut:])):  # sliced: buffer offset
+            got = _raw_column(col)
+            want = _reference_raw(vals)
+            assert len(got) == len(want)
+            for g, w in zip(got, want, strict=True):
+                assert type(g) is type(w)
+                assert g == w
+                if isinstance(g, float):  # -0.0 stays -0.0
+                    assert math.copysign(1, g) == math.copysign(1, w)  # type: ignore[arg-type]
+
+
+def test_large_packet_objects_promoted_without_touching_host_frozen_objects(tmp_path: Path) -> None:
+    import gc
+
+    counters = [f"SQ_C{i}" for i in range(60)]
+    rows = [",".join(["Dispatch_ID", "Kernel_Name", *counters])]
+    rows += [",".join([str(i), "k", *(str(i * j) for j in range(60))]) for i in range(2000)]
+    (tmp_path / "pmc_perf.csv").write_text("\n".join(rows) + "\n")
+    assert gc.isenabled() and gc.get_freeze_count() == 0
+    p = one(tmp_path)
+    assert sum(len(c) for c in capture(p).raw_columns.values()) == 2000 * 62  # above the threshold
+    assert gc.isenabled() and gc.get_freeze_count() == 0  # promoted, nothing left frozen
+    host = [[] for _ in range(10)]  # a host program that keeps its own objects frozen
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        one(tmp_path)
+        assert gc.get_freeze_count() == frozen  # not unfrozen by the adapter
+    finally:
+        gc.unfreeze()
+    del host

@@ -18,6 +18,7 @@ clocks, missing files or counters) becomes a warning naming it; partial inputs n
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import math
 import shlex
@@ -311,11 +312,11 @@ def _raw_column(col: pa.Array) -> list[float | str | None]:
             lo, hi = pc.min_max(col).values()
             if max(-lo.as_py(), hi.as_py()) >= _INT_EXACT:
                 return pc.cast(col, pa.string()).to_pylist()  # type: ignore[no-any-return]
-        return pc.cast(col, pa.float64()).to_pylist()  # type: ignore[no-any-return]
+        return _floats(pc.cast(col, pa.float64()))
     if pa.types.is_floating(t):
         if t != pa.float64():
             col = pc.cast(col, pa.float64())
-        values: list[float | str | None] = col.to_pylist()
+        values: list[float | str | None] = _floats(col)
         if pc.all(pc.is_finite(col)).as_py() is False:  # null when every cell is empty
             values = [v if v is None or math.isfinite(v) else str(v) for v in values]  # type: ignore[arg-type]
         return values
@@ -327,6 +328,19 @@ def _raw_column(col: pa.Array) -> list[float | str | None]:
 
 
 _INT_EXACT = 2**53
+
+
+def _floats(col: pa.Array) -> list[float | str | None]:
+    """A float64 array as Python floats (None where empty).
+
+    Without empty cells, the values buffer is read through a memoryview: ``tolist()``
+    makes the floats in one C loop, faster than ``to_pylist()`` over 10^6..10^7 cells.
+    """
+    if col.null_count or len(col) == 0:
+        return col.to_pylist()  # type: ignore[no-any-return]
+    start = col.offset * 8
+    data = memoryview(col.buffers()[1])[start : start + len(col) * 8]
+    return data.cast("d").tolist()  # type: ignore[return-value]
 
 
 def _int_or_none(v: object) -> int | None:
@@ -1039,14 +1053,41 @@ def _read_job(job: _Job, options: AdapterOptions) -> EvidencePacket:
 
     A large workload creates millions of small, acyclic objects (raw cells, records and
     their metric quantities); letting the collector rescan them on every allocation burst
-    costs a third of the time. ``AdapterOptions.extra["packet_ids"] = False`` leaves the id
-    to the caller (``ingest`` does when it edits the packet afterwards).
+    costs a third of the time; a large packet's objects are then promoted to the oldest
+    generation unscanned (:func:`_promote_young`). ``AdapterOptions.extra["packet_ids"] =
+    False`` leaves the id to the caller (``ingest`` does when it edits the packet afterwards).
     """
     with paused_gc():
         packet = _READERS[job.kind](job, options)
         if packet.packet_id is None and options.extra.get("packet_ids", True):
-            return packet.with_id()
+            packet = packet.with_id()
+        if _raw_cells(packet) >= _PROMOTE_CELLS:
+            _promote_young()
         return packet
+
+
+#: raw cells from which a packet's objects are moved straight to the oldest GC generation
+_PROMOTE_CELLS = 100_000
+
+
+def _raw_cells(packet: EvidencePacket) -> int:
+    return sum(len(col) for cap in packet.profiler or () for col in (cap.raw_columns or {}).values())
+
+
+def _promote_young() -> None:
+    """Move what was just built to the collector's oldest generation without scanning it.
+
+    Everything made while the collector was paused is young: the first allocation after the
+    pause would scan all of it (~0.1 s for 8,000,000 raw cells in 400 lists and 320,000
+    quantities), and the middle-generation pass soon after would scan it again, to find no
+    cycle. ``gc.freeze()`` then ``gc.unfreeze()`` moves every tracked object of the process
+    to the oldest generation in one step instead (so the host's own young objects wait for
+    the next full collection too). Skipped when the host keeps objects frozen: unfreezing
+    would undo that.
+    """
+    if hasattr(gc, "freeze") and gc.get_freeze_count() == 0:  # CPython only
+        gc.freeze()
+        gc.unfreeze()
 
 
 _READERS = {
