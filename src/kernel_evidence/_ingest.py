@@ -36,6 +36,7 @@ __all__ = [
     "IngestResult",
     "OptionError",
     "ingest",
+    "ingest_json",
     "metric_table",
     "missing_for_validation",
     "parse_baseline",
@@ -242,7 +243,7 @@ def _pointer(loc: Iterable[Any]) -> str:
     return "".join("/" + str(x) for x in loc)
 
 
-def _finish(data: dict[str, Any], origin: str, captures: list[Any] | None) -> EvidencePacket:
+def _finish(data: dict[str, Any], origin: str, captures: list[Any] | None, *, ids: bool) -> EvidencePacket:
     data.pop("packet_id", None)
     try:
         model = EvidencePacket.model_validate(data)
@@ -259,7 +260,7 @@ def _finish(data: dict[str, Any], origin: str, captures: list[Any] | None) -> Ev
         digests = {c.source.sha256 for c in have if c.source is not None and c.source.sha256}
         new = [c for c in captures if c.source is None or c.source.sha256 not in digests]
         model = model.model_copy(update={"profiler": have + new})
-    return model.with_id()
+    return model.with_id() if ids else model
 
 
 def ingest(
@@ -272,6 +273,7 @@ def ingest(
     into: str | Path | Mapping[str, Any] | EvidencePacket | None = None,
     created_at: str | None = None,
     extra: Mapping[str, Any] | None = None,
+    ids: bool = True,
 ) -> IngestResult:
     """Read ``inputs`` with the adapter ``tool`` and complete the packets.
 
@@ -282,7 +284,8 @@ def ingest(
     the adapter sees them while it reads.
 
     Raises :class:`~kernel_evidence.errors.KernelEvidenceError` for unreadable inputs and
-    :class:`OptionError` for malformed options.
+    :class:`OptionError` for malformed options. ``ids=False`` leaves ``packet_id`` unset
+    (:func:`ingest_json` computes it while encoding).
     """
     replay = _parse_replay(replay_cmd) if replay_cmd is not None else None
     base_line = (
@@ -296,10 +299,25 @@ def ingest(
     edits = base is not None or replay is not None or base_line is not None or bool(changes)
     # the packet id is recomputed after the edits: adapters that honour `packet_ids` skip theirs
     options = AdapterOptions(
-        created_at=created_at, extra={**({"packet_ids": False} if edits else {}), **(extra or {})}
+        created_at=created_at,
+        extra={**({"packet_ids": False} if edits or not ids else {}), **(extra or {})},
     )
     with paused_gc():
-        return _complete(adapter, inputs, options, replay, base_line, changes, base, created_at)
+        return _complete(adapter, inputs, options, replay, base_line, changes, base, created_at, ids=ids)
+
+
+def ingest_json(tool: str, inputs: Sequence[str], **kwargs: Any) -> tuple[IngestResult, list[bytes]]:
+    """:func:`ingest`, plus each packet's JSON bytes: id and bytes come from one canonical
+    encoding per packet (what ``kevidence ingest`` writes)."""
+    result = ingest(tool, inputs, ids=False, **kwargs)
+    packets: list[EvidencePacket] = []
+    encoded: list[bytes] = []
+    with paused_gc():
+        for p in result.packets:
+            p, data = p._with_id_json()
+            packets.append(p)
+            encoded.append(data)
+    return IngestResult(packets=packets, warnings=result.warnings), encoded
 
 
 def _complete(
@@ -311,6 +329,8 @@ def _complete(
     changes: list[tuple[tuple[str, ...], Any]],
     base: dict[str, Any] | None,
     created_at: str | None,
+    *,
+    ids: bool,
 ) -> IngestResult:
     try:
         result = adapter.read(list(inputs), options)
@@ -333,7 +353,7 @@ def _complete(
     packets = []
     for packet in result.packets:
         if base is None and replay is None and base_line is None and not changes:
-            packets.append(packet if packet.packet_id else packet.with_id())
+            packets.append(packet if packet.packet_id or not ids else packet.with_id())
             continue
         captures: list[Any] | None = None
         if touches_profiler:
@@ -359,7 +379,7 @@ def _complete(
         for path, value in changes:
             _set(data, path, value)
         origin = "--set" if changes else ("--into" if base is not None else "ingest")
-        packets.append(_finish(data, origin, captures))
+        packets.append(_finish(data, origin, captures, ids=ids))
     return IngestResult(packets=packets, warnings=list(result.warnings))
 
 

@@ -100,6 +100,21 @@ def test_ingest_without_replay_lacks_it() -> None:
     assert any(line.startswith("KE101 at /replay:") for line in lines)
 
 
+@pytest.mark.parametrize("edits", [False, True])
+def test_ingest_json_gives_the_ids_and_bytes_of_ingest(edits: bool) -> None:
+    """What `kevidence ingest` writes (one encoding per packet) is what the library gives."""
+    from kernel_evidence._ingest import ingest_json
+
+    kw = {"replay_cmd": "python bench.py", "sets": ["task.operator=gemm"]} if edits else {}
+    ref = ingest("ncu", [str(DETAILS)], created_at=T0, **kw)
+    got, encoded = ingest_json("ncu", [str(DETAILS)], created_at=T0, **kw)
+    assert len(ref.packets) == len(got.packets) == len(encoded) >= 1
+    assert [p.packet_id for p in got.packets] == [p.packet_id for p in ref.packets]
+    assert encoded == [p.to_json() for p in ref.packets]
+    assert all(p.packet_id == p.compute_id() for p in got.packets)
+    assert got.warnings == ref.warnings
+
+
 def test_sets_apply_last_and_are_checked() -> None:
     result = ingest(
         "ncu",

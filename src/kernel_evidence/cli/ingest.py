@@ -13,7 +13,7 @@ from pathlib import Path
 import typer
 
 from .._gc import paused_gc
-from .._ingest import OptionError, ingest, missing_for_validation, parse_opts
+from .._ingest import OptionError, ingest_json, missing_for_validation, parse_opts
 from ..errors import KernelEvidenceError
 from ._common import EXIT_INVALID, EXIT_OK, EXIT_USAGE, fail
 
@@ -95,7 +95,9 @@ def run(
         fail(f"{output}: already exists; refusing to overwrite it (use --force)")
     try:
         extra = parse_opts(opts or ())
-        result = ingest(
+        # each packet's id and JSON bytes from one encoding; the same bytes are written out
+        # and validated (the validator's fast path)
+        result, encoded = ingest_json(
             tool,
             inputs,
             replay_cmd=replay_cmd,
@@ -121,9 +123,6 @@ def run(
         sys.stderr.write(f"kevidence: warning: {' '.join(w.split())}\n")
     import msgspec
 
-    # encoded once: written out and validated from the same bytes (the validator's fast path)
-    with paused_gc():
-        encoded = [p.to_json() for p in packets]
     if output is None:
         out = sys.stdout.buffer
         for data in encoded:
