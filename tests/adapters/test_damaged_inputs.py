@@ -18,7 +18,9 @@ T0 = "2026-11-22T00:00:00Z"
 def test_vllm_result_with_bytes_that_are_not_utf8(tmp_path: Path) -> None:
     bad = tmp_path / "result.json"
     bad.write_bytes(b'{"model_id": "opt-\xad125m", "completed": 3, "duration": 1.0}')
-    with pytest.raises(AdapterError, match=r"result\.json: not valid UTF-8 at byte 18; expected a benchmark result"):
+    with pytest.raises(
+        AdapterError, match=r"result\.json: not valid UTF-8 at byte 18; expected a benchmark result"
+    ):
         ingest("vllm", [str(bad)], created_at=T0)
 
 
@@ -61,5 +63,7 @@ def test_a_model_refusal_inside_an_adapter_is_one_line(monkeypatch: pytest.Monke
         ingest("damaged", ["report.bin"], created_at=T0)
     msg = str(info.value)
     assert "\n" not in msg
-    assert msg.startswith("report.bin: the damaged adapter read a value the packet model refuses (KernelRecord.name:")
+    assert msg.startswith(
+        "report.bin: the damaged adapter read a value the packet model refuses (KernelRecord.name:"
+    )
     assert msg.endswith("is the input damaged?")

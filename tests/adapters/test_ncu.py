@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kernel_evidence._resources import load_toml
@@ -570,3 +570,103 @@ def test_fast_path_equals_tolerant_path(
     fast = one(d / "fast.csv").profiler[0]  # type: ignore[index]
     slow = one(d / "slow.csv").profiler[0]  # type: ignore[index]
     assert fast.kernels == slow.kernels
+
+
+# ------------------------------------------------- raw page: float columns, pieces, retyping
+
+_number_cell = st.one_of(
+    st.integers(0, 10**12).map(str),
+    st.floats(-1e6, 1e6, allow_nan=False).map(lambda f: f"{f:.3f}"),
+    st.floats(allow_nan=False, allow_infinity=False).map(repr),
+    st.sampled_from(["-0", "0", "-0.0", " 12.5 ", "+3", ".5", "5.", "1e5", "4.9e-324"]),
+)
+_odd_cell = st.sampled_from(
+    ["n/a", "N/A", "", "-", "na", "inf", "-inf", "nan", "1e400", "1_000", "1,234", "9,00", "0x10", "text"]
+)
+
+
+def _raw_table(rows: list[list[str]], noise: bool) -> bytes:
+    import csv
+    import io
+
+    buf = io.StringIO()
+    w = csv.writer(buf, quoting=csv.QUOTE_ALL, lineterminator="\n")
+    width = len(rows[0])
+    w.writerow(["ID", "Process ID", "Kernel Name", *(f"m{j}__x.sum" for j in range(width))])
+    w.writerow(["", "", "", *(["inst"] * width)])
+    for i, r in enumerate(rows):
+        w.writerow([str(i), "7", "k", *r])
+        if noise and i == 0:
+            buf.write("program output between rows\n")
+    return buf.getvalue().encode()
+
+
+def _raw_json(cap: object) -> bytes:
+    import msgspec
+
+    # JSON, not ==: 0.0 == -0.0, but the packet (and its id) tells them apart
+    return msgspec.json.encode(cap.raw_columns, order="deterministic")  # type: ignore[attr-defined]
+
+
+@settings(deadline=None, max_examples=80)
+@given(
+    st.integers(1, 4).flatmap(
+        lambda width: st.lists(
+            st.lists(st.one_of(_number_cell, _number_cell, _odd_cell), min_size=width, max_size=width),
+            min_size=1,
+            max_size=12,
+        )
+    )
+)
+def test_float_columns_keep_every_value_like_the_tolerant_path(
+    tmp_path_factory: pytest.TempPathFactory, rows: list[list[str]]
+) -> None:
+    """Columns pyarrow parses as float64 (retyped to text when a later cell is not a finite
+    number) hold exactly the values the cell-by-cell tolerant path gives."""
+    d = tmp_path_factory.mktemp("fl")
+    (d / "fast.csv").write_bytes(_raw_table(rows, noise=False))
+    (d / "slow.csv").write_bytes(_raw_table(rows, noise=True))
+    fast = one(d / "fast.csv").profiler[0]  # type: ignore[index]
+    slow = one(d / "slow.csv").profiler[0]  # type: ignore[index]
+    assert _raw_json(fast) == _raw_json(slow)
+    assert fast.kernels == slow.kernels
+
+
+def test_raw_float_columns_read_again_as_text_when_a_row_says_so(tmp_path: Path) -> None:
+    """Columns that look numeric are parsed as floats; text or a non-finite number in any
+    row (sampled or not) has the column read again, and every cell keeps what ncu wrote."""
+    rows = [
+        [str(i * 7), f"{i / 3:.4f}", "5", "n/a" if i % 5 else "1.5", "-0" if i > 30 else "0", "2.25"]
+        for i in range(40)
+    ]
+    rows[-1][5] = "see log"  # the last row is sampled: read as text at once
+    rows[17][0] = "text"  # not sampled: found by pyarrow, the column is read again
+    rows[-2][1] = "inf"  # not a finite number: kept as the text ncu wrote
+    path = tmp_path / "raw.csv"
+    path.write_bytes(b"==PROF== Disconnected from process 7\n" + _raw_table(rows, noise=False))
+    cap = one(path).profiler[0]  # type: ignore[index]
+    assert cap.raw_columns is not None
+    assert cap.raw_columns["m5__x.sum"][-2:] == [2.25, "see log"]
+    assert cap.raw_columns["m0__x.sum"][16:19] == [112.0, "text", 126.0]
+    assert cap.raw_columns["m1__x.sum"][-2] == "inf"
+    assert cap.raw_columns["m3__x.sum"][:2] == [1.5, None]
+    assert [str(v) for v in cap.raw_columns["m4__x.sum"][30:32]] == ["0.0", "-0.0"]
+    assert cap.raw_columns["m2__x.sum"] == [5.0] * 40
+
+
+def test_quoted_table_followed_by_noise_or_a_second_table(tmp_path: Path) -> None:
+    """A quoted raw page is read on the fast path while its lines are checked; a line that
+    is not a quoted row, or a second table, sends the file down the careful path."""
+    rows = [[str(i), f"{i}.5"] for i in range(6)]
+    table = _raw_table(rows, noise=False)
+    clean = tmp_path / "clean.csv"
+    clean.write_bytes(table)
+    trailing = tmp_path / "trailing.csv"
+    trailing.write_bytes(table + b"==PROF== Disconnected from process 7\n")
+    two = tmp_path / "two.csv"
+    two.write_bytes(table + table)
+    expected = one(clean).profiler[0]  # type: ignore[index]
+    assert _raw_json(one(trailing).profiler[0]) == _raw_json(expected)  # type: ignore[index]
+    packets = read(two)
+    assert len(packets) == 2
+    assert all(_raw_json(p.profiler[0]) == _raw_json(expected) for p in packets)  # type: ignore[index]

@@ -61,6 +61,9 @@ class Report:
     #: raw page: source metric -> one value per launch, and its unit (None: no unit)
     columns: dict[str, list[Value]] | None = None
     units: dict[str, str | None] = field(default_factory=dict)
+    #: the reader made every value of ``columns`` a finite float, a str or None itself (the
+    #: packet models would accept them), so they need not be validated again one by one
+    values_checked: bool = False
 
     def table(self) -> tuple[dict[str, list[Value]], dict[str, Any]]:
         """(columns, units): the raw metrics as columns, one value per launch.

@@ -5,14 +5,19 @@ row per metric), ``--csv --page raw`` (wide, units row, one row per launch), the
 text page, and ``--print-summary`` tables, with ``==PROF==``/``==WARNING==`` lines and the
 program's own output around them. Columns are found by name; rows are split by the
 ``csv`` module (details) or ``pyarrow.csv`` (raw page body, with the ``csv`` module as the
-fallback for ragged rows), never by hand.
+fallback for ragged rows), never by hand. On the raw page pyarrow also turns the metric
+columns that hold numbers into float64 in its own threads; a column that turns out to hold
+text is read again as text, so every cell keeps exactly what the tolerant path would give.
 """
 
 from __future__ import annotations
 
 import csv
+import math
 import re
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any
 
 from ..errors import InputError
@@ -55,10 +60,13 @@ def _last_profiler_error(lines: Sequence[str]) -> tuple[int, str] | None:
 
 def read_text(path: str, data: bytes) -> list[Report]:
     """Every report found in one ncu text output; raises InputError when there is none."""
-    starts = _header_starts(data)
+    starts, clean = _header_starts(data)
     if starts:
         # CSV first: the raw page is the only big output, read from bytes without splitting lines
-        return list(_read_csv(path, data, starts))
+        try:
+            return list(_read_csv(path, data, starts, clean))
+        except _NotClean:
+            return list(_read_csv(path, data, _all_header_starts(data), None))
     text = data.decode("utf-8", errors="replace")
     lines = text.splitlines()
     reports = _read_text_page(path, lines)
@@ -100,22 +108,74 @@ def _unique(names: Sequence[str]) -> list[str]:
     return out
 
 
-def _header_starts(data: bytes) -> list[int]:
-    """Offsets of every CSV header line (a log may hold several tables)."""
+_CLEAN_QUOTED_BREAK = re.compile(rb'\n(?:[^"]|"ID","Process ID",)')
+
+
+class _NotClean(Exception):
+    """The table taken for the only one, quoted and without noise lines, is not."""
+
+
+class _Check:
+    """Whether the file is one quoted table whose every line after the header starts with a
+    quote (no program output or profiler lines to skip, no second table). That takes a pass
+    over the data: it is answered when first asked, which the raw-page reader does while
+    pyarrow parses the rows in another thread."""
+
+    def __init__(self, data: bytes, begin: int, end: int) -> None:
+        self._args = (data, begin, end)
+        self._answer: bool | None = None
+
+    def __call__(self) -> bool:
+        if self._answer is None:
+            data, begin, end = self._args
+            self._answer = _CLEAN_QUOTED_BREAK.search(data, begin, end) is None
+        return self._answer
+
+    def require(self) -> None:
+        if not self():
+            raise _NotClean
+
+
+def _header_starts(data: bytes) -> tuple[list[int], _Check | None]:
+    """Offsets of every CSV header line (a log may hold several tables); or, when the first
+    header is quoted, ``([its offset], check)``: the caller must :meth:`_Check.require` that
+    it is the only table, or read again from :func:`_all_header_starts`."""
+    at = data.find(b"Process ID")
+    first = _header_at(data, at) if at >= 0 else None
+    if first is not None and data.startswith(b'"ID","Process ID",', first):
+        nl = data.find(b"\n", first)
+        end = len(data)
+        while end > first and data[end - 1] in b"\r\n":
+            end -= 1
+        if nl >= 0:
+            return [first], _Check(data, nl, end)
+    return _all_header_starts(data), None
+
+
+def _all_header_starts(data: bytes) -> list[int]:
+    """Offsets of every CSV header line (one pass over the data, however big)."""
     starts = []
-    at = data.find(b"Process ID")  # one pass over the data, however big
+    at = data.find(b"Process ID")
     while at >= 0:
-        for before, after in ((b'"ID","', b'",'), (b"ID,", b",")):
-            begin = at - len(before)
-            if begin >= 0 and data.startswith(before, begin) and data.startswith(after, at + 10):
-                line_start = data.rfind(b"\n", 0, begin) + 1
-                if data[line_start:begin] in (b"", b"\xef\xbb\xbf"):
-                    starts.append(line_start)
+        line_start = _header_at(data, at)
+        if line_start is not None:
+            starts.append(line_start)
         at = data.find(b"Process ID", at + 10)
     return starts
 
 
-def _read_csv(path: str, data: bytes, starts: list[int]) -> Iterator[Report]:
+def _header_at(data: bytes, at: int) -> int | None:
+    """Start of the header line whose ``Process ID`` is at ``at``, if it is one."""
+    for before, after in ((b'"ID","', b'",'), (b"ID,", b",")):
+        begin = at - len(before)
+        if begin >= 0 and data.startswith(before, begin) and data.startswith(after, at + 10):
+            line_start = data.rfind(b"\n", 0, begin) + 1
+            if data[line_start:begin] in (b"", b"\xef\xbb\xbf"):
+                return line_start
+    return None
+
+
+def _read_csv(path: str, data: bytes, starts: list[int], clean: _Check | None) -> Iterator[Report]:
     for k, start in enumerate(starts):
         end = starts[k + 1] if k + 1 < len(starts) else len(data)
         line_no = data.count(b"\n", 0, start) + 1
@@ -125,11 +185,14 @@ def _read_csv(path: str, data: bytes, starts: list[int]) -> Iterator[Report]:
         header_line = header_line.lstrip("\ufeff")
         quoted = header_line.startswith('"')
         header = _split(path, line_no, header_line)
-        body = data[header_end + 1 : end] if nl >= 0 else b""
         if "Metric Name" in header or "Metric Value" in header:
+            if clean is not None:
+                clean.require()
+            body = data[header_end + 1 : end] if nl >= 0 else b""
             yield _read_details(path, line_no, header, body, quoted)
-        else:
-            yield _read_raw(path, line_no, header, body, quoted)
+        else:  # the raw page body is read in place: it can be most of a big file
+            begin = header_end + 1 if nl >= 0 else end
+            yield _read_raw(path, line_no, header, _Span(data, begin, end), quoted, clean)
 
 
 def _body_lines(body: bytes, first_line: int, quoted: bool) -> Iterator[tuple[int, str]]:
@@ -282,7 +345,18 @@ def _read_details(path: str, line_no: int, header: list[str], body: bytes, quote
     )
 
 
-def _read_raw(path: str, line_no: int, header: list[str], body: bytes, quoted: bool) -> Report:
+@dataclass(frozen=True)
+class _Span:
+    """``data[begin:end]`` without copying it."""
+
+    data: bytes
+    begin: int
+    end: int
+
+
+def _read_raw(
+    path: str, line_no: int, header: list[str], body: _Span, quoted: bool, clean: _Check | None
+) -> Report:
     idx = _index(header)
     for need in ("ID", "Kernel Name"):
         if need not in idx:
@@ -290,23 +364,26 @@ def _read_raw(path: str, line_no: int, header: list[str], body: bytes, quoted: b
     names = _unique(header)
     warnings: list[str] = []
     # the units row: the first row after the header whose ID cell is empty
-    nl = body.find(b"\n")
-    first = body[: nl if nl >= 0 else len(body)].decode("utf-8", errors="replace").rstrip("\r")
+    data, begin, end = body.data, body.begin, body.end
+    nl = data.find(b"\n", begin, end)
+    first = data[begin : nl if nl >= 0 else end].decode("utf-8", errors="replace").rstrip("\r")
     units: list[str]
-    rows_start, body_line = 0, line_no + 1  # where the launch rows start in `body`
+    rows_start, body_line = begin, line_no + 1  # where the launch rows start in `data`
     if first.startswith("==") or not first.strip():
         units = []  # profiler lines right after the header: the slow path filters them
     else:
         cells = _split(path, line_no + 1, first)
         if cells and cells[idx["ID"]].strip() == "":
             units = cells
-            rows_start, body_line = (nl + 1 if nl >= 0 else len(body)), line_no + 2
+            rows_start, body_line = (nl + 1 if nl >= 0 else end), line_no + 2
         else:
             units = []
             warnings.append("raw-page CSV has no units row after the header; units unknown")
-    columns = _columns_fast(body, rows_start, names, quoted)
+    columns = _columns_fast(_Span(data, rows_start, end), names, quoted, clean)
+    if clean is not None:
+        clean.require()  # answered during the parse, unless that did not happen
     if columns is None:
-        rows = body[rows_start:]
+        rows = data[rows_start:end]
         columns, units = _columns_slow(path, rows, body_line, names, units, warnings, quoted)
     if len(units) < len(names):
         units = list(units) + [""] * (len(names) - len(units))
@@ -317,55 +394,168 @@ _NOISE_QUOTED = re.compile(rb'\n[^"]')
 _NOISE_PLAIN = re.compile(rb"\n(?:==|\r?\n)")
 
 
-def _columns_fast(body: bytes, start: int, names: list[str], quoted: bool) -> dict[str, list[Any]] | None:
-    """Column -> values of the rows in ``body[start:]`` with pyarrow.csv (read in place, no
-    copy); None when the rows need the tolerant path."""
-    end = len(body)
+def _columns_fast(
+    rows: _Span, names: list[str], quoted: bool, clean: _Check | None
+) -> dict[str, list[Any]] | None:
+    """Column -> values of the ``rows`` with pyarrow.csv (read in place, no copy); None when
+    they need the tolerant path. With ``clean``, the check that every line starts with a
+    quote runs while pyarrow parses (it raises _NotClean when they do not).
+
+    Metric columns that look numeric in a few sample rows are parsed as float64 by pyarrow
+    itself (in its threads); a column where another row is not a finite number is read again
+    as text and converted cell by cell like the others, so the values are the same either way.
+    """
+    body, start, end = rows.data, rows.begin, rows.end
     while end > start and body[end - 1] in b"\r\n":
         end -= 1
     if end == start or (end - start < 4096 and not body[start:end].strip()):
         return {n: [] for n in names}
-    if quoted:
-        noisy = body[start : start + 1] != b'"' or _NOISE_QUOTED.search(body, start, end) is not None
-    else:
-        noisy = body.startswith(b"==", start) or _NOISE_PLAIN.search(body, start, end) is not None
-    if noisy:
-        return None  # noise lines (program output, ==PROF==) inside the body
-    import pyarrow as pa
-
-    table = _arrow_read(pa.py_buffer(body)[start:], names)
-    if table is None:
-        return None  # ragged rows and the like
-    out: dict[str, list[Any]] = {}
-    for name in names:
-        col = table.column(name)
-        if name in ID_COLUMNS or ":" in name:
-            out[name] = col.to_pylist()
+    if clean is None:
+        if quoted:
+            noisy = body[start : start + 1] != b'"' or _NOISE_QUOTED.search(body, start, end) is not None
         else:
-            out[name] = _numeric(col)
+            noisy = body.startswith(b"==", start) or _NOISE_PLAIN.search(body, start, end) is not None
+        if noisy:
+            return None  # noise lines (program output, ==PROF==) inside the body
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    buf = pa.py_buffer(body)[start:end]  # without the trailing newlines
+    text = {n for n in names if n in ID_COLUMNS or ":" in n}
+    floats = _number_columns(body, start, end, names) - text
+    for attempt in range(_MAX_RETYPES + 1):
+        if attempt == _MAX_RETYPES:
+            floats = set()  # many columns hold text after all: read them all as text
+        if clean is not None and attempt == 0:
+            pool = ThreadPoolExecutor(max_workers=1)
+            future = pool.submit(_arrow_read, buf, names, floats)
+            try:
+                clean.require()  # one pass over the data, while pyarrow parses it
+            except _NotClean:
+                pool.shutdown(wait=False, cancel_futures=True)  # the parse is not waited for
+                raise
+            pool.shutdown(wait=False)
+            table, bad = future.result()
+        else:
+            table, bad = _arrow_read(buf, names, floats)
+        if table is None:
+            if bad is None or bad not in floats:
+                return None  # ragged rows and the like
+            floats.discard(bad)  # text further down a column that started with a number
+            continue
+        # pyarrow reads "inf", "nan" and overflowing numbers as floats; parse_value keeps them
+        # as text. A sum is finite only when every value is (a sum that overflows has the
+        # column read again as text, which gives the same floats)
+        not_finite = {n for n in floats if not math.isfinite(pc.sum(table.column(n)).as_py() or 0.0)}
+        if not_finite:
+            floats -= not_finite
+            continue
+        out: dict[str, list[Any]] = {}
+        for name in names:
+            col = table.column(name)
+            if name in text:
+                out[name] = col.to_pylist()
+            elif name in floats:
+                out[name] = _float_list(col)
+            else:
+                out[name] = _numeric(col)
+        return out
+    return None
+
+
+#: how many times columns may turn out to hold text before every metric column is read as text
+_MAX_RETYPES = 4
+_COLUMN_IN_ERROR = re.compile(r"In CSV column #(\d+)")
+
+
+def _number_columns(body: bytes, start: int, end: int, names: list[str]) -> set[str]:
+    """Columns that look numeric in a few sample rows (the first, three inside, the last):
+    every sampled cell is a plain finite number or empty. pyarrow parses those as float64."""
+    offsets = {start}
+    for k in range(1, 5):
+        nl = body.rfind(b"\n", start, start + (end - start) * k // 4)
+        if nl >= 0:
+            offsets.add(nl + 1)
+    out = set(names)
+    for at in sorted(offsets):
+        nl = body.find(b"\n", at, end)
+        line = body[at : nl if nl >= 0 else end]
+        if len(line) > 1 << 20:
+            return set()  # not a table of metric rows: let pyarrow read text
+        try:
+            cells = next(csv.reader([line.decode("utf-8", errors="replace").rstrip("\r")]), [])
+        except csv.Error:
+            return set()
+        out.intersection_update(n for n, cell in zip(names, cells, strict=False) if _plain_number(cell))
     return out
 
 
-def _arrow_read(buf: Any, names: list[str]) -> Any:
-    """The rows in ``buf`` as an Arrow table of strings (nulls for empty and ``n/a`` cells);
-    None when they do not parse as a CSV table of that width."""
+def _plain_number(cell: str) -> bool:
+    s = cell.strip()
+    if s in ("", "n/a", "N/A"):
+        return True
+    if "_" in s or "," in s:
+        return False
+    try:
+        return math.isfinite(float(s))
+    except ValueError:
+        return False
+
+
+#: pyarrow parses blocks of this size in parallel (a few per core keeps every core busy)
+_BLOCK_BYTES = 4 << 20
+
+
+def _arrow_read(buf: Any, names: list[str], floats: set[str]) -> tuple[Any, str | None]:
+    """(table, None): the rows in ``buf`` as an Arrow table, float64 for the columns in
+    ``floats`` and strings for the others (nulls for empty and ``n/a`` cells);
+    (None, column) when a float column holds something else, (None, None) when the rows do
+    not parse as a CSV table of that width."""
     import pyarrow as pa
     import pyarrow.csv as pacsv
 
     try:
-        return pacsv.read_csv(
+        table = pacsv.read_csv(
             pa.BufferReader(buf),
-            read_options=pacsv.ReadOptions(column_names=names, block_size=1 << 24),
+            read_options=pacsv.ReadOptions(column_names=names, block_size=_BLOCK_BYTES),
             parse_options=pacsv.ParseOptions(newlines_in_values=False),
             convert_options=pacsv.ConvertOptions(
-                column_types={n: pa.string() for n in names},
+                column_types={n: pa.float64() if n in floats else pa.string() for n in names},
                 strings_can_be_null=True,
                 null_values=["", "n/a", "N/A"],
                 quoted_strings_can_be_null=True,
             ),
         )
-    except (pa.ArrowInvalid, pa.ArrowTypeError):
-        return None
+    except pa.ArrowInvalid as exc:
+        m = _COLUMN_IN_ERROR.search(str(exc))
+        if m is not None and "conversion error" in str(exc) and int(m[1]) < len(names):
+            return None, names[int(m[1])]
+        return None, None
+    except pa.ArrowTypeError:
+        return None, None
+    return table, None
+
+
+def _float_list(col: Any) -> list[Any]:
+    """A float64 column -> a list of floats (None for nulls), straight from Arrow's buffer."""
+    import pyarrow.compute as pc
+
+    array = col.combine_chunks()
+    n = len(array)
+    if n == 0:
+        return []
+    if array.null_count == n:
+        return [None] * n
+    data = memoryview(array.buffers()[1])[array.offset * 8 : (array.offset + n) * 8]
+    if array.null_count == 0 and data[:8] == data[-8:]:
+        raw = data.tobytes()
+        if raw == raw[:8] * n:  # bit for bit: 0.0 and -0.0 differ
+            return [data.cast("d")[0]] * n  # a device attribute: one value in every row
+    values: list[Any] = data.cast("d").tolist()
+    if array.null_count:
+        for i in pc.indices_nonzero(array.is_null()).to_pylist():
+            values[i] = None
+    return values
 
 
 _THOUSANDS_OR_PLAIN = r"^[+-]?(\d{1,3}(,\d{3})+|\d*)(\.\d*)?([eE][+-]?\d+)?$"
@@ -500,6 +690,7 @@ def _launches_from_columns(
         warnings=warnings,
         columns=metrics,
         units=metric_units,
+        values_checked=True,  # text from the CSV, or floats checked finite (fast and slow path)
     )
 
 

@@ -642,17 +642,22 @@ def _packet(
     description = (
         f"Nsight Compute {report.page} report {base}: {len(records)} launch(es) of {len(names)} kernel(s)"
     )
+    # millions of raw values a reader made finite floats, text or None itself are not
+    # validated one by one again: the capture is validated without them, then gets them
+    checked = report.values_checked and bool(raw_columns)
     capture = ProfilerCapture(
         tool="ncu",
         version=report.tool_version,
         source=_artifact(path, digest),
         kernels=records,  # dicts, validated into KernelRecords
-        raw_columns=raw_columns or None,
+        raw_columns=None if checked else (raw_columns or None),
         raw_units=raw_units or None,
         summary=summary,
         attributes=_attributes(report, raw, hoisted),
         warnings=warnings or None,
     )
+    if checked:
+        capture = capture.model_copy(update={"raw_columns": raw_columns})
     return EvidencePacket(
         schema_version="0.1",
         created_at=options.created_at or _now(),
@@ -704,8 +709,12 @@ class NcuAdapter:
                 if path == "-":
                     path = "<stdin>"
                 digest = hashing[0].result() if hashing else _digest(path, data)
-                for i, report in enumerate(reports):
-                    packet = _packet(path, report, digest, options, i, len(reports))
+                del data
+                count = len(reports)
+                for i in range(count):
+                    # each report is dropped once it is a packet: the columns the packet
+                    # does not keep (device attributes hoisted out) are freed at once
+                    packet = _packet(path, reports.pop(0), digest, options, i, count)
                     want_id = options.extra.get("packet_ids", True)
                     packets.append(packet.with_id() if want_id else packet)
                     for w in packet.profiler[0].warnings or ():  # type: ignore[index]
