@@ -26,7 +26,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from .._gc import paused_gc
+from .._gc import PROMOTE_CELLS, paused_gc, promote_survivors, raw_cell_count
 from .._resources import load_toml
 from .._version import __version__
 from ..errors import AdapterError, InputError, KernelEvidenceError, LimitExceeded, MissingExtra
@@ -719,6 +719,8 @@ class NcuAdapter:
                     packets.append(packet.with_id() if want_id else packet)
                     for w in packet.profiler[0].warnings or ():  # type: ignore[index]
                         warnings.append(f"{path}: {w}")
+            if raw_cell_count(packets) >= PROMOTE_CELLS:
+                promote_survivors()
         if not packets and first_error is not None:
             raise first_error
         return AdapterResult(packets=packets, warnings=warnings)

@@ -18,7 +18,6 @@ clocks, missing files or counters) becomes a warning naming it; partial inputs n
 
 from __future__ import annotations
 
-import gc
 import hashlib
 import math
 import shlex
@@ -35,7 +34,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .. import _version
-from .._gc import paused_gc
+from .._gc import PROMOTE_CELLS, paused_gc, promote_survivors, raw_cell_count
 from .._resources import load_toml
 from ..errors import AdapterError, InputError
 from ..models import (
@@ -1054,40 +1053,16 @@ def _read_job(job: _Job, options: AdapterOptions) -> EvidencePacket:
     A large workload creates millions of small, acyclic objects (raw cells, records and
     their metric quantities); letting the collector rescan them on every allocation burst
     costs a third of the time; a large packet's objects are then promoted to the oldest
-    generation unscanned (:func:`_promote_young`). ``AdapterOptions.extra["packet_ids"] =
+    generation unscanned (:func:`kernel_evidence._gc.promote_survivors`). ``AdapterOptions.extra["packet_ids"] =
     False`` leaves the id to the caller (``ingest`` does when it edits the packet afterwards).
     """
     with paused_gc():
         packet = _READERS[job.kind](job, options)
         if packet.packet_id is None and options.extra.get("packet_ids", True):
             packet = packet.with_id()
-        if _raw_cells(packet) >= _PROMOTE_CELLS:
-            _promote_young()
+        if raw_cell_count([packet]) >= PROMOTE_CELLS:
+            promote_survivors()
         return packet
-
-
-#: raw cells from which a packet's objects are moved straight to the oldest GC generation
-_PROMOTE_CELLS = 100_000
-
-
-def _raw_cells(packet: EvidencePacket) -> int:
-    return sum(len(col) for cap in packet.profiler or () for col in (cap.raw_columns or {}).values())
-
-
-def _promote_young() -> None:
-    """Move what was just built to the collector's oldest generation without scanning it.
-
-    Everything made while the collector was paused is young: the first allocation after the
-    pause would scan all of it (~0.1 s for 8,000,000 raw cells in 400 lists and 320,000
-    quantities), and the middle-generation pass soon after would scan it again, to find no
-    cycle. ``gc.freeze()`` then ``gc.unfreeze()`` moves every tracked object of the process
-    to the oldest generation in one step instead (so the host's own young objects wait for
-    the next full collection too). Skipped when the host keeps objects frozen: unfreezing
-    would undo that.
-    """
-    if hasattr(gc, "freeze") and gc.get_freeze_count() == 0:  # CPython only
-        gc.freeze()
-        gc.unfreeze()
 
 
 _READERS = {
