@@ -19,8 +19,6 @@ from typing import Any
 from ._engine import Finding, Grade
 from ._tables import baseline_entry
 
-_ORDER = "ABCDF"
-
 
 def grade_packet(p: Any, findings: list[Finding]) -> Grade:
     """Grade a decoded packet given its findings."""
@@ -31,8 +29,9 @@ def grade_packet(p: Any, findings: list[Finding]) -> Grade:
     caps: list[tuple[str, str]] = []
     t = p.timing
     if t is None or t.speedup is None:
-        if p.status.value != "passed":
-            caps.append(("D", f"a {p.status.value} packet: records a failure, makes no performance claim"))
+        status = p.status._value_  # not .value: the enum property costs a Python call
+        if status != "passed":
+            caps.append(("D", f"a {status} packet: records a failure, makes no performance claim"))
         else:
             caps.append(("D", "makes no performance claim (no speedup over a named baseline)"))
     else:
@@ -62,11 +61,32 @@ def grade_packet(p: Any, findings: list[Finding]) -> Grade:
         )
         if not p.profiler and not work:
             caps.append(("B", "no profiler capture or work figures: the speed-of-light fraction is unknown"))
-    warns = sorted({f.rule_id for f in findings if f.severity == "warning"})
-    if warns:
-        caps.append(("B", f"warnings: {', '.join(warns)}"))
+    if findings:
+        warns = sorted({f.rule_id for f in findings if f.severity == "warning"})
+        if warns:
+            caps.append(("B", f"warnings: {', '.join(warns)}"))
     if not caps:
-        return Grade("A")
-    letter = max((c for c, _ in caps), key=_ORDER.index)
-    reasons = tuple(r for _, r in sorted(caps, key=lambda c: -_ORDER.index(c[0])))
-    return Grade(letter, reasons)  # type: ignore[arg-type]
+        return _grade("A", ())
+    # the weakest letter; reasons weakest first, in the order found within a letter
+    reasons: list[str] = []
+    letter = ""
+    for lt in "DCB":
+        for c, r in caps:
+            if c == lt:
+                reasons.append(r)
+                letter = letter or lt
+    return _grade(letter, tuple(reasons))
+
+
+_GRADES: dict[tuple[str, tuple[str, ...]], Grade] = {}
+
+
+def _grade(letter: str, reasons: tuple[str, ...]) -> Grade:
+    """Grades are immutable and a batch repeats a few: share them (bounded cache)."""
+    key = (letter, reasons)
+    g = _GRADES.get(key)
+    if g is None:
+        g = Grade(letter, reasons)  # type: ignore[arg-type]
+        if len(_GRADES) < 1024:
+            _GRADES[key] = g
+    return g
