@@ -8,8 +8,8 @@ writer calls it directly, and on large inputs also hands batches to a second pro
 one also reads the input and writes the dataset.
 
 The pipes carry frames: a 4-byte big-endian length and a msgpack body. A request is a list
-of packets' JSON bytes; the answer is, in the same order, one answer per packet (see
-:func:`analyse`). The worker exits at the end of its input.
+of JSON objects' bytes; the answer is what :func:`analyse` returns for them. The worker
+exits at the end of its input.
 """
 
 from __future__ import annotations
@@ -23,6 +23,11 @@ import sys
 import threading
 from typing import Any, BinaryIO
 
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - not on Windows
+    fcntl = None  # type: ignore[assignment]
+
 import msgspec
 
 from .._decode import decode_one
@@ -31,15 +36,32 @@ from ..errors import ArchiveError
 from ._check import check_struct
 from ._rows import extract_struct, partition_from
 
-__all__ = ["RemoteValidator", "analyse", "main"]
+__all__ = ["RemoteValidator", "analyse", "main", "not_json"]
 
 _HEADER = struct.Struct(">I")
+#: pipe buffer asked for (Linux caps it at /proc/sys/fs/pipe-max-size, 1 MiB by default)
+PIPE_BYTES = 1 << 20
 _enc = msgspec.msgpack.Encoder()
 _dec = msgspec.msgpack.Decoder()
 
 
-def analyse(raws: list[bytes], peaks: Any) -> list[Any]:
-    """One answer per packet's JSON bytes, in order.
+def not_json(exc: Exception) -> str:
+    """Why a document is not readable JSON, in the words the validator uses."""
+    if isinstance(exc, UnicodeDecodeError):
+        return "not valid UTF-8; expected a UTF-8 JSON document"
+    if isinstance(exc, RecursionError):
+        return "JSON nested too deeply (hostile or corrupt input)"
+    return f"not valid JSON ({exc})"
+
+
+def analyse(raws: list[bytes], peaks: Any) -> tuple[list[Any], dict[int, Any]]:
+    """``(answers, fixes)``: one answer per JSON object's bytes, in order, and what the
+    writer must know about the bytes themselves.
+
+    The bytes are made compact first (insignificant whitespace removed: what the ``packet``
+    column keeps). ``fixes`` maps the index of a document to its compact bytes when they
+    differ from the input, or to the reason it is not JSON (a string); the writer keeps the
+    input bytes of every other document, which are compact already.
 
     An answer is ``(vendor, month, row, ok, grade, reasons, findings, lines)`` for a packet
     that decodes into the core struct and carries its id (``row`` as
@@ -48,7 +70,16 @@ def analyse(raws: list[bytes], peaks: Any) -> list[Any]:
     the decoded JSON data.
     """
     out: list[Any] = []
-    for raw in raws:
+    fixes: dict[int, Any] = {}
+    for i, raw in enumerate(raws):
+        try:
+            compact = msgspec.json.format(raw, indent=-1)
+        except (msgspec.DecodeError, ValueError, RecursionError) as exc:
+            fixes[i] = not_json(exc)
+            out.append(None)
+            continue
+        if compact != raw:
+            fixes[i] = raw = compact
         one = decode_one(raw)
         if one is None or one[0].packet_id is None:
             out.append(None)
@@ -58,7 +89,7 @@ def analyse(raws: list[bytes], peaks: Any) -> list[Any]:
         hw = p.hardware
         vendor, month = partition_from(hw.vendor if hw is not None else None, p.created_at)
         out.append((vendor, month, extract_struct(p, peaks), c.ok, c.grade, c.reasons, c.findings, c.lines))
-    return out
+    return out, fixes
 
 
 def _read_frame(fh: BinaryIO) -> bytes | None:
@@ -94,6 +125,25 @@ def main() -> int:
             _write_frame(rout, _enc.encode(analyse(_dec.decode(frame), peaks)))
 
 
+def _widen(pipe: Any) -> None:
+    """Give a pipe a buffer of up to ``PIPE_BYTES`` where the system allows (Linux).
+
+    A request of 512 packets is over a megabyte; through the default 64 KiB buffer it takes
+    some twenty writes, and after each the feeder thread waits for the GIL, which this
+    process's main thread holds while it analyses and writes, so the second process would
+    sit idle waiting for its input.
+    """
+    setsize = getattr(fcntl, "F_SETPIPE_SZ", None) if fcntl is not None else None
+    if pipe is None or setsize is None:
+        return
+    for size in (PIPE_BYTES, PIPE_BYTES // 4):
+        try:
+            fcntl.fcntl(pipe.fileno(), setsize, size)
+        except OSError:  # above /proc/sys/fs/pipe-max-size for an unprivileged user
+            continue
+        return
+
+
 class RemoteValidator:
     """The writer's side: send batches, take the answers back in the order sent.
 
@@ -111,9 +161,14 @@ class RemoteValidator:
             stderr=subprocess.DEVNULL,
             env=env,
         )
+        for pipe in (self._proc.stdin, self._proc.stdout):
+            _widen(pipe)
         self._requests: queue.Queue[bytes | None] = queue.Queue(maxsize=4)
         self._answers: queue.Queue[bytes | None] = queue.Queue()
         self._error: BaseException | None = None
+        #: batches sent, and answers arrived (counted by the reader thread)
+        self._sent = 0
+        self._arrived = 0
         self._feeder = threading.Thread(target=self._feed, name="kevidence-archive-feed", daemon=True)
         self._reader = threading.Thread(target=self._read, name="kevidence-archive-read", daemon=True)
         self._feeder.start()
@@ -141,6 +196,7 @@ class RemoteValidator:
             while True:
                 frame = _read_frame(stdout)  # type: ignore[arg-type]
                 self._answers.put(frame)
+                self._arrived += 1
                 if frame is None:
                     break
         except (EOFError, OSError, ValueError):
@@ -148,12 +204,17 @@ class RemoteValidator:
 
     def submit(self, raws: list[bytes]) -> None:
         self._requests.put(_enc.encode(raws))
+        self._sent += 1
+
+    def unanswered(self) -> int:
+        """Batches sent whose answer has not arrived yet (received or not)."""
+        return self._sent - self._arrived
 
     def ready(self) -> bool:
         """Whether the oldest answer not yet received has arrived."""
         return not self._answers.empty()
 
-    def receive(self) -> list[Any]:
+    def receive(self) -> Any:
         frame = self._answers.get()
         if frame is None:
             self._answers.put(None)  # every later call fails the same way
@@ -162,7 +223,8 @@ class RemoteValidator:
             code = self._proc.poll()
             why = f" ({self._error})" if self._error else ""
             raise ArchiveError(f"the validator process stopped unexpectedly (exit code {code}){why}")
-        return list(_dec.decode(frame))
+        answers, fixes = _dec.decode(frame)
+        return answers, fixes
 
     def close(self) -> None:
         """End the worker after its last answer."""

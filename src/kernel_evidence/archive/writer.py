@@ -1,12 +1,15 @@
 """Archiving packets into a Parquet dataset.
 
 Streaming: packets are read one document at a time; each partition stages a few hundred
-rows as Python values, then appends them as an Arrow batch to its own hidden spill file (an
-lz4 Arrow IPC stream). At the commit each partition's spill is read back and written as
-whole row groups, however the input interleaved the partitions (two partitions at a time, in
-threads: Arrow compresses without holding the GIL). Memory stays bounded
-whatever the input size: the only thing that grows is the set of packet ids used to skip
-duplicates (about 100 bytes per packet).
+rows as Python values, turns them into an Arrow batch and writes a row group as soon as it
+holds a whole one. When the packets held over all partitions pass a budget, the partition
+holding most writes them as a shorter row group, or, holding too little for one, moves them
+to its own hidden spill file (an lz4 Arrow IPC stream), as it does when too many partitions
+have a file open already. At the commit each spill is read back and written as whole row
+groups, however the input interleaved the partitions (two partitions at a time, in threads:
+Arrow compresses without holding the GIL). Memory stays bounded whatever the input size:
+the only thing that grows is the set of packet ids used to skip duplicates (about 100 bytes
+per packet).
 
 Decoded once: each packet's JSON bytes are decoded into the core packet struct, which is
 validated and gives the typed columns (see :mod:`._worker`); a document that does not decode
@@ -31,6 +34,7 @@ import contextlib
 import errno
 import io
 import os
+import stat
 import uuid
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
@@ -38,6 +42,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from functools import lru_cache
+from itertools import accumulate
 from pathlib import Path
 from typing import Any
 
@@ -54,7 +59,7 @@ from ..models import SCHEMA_VERSION
 from . import _layout
 from ._check import check
 from ._rows import extract, partition_of
-from ._worker import analyse
+from ._worker import analyse, not_json
 from .schema import (
     ARCHIVE_LAYOUT_VERSION,
     COLUMNS,
@@ -70,10 +75,15 @@ __all__ = ["ArchiveSummary", "Refusal", "archive_packets"]
 #: rows per row group, and the packet bytes that close a row group early
 ROW_GROUP_ROWS = 65_536
 ROW_GROUP_BYTES = 16 << 20
-#: rows one partition keeps as Python values before they go to its spill file as a batch
+#: rows one partition keeps as Python values before they become an Arrow batch
 STAGE_ROWS = 512
-#: packet bytes kept as Python values over all partitions before the largest is spilled
-BUFFER_BYTES = 16 << 20
+#: packet bytes held in memory over all partitions (Python values and Arrow batches not
+#: yet written) before the largest partition writes a row group of at least
+#: ROW_GROUP_MIN_BYTES or, holding less, spills
+BUFFER_BYTES = 64 << 20
+ROW_GROUP_MIN_BYTES = 4 << 20
+#: partitions that may have a file open before the commit; the others spill
+OPEN_FILES = 4
 #: documents analysed per batch; batches at most with the second process; batches at most
 #: waiting to be resolved; documents read before the second process is started (a smaller
 #: input is analysed in this process only)
@@ -81,6 +91,9 @@ BATCH = 512
 IN_FLIGHT = 4
 MAX_PENDING = 16
 PARALLEL_AFTER = 2048
+#: input files of at least this many bytes in all start the second process at once, so that
+#: its start-up (imports, about half a second) overlaps the first batches
+PARALLEL_BYTES = 32 << 20
 #: rows per file before a partition starts a new file
 FILE_ROWS = 1_048_576
 _MAX_KEPT_REFUSALS = 1000
@@ -90,7 +103,12 @@ _encoder = msgspec.json.Encoder()
 _NO_STATS = ("packet", "findings", "grade_reasons", "dtypes", "shape_ids")
 _STATS_COLUMNS = [c.name for c in COLUMNS if c.name not in _NO_STATS]
 _PRODUCER = f"kernel-evidence {__version__}"
-_PACKET = FILE_SCHEMA.get_field_index("packet")
+_LEVELS = {name: 3 if name == "packet" else 1 for name in FILE_SCHEMA.names}
+#: the ``packet`` column, the last one (see :func:`_batch`)
+_PACKET = len(COLUMNS) - 1
+assert COLUMNS[_PACKET].name == "packet"
+#: bytes a ``binary`` array can hold (32-bit offsets)
+_MAX_BINARY = 2**31 - 1
 
 
 @dataclass(frozen=True)
@@ -160,9 +178,10 @@ class _PartFile:
             self._buf,
             FILE_SCHEMA.with_metadata(metadata),
             compression="zstd",
-            # JSON compresses far better over large pages and a higher level; the typed
-            # columns are small and read often, so they keep the fast level
-            compression_level={n: (7 if n == "packet" else 3) for n in FILE_SCHEMA.names},
+            # JSON compresses better over large pages; for it level 7 takes three times as
+            # long as level 3 for 5% less, level 1 is a quarter larger (docs/archive.md);
+            # the typed columns come out as small at level 1 as at 3, and sooner
+            compression_level=_LEVELS,
             data_page_size=8 << 20,
             use_dictionary=list(DICTIONARY_COLUMNS),
             write_statistics=_STATS_COLUMNS,
@@ -245,56 +264,153 @@ class _Spill:
 
 
 class _Partition:
-    """One ``vendor=/month=`` directory: rows being staged, its spill file, its new files."""
+    """One ``vendor=/month=`` directory: rows being staged, Arrow batches held for a row
+    group, its spill file, its new files.
 
-    def __init__(self, root: Path, key: tuple[str, str]) -> None:
+    Rows arrive in input order and stay in it: row groups written during the run hold the
+    partition's first rows; once the partition spills, everything after goes to the spill,
+    which is written after them at the commit.
+    """
+
+    def __init__(self, root: Path, key: tuple[str, str], writer: _Writer) -> None:
         self.key = key
         self.rel = Path(f"vendor={key[0]}") / f"month={key[1]}"
         self.dir = root / self.rel
         self.root = root
         self.rows: list[list[Any]] = []
         self.staged_bytes = 0
+        #: Arrow batches waiting for a whole row group, their rows and packet bytes
+        self.held: list[pa.RecordBatch] = []
+        self.held_rows = 0
+        self.held_bytes = 0
         self.spill: _Spill | None = None
         self.files: list[_PartFile] = []
         self.existing: set[bytes] | None = None
+        #: set at the commit: whatever is held is written, never spilled
+        self.committing = False
+        self._writer = writer
+
+    @property
+    def buffered(self) -> int:
+        """Packet bytes this partition holds in memory."""
+        return self.staged_bytes + self.held_bytes
 
     def append(self, row: list[Any], size: int) -> None:
         self.rows.append(row)
         self.staged_bytes += size
 
-    def stage(self) -> int:
-        """Move the staged rows to the spill file as one batch; returns the bytes freed."""
+    def stage(self) -> None:
+        """Turn the staged rows into one Arrow batch: held (whole row groups are written at
+        once), or appended to the spill file once the partition spills."""
         if not self.rows:
-            return 0
-        cols = list(zip(*self.rows, strict=True))
-        arrays = [pa.array(col, type=c.type) for col, c in zip(cols, COLUMNS, strict=True)]
+            return
+        batch = _batch(self.rows, self.staged_bytes)
+        self.rows, self.staged_bytes = [], 0
+        if self.spill is not None:
+            self.spill.write(batch)
+        else:
+            self.hold(batch)
+
+    def hold(self, batch: pa.RecordBatch) -> None:
+        self.held.append(batch)
+        self.held_rows += batch.num_rows
+        self.held_bytes += batch.column(_PACKET).nbytes
+        if self.held_rows >= ROW_GROUP_ROWS or self.held_bytes >= ROW_GROUP_BYTES:
+            if self._may_write():
+                self.write_held(rest=False)
+            else:
+                self._spill_held()
+
+    def _may_write(self) -> bool:
+        """Whether row groups may be written now: at the commit, or into the open file, or
+        when fewer than ``OPEN_FILES`` partitions have one (an open Parquet writer holds
+        about a page of the ``packet`` column in memory)."""
+        return self.committing or bool(self.files) or self._writer.open_files < OPEN_FILES
+
+    def relieve(self) -> None:
+        """Free the memory this partition holds: write it as a row group when that is at
+        least ``ROW_GROUP_MIN_BYTES``, else move it to the spill file (for good)."""
+        self.stage()
+        if not self.held:
+            return
+        if self.spill is None and self.held_bytes >= ROW_GROUP_MIN_BYTES and self._may_write():
+            self.write_held(rest=True)
+        else:
+            self._spill_held()
+
+    def _spill_held(self) -> None:
         if self.spill is None:
             self.spill = _Spill(self.root)
-        self.spill.write(pa.RecordBatch.from_arrays(arrays, schema=FILE_SCHEMA))
-        freed, self.rows, self.staged_bytes = self.staged_bytes, [], 0
-        return freed
+        for batch in self.held:
+            self.spill.write(batch)
+        self.held, self.held_rows, self.held_bytes = [], 0, 0
+
+    def write_held(self, *, rest: bool) -> None:
+        """Write the held rows as row groups of ``ROW_GROUP_ROWS`` rows, closed early past
+        ``ROW_GROUP_BYTES`` of packets; with ``rest``, the remainder too."""
+        if not self.held:
+            return
+        table = pa.Table.from_batches(self.held, schema=FILE_SCHEMA)
+        while table.num_rows >= ROW_GROUP_ROWS:
+            self._emit(table.slice(0, ROW_GROUP_ROWS))
+            table = table.slice(ROW_GROUP_ROWS)
+        if table.num_rows and (rest or table.column(_PACKET).nbytes >= ROW_GROUP_BYTES):
+            self._emit(table)
+            table = table.slice(table.num_rows)
+        self.held = table.to_batches() if table.num_rows else []
+        self.held_rows = table.num_rows
+        self.held_bytes = table.column(_PACKET).nbytes if table.num_rows else 0
+
+    def _emit(self, table: pa.Table) -> None:
+        """Write one row group; a file closes at the first row group past ``FILE_ROWS``."""
+        current = self.files[-1] if self.files else None
+        if current is None or current.rows >= FILE_ROWS:
+            if current is not None:
+                current.finish()
+            current = self._writer._new_file(self)
+        current.write(table)
 
 
-@dataclass
+def _batch(rows: list[list[Any]], size: int) -> pa.RecordBatch:
+    """One Arrow batch of rows (``size``: their packet bytes), column by column.
+
+    The ``packet`` column is assembled from one join of the packets and their offsets
+    rather than value by value (the largest column by far).
+    """
+    cols = list(zip(*rows, strict=True))
+    arrays = [pa.array(col, type=c.type) for col, c in zip(cols[:_PACKET], COLUMNS[:_PACKET], strict=True)]
+    packets = cols[_PACKET]
+    if size < _MAX_BINARY:
+        offsets = pa.array(list(accumulate(map(len, packets), initial=0)), type=pa.int32())
+        data = pa.py_buffer(b"".join(packets))
+        arrays.append(pa.Array.from_buffers(pa.binary(), len(packets), [None, offsets.buffers()[1], data]))
+    else:
+        arrays.append(pa.array(packets, type=pa.binary()))
+    return pa.RecordBatch.from_arrays(arrays, schema=FILE_SCHEMA)
+
+
 class _Item:
     """A document between reading and keeping: its JSON bytes (analysed in a batch, see
     :mod:`._worker`), its decoded data (the reference path), or ``reasons`` when it is
     refused before validation."""
 
-    source: str
-    location: str | None
-    reasons: list[str] | None = None
-    data: dict[str, Any] | None = None
-    raw: bytes | None = None
+    __slots__ = ("analysed", "data", "location", "raw", "reasons", "source")
 
-
-def _not_json(exc: Exception) -> str:
-    """Why a document is not readable JSON, in the words the validator uses."""
-    if isinstance(exc, UnicodeDecodeError):
-        return "not valid UTF-8; expected a UTF-8 JSON document"
-    if isinstance(exc, RecursionError):
-        return "JSON nested too deeply (hostile or corrupt input)"
-    return f"not valid JSON ({exc})"
+    def __init__(
+        self,
+        source: str,
+        location: str | None,
+        reasons: list[str] | None = None,
+        data: dict[str, Any] | None = None,
+        raw: bytes | None = None,
+    ) -> None:
+        self.source = source
+        self.location = location
+        self.reasons = reasons
+        self.data = data
+        self.raw = raw
+        #: whether the item goes through :func:`._worker.analyse`: a JSON object's bytes
+        self.analysed = raw is not None and data is None and reasons is None
 
 
 def _digest(pid: str) -> bytes:
@@ -315,6 +431,8 @@ class _Writer:
         self.summary = ArchiveSummary()
         self.created_dirs: list[Path] = []
         self.renamed: list[Path] = []
+        #: partitions with a file open
+        self.open_files = 0
         self.metadata = {
             META_LAYOUT_VERSION: _layout.format_version(ARCHIVE_LAYOUT_VERSION).encode(),
             META_SCHEMA_VERSION: SCHEMA_VERSION.encode(),
@@ -366,7 +484,7 @@ class _Writer:
             try:
                 data = _decoder.decode(item.raw)
             except (msgspec.DecodeError, UnicodeDecodeError, RecursionError) as exc:
-                item = _Item(item.source, item.location, reasons=[_not_json(exc)])
+                item = _Item(item.source, item.location, reasons=[not_json(exc)])
             else:
                 item = self.prepare(data, item.raw, item.source, item.location)
         if item.reasons is not None:
@@ -410,7 +528,7 @@ class _Writer:
     def _partition(self, key: tuple[str, str]) -> _Partition:
         part = self.parts.get(key)
         if part is None:
-            part = self.parts[key] = _Partition(self.root, key)
+            part = self.parts[key] = _Partition(self.root, key, self)
         if part.existing is None:
             part.existing = self._load_existing(part)
         return part
@@ -433,9 +551,14 @@ class _Writer:
         self.buffered += len(packet)
         self.summary.added += 1
         if len(part.rows) >= STAGE_ROWS:
-            self.buffered -= part.stage()
-        elif self.buffered >= BUFFER_BYTES:
-            self.buffered -= max(self.parts.values(), key=lambda p: p.staged_bytes).stage()
+            before = part.buffered
+            part.stage()
+            self.buffered += part.buffered - before
+        if self.buffered >= BUFFER_BYTES:
+            largest = max(self.parts.values(), key=lambda p: p.buffered)
+            before = largest.buffered
+            largest.relieve()
+            self.buffered += largest.buffered - before
 
     def _make_dirs(self, part: _Partition) -> None:
         for d in (part.dir.parent, part.dir):
@@ -446,64 +569,40 @@ class _Writer:
     def _new_file(self, part: _Partition) -> _PartFile:
         self._make_dirs(part)
         f = _PartFile(part.dir, self.metadata)
+        self.open_files += not part.files
         part.files.append(f)
         return f
 
     def _write_partition(self, part: _Partition) -> None:
-        """Read the partition's spill back and write it as whole row groups, then close its
-        files (an open Parquet writer holds about a row group of buffers)."""
-        part.stage()
+        """Write what the partition holds, then its spill read back, as row groups; then
+        close its last file (an open Parquet writer holds about a page of buffers)."""
         spill = part.spill
-        if spill is None:
-            return
-        pending: list[pa.Table] = []
-        rows = size = 0
-
-        current: _PartFile | None = part.files[-1] if part.files else None
-
-        def emit(table: pa.Table) -> None:
-            """Write one row group; a file closes at the first row group past FILE_ROWS."""
-            nonlocal current
-            if current is None or current.rows >= FILE_ROWS:
-                if current is not None:
-                    current.finish()
-                current = self._new_file(part)
-            current.write(table)
-
+        part.committing = True
         try:
-            for batch in spill.batches():
-                pending.append(pa.Table.from_batches([batch], schema=FILE_SCHEMA))
-                rows += batch.num_rows
-                size += batch.column(_PACKET).nbytes
-                if rows >= ROW_GROUP_ROWS or size >= ROW_GROUP_BYTES:
-                    table = pa.concat_tables(pending)
-                    while table.num_rows >= ROW_GROUP_ROWS:
-                        emit(table.slice(0, ROW_GROUP_ROWS))
-                        table = table.slice(ROW_GROUP_ROWS)
-                    if size >= ROW_GROUP_BYTES and table.num_rows:
-                        emit(table)
-                        table = table.slice(table.num_rows)
-                    pending = [table] if table.num_rows else []
-                    rows = table.num_rows
-                    size = table.column(_PACKET).nbytes if rows else 0
-            if pending:
-                emit(pa.concat_tables(pending))
+            if spill is not None:
+                part.spill = None  # from here on batches are held, not spilled
+                for batch in spill.batches():
+                    part.hold(batch)
+            part.write_held(rest=True)
         finally:
-            spill.remove()
-            part.spill = None
-        if current is not None:
-            current.finish()
+            if spill is not None:
+                spill.remove()
+        if part.files:
+            part.files[-1].finish()
 
     # -- ending --------------------------------------------------------------------------
 
     def commit(self) -> None:
-        parts = list(self.parts.values())
+        # partitions with a file open first: what they hold is less than a row group, and
+        # finishing their files frees the writers' buffers before the spills are written
+        parts = sorted(self.parts.values(), key=lambda p: not p.files)
         for part in parts:
             # here, not in the threads below: partitions share a vendor directory, and every
             # hidden file is on disk, not empty, before any thread writes
             part.stage()
             if part.spill is not None:
                 part.spill.flush()
+            if (part.spill is not None or part.held) and not part.files:
                 self._new_file(part)
         if len(parts) > 1 and (os.cpu_count() or 1) > 1:
             # two partitions at a time: Arrow compresses and writes without holding the GIL,
@@ -577,7 +676,7 @@ def _documents(
 ) -> Iterator[tuple[str, str | None, Any, bytes | None, str | None]]:
     """``(source, location, data, raw, error)`` for every packet-like document.
 
-    A JSON object comes as ``raw`` (compact bytes, not yet decoded) with ``data`` None; the
+    A JSON object comes as ``raw`` (its bytes, not yet decoded) with ``data`` None; the
     items of a JSON array come decoded, as ``data``; unreadable input comes as ``error``.
     """
     for name in discover(sources):
@@ -587,17 +686,14 @@ def _documents(
                 continue
             assert rec.data is not None
             if rec.data.lstrip()[:1] == b"{":
-                try:
-                    compact = msgspec.json.format(rec.data, indent=-1)
-                except (msgspec.DecodeError, ValueError, RecursionError) as exc:
-                    yield rec.source, rec.location, None, None, _not_json(exc)
-                    continue
-                yield rec.source, rec.location, None, compact, None
+                # made compact where it is analysed (see _worker.analyse), which may be in
+                # the other process
+                yield rec.source, rec.location, None, rec.data, None
                 continue
             try:
                 data = _decoder.decode(rec.data)
             except (msgspec.DecodeError, UnicodeDecodeError, RecursionError) as exc:
-                yield rec.source, rec.location, None, None, _not_json(exc)
+                yield rec.source, rec.location, None, None, not_json(exc)
                 continue
             if isinstance(data, list):
                 for i, item in enumerate(data):
@@ -611,8 +707,10 @@ class _Pipeline:
     """Items analysed in batches and resolved in input order.
 
     With ``parallel``, once the input passes ``PARALLEL_AFTER`` documents a second process
-    analyses batches too: a batch goes to it while it has fewer than ``IN_FLIGHT`` batches,
-    else this process analyses it, so both cores stay busy whichever is faster. At most
+    analyses batches too: a batch goes to it while fewer than ``IN_FLIGHT`` batches wait for
+    its answer (an answer that arrived counts as done, even while it waits for the batches
+    before it to be resolved), else this process analyses it, so both cores stay busy
+    whichever is faster. At most
     ``MAX_PENDING`` batches wait to be resolved, so memory stays flat.
     """
 
@@ -625,9 +723,15 @@ class _Pipeline:
         self.chunk: list[_Item] = []
         self.seen = 0
         self.remote: Any = None
-        self.in_flight = 0
         #: batches in input order, with their answers (None: still with the other process)
-        self.pending: deque[tuple[list[_Item], list[Any] | None]] = deque()
+        self.pending: deque[tuple[list[_Item], Any]] = deque()
+
+    def start(self) -> None:
+        """Start the second process now (when ``parallel``), whatever the input size."""
+        if self.remote is None and self.parallel:
+            from ._worker import RemoteValidator
+
+            self.remote = RemoteValidator()
 
     def add(self, item: _Item) -> None:
         self.chunk.append(item)
@@ -639,14 +743,11 @@ class _Pipeline:
         chunk, self.chunk = self.chunk, []
         if not chunk:
             return
-        if self.remote is None and self.parallel and self.seen >= PARALLEL_AFTER:
-            from ._worker import RemoteValidator
-
-            self.remote = RemoteValidator()
-        raws = [it.raw for it in chunk if _analysed(it)]
-        if self.remote is not None and self.in_flight < IN_FLIGHT:
+        if self.seen >= PARALLEL_AFTER:
+            self.start()
+        raws = [it.raw for it in chunk if it.analysed]
+        if self.remote is not None and self.remote.unanswered() < IN_FLIGHT:
             self.remote.submit(raws)
-            self.in_flight += 1
             self.pending.append((chunk, None))
         else:
             self.pending.append((chunk, analyse(raws, self.writer.peaks)))  # type: ignore[arg-type]
@@ -661,14 +762,24 @@ class _Pipeline:
                 if len(self.pending) <= keep and not self.remote.ready():
                     return
                 answers = self.remote.receive()
-                self.in_flight -= 1
             self.pending.popleft()
             self._resolve(chunk, answers)
 
-    def _resolve(self, chunk: list[_Item], answers: list[Any]) -> None:
+    def _resolve(self, chunk: list[_Item], result: Any) -> None:
+        answers, fixes = result
         it = iter(answers)
+        k = 0
         for item in chunk:
-            refusal = self.writer.resolve(item, next(it) if _analysed(item) else None)
+            answer = None
+            if item.analysed:
+                answer = next(it)
+                fix = fixes.get(k) if fixes else None
+                k += 1
+                if isinstance(fix, str):  # not JSON
+                    item = _Item(item.source, item.location, reasons=[fix])
+                elif fix is not None:  # the compact form of the JSON bytes
+                    item.raw = fix
+            refusal = self.writer.resolve(item, answer)
             if refusal is not None and self.on_refusal is not None:
                 self.on_refusal(refusal)
 
@@ -683,11 +794,6 @@ class _Pipeline:
         if self.remote is not None:
             self.remote.kill()
             self.remote = None
-
-
-def _analysed(item: _Item) -> bool:
-    """Whether the item goes through :func:`._worker.analyse`: a JSON object's bytes."""
-    return item.raw is not None and item.data is None and item.reasons is None
 
 
 def archive_packets(
@@ -708,9 +814,11 @@ def archive_packets(
     written; it is then left exactly as it was.
 
     ``parallel`` shares the decoding, validation and column extraction with a second
-    process once the input passes ``PARALLEL_AFTER`` documents (default: when the machine
-    has more than one core); results are the same either way.
+    process once the input passes ``PARALLEL_AFTER`` documents, or from the start when its
+    files hold ``PARALLEL_BYTES`` (default: when the machine has more than one core);
+    results are the same either way.
     """
+    sources = list(sources)
     root = Path(to)
     created = _layout.init_marker(root, _PRODUCER, SCHEMA_VERSION)
     if not created:
@@ -718,6 +826,8 @@ def archive_packets(
     writer = _Writer(root, allow_invalid=allow_invalid, peaks=_peak_lookup())
     pipeline = _Pipeline(writer, on_refusal, parallel)
     try:
+        if _file_bytes(sources) >= PARALLEL_BYTES:
+            pipeline.start()
         with paused_gc():  # millions of short-lived acyclic objects; see kernel_evidence._gc
             for source, location, data, raw, error in _documents(sources, limits):
                 if error is not None:
@@ -740,6 +850,19 @@ def archive_packets(
         writer.abort()
         raise
     return writer.summary
+
+
+def _file_bytes(sources: list[str | os.PathLike[str]]) -> int:
+    """Bytes of the sources that are regular files (directories and ``-`` count nothing)."""
+    total = 0
+    for source in sources:
+        try:
+            st = os.stat(source)
+        except (OSError, ValueError):
+            continue
+        if stat.S_ISREG(st.st_mode):
+            total += st.st_size
+    return total
 
 
 @lru_cache(maxsize=4096)
