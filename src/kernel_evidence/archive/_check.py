@@ -42,11 +42,13 @@ def _from_report(report: Any) -> Checked:
     return Checked(bool(report.ok), str(letter) if letter else None, reasons, findings, lines)
 
 
-def check_struct(struct: Any, canonical: bytes) -> Checked:
-    """Validate one packet already decoded by :func:`kernel_evidence._decode.decode_one`."""
+def check_struct(struct: Any, canonical: bytes | None = None, *, content_id: str | None = None) -> Checked:
+    """Validate one packet already decoded by :func:`kernel_evidence._decode.decode_checked`
+    (with the id its content gives) or :func:`~kernel_evidence._decode.decode_one` (with its
+    canonical bytes)."""
     from ..rules import validate_struct
 
-    return _from_report(validate_struct(struct, None, None, canonical))
+    return _from_report(validate_struct(struct, None, None, canonical, content_id=content_id))
 
 
 def check(data: dict[str, Any] | None, raw: bytes | None) -> Checked:

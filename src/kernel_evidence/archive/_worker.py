@@ -1,7 +1,7 @@
 """Packets analysed in batches, in this process or in a second one.
 
 Analysing a packet means decoding its JSON bytes once into the core packet struct
-(:func:`kernel_evidence._decode.decode_one`), validating that struct and reading the typed
+(:func:`kernel_evidence._decode.decode_checked`), validating that struct and reading the typed
 column values and the partition from it. :func:`analyse` does it for one batch; the archive
 writer calls it directly, and on large inputs also hands batches to a second process
 (``python -m kernel_evidence.archive._worker``) so that two cores share the work while this
@@ -30,7 +30,7 @@ except ImportError:  # pragma: no cover - not on Windows
 
 import msgspec
 
-from .._decode import decode_one
+from .._decode import decode_checked
 from .._gc import paused_gc
 from ..errors import ArchiveError
 from ._check import check_struct
@@ -80,12 +80,12 @@ def analyse(raws: list[bytes], peaks: Any) -> tuple[list[Any], dict[int, Any]]:
             continue
         if compact != raw:
             fixes[i] = raw = compact
-        one = decode_one(raw)
+        one = decode_checked(raw)
         if one is None or one[0].packet_id is None:
             out.append(None)
             continue
-        p, canonical = one
-        c = check_struct(p, canonical)
+        p, content_id = one
+        c = check_struct(p, content_id=content_id)
         hw = p.hardware
         vendor, month = partition_from(hw.vendor if hw is not None else None, p.created_at)
         out.append((vendor, month, extract_struct(p, peaks), c.ok, c.grade, c.reasons, c.findings, c.lines))
