@@ -13,7 +13,7 @@ import re
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import msgspec
 
@@ -164,13 +164,21 @@ _encoder = msgspec.json.Encoder(order="deterministic")  # the canonical encoder 
 _local = threading.local()
 
 
-def decode_checked(raw: bytes) -> tuple[Any, str | None] | None:
+class Checked(NamedTuple):
+    """A decoded packet, the id its content gives (None when it has no ``packet_id``: nothing
+    to check) and whether the input bytes were its canonical JSON already."""
+
+    packet: Any
+    content_id: str | None
+    canonical: bool
+
+
+def decode_checked(raw: bytes) -> Checked | None:
     """:func:`decode_one` for the validator: the packet and the id its content gives.
 
     Same acceptance as :func:`decode_one` (None for anything it would not take), but the
     canonical form is never materialised: the packet is re-encoded into a reusable per-thread
-    buffer and hashed in place, around its ``packet_id`` member. Returns ``(packet, None)``
-    when the packet has no id (nothing to check it against).
+    buffer and hashed in place, around its ``packet_id`` member.
     """
     if raw[:1] != b"{":
         return None
@@ -184,26 +192,27 @@ def decode_checked(raw: bytes) -> tuple[Any, str | None] | None:
     _encoder.encode_into(p, buf)
     n = len(buf)
     # input already in canonical form (as kernel-evidence writes it) cannot repeat a key
-    if not (raw == buf or (raw.startswith(buf) and not raw[n:].strip())) and _maybe_duplicates(
+    canonical = raw == buf
+    if not (canonical or (raw.startswith(buf) and not raw[n:].strip())) and _maybe_duplicates(
         raw, buf.count(b'"')
     ):
         return None
     pid = p.packet_id
     if pid is None:
-        return p, None
+        return Checked(p, None, canonical)
     if p.extensions is not None:  # nulls inside extensions are dropped: the general path
-        return p, "sha256:" + hashlib.sha256(canonical_struct_bytes(p)).hexdigest()
+        return Checked(p, "sha256:" + hashlib.sha256(canonical_struct_bytes(p)).hexdigest(), canonical)
     member = b',"packet_id":"' + pid.encode() + b'"'
     i = buf.find(member)
     if i < 0:  # pragma: no cover - cannot happen for a struct with an id
-        return p, "sha256:" + hashlib.sha256(canonical_struct_bytes(p)).hexdigest()
+        return Checked(p, "sha256:" + hashlib.sha256(canonical_struct_bytes(p)).hexdigest(), canonical)
     h = hashlib.sha256()
     with memoryview(buf) as mv:
         h.update(mv[:i])
         h.update(mv[i + len(member) :])
     if n > 1 << 20:
         _local.buf = bytearray(1 << 14)  # do not keep a huge packet's buffer alive
-    return p, "sha256:" + h.hexdigest()
+    return Checked(p, "sha256:" + h.hexdigest(), canonical)
 
 
 def decode_document(record: Any) -> Iterator[Decoded]:

@@ -72,20 +72,24 @@ def analyse(raws: list[bytes], peaks: Any) -> tuple[list[Any], dict[int, Any]]:
     out: list[Any] = []
     fixes: dict[int, Any] = {}
     for i, raw in enumerate(raws):
-        try:
-            compact = msgspec.json.format(raw, indent=-1)
-        except (msgspec.DecodeError, ValueError, RecursionError) as exc:
-            fixes[i] = not_json(exc)
-            out.append(None)
-            continue
-        if compact != raw:
-            fixes[i] = raw = compact
+        # bytes in canonical form (as kernel-evidence writes packets) are compact already
         one = decode_checked(raw)
-        if one is None or one[0].packet_id is None:
+        if one is None or not one.canonical:
+            try:
+                compact = msgspec.json.format(raw, indent=-1)
+            except (msgspec.DecodeError, ValueError, RecursionError) as exc:
+                fixes[i] = not_json(exc)
+                out.append(None)
+                continue
+            if compact != raw:
+                fixes[i] = compact
+                if one is None:  # e.g. leading whitespace, which the fast decoder does not take
+                    one = decode_checked(compact)
+        if one is None or one.packet is None or one.packet.packet_id is None:
             out.append(None)
             continue
-        p, content_id = one
-        c = check_struct(p, content_id=content_id)
+        p = one.packet
+        c = check_struct(p, content_id=one.content_id)
         hw = p.hardware
         vendor, month = partition_from(hw.vendor if hw is not None else None, p.created_at)
         out.append((vendor, month, extract_struct(p, peaks), c.ok, c.grade, c.reasons, c.findings, c.lines))

@@ -112,7 +112,7 @@ def validate(packet: EvidencePacket | dict[str, Any] | bytes | str) -> Report:
         raw = packet.encode() if isinstance(packet, str) else packet
         one = decode_checked(raw)
         if one is not None:
-            return validate_struct(one[0], content_id=one[1])
+            return validate_struct(one.packet, content_id=one.content_id)
         return _report_for(next(iter(decode_document(Record("<bytes>", None, data=raw)))), None)
     if isinstance(packet, dict):
         try:
@@ -141,7 +141,7 @@ def report_record(rec: Record) -> Iterator[Report]:
     assert rec.data is not None  # a record without error carries data
     one = decode_checked(rec.data)
     if one is not None:
-        yield validate_struct(one[0], rec.source, rec.location, content_id=one[1])
+        yield validate_struct(one.packet, rec.source, rec.location, content_id=one.content_id)
         return
     for item in decode_document(rec):
         yield _report_for(item, rec.source)
@@ -178,6 +178,6 @@ def validate_paths(
             if data is not None:  # the common case inline (see report_record)
                 one = decode_checked(data)
                 if one is not None:
-                    yield validate_struct(one[0], rec.source, rec.location, content_id=one[1])
+                    yield validate_struct(one.packet, rec.source, rec.location, content_id=one.content_id)
                     continue
             yield from report_record(rec)
