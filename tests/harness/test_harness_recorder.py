@@ -182,6 +182,24 @@ def test_passed_packet_and_ids(tmp_path: Path) -> None:
     _ok(p)
 
 
+def test_written_bytes_are_the_canonical_form(tmp_path: Path) -> None:
+    """What the recorder writes is what to_json() gives, so validate and archive take it as
+    canonical (no re-normalising); an extension's nulls are still written as given."""
+    from kernel_evidence._decode import decode_checked
+
+    rec = _rec(tmp_path / "c.jsonl")
+    with rec.candidate("k", task=None) as c:
+        c.extension("acme:notes", {"b": 1, "a": [2, 3]})
+        c.shape_result("s1", passed=True, reference_max_abs=1.0, atol=1e-6)
+    rec.close()
+    p = c.packet
+    assert p is not None
+    line = (tmp_path / "c.jsonl").read_bytes().rstrip(b"\n")
+    assert line == p.to_json()
+    one = decode_checked(line)
+    assert one is not None and one.canonical and one.content_id == p.packet_id
+
+
 @pytest.mark.parametrize("name", ["p.jsonl", "p.jsonl.zst", "folder", "one.json"])
 def test_sinks_write_readable_packets(tmp_path: Path, name: str) -> None:
     target = tmp_path / name

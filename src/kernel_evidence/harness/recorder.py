@@ -128,7 +128,6 @@ def classify_exception(exc: BaseException) -> FailureClass:
 
 
 _sorted_encoder = msgspec.json.Encoder(order="sorted")
-_encoder = msgspec.json.Encoder()
 
 
 def identify(packet: EvidencePacket) -> tuple[EvidencePacket, bytes]:
@@ -136,7 +135,10 @@ def identify(packet: EvidencePacket) -> tuple[EvidencePacket, bytes]:
 
     Same id as :meth:`EvidencePacket.compute_id`: ``to_dict()`` already drops null model
     fields, so only the free-form members (extensions, profiler attributes) need
-    :func:`strip_nulls`; this skips walking every timing sample again.
+    :func:`strip_nulls`; this skips walking every timing sample again. The bytes hold the
+    packet as given (nulls inside extensions kept) with keys sorted: without such nulls they
+    are its canonical form, which readers such as ``kevidence validate`` and ``kevidence
+    archive`` recognise and take without re-normalising.
     """
     data = packet.to_dict()
     data.pop("packet_id", None)
@@ -146,7 +148,7 @@ def identify(packet: EvidencePacket) -> tuple[EvidencePacket, bytes]:
             body[key] = strip_nulls(body[key])
     pid = "sha256:" + hashlib.sha256(_sorted_encoder.encode(body)).hexdigest()
     data["packet_id"] = pid
-    return packet.model_copy(update={"packet_id": pid}), _encoder.encode(data)
+    return packet.model_copy(update={"packet_id": pid}), _sorted_encoder.encode(data)
 
 
 def _now() -> str:
