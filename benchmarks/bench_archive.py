@@ -12,6 +12,9 @@ Measures, each heavy step in a fresh subprocess (so peak RSS is that step's own)
 - the same archive in one process (``parallel=False``), and the validator alone over the
   same packets (by default a second process shares the decoding, validation and column
   extraction; each packet is decoded once, into the validator's packet struct);
+- the same comparison on the same packets in canonical form (keys sorted, as kevidence's
+  writers produce them; the main input has the id first and keys unsorted, as another
+  producer might write them), unless ``--no-canonical``;
 - dataset size against the same packets as ``.jsonl.zst`` (zstd level 3);
 - peak memory of archiving ``--small`` and ``--packets`` packets (must not grow with count);
 - export throughput, and a typical dashboard query through DuckDB.
@@ -188,6 +191,12 @@ def main() -> None:
     ap.add_argument("--mid", type=int, default=60_000, help="a third memory point (0: skip)")
     ap.add_argument("--repeat", type=int, default=2, help="alternate peer and archive runs, keep the best")
     ap.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "kev-bench-archive")
+    ap.add_argument(
+        "--canonical",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="also time the same packets in canonical form (sorted keys), as kevidence writes them",
+    )
     args = ap.parse_args()
     work: Path = args.workdir
     work.mkdir(parents=True, exist_ok=True)
@@ -210,6 +219,8 @@ def main() -> None:
         "archive-mid",
         "peer.parquet",
         "export.jsonl.zst",
+        "archive-canonical",
+        "peer-canonical.parquet",
     ):
         p = work / d
         if p.is_dir():
@@ -238,6 +249,30 @@ def main() -> None:
     arch_cpu = min(r["cpu"] for r in archs)
     runs = f"best of {len(peers)}: peer " + ", ".join(f"{r['seconds']:.2f}" for r in peers)
     runs += " s; archive " + ", ".join(f"{r['seconds']:.2f}" for r in archs) + " s"
+    canon_line = None
+    if args.canonical:
+        # the same packets as kevidence's writers produce them (recorder, ingest, export):
+        # canonical JSON, keys sorted; the main input above has the id first, keys unsorted
+        canon = work / f"packets-{args.packets}.canonical.jsonl"
+        if not canon.exists():
+            tmp = canon.with_suffix(".tmp")
+            with open(big, "rb") as src, open(tmp, "wb") as dst:
+                for line in src:
+                    dst.write(_sorted.encode(msgspec.json.decode(line)) + b"\n")
+            os.replace(tmp, canon)
+        cp, ca = [], []
+        for _ in range(max(1, args.repeat)):
+            import shutil
+
+            shutil.rmtree(work / "archive-canonical", ignore_errors=True)
+            cp.append(step("peer", canon, work / "peer-canonical.parquet"))
+            ca.append(step("archive", canon, work / "archive-canonical"))
+        bp = min(r["seconds"] for r in cp)
+        ba = min(r["seconds"] for r in ca)
+        canon_line = (
+            f"RATIO, canonical input      : {ba / bp:.2f}x   (the same packets as kevidence writes them, keys sorted: "
+            f"archive {ba:.2f} s, peer {bp:.2f} s, best of {len(cp)}; CPU {min(r['cpu'] for r in ca) / min(r['cpu'] for r in cp):.2f}x)"
+        )
     serial = step("archive-serial", big, work / "archive-serial")
     val = step("validate", big, work / "unused")
     arch_small = step("archive", small, work / "archive-small")
@@ -265,6 +300,8 @@ def main() -> None:
         f"RATIO archive / peer CPU    : {arch_cpu / peer_cpu:.2f}x   (CPU seconds, both processes and all "
         f"threads: {arch_cpu:.2f} s / {peer_cpu:.2f} s; less sensitive to other jobs on the machine)"
     )
+    if canon_line is not None:
+        print(canon_line)
     size_ds, size_zst, size_raw, size_peer = (
         du(work / "archive-big"),
         du(zst),
