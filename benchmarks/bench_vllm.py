@@ -116,9 +116,7 @@ def main() -> int:
         )
         opts = AdapterOptions(created_at="2026-11-22T00:00:00Z")
         side_dir = Path(tmp) / "samples"
-        opts_side = AdapterOptions(
-            created_at="2026-11-22T00:00:00Z", extra={"samples_dir": str(side_dir)}
-        )
+        opts_side = AdapterOptions(created_at="2026-11-22T00:00:00Z", extra={"samples_dir": str(side_dir)})
         result = adapter.read([str(src)], opts)
         # interleaved, best of N: this machine is shared and noisy
         runs: dict[str, list[float]] = {"peer": [], "ours": [], "side": []}

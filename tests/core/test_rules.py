@@ -248,9 +248,13 @@ def test_every_rule_is_in_the_spec() -> None:
 
 def test_a_device_outside_the_table_is_checked_against_its_recorded_peaks() -> None:
     d = _perf()
-    d["hardware"] = {"vendor": "other", "device": "Acme NPU 1", "clocks": {"locked": True},
-                     "peak_flop_rate": {"value": 100, "unit": "TFLOP/s"},
-                     "peak_bandwidth": {"value": 200, "unit": "GB/s"}}
+    d["hardware"] = {
+        "vendor": "other",
+        "device": "Acme NPU 1",
+        "clocks": {"locked": True},
+        "peak_flop_rate": {"value": 100, "unit": "TFLOP/s"},
+        "peak_bandwidth": {"value": 200, "unit": "GB/s"},
+    }
     findings = {f.rule_id: f for f in validate({k: v for k, v in d.items() if k != "packet_id"}).findings}
     # 137 GFLOP in ~152 us is ~900 TFLOP/s; 100 MB in ~152 us is ~660 GB/s
     assert findings["KE601"].message.endswith("exceeds the recorded hardware.peak_flop_rate of 100 TFLOP/s")
