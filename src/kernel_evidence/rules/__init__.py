@@ -159,7 +159,8 @@ def validate_paths(
     report with a single KE000/KE001/KE003 finding; the rest of the batch is still checked.
     ``jobs > 1`` checks in that many worker processes (same reports, same order); ``jobs=0``
     chooses: workers for inputs of 32 MiB and more on a multi-core machine. Workers are
-    started with ``spawn``: a script that asks for them must guard its entry point with
+    forked from a ``forkserver`` process (``spawn`` where the platform has none), never
+    from the caller itself: a script that asks for them must guard its entry point with
     ``if __name__ == "__main__":``, as usual with multiprocessing.
     """
     names = list(discover(paths))
