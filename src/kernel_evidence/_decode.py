@@ -17,7 +17,13 @@ from typing import Any, NamedTuple
 
 import msgspec
 
-from ._fast import PacketStruct, canonical_from_encoded, canonical_struct_bytes, encode_struct
+from ._fast import (
+    PacketStruct,
+    canonical_from_encoded,
+    canonical_struct_bytes,
+    encode_struct,
+    encode_struct_into,
+)
 
 __all__ = [
     "Decoded",
@@ -43,6 +49,7 @@ class Decoded:
     location: str | None
     packet: Any = None  # PacketStruct
     canonical: bytes | None = None
+    content_id: str | None = None  # the id the content gives, when computed instead of `canonical`
     rule_id: str | None = None
     error: str | None = None
     pointer: str = ""
@@ -140,28 +147,7 @@ def _unit_expectation(pointer: str) -> str:
     return expected_unit_text(pointer)
 
 
-def decode_one(raw: bytes) -> tuple[Any, bytes] | None:
-    """The common case in one step: ``raw`` is one well-formed packet object.
-
-    Returns the decoded packet and its canonical bytes (without id) when it decodes and is
-    free of duplicate keys; None for anything else (an array, an error, a suspected
-    duplicate), which :func:`decode_document` then explains.
-    """
-    if raw[:1] != b"{":
-        return None
-    try:
-        p = _packet_decoder.decode(raw)
-    except (msgspec.DecodeError, RecursionError, UnicodeDecodeError):
-        return None
-    enc = encode_struct(p)
-    # input already in canonical form (as kernel-evidence writes it) cannot repeat a key
-    if not (raw.startswith(enc) and not raw[len(enc) :].strip()) and _maybe_duplicates(raw, enc.count(b'"')):
-        return None
-    return p, canonical_from_encoded(p, enc)
-
-
-_encoder = msgspec.json.Encoder(order="deterministic")  # the canonical encoder of _fast
-_local = threading.local()
+_local = threading.local()  # each thread's reusable encode buffer
 
 
 class Checked(NamedTuple):
@@ -189,7 +175,7 @@ def decode_checked(raw: bytes) -> Checked | None:
     buf: bytearray | None = getattr(_local, "buf", None)
     if buf is None:
         buf = _local.buf = bytearray(1 << 14)
-    _encoder.encode_into(p, buf)
+    encode_struct_into(p, buf)
     n = len(buf)
     # input already in canonical form (as kernel-evidence writes it) cannot repeat a key
     canonical = raw == buf
@@ -215,13 +201,20 @@ def decode_checked(raw: bytes) -> Checked | None:
     return Checked(p, "sha256:" + h.hexdigest(), canonical)
 
 
+def decode_one(raw: bytes) -> tuple[Any, bytes] | None:
+    """:func:`decode_checked`, with the packet's canonical bytes (without id) instead of its
+    content id: ``(packet, canonical)``, or None for what :func:`decode_document` explains."""
+    one = decode_checked(raw)
+    return None if one is None else (one.packet, canonical_struct_bytes(one.packet))
+
+
 def decode_document(record: Any) -> Iterator[Decoded]:
     """Decode one record's bytes into packet structs (a JSON array yields one per element)."""
     raw: bytes = record.data
     loc = record.location
-    one = decode_one(raw)
+    one = decode_checked(raw)
     if one is not None:
-        yield Decoded(loc, packet=one[0], canonical=one[1])
+        yield Decoded(loc, packet=one.packet, content_id=one.content_id)
         return
     head = raw.lstrip()[:1]
     try:

@@ -22,7 +22,14 @@ from pydantic.fields import FieldInfo
 
 from .models import EvidencePacket
 
-__all__ = ["PacketStruct", "canonical_from_encoded", "canonical_struct_bytes", "encode_struct", "struct_for"]
+__all__ = [
+    "PacketStruct",
+    "canonical_from_encoded",
+    "canonical_struct_bytes",
+    "encode_struct",
+    "encode_struct_into",
+    "struct_for",
+]
 
 _cache: dict[type[BaseModel], type[msgspec.Struct]] = {}
 
@@ -132,6 +139,11 @@ def _has_null(obj: Any) -> bool:
 def encode_struct(packet: Any) -> bytes:
     """The packet (with its id) in canonical key order, nulls omitted."""
     return _canonical_encoder.encode(packet)
+
+
+#: :func:`encode_struct` into a reusable bytearray (resized to the encoding); the encoder's
+#: own bound method, so the validator's hot path pays no wrapper call
+encode_struct_into = _canonical_encoder.encode_into
 
 
 def canonical_from_encoded(packet: Any, encoded: bytes) -> bytes:

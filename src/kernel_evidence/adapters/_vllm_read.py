@@ -85,34 +85,30 @@ class RunRecord:
         place = self.source if self.location is None else f"{self.source}:{self.location}"
         return place if key is None else f"{place}: {self.noun} `{key}`"
 
-    def floats(self, key: str) -> list[float] | None:
-        """A flat per-request array of numbers, or ``None`` when absent or unusable."""
+    def _array(self, key: str, decoder: Any, what: str) -> Any:
+        """``(True, value)`` for an array already decoded or checked (typed, or msgspec
+        ``Raw`` decoded with ``decoder``), ``(False, raw)`` for one still to check, or
+        ``(True, None)`` when absent."""
         raw = self.arrays.get(key)
-        if raw is None:
-            return None
-        if key in self.typed:
-            return raw  # type: ignore[no-any-return]
+        if raw is None or key in self.typed:
+            return True, raw
         if isinstance(raw, msgspec.Raw):
             try:
-                return _FLOATS.decode(raw)
+                return True, decoder.decode(raw)
             except msgspec.ValidationError as exc:
-                raise AdapterError(f"{self.where(key)}: expected a list of numbers ({_short(exc)})") from None
-        return _checked_floats(self, key, raw)
+                raise AdapterError(f"{self.where(key)}: expected {what} ({_short(exc)})") from None
+        return False, raw
+
+    def floats(self, key: str) -> list[float] | None:
+        """A flat per-request array of numbers, or ``None`` when absent or unusable."""
+        done, raw = self._array(key, _FLOATS, "a list of numbers")
+        return raw if done else _checked_floats(self, key, raw)
 
     def float_lists(self, key: str) -> list[list[float]] | None:
         """A per-request array of lists of numbers (``itls``), or ``None`` when absent."""
-        raw = self.arrays.get(key)
-        if raw is None:
-            return None
-        if key in self.typed:
+        done, raw = self._array(key, _FLOAT_LISTS, "a list of lists of numbers")
+        if done:
             return raw  # type: ignore[no-any-return]
-        if isinstance(raw, msgspec.Raw):
-            try:
-                return _FLOAT_LISTS.decode(raw)
-            except msgspec.ValidationError as exc:
-                raise AdapterError(
-                    f"{self.where(key)}: expected a list of lists of numbers ({_short(exc)})"
-                ) from None
         if not isinstance(raw, list) or not all(isinstance(x, list) for x in raw):
             raise AdapterError(f"{self.where(key)}: expected a list of lists of numbers")
         return [_checked_floats(self, key, x) for x in raw]

@@ -71,7 +71,7 @@ def validate_struct(
 
 def _report_for(item: Decoded, source: str | None) -> Report:
     if item.packet is not None:
-        return validate_struct(item.packet, source, item.location, item.canonical)
+        return validate_struct(item.packet, source, item.location, item.canonical, content_id=item.content_id)
     f = finding(item.rule_id or _F, item.pointer, item.error or "unreadable")
     return Report(source, item.location, None, [f], Grade("F", (f"invalid: {f.rule_id}",)))
 

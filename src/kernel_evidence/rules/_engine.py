@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
 
-__all__ = ["Finding", "Grade", "Report", "Rule", "RULES", "declare", "finding", "iter_rules", "run_checks"]
+__all__ = ["Finding", "Grade", "Report", "Rule", "RULES", "declare", "finding", "iter_rules"]
 
 Severity = Literal["error", "warning", "info"]
 
@@ -156,13 +156,6 @@ def declare(id: str, severity: Severity, title: str, hint: str, doc: str) -> Non
     if id in RULES:
         raise ValueError(f"rule {id} registered twice")
     RULES[id] = Rule(id, severity, title, hint, doc)
-
-
-def run_checks(packet: Any) -> list[Finding]:
-    """Every rule over a decoded packet, as findings."""
-    from ._checks import check_packet
-
-    return [finding(rid, pointer, message) for rid, pointer, message in check_packet(packet)]
 
 
 def finding(rule_id: str, pointer: str, message: str) -> Finding:
