@@ -13,6 +13,7 @@ import re
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, NamedTuple
 
 import msgspec
@@ -23,7 +24,11 @@ from ._fast import (
     canonical_struct_bytes,
     encode_struct,
     encode_struct_into,
+    struct_for,
 )
+from ._patterns import DIGEST_PATTERN as _DIGEST
+from ._patterns import pattern_checker
+from .models import EvidencePacket
 
 __all__ = [
     "Decoded",
@@ -37,6 +42,10 @@ __all__ = [
 _packet_decoder = msgspec.json.Decoder(PacketStruct)
 _list_decoder = msgspec.json.Decoder(list[PacketStruct])  # type: ignore[valid-type]
 _any_decoder = msgspec.json.Decoder()
+#: the hot path: structs without regular expressions, then one generated check of them all
+#: (a packet it rejects is decoded again by ``_packet_decoder`` for the exact message)
+_fast_decoder = msgspec.json.Decoder(struct_for(EvidencePacket, patterns=False))
+_patterns_match = pattern_checker(EvidencePacket, skip=frozenset({"packet_id"}))[0]
 
 _PATH_RE = re.compile(r" - at `\$(.*)`$")
 _SEG_RE = re.compile(r"\.([A-Za-z_][A-Za-z0-9_]*)|\[(\d+)\]|\[('(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\")\]")
@@ -164,13 +173,15 @@ def decode_checked(raw: bytes) -> Checked | None:
 
     Same acceptance as :func:`decode_one` (None for anything it would not take), but the
     canonical form is never materialised: the packet is re-encoded into a reusable per-thread
-    buffer and hashed in place, around its ``packet_id`` member.
+    buffer, its ``packet_id`` member is cut out in place, and the rest is hashed.
     """
     if raw[:1] != b"{":
         return None
     try:
-        p: Any = _packet_decoder.decode(raw)
+        p: Any = _fast_decoder.decode(raw)
     except (msgspec.DecodeError, RecursionError, UnicodeDecodeError):
+        return None
+    if not _patterns_match(p):
         return None
     buf: bytearray | None = getattr(_local, "buf", None)
     if buf is None:
@@ -185,20 +196,25 @@ def decode_checked(raw: bytes) -> Checked | None:
         return None
     pid = p.packet_id
     if pid is None:
-        return Checked(p, None, canonical)
-    if p.extensions is not None:  # nulls inside extensions are dropped: the general path
-        return Checked(p, "sha256:" + hashlib.sha256(canonical_struct_bytes(p)).hexdigest(), canonical)
+        return _checked((p, None, canonical))
     member = b',"packet_id":"' + pid.encode() + b'"'
-    i = buf.find(member)
-    if i < 0:  # pragma: no cover - cannot happen for a struct with an id
-        return Checked(p, "sha256:" + hashlib.sha256(canonical_struct_bytes(p)).hexdigest(), canonical)
-    h = hashlib.sha256()
-    with memoryview(buf) as mv:
-        h.update(mv[:i])
-        h.update(mv[i + len(member) :])
+    i = -1 if p.extensions is not None else buf.find(member)
+    if i < 0:
+        # nulls inside extensions are dropped (or the id has characters JSON escapes): the
+        # general path
+        cid = "sha256:" + hashlib.sha256(canonical_struct_bytes(p)).hexdigest()
+    else:
+        del buf[i : i + len(member)]
+        cid = "sha256:" + hashlib.sha256(buf).hexdigest()
     if n > 1 << 20:
         _local.buf = bytearray(1 << 14)  # do not keep a huge packet's buffer alive
-    return Checked(p, "sha256:" + h.hexdigest(), canonical)
+    # the fast structs check no pattern on the id: one equal to the content's id has it
+    if cid != pid and _DIGEST.search(pid) is None:
+        return None
+    return _checked((p, cid, canonical))
+
+
+_checked = partial(tuple.__new__, Checked)
 
 
 def decode_one(raw: bytes) -> tuple[Any, bytes] | None:

@@ -31,14 +31,14 @@ __all__ = [
     "struct_for",
 ]
 
-_cache: dict[type[BaseModel], type[msgspec.Struct]] = {}
+_cache: dict[tuple[type[BaseModel], bool], type[msgspec.Struct]] = {}
 
 
-def _meta_kwargs(items: typing.Iterable[Any]) -> dict[str, Any]:
+def _meta_kwargs(items: typing.Iterable[Any], patterns: bool = True) -> dict[str, Any]:
     kw: dict[str, Any] = {}
     for m in items:
         if isinstance(m, FieldInfo):
-            kw.update(_meta_kwargs(m.metadata))
+            kw.update(_meta_kwargs(m.metadata, patterns))
         elif isinstance(m, annotated_types.Ge):
             kw["ge"] = m.ge
         elif isinstance(m, annotated_types.Gt):
@@ -51,30 +51,30 @@ def _meta_kwargs(items: typing.Iterable[Any]) -> dict[str, Any]:
             kw["min_length"] = m.min_length
         elif isinstance(m, annotated_types.MaxLen):
             kw["max_length"] = m.max_length
-        elif getattr(m, "pattern", None) is not None:
+        elif getattr(m, "pattern", None) is not None and patterns:
             kw["pattern"] = m.pattern
     return kw
 
 
-def _convert(tp: Any) -> Any:
+def _convert(tp: Any, patterns: bool = True) -> Any:
     origin = get_origin(tp)
     if origin is Annotated:
         base, *meta = get_args(tp)
-        kw = _meta_kwargs(meta)
-        conv = _convert(base)
+        kw = _meta_kwargs(meta, patterns)
+        conv = _convert(base, patterns)
         return Annotated[conv, msgspec.Meta(**kw)] if kw else conv
     if origin in (Union, types.UnionType):
-        return Union[tuple(_convert(a) for a in get_args(tp))]  # noqa: UP007
+        return Union[tuple(_convert(a, patterns) for a in get_args(tp))]  # noqa: UP007
     if origin is list:
         (item,) = get_args(tp)
-        return list[_convert(item)]  # type: ignore[misc]
+        return list[_convert(item, patterns)]  # type: ignore[misc]
     if origin is dict:
         k, v = get_args(tp)
-        return dict[_convert(k), _convert(v)]  # type: ignore[misc]
+        return dict[_convert(k, patterns), _convert(v, patterns)]  # type: ignore[misc]
     if origin is Literal:
         return tp
     if isinstance(tp, type) and issubclass(tp, BaseModel):
-        return struct_for(tp)
+        return struct_for(tp, patterns=patterns)
     if isinstance(tp, type) and issubclass(tp, Enum):
         return tp
     if tp in (str, int, float, bool) or tp is Any or tp is type(None):
@@ -82,16 +82,21 @@ def _convert(tp: Any) -> Any:
     raise TypeError(f"no msgspec translation for {tp!r}")
 
 
-def struct_for(model: type[BaseModel]) -> type[msgspec.Struct]:
-    """The msgspec ``Struct`` mirroring ``model`` (built once)."""
-    if model in _cache:
-        return _cache[model]
+def struct_for(model: type[BaseModel], *, patterns: bool = True) -> type[msgspec.Struct]:
+    """The msgspec ``Struct`` mirroring ``model`` (built once).
+
+    With ``patterns=False``, string fields carry no regular expression (the rest of the
+    constraints stay): :func:`pattern_checker` checks those after decoding, faster.
+    """
+    key = (model, patterns)
+    if key in _cache:
+        return _cache[key]
     fields: list[tuple[str, Any, Any]] = []
     # fields in sorted order: with dict keys sorted by the encoder, a struct then encodes in
     # canonical key order without the cost of sorting struct fields on every packet
     for name, info in sorted(model.model_fields.items()):
-        tp = _convert(info.annotation)
-        kw = _meta_kwargs(info.metadata)
+        tp = _convert(info.annotation, patterns)
+        kw = _meta_kwargs(info.metadata, patterns)
         if kw:
             tp = Annotated[tp, msgspec.Meta(**kw)]
         if info.is_required():
@@ -109,7 +114,7 @@ def struct_for(model: type[BaseModel]) -> type[msgspec.Struct]:
         gc=False,
         module=__name__,
     )
-    _cache[model] = st
+    _cache[key] = st
     return st
 
 

@@ -15,6 +15,7 @@ import sys
 import tempfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import IO, Any, BinaryIO, NamedTuple, cast
 
@@ -63,6 +64,10 @@ class Record(NamedTuple):
     location: str | None
     data: bytes | None = None
     error: InputError | None = None
+
+
+#: ``Record(*fields)`` without the named tuple's Python-level ``__new__`` (one per line)
+_record = partial(tuple.__new__, Record)
 
 
 def _checked(name: str, location: str | None, data: bytes) -> Record:
@@ -280,11 +285,15 @@ def _iter_lines(
             return
         if not chunk:
             break
-        lines = chunk.split(b"\n")
-        if buf:
-            lines[0] = buf + lines[0]
-        buf = lines.pop()  # the unfinished last line
-        for line in lines:
+        # lines are cut one at a time (not split into a list): each is still in the cache
+        # when it is decoded
+        find = chunk.find
+        pos = 0
+        end = find(b"\n")
+        while end >= 0:
+            line = chunk[pos:end] if pos or not buf else buf + chunk[:end]
+            pos = end + 1
+            end = find(b"\n", pos)
             lineno += 1
             if len(line) > cap:
                 yield Record(
@@ -299,10 +308,11 @@ def _iter_lines(
                 saw_any = True
                 # ASCII (the common case) is valid UTF-8: no need for the full check
                 yield (
-                    Record(name, f"line {lineno}", line, None)
+                    _record((name, f"line {lineno}", line, None))
                     if line.isascii()
                     else _checked(name, f"line {lineno}", line)
                 )
+        buf = chunk[pos:] if pos else buf + chunk  # the unfinished last line
         if len(buf) > cap:
             # skip the rest of an over-long line without holding it in memory
             lineno += 1

@@ -119,3 +119,128 @@ def _example_bytes():
     root = Path(__file__).resolve().parents[2] / "examples" / "packets" / "valid"
     for f in sorted(root.glob("*.json")):
         yield f.read_bytes()
+
+
+# strings near the patterns: every one is either accepted by both the patterned decoder and
+# the fast structs plus the generated check, or refused by both
+_NEAR = [
+    "sha256:" + "0123456789abcdef" * 4,
+    "sha256:" + "0123456789ABCDEF" * 4,
+    "sha256:" + "0" * 63,
+    "sha256:" + "0" * 65,
+    "sha256:" + "0" * 64 + "\n",
+    "sha256:" + "g" * 64,
+    "SHA256:" + "0" * 64,
+    "sha256:" + "٠" * 64,
+    "2026-11-22T04:05:09Z",
+    "2026-11-22T04:05:09.123456789Z",
+    "2026-11-22T04:05:09.1234567890Z",
+    "2026-11-22T04:05:09Z\n",
+    "2026-11-22 04:05:09Z",
+    "٢٠٢٦-١١-٢٢T04:05:09Z",
+    "2026-11-22",
+    "2026-11-22\n",
+    "26-11-22",
+    "x-kernel:tool",
+    "urn:example:a",
+    "1urn:x",
+    "urn:",
+    "",
+]
+_PATTERN_FIELDS = {
+    "packet_id",
+    "created_at",
+    "parent_packet_id",
+    "source_digest",
+    "sha256",
+    "digest",
+    "price_date",
+}
+
+
+def _pattern_sites(obj, prefix=()):
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            if isinstance(v, str) and k in _PATTERN_FIELDS:
+                yield (*prefix, k)
+            yield from _pattern_sites(v, (*prefix, k))
+    elif isinstance(obj, list):
+        for i, v in enumerate(obj):
+            yield from _pattern_sites(v, (*prefix, i))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(packets(), st.data())
+def test_generated_pattern_check_accepts_what_msgspec_patterns_accept(packet, data) -> None:
+    from kernel_evidence._decode import _packet_decoder, decode_checked
+
+    d = packet.with_id().to_dict()
+    sites = list(_pattern_sites(d))
+    for _ in range(data.draw(st.integers(1, 3))):
+        target = data.draw(st.sampled_from([*sites, ("extensions",)]))
+        value = data.draw(st.sampled_from(_NEAR))
+        if target == ("extensions",):
+            d["extensions"] = {value: {"k": 1}}
+            continue
+        parent = d
+        for k in target[:-1]:
+            parent = parent[k]
+        parent[target[-1]] = value
+    raw = json.dumps(d, ensure_ascii=False).encode()
+    try:
+        _packet_decoder.decode(raw)
+        strict_ok = True
+    except msgspec.ValidationError:
+        strict_ok = False
+    assert (decode_checked(raw) is not None) == strict_ok
+
+
+_DEFS: dict = {}
+
+
+def _has_own_pattern(sub, defs=None) -> bool:
+    """A pattern on this value itself (its items, map keys or values), not in nested models;
+    a reference to a definition that is a plain string type (not a model) is followed."""
+    if isinstance(sub, list):
+        return any(_has_own_pattern(v, defs) for v in sub)
+    if not isinstance(sub, dict):
+        return False
+    ref = sub.get("$ref")
+    if ref is not None:
+        target = _DEFS[ref.rsplit("/", 1)[-1]]
+        return target.get("type") == "string" and "pattern" in target
+    return (
+        "pattern" in sub
+        or "patternProperties" in sub
+        or any(_has_own_pattern(v) for k, v in sub.items() if k not in ("properties", "$defs", "$ref"))
+    )
+
+
+def _schema_pattern_fields(node, out):
+    if isinstance(node, dict):
+        for name, sub in (node.get("properties") or {}).items():
+            if _has_own_pattern(sub):
+                out.add(name)
+        for v in node.values():
+            _schema_pattern_fields(v, out)
+    elif isinstance(node, list):
+        for v in node:
+            _schema_pattern_fields(v, out)
+    return out
+
+
+def test_generated_pattern_check_covers_every_pattern_field() -> None:
+    """Every field the published schema constrains with a pattern is visited by the
+    generated check (and the test's own list of them is complete)."""
+    from kernel_evidence._patterns import pattern_checker
+    from kernel_evidence.models import EvidencePacket
+    from kernel_evidence.schema import load_schema
+
+    _, src = pattern_checker(EvidencePacket)
+    schema = load_schema()
+    _DEFS.update(schema.get("$defs", {}))
+    fields = _schema_pattern_fields(schema, set())
+    assert fields == _PATTERN_FIELDS | {"extensions"}
+    for name in fields:
+        assert f".{name}\n" in src, name
+    assert "for k1 in x0:" in src  # the extension keys
