@@ -244,3 +244,38 @@ def test_generated_pattern_check_covers_every_pattern_field() -> None:
     for name in fields:
         assert f".{name}\n" in src, name
     assert "for k1 in x0:" in src  # the extension keys
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    packets(),
+    st.sampled_from([(",", ":"), (", ", ": "), (",", ": "), (" ,", ":")]),
+    st.sampled_from([None, 0, 1]),
+    st.booleans(),
+    st.booleans(),
+    st.sampled_from(["", "a b", "tab\there", "new\nline", 'q"uote', "é ü", "back\\slash"]),
+)
+def test_decode_checked_tells_compact_input(packet, seps, indent, ascii_only, reorder, text) -> None:
+    """With ``compact=True`` the decoder says the bytes are compact only when
+    ``msgspec.json.format`` would leave them as they are, and always so for input without
+    escapes."""
+    from kernel_evidence._decode import decode_checked
+
+    d = packet.with_id().to_dict()
+    d["subject"]["name"] = text or d["subject"]["name"]
+    d["packet_id"] = "sha256:" + "0" * 64  # any well-formed id: only the content is checked
+    if reorder:
+        d = dict(reversed(list(d.items())))
+    raw = json.dumps(d, separators=seps, indent=indent, ensure_ascii=ascii_only).encode()
+    one = decode_checked(raw, compact=True)
+    plain = decode_checked(raw)
+    assert (one is None) == (plain is None)
+    if one is None:
+        return
+    already = msgspec.json.format(raw, indent=-1) == raw
+    if one.compact:
+        assert already
+    if b"\\" not in raw:  # with escapes the screen does not tell (formatting does)
+        assert one.compact == already
+    assert one.canonical == plain.canonical and one.content_id == plain.content_id
+    assert plain.compact == plain.canonical  # not worked out unless asked

@@ -5,7 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Checked", "check", "check_struct"]
+from ..rules import validate, validate_struct
+
+__all__ = ["Checked", "check", "check_fields", "check_struct"]
 
 
 @dataclass(frozen=True)
@@ -46,16 +48,26 @@ def check_struct(struct: Any, canonical: bytes | None = None, *, content_id: str
     """Validate one packet already decoded by :func:`kernel_evidence._decode.decode_checked`
     (with the id its content gives) or :func:`~kernel_evidence._decode.decode_one` (with its
     canonical bytes)."""
-    from ..rules import validate_struct
-
     return _from_report(validate_struct(struct, None, None, canonical, content_id=content_id))
+
+
+def check_fields(
+    struct: Any, *, content_id: str | None
+) -> tuple[bool, str | None, list[str], list[dict[str, str]], list[str]]:
+    """:func:`check_struct`'s fields as a plain tuple ``(ok, grade, reasons, findings,
+    lines)``, for the analysis of a batch (one per packet: no dataclass to build, and
+    nothing to format when there is no finding, the common case)."""
+    report = validate_struct(struct, None, None, None, content_id=content_id)
+    if report.findings:
+        c = _from_report(report)
+        return c.ok, c.grade, c.reasons, c.findings, c.lines
+    grade = report.grade
+    return True, grade.letter, list(grade.reasons), [], []
 
 
 def check(data: dict[str, Any] | None, raw: bytes | None) -> Checked:
     """Validate one packet: its JSON bytes when we have them (the validator's fast path),
     else its decoded data."""
-    from ..rules import validate
-
     if raw is not None:
         return _from_report(validate(raw))
     assert data is not None

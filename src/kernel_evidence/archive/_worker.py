@@ -33,7 +33,7 @@ import msgspec
 from .._decode import decode_checked
 from .._gc import paused_gc
 from ..errors import ArchiveError
-from ._check import check_struct
+from ._check import check_fields
 from ._rows import extract_struct, partition_from
 
 __all__ = ["RemoteValidator", "analyse", "main", "not_json"]
@@ -72,9 +72,10 @@ def analyse(raws: list[bytes], peaks: Any) -> tuple[list[Any], dict[int, Any]]:
     out: list[Any] = []
     fixes: dict[int, Any] = {}
     for i, raw in enumerate(raws):
-        # bytes in canonical form (as kernel-evidence writes packets) are compact already
-        one = decode_checked(raw)
-        if one is None or not one.canonical:
+        # bytes in canonical form (as kernel-evidence writes packets) are compact already;
+        # for others the decoder finds out in its duplicate-key screen
+        one = decode_checked(raw, compact=True)
+        if one is None or not one.compact:
             try:
                 compact = msgspec.json.format(raw, indent=-1)
             except (msgspec.DecodeError, ValueError, RecursionError) as exc:
@@ -89,10 +90,10 @@ def analyse(raws: list[bytes], peaks: Any) -> tuple[list[Any], dict[int, Any]]:
             out.append(None)
             continue
         p = one.packet
-        c = check_struct(p, content_id=one.content_id)
+        ok, grade, reasons, findings, lines = check_fields(p, content_id=one.content_id)
         hw = p.hardware
         vendor, month = partition_from(hw.vendor if hw is not None else None, p.created_at)
-        out.append((vendor, month, extract_struct(p, peaks), c.ok, c.grade, c.reasons, c.findings, c.lines))
+        out.append((vendor, month, extract_struct(p, peaks), ok, grade, reasons, findings, lines))
     return out, fixes
 
 

@@ -94,8 +94,6 @@ class Report:
             if self._packet is None:
                 self._grade = Grade("F", ("invalid: the document could not be read as a packet",))
             else:
-                from ._grade import grade_packet
-
                 self._grade = grade_packet(self._packet, self.findings)
                 self._packet = None
         return self._grade
@@ -167,3 +165,8 @@ def iter_rules() -> Iterator[Rule]:
     """Rules sorted by id."""
     for k in sorted(RULES):
         yield RULES[k]
+
+
+# last: the grading module imports Finding and Grade from here (an import inside the
+# ``grade`` property would run the import machinery for every packet)
+from ._grade import grade_packet  # noqa: E402
