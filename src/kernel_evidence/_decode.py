@@ -244,7 +244,7 @@ def _compact_screen(raw: bytes, encoded: bytearray) -> bool | None:
     can only be outside strings (inside they are escaped).
     """
     r = raw.translate(None, _NOT_SCREENED)
-    e = encoded.translate(None, _NOT_SCREENED)
+    e = bytes(encoded).translate(None, _NOT_SCREENED)  # bytearray.translate is 2.5x slower
     escaped = b"\\" in r
     if (escaped and b"\\u" in raw) or r.count(b'"') != e.count(b'"'):
         return None
