@@ -38,7 +38,6 @@ import stat
 import uuid
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from functools import lru_cache
@@ -58,6 +57,7 @@ from ..io import Limits, discover, iter_records
 from ..models import SCHEMA_VERSION
 from . import _layout
 from ._check import check
+from ._ids import IdIndex
 from ._rows import extract, partition_of
 from ._worker import analyse, not_json
 from .schema import (
@@ -74,13 +74,13 @@ __all__ = ["ArchiveSummary", "Refusal", "archive_packets"]
 
 #: rows per row group, and the packet bytes that close a row group early
 ROW_GROUP_ROWS = 65_536
-ROW_GROUP_BYTES = 16 << 20
+ROW_GROUP_BYTES = 8 << 20
 #: rows one partition keeps as Python values before they become an Arrow batch
 STAGE_ROWS = 512
 #: packet bytes held in memory over all partitions (Python values and Arrow batches not
 #: yet written) before the largest partition writes a row group of at least
 #: ROW_GROUP_MIN_BYTES or, holding less, spills
-BUFFER_BYTES = 64 << 20
+BUFFER_BYTES = 32 << 20
 ROW_GROUP_MIN_BYTES = 4 << 20
 #: partitions that may have a file open before the commit; the others spill
 OPEN_FILES = 4
@@ -285,7 +285,7 @@ class _Partition:
         self.held_bytes = 0
         self.spill: _Spill | None = None
         self.files: list[_PartFile] = []
-        self.existing: set[bytes] | None = None
+        self.existing: IdIndex | None = None
         #: set at the commit: whatever is held is written, never spilled
         self.committing = False
         self._writer = writer
@@ -441,11 +441,12 @@ class _Writer:
 
     # -- reading existing ids ------------------------------------------------------------
 
-    def _load_existing(self, part: _Partition) -> set[bytes]:
-        ids: set[bytes] = set()
+    def _load_existing(self, part: _Partition) -> IdIndex:
+        ids = IdIndex()
         if part.dir.is_dir():
             for path in _layout.data_files(part.dir):
-                ids.update(_digest(p) for p in _read_ids(path, self.root))
+                for p in _read_ids(path, self.root):
+                    ids.add(_digest(p))
         return ids
 
     # -- adding packets ------------------------------------------------------------------
@@ -604,21 +605,10 @@ class _Writer:
                 part.spill.flush()
             if (part.spill is not None or part.held) and not part.files:
                 self._new_file(part)
-        if len(parts) > 1 and (os.cpu_count() or 1) > 1:
-            # two partitions at a time: Arrow compresses and writes without holding the GIL,
-            # and the second process is done by now
-            with ThreadPoolExecutor(max_workers=2, thread_name_prefix="kevidence-archive") as pool:
-                futures = [pool.submit(self._write_partition, part) for part in parts]
-                try:
-                    for done in futures:
-                        done.result()
-                except BaseException:
-                    for fut in futures:
-                        fut.cancel()
-                    raise
-        else:
-            for part in parts:
-                self._write_partition(part)
+        # one partition at a time: two at once (Arrow compresses without the GIL) were no
+        # faster here, and held two row groups and their spills in memory at once
+        for part in parts:
+            self._write_partition(part)
         for part in self.parts.values():
             for f in part.files:
                 if f.final.exists():  # a name clash is next to impossible; never replace a file
