@@ -62,11 +62,14 @@ def validate_struct(
     ``canonical`` is the packet's canonical JSON without its id, or ``content_id`` the id
     computed from it, when the caller already has one of them.
     """
-    findings = [finding(rid, ptr, msg) for rid, ptr, msg in check_packet(packet)]
-    ident = identity_finding(packet, canonical, content_id)
-    if ident is not None:
-        findings.insert(0, finding(*ident))
-    return Report(source, location, packet.packet_id, findings, None, packet)
+    found = check_packet(packet)
+    findings = [finding(rid, ptr, msg) for rid, ptr, msg in found] if found else []
+    pid = packet.packet_id
+    if content_id is None or content_id != pid:  # an id equal to the content's: nothing to say
+        ident = identity_finding(packet, canonical, content_id)
+        if ident is not None:
+            findings.insert(0, finding(*ident))
+    return Report(source, location, pid, findings, None, packet)
 
 
 def _report_for(item: Decoded, source: str | None) -> Report:

@@ -113,7 +113,8 @@ class Report:
     @property
     def ok(self) -> bool:
         """True when no finding is an error."""
-        return not any(f.severity == "error" for f in self.findings)
+        findings = self.findings
+        return not findings or not any(f.severity == "error" for f in findings)
 
     @property
     def errors(self) -> list[Finding]:
