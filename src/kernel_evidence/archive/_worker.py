@@ -133,8 +133,8 @@ def main() -> int:
 def _widen(pipe: Any) -> None:
     """Give a pipe a buffer of up to ``PIPE_BYTES`` where the system allows (Linux).
 
-    A request of 512 packets is over a megabyte; through the default 64 KiB buffer it takes
-    some twenty writes, and after each the feeder thread waits for the GIL, which this
+    A request of 1,024 packets is nearly three megabytes; through the default 64 KiB buffer
+    it takes some forty writes, and after each the feeder thread waits for the GIL, which this
     process's main thread holds while it analyses and writes, so the second process would
     sit idle waiting for its input.
     """

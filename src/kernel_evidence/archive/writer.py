@@ -87,9 +87,9 @@ OPEN_FILES = 4
 #: documents analysed per batch; batches at most with the second process; batches at most
 #: waiting to be resolved; documents read before the second process is started (a smaller
 #: input is analysed in this process only)
-BATCH = 512
+BATCH = 1024
 IN_FLIGHT = 4
-MAX_PENDING = 16
+MAX_PENDING = 8
 PARALLEL_AFTER = 2048
 #: input files of at least this many bytes in all start the second process at once, so that
 #: its start-up (imports, about half a second) overlaps the first batches
