@@ -5,7 +5,8 @@ string while it decodes, about 0.3 us a value. The validator's hot path decodes 
 structs built without patterns (``struct_for(model, patterns=False)``) and then runs the one
 function generated here: straight-line code that visits only the fields that can hold a
 constrained string, with the same compiled expression msgspec would use (``re.search``), so
-acceptance is identical; msgspec's own call costs about twice as much. The caller checks the
+acceptance is identical; msgspec's own call costs about twice as much. Strings found to
+match are remembered (a bounded set per pattern): batches repeat timestamps and digests. The caller checks the
 top-level ``packet_id`` itself: an id equal to the one the content gives needs no pattern.
 
 A packet the function rejects is decoded again with the patterned structs, which give the
@@ -52,11 +53,18 @@ class _Gen:
                 return name
         name = f"_R{len(self.consts)}"
         self.consts[name] = re.compile(pattern)
+        self.consts["_S" + name[2:]] = set()
         return name
 
     def check_str(self, var: str, pattern: str, ind: str) -> list[str]:
         r = self.regex(pattern)
-        return [f"{ind}if {r}.search({var}) is None:", f"{ind}    return False"]
+        seen = "_S" + r[2:]
+        return [
+            f"{ind}if {var} not in {seen}:",
+            f"{ind}    if {r}.search({var}) is None:",
+            f"{ind}        return False",
+            f"{ind}    _remember({seen}, {var})",
+        ]
 
     def visit(self, tp: Any, var: str, ind: str, depth: int, pattern: str | None = None) -> list[str]:
         """Code checking the value in ``var`` (of type ``tp``, known not to be None unless
@@ -121,6 +129,17 @@ class _Gen:
         return out
 
 
+#: strings remembered per pattern as matching it; a batch repeats the same timestamps and
+#: digests (one run's seconds, its container and source digests) many times over
+REMEMBERED = 8192
+
+
+def _remember(seen: set[str], value: str) -> None:
+    if len(seen) >= REMEMBERED:
+        seen.clear()
+    seen.add(value)
+
+
 def pattern_checker(
     model: type[BaseModel], skip: frozenset[str] = frozenset()
 ) -> tuple[Callable[[Any], bool], str]:
@@ -130,6 +149,6 @@ def pattern_checker(
     gen = _Gen()
     body = gen.model(model, "o", "    ", 0, skip)
     src = "\n".join(["def check(o):", *body, "    return True", ""])
-    namespace: dict[str, Any] = dict(gen.consts)
+    namespace: dict[str, Any] = dict(gen.consts, _remember=_remember)
     exec(compile(src, f"<pattern check of {model.__name__}>", "exec"), namespace)  # noqa: S102
     return namespace["check"], src

@@ -279,3 +279,23 @@ def test_decode_checked_tells_compact_input(packet, seps, indent, ascii_only, re
         assert one.compact == already
     assert one.canonical == plain.canonical and one.content_id == plain.content_id
     assert plain.compact == plain.canonical  # not worked out unless asked
+
+
+def test_remembered_matches_are_bounded_and_do_not_change_answers() -> None:
+    from kernel_evidence import _patterns
+    from kernel_evidence._patterns import REMEMBERED, pattern_checker
+    from kernel_evidence.models import EvidencePacket
+
+    check, _ = pattern_checker(EvidencePacket)
+    good = json.loads(next(iter(_example_bytes())))
+    from kernel_evidence._decode import _fast_decoder
+
+    p = _fast_decoder.decode(json.dumps(good).encode())
+    assert check(p) and check(p)  # the second time from memory
+    p.created_at = "2026-11-22 04:05:09Z"
+    assert not check(p)  # a bad value is never remembered as good
+    assert not check(p)
+    seen: set[str] = set()
+    for i in range(REMEMBERED + 5):
+        _patterns._remember(seen, str(i))
+    assert len(seen) <= REMEMBERED
