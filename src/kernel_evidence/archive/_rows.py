@@ -93,10 +93,25 @@ def _stat(stats: dict[str, Any], key: str, factor: float | None) -> float | None
     return None if v is None or factor is None else v * factor
 
 
+#: timestamps already converted (a batch repeats its seconds); cleared when full
+_MICROS: dict[str, int | None] = {}
+
+
 def created_micros(s: Any) -> int | None:
     """Microseconds since the epoch of an RFC 3339 UTC timestamp, or ``None``."""
     if not isinstance(s, str):
         return None
+    try:
+        return _MICROS[s]
+    except KeyError:
+        pass
+    if len(_MICROS) >= 8192:
+        _MICROS.clear()
+    out = _MICROS[s] = _created_micros(s)
+    return out
+
+
+def _created_micros(s: str) -> int | None:
     m = _TS_RE.match(s)
     if m is None:
         return None

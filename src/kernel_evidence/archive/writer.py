@@ -55,6 +55,8 @@ from .._version import __version__
 from ..errors import ArchiveError
 from ..io import Limits, discover, iter_records
 from ..models import SCHEMA_VERSION
+from ..rules import device_peaks
+from ..rules._tables import peak_flops_for
 from . import _layout
 from ._check import check
 from ._ids import IdIndex
@@ -856,11 +858,10 @@ def _file_bytes(sources: list[str | os.PathLike[str]]) -> int:
 
 
 @lru_cache(maxsize=4096)
+@lru_cache(maxsize=4096)
 def _table_peaks(device: str | None, arch: str | None, dtypes: tuple[str, ...]) -> tuple[float, float] | None:
-    """(FLOP/s, B/s) of one device from the rule engine's peak table, for the task's dtypes."""
-    from ..rules import device_peaks
-    from ..rules._tables import peak_flops_for
-
+    """(FLOP/s, B/s) of one device from the rule engine's peak table, for the task's dtypes
+    (cached: a batch names a few devices, and this runs for every packet)."""
     peaks = device_peaks(device, arch)
     if peaks is None:
         return None
