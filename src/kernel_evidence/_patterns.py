@@ -134,7 +134,13 @@ class _Gen:
 REMEMBERED = 8192
 
 
+#: longer strings (free-form extension keys) are checked every time, never held
+REMEMBERED_CHARS = 128
+
+
 def _remember(seen: set[str], value: str) -> None:
+    if len(value) > REMEMBERED_CHARS:
+        return
     if len(seen) >= REMEMBERED:
         seen.clear()
     seen.add(value)

@@ -299,3 +299,34 @@ def test_remembered_matches_are_bounded_and_do_not_change_answers() -> None:
     for i in range(REMEMBERED + 5):
         _patterns._remember(seen, str(i))
     assert len(seen) <= REMEMBERED
+    _patterns._remember(seen, "x" * (_patterns.REMEMBERED_CHARS + 1))
+    assert "x" * (_patterns.REMEMBERED_CHARS + 1) not in seen  # long strings are not held
+
+
+def test_long_strings_from_packets_are_not_held_by_caches() -> None:
+    """The validator remembers short repeated strings (devices, percentile keys, pattern
+    matches); a hostile packet's long strings are checked but never pinned in memory."""
+    from kernel_evidence import _patterns
+    from kernel_evidence.rules import _checks, _tables
+
+    d = json.loads(next(iter(_example_bytes())))
+    long_device = "NVIDIA " + "H" * 5000
+    long_key = "urn:" + "k" * 5000
+    d["hardware"]["device"] = long_device
+    d["extensions"] = {long_key: {"a": 1}}
+    d["timing"]["stats"]["percentiles"] = {"p" + "9" * 5000: 1.0}
+    d.pop("packet_id", None)
+    report = validate(json.dumps(d).encode())
+    assert report.findings  # the odd percentile key is reported, the rest checked
+    assert long_device not in _checks._UNIDENTIFIED_CACHE
+    assert not any(len(k) > _checks._CACHED_CHARS for k in _checks._PCT_CACHE)
+    assert not any(sum(map(len, k)) > _checks._CACHED_CHARS for k in _checks._ORDER_CACHE)
+    from kernel_evidence._decode import _patterns_match
+
+    remembered = [v for v in _patterns_match.__globals__.values() if isinstance(v, set)]
+    assert remembered and any(remembered)  # the timestamp and digests were remembered
+    assert all(len(v) <= _patterns.REMEMBERED_CHARS for seen in remembered for v in seen)
+    assert not any(long_key in seen for seen in remembered)
+    before = _tables._cached_device_peaks.cache_info().currsize
+    _tables.device_peaks(long_device, "sm_90a")
+    assert _tables._cached_device_peaks.cache_info().currsize == before

@@ -105,9 +105,11 @@ def created_micros(s: Any) -> int | None:
         return _MICROS[s]
     except KeyError:
         pass
-    if len(_MICROS) >= 8192:
-        _MICROS.clear()
-    out = _MICROS[s] = _created_micros(s)
+    out = _created_micros(s)
+    if len(s) <= 40:  # a timestamp; anything longer is not one, and is not held
+        if len(_MICROS) >= 8192:
+            _MICROS.clear()
+        _MICROS[s] = out
     return out
 
 

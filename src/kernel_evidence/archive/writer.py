@@ -858,14 +858,25 @@ def _file_bytes(sources: list[str | os.PathLike[str]]) -> int:
 
 
 @lru_cache(maxsize=4096)
-@lru_cache(maxsize=4096)
 def _table_peaks(device: str | None, arch: str | None, dtypes: tuple[str, ...]) -> tuple[float, float] | None:
     """(FLOP/s, B/s) of one device from the rule engine's peak table, for the task's dtypes
-    (cached: a batch names a few devices, and this runs for every packet)."""
+    (cached: a batch names a few devices, and this runs for every packet; long strings,
+    which no real device or dtype has, are looked up every time rather than held)."""
+    if len(device or "") + len(arch or "") + sum(map(len, dtypes)) <= 512:
+        return _cached_table_peaks(device, arch, dtypes)
+    return _uncached_table_peaks(device, arch, dtypes)
+
+
+def _uncached_table_peaks(
+    device: str | None, arch: str | None, dtypes: tuple[str, ...]
+) -> tuple[float, float] | None:
     peaks = device_peaks(device, arch)
     if peaks is None:
         return None
     return peak_flops_for(peaks, dtypes), peaks.bandwidth
+
+
+_cached_table_peaks = lru_cache(maxsize=4096)(_uncached_table_peaks)
 
 
 def _peak_lookup() -> Any:

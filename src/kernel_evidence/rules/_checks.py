@@ -362,7 +362,7 @@ def _unidentified(device: str) -> bool:
     hit = _UNIDENTIFIED_CACHE.get(device)
     if hit is None:
         hit = device.strip().casefold() in _UNIDENTIFIED
-        if len(_UNIDENTIFIED_CACHE) < 4096:
+        if len(_UNIDENTIFIED_CACHE) < 4096 and len(device) <= _CACHED_CHARS:
             _UNIDENTIFIED_CACHE[device] = hit
     return hit
 
@@ -563,6 +563,9 @@ def _timing(p: Any, t: Any, add: Add) -> None:
 
 
 _PCT_CACHE: dict[str, float | None] = {}
+#: caches of values read from packets hold short strings only: a hostile batch must not pin
+#: its largest strings in memory
+_CACHED_CHARS = 256
 
 
 def _pct(key: str) -> float | None:
@@ -572,7 +575,7 @@ def _pct(key: str) -> float | None:
     except KeyError:
         m = _PCT.match(key)
         q = float(m.group(1)) if m is not None and float(m.group(1)) <= 100 else None
-        if len(_PCT_CACHE) < 4096:
+        if len(_PCT_CACHE) < 4096 and len(key) <= _CACHED_CHARS:
             _PCT_CACHE[key] = q
         return q
 
@@ -586,7 +589,7 @@ def _percentile_order(keys: tuple[str, ...]) -> list[tuple[float | None, str]]:
     bad = [(None, k) for k in keys if _pct(k) is None]
     good = sorted((q, k) for k in keys if (q := _pct(k)) is not None)
     order: list[tuple[float | None, str]] = [*bad, *good]
-    if len(_ORDER_CACHE) < 1024:
+    if len(_ORDER_CACHE) < 1024 and sum(map(len, keys)) <= _CACHED_CHARS:
         _ORDER_CACHE[keys] = order
     return order
 

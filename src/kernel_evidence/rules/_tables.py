@@ -95,9 +95,14 @@ def all_devices() -> list[DevicePeaks]:
     return [p for _, p in _devices()[0]]
 
 
-@lru_cache(maxsize=4096)
 def device_peaks(device: str | None, arch: str | None = None) -> DevicePeaks | None:
     """Peaks for a device name (first matching entry), else the upper bound over an arch."""
+    if len(device or "") + len(arch or "") <= 256:
+        return _cached_device_peaks(device, arch)
+    return _device_peaks(device, arch)  # no device has such a name: looked up, not held
+
+
+def _device_peaks(device: str | None, arch: str | None) -> DevicePeaks | None:
     rows, by_arch = _devices()
     if device:
         for patterns, peaks in rows:
@@ -116,6 +121,8 @@ def device_peaks(device: str | None, arch: str | None = None) -> DevicePeaks | N
             )
     return None
 
+
+_cached_device_peaks = lru_cache(maxsize=4096)(_device_peaks)
 
 _DTYPE_CLASSES = (
     ("fp64", re.compile(r"^(float64|fp64|f64|double|torch\.float64)$")),
@@ -147,7 +154,7 @@ def peak_flops_for(peaks: DevicePeaks, dtypes: tuple[str, ...]) -> float:
     hit = _peak_cache.get(key)
     if hit is None:
         hit = _peak_flops_for(peaks, dtypes)
-        if len(_peak_cache) < 4096:
+        if len(_peak_cache) < 4096 and sum(map(len, dtypes)) <= 256:
             _peak_cache[key] = hit
     return hit
 
