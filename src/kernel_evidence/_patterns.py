@@ -5,9 +5,10 @@ string while it decodes, about 0.3 us a value. The validator's hot path decodes 
 structs built without patterns (``struct_for(model, patterns=False)``) and then runs the one
 function generated here: straight-line code that visits only the fields that can hold a
 constrained string, with the same compiled expression msgspec would use (``re.search``), so
-acceptance is identical; msgspec's own call costs about twice as much. Strings found to
-match are remembered (a bounded set per pattern): batches repeat timestamps and digests. The caller checks the
-top-level ``packet_id`` itself: an id equal to the one the content gives needs no pattern.
+acceptance is identical; msgspec's own call costs about twice as much. Short strings found
+to match are remembered (a bounded set per pattern): batches repeat timestamps and digests.
+The caller checks the top-level ``packet_id`` itself: an id equal to the one the content
+gives needs no pattern.
 
 A packet the function rejects is decoded again with the patterned structs, which give the
 usual message and JSON Pointer.
