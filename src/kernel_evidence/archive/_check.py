@@ -7,7 +7,7 @@ from typing import Any
 
 from ..rules import validate, validate_struct
 
-__all__ = ["Checked", "check", "check_fields", "check_struct"]
+__all__ = ["Checked", "check", "check_fields"]
 
 
 @dataclass(frozen=True)
@@ -44,19 +44,13 @@ def _from_report(report: Any) -> Checked:
     return Checked(bool(report.ok), str(letter) if letter else None, reasons, findings, lines)
 
 
-def check_struct(struct: Any, canonical: bytes | None = None, *, content_id: str | None = None) -> Checked:
-    """Validate one packet already decoded by :func:`kernel_evidence._decode.decode_checked`
-    (with the id its content gives) or :func:`~kernel_evidence._decode.decode_one` (with its
-    canonical bytes)."""
-    return _from_report(validate_struct(struct, None, None, canonical, content_id=content_id))
-
-
 def check_fields(
     struct: Any, *, content_id: str | None
 ) -> tuple[bool, str | None, list[str], list[dict[str, str]], list[str]]:
-    """:func:`check_struct`'s fields as a plain tuple ``(ok, grade, reasons, findings,
-    lines)``, for the analysis of a batch (one per packet: no dataclass to build, and
-    nothing to format when there is no finding, the common case)."""
+    """Validate one packet decoded by :func:`kernel_evidence._decode.decode_checked` (with
+    the id its content gives): ``(ok, grade, reasons, findings, lines)`` as in
+    :class:`Checked`, as a plain tuple for the analysis of a batch (one per packet: no
+    dataclass to build, and nothing to format when there is no finding, the common case)."""
     report = validate_struct(struct, None, None, None, content_id=content_id)
     if report.findings:
         c = _from_report(report)
