@@ -543,23 +543,23 @@ def _timing(p: Any, t: Any, add: Add) -> None:
     # every statistics block: candidate, its serving latencies, then the baseline's
     if t.stats is not None:
         _stats("/timing/stats", t.stats, add)
-    sv = t.serving
-    if sv is not None:
-        for k, ptr in _SERVING_PTRS:
-            s = getattr(sv, k)
-            if s is not None:
-                _stats(ptr, s, add)
+    if t.serving is not None:
+        _serving_stats(t.serving, _SERVING_PTRS, add)
     b = t.baseline
     if b is not None:
         if b.stats is not None:
             _stats("/timing/baseline/stats", b.stats, add)
-        sv = b.serving
-        if sv is not None:
-            for k, ptr in _BASELINE_SERVING_PTRS:
-                s = getattr(sv, k)
-                if s is not None:
-                    _stats(ptr, s, add)
+        if b.serving is not None:
+            _serving_stats(b.serving, _BASELINE_SERVING_PTRS, add)
     _limits(p, t, add)
+
+
+def _serving_stats(sv: Any, ptrs: Any, add: Add) -> None:
+    """Each latency statistics block of a serving run (``ptrs``: attribute and pointer)."""
+    for k, ptr in ptrs:
+        s = getattr(sv, k)
+        if s is not None:
+            _stats(ptr, s, add)
 
 
 _PCT_CACHE: dict[str, float | None] = {}
