@@ -263,11 +263,12 @@ def _iter_lines(
     *,
     stdin: bool,
     first_line: int = 0,
-    seen: list[bool] | None = None,
+    seen: list[Any] | None = None,
 ) -> Iterator[Record]:
-    """Records of a JSONL stream. With ``seen`` (a one-element list), the stream is a part of
-    a file that starts after line ``first_line``: whether it held any line is stored in
-    ``seen[0]`` instead of reporting an empty input (the caller judges the whole file)."""
+    """Records of a JSONL stream. With ``seen`` (a list), the stream is a part of a file that
+    starts after line ``first_line``: whether it held any line is stored in ``seen[0]``
+    instead of reporting an empty input (the caller judges the whole file), and how many
+    lines it held in ``seen[1]`` when the list has a second element."""
     cap = limits.max_record_bytes
     lineno = first_line
     saw_any = False
@@ -343,6 +344,8 @@ def _iter_lines(
         yield _checked(name, f"line {lineno}", buf)
     if seen is not None:
         seen[0] = saw_any
+        if len(seen) > 1:
+            seen[1] = lineno - first_line  # lines in this part
     elif not saw_any:
         yield Record(name, None, error=InputError(name, None, "empty input; expected JSON packets"))
 
@@ -368,14 +371,15 @@ class _Window:
 
 
 def _iter_line_range(
-    name: str, offset: int, length: int, first_line: int, limits: Limits | None, seen: list[bool]
+    name: str, offset: int, length: int, first_line: int, limits: Limits | None, seen: list[Any]
 ) -> Iterator[Record]:
     """Records of the lines in bytes ``[offset, offset + length)`` of a plain JSONL file, a
     range that starts after line ``first_line`` and ends at a line end (or the file's end).
 
     Same records, line numbers and limits as :func:`iter_records` gives for those lines;
-    ``seen[0]`` tells afterwards whether the range held a non-blank line. Worker processes
-    read their share of a large file this way.
+    ``seen[0]`` tells afterwards whether the range held a non-blank line (and ``seen[1]``, if
+    the list has one, how many lines). Worker processes read their share of a large file
+    this way.
     """
     limits = limits or Limits()
     try:

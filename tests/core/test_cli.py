@@ -269,17 +269,28 @@ def test_worker_processes_give_the_same_reports_in_the_same_order(tmp_path: Path
     assert two == one
 
 
-@pytest.mark.parametrize("range_bytes", [700, 5000, 1 << 20])
-def test_workers_reading_file_ranges_give_the_same_reports(tmp_path: Path, monkeypatch, range_bytes) -> None:
+@pytest.mark.parametrize(
+    ("range_bytes", "probe_bytes", "fork"),
+    [(700, 100, True), (5000, 1 << 16, True), (1 << 20, 1 << 16, True), (5000, 333, False)],
+)
+def test_workers_reading_file_ranges_give_the_same_reports(
+    tmp_path: Path, monkeypatch, range_bytes, probe_bytes, fork
+) -> None:
     """Large JSONL files are cut into ranges that workers read themselves: ranges smaller
-    than a line, blank and over-long lines, non-UTF-8 bytes, a last line without a line
-    end, empty and blank-only files must all come out as in one process."""
+    than a line, blank and over-long lines, non-UTF-8 bytes, a line holding an array, a last
+    line without a line end, empty and blank-only files must all come out as in one
+    process, line numbers included, with workers forked or started by the forkserver."""
     from kernel_evidence.io import Limits
     from kernel_evidence.rules import _parallel, validate_paths
 
     monkeypatch.setattr(_parallel, "_RANGE_BYTES", range_bytes)
+    monkeypatch.setattr(_parallel, "_PROBE_BYTES", probe_bytes)
+    if not fork:
+        monkeypatch.setattr(_parallel, "_single_threaded", lambda: False)
+    assert (_parallel._context().get_start_method() == "fork") is (fork and sys.platform == "linux")
     bad = GOOD.replace(b'"median":180.0', b'"median":1.0')
-    lines = [GOOD, b"", b"  ", bad, b"{broken", b"x" * 9000, b'{"a": "\xff"}', GOOD]
+    array = b"[" + GOOD + b"," + bad + b"]"
+    lines = [GOOD, b"", b"  ", bad, b"{broken", b"x" * 9000, b'{"a": "\xff"}', array, GOOD]
     write(tmp_path, "a.jsonl", b"\n".join(lines * 40) + b"\n")
     write(tmp_path, "b.jsonl", b"\n".join(lines * 3))  # no final line end
     write(tmp_path, "c.jsonl", b"")
@@ -288,13 +299,28 @@ def test_workers_reading_file_ranges_give_the_same_reports(tmp_path: Path, monke
     limits = Limits(max_record_bytes=8000)
     one = [r.to_dict() for r in validate_paths([str(tmp_path)], limits)]
     two = [r.to_dict() for r in validate_paths([str(tmp_path)], limits, jobs=2)]
-    assert len(one) == 6 * 40 + 6 * 3 + 1 + 1 + 1  # six non-blank lines per group
+    assert len(one) == 8 * 40 + 8 * 3 + 1 + 1 + 1  # seven non-blank lines, eight reports per group
+    assert one[-5]["location"] == "line 26, item 1"  # b.jsonl: the array, 8th line of the third group
     assert [r["location"] for r in two] == [r["location"] for r in one]
     assert two == one
     assert any("line longer than 8000 bytes" in f["message"] for r in one for f in r["findings"])
     assert sum(1 for r in one for f in r["findings"] if "empty input" in f["message"]) == 2
 
 
-def test_jobs_option(capsys) -> None:
+def test_jobs_option(capsys, monkeypatch) -> None:
     code, out, _ = run(capsys, "validate", "--jobs", "2", str(EXAMPLES / "valid"))
     assert code == 0 and "7 packet(s) in 7 file(s): 7 valid" in out
+    # the option reaches the engine (it was once parsed and then dropped)
+    import kernel_evidence.cli.validate as cli_validate
+
+    asked: list[int] = []
+    real = cli_validate.validate_paths
+
+    def spy(paths, limits=None, *, jobs=1):  # type: ignore[no-untyped-def]
+        asked.append(jobs)
+        return real(paths, limits, jobs=jobs)
+
+    monkeypatch.setattr(cli_validate, "validate_paths", spy)
+    for argv in (["--jobs", "2"], ["-j", "1"], []):
+        assert run(capsys, "validate", *argv, str(EXAMPLES / "valid"))[0] == 0
+    assert asked == [2, 1, 0]

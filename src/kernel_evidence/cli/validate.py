@@ -52,7 +52,14 @@ def register(app: typer.Typer) -> None:
             fail(f"--format must be text or json, got `{fmt}`", EXIT_USAGE)
         limits = Limits(max_record_bytes=max_record_bytes, max_decompressed_bytes=max_decompressed_bytes)
         code = run(
-            paths, fmt=fmt, strict=strict, verbose=verbose, quiet=quiet, progress=progress, limits=limits
+            paths,
+            fmt=fmt,
+            strict=strict,
+            verbose=verbose,
+            quiet=quiet,
+            progress=progress,
+            limits=limits,
+            jobs=jobs,
         )
         raise typer.Exit(code)
 

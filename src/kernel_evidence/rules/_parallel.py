@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import sys
 from collections import deque
 from collections.abc import Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -61,14 +62,23 @@ def _pack(rep: Report) -> Packed:
     )
 
 
+#: grades come back from the workers as (letter, reasons); a batch repeats a few of them
+_GRADES: dict[tuple[str, tuple[str, ...]], Grade] = {}
+
+
 def _unpack(p: Packed) -> Report:
-    source, location, packet_id, findings, (letter, reasons) = p
+    source, location, packet_id, findings, grade = p
+    g = _GRADES.get(grade)
+    if g is None:
+        g = Grade(*grade)  # type: ignore[arg-type]
+        if len(_GRADES) < 1024 and sum(map(len, grade[1])) <= 1024:
+            _GRADES[grade] = g
     return Report(
         source,
         location,
         packet_id,
-        [Finding(*f) for f in findings],  # type: ignore[arg-type]
-        Grade(letter, reasons),  # type: ignore[arg-type]
+        [Finding(*f) for f in findings] if findings else [],  # type: ignore[arg-type]
+        g,
     )
 
 
@@ -89,34 +99,44 @@ def check_batch(batch: list[Entry]) -> list[Packed]:
 
 
 _RANGE_BYTES = 4 << 20
+#: how much is read at a time to find the line end after a cut
+_PROBE_BYTES = 64 << 10
 
-Result = tuple[bool, list[Packed]]
+#: (whether the range held a non-blank line, how many lines it held, its reports)
+Result = tuple[bool, int, list[Packed]]
 
 
 class _Range(NamedTuple):
-    """Bytes ``[offset, offset + length)`` of a JSONL file, after line ``first_line``."""
+    """Bytes ``[offset, offset + length)`` of a JSONL file, cut at a line end."""
 
     name: str
     offset: int
     length: int
-    first_line: int
     last: bool  # the file's last range
 
 
 Task = _Range | list[Entry]  # a range, or a batch of records read by the parent
 
 
-def check_range(name: str, offset: int, length: int, first_line: int, limits: Limits | None) -> Result:
-    """Worker side: every report of one range of a JSONL file, packed, and whether the
-    range held any line."""
+def check_range(name: str, offset: int, length: int, limits: Limits | None) -> Result:
+    """Worker side: every report of one range of a JSONL file, packed, with locations
+    counted from the range's first line (the parent adds the lines before it)."""
     from . import report_record
 
-    seen = [False]
+    seen: list[Any] = [False, 0]
     out: list[Packed] = []
-    for rec in _iter_line_range(name, offset, length, first_line, limits, seen):
+    for rec in _iter_line_range(name, offset, length, 0, limits, seen):
         for rep in report_record(rec):
             out.append(_pack(rep))
-    return seen[0], out
+    return seen[0], seen[1], out
+
+
+def _rebase(location: str | None, lines_before: int) -> str | None:
+    """``line K`` (or ``line K, item I``) counted from a range's start -> from the file's."""
+    if not lines_before or location is None or not location.startswith("line "):
+        return location
+    number, comma, rest = location[5:].partition(",")
+    return f"line {int(number) + lines_before}{comma}{rest}"
 
 
 def _plain_jsonl(name: str) -> bool:
@@ -127,27 +147,34 @@ def _plain_jsonl(name: str) -> bool:
 
 
 def _ranges(name: str, fh: BinaryIO) -> Iterator[Task]:
-    """Cut an open JSONL file into ranges that end at line ends (a line longer than a range
-    makes that range longer); the last range of the file is marked."""
-    start = pos = 0
-    line = 0
-    while True:
-        try:
-            block = fh.read(_RANGE_BYTES)
-        except OSError as exc:
-            yield [(name, None, None, f"could not be read ({exc.strerror or exc})")]
-            return
-        if not block:
-            break
-        nl = block.rfind(b"\n")
-        if nl >= 0:
-            end = pos + nl + 1
-            # no line end between `start` and this block: it has them all
-            yield _Range(name, start, end - start, line, False)
-            line += block.count(b"\n", 0, nl + 1)
+    """Cut an open JSONL file into ranges of about ``_RANGE_BYTES`` that end at line ends
+    (a line longer than a range makes that range longer); the last one is marked. Only the
+    bytes after each cut are read here, up to the next line end: the workers read the rest."""
+    try:
+        size = os.fstat(fh.fileno()).st_size
+        start = 0
+        while True:
+            cut = start + _RANGE_BYTES
+            if cut >= size:
+                yield _Range(name, start, size - start, True)
+                return
+            fh.seek(cut)
+            end = size
+            while True:
+                probe = fh.read(_PROBE_BYTES)
+                if not probe:
+                    break
+                nl = probe.find(b"\n")
+                if nl >= 0:
+                    end = cut + nl + 1
+                    break
+                cut += len(probe)
+            yield _Range(name, start, end - start, end >= size)
+            if end >= size:
+                return
             start = end
-        pos += len(block)
-    yield _Range(name, start, pos - start, line, True)
+    except OSError as exc:
+        yield [(name, None, None, f"could not be read ({exc.strerror or exc})")]
 
 
 def _tasks(paths: Iterable[str], limits: Limits | None) -> Iterator[Task]:
@@ -180,10 +207,24 @@ def _tasks(paths: Iterable[str], limits: Limits | None) -> Iterator[Task]:
         yield batch
 
 
+def _single_threaded() -> bool:
+    """True when this process runs one thread only, native threads included (Linux: the
+    entries of /proc/self/task); False when that cannot be told."""
+    try:
+        return len(os.listdir("/proc/self/task")) == 1
+    except OSError:
+        return False
+
+
 def _context() -> multiprocessing.context.BaseContext:
-    """forkserver where the platform has it (workers forked from one process that imported
-    the validator once), else spawn; never plain fork (the parent may run threads)."""
-    if "forkserver" in multiprocessing.get_all_start_methods():
+    """How workers start. A process that runs no other thread (the CLI, most scripts) forks
+    them: they start at once, with everything imported. Otherwise (a thread might hold a
+    lock the child would inherit) forkserver where the platform has it (workers forked from
+    one process that imported the validator once), else spawn."""
+    methods = multiprocessing.get_all_start_methods()
+    if sys.platform == "linux" and "fork" in methods and _single_threaded():
+        return multiprocessing.get_context("fork")
+    if "forkserver" in methods:
         ctx = multiprocessing.get_context("forkserver")
         ctx.set_forkserver_preload(["kernel_evidence.rules"])
         return ctx
@@ -194,19 +235,25 @@ def validate_parallel(paths: Iterable[str], limits: Limits | None, jobs: int) ->
     """Reports for every record of ``paths``, checked in ``jobs`` worker processes."""
     pending: deque[tuple[Task, Future[Any]]] = deque()
     seen_in_file = False
+    lines_before = 0  # lines of the file before the range at hand
 
     def results(task: Task, fut: Future[Any]) -> Iterator[Report]:
-        nonlocal seen_in_file
+        nonlocal seen_in_file, lines_before
         if not isinstance(task, _Range):
             for p in fut.result():
                 yield _unpack(p)
             return
-        seen, packed = fut.result()
+        seen, lines, packed = fut.result()
         if task.offset == 0:  # a file's first range
             seen_in_file = False
+            lines_before = 0
         seen_in_file = seen_in_file or seen
         for p in packed:
-            yield _unpack(p)
+            rep = _unpack(p)
+            if lines_before:
+                rep.location = _rebase(rep.location, lines_before)
+            yield rep
+        lines_before += lines
         if task.last and not seen_in_file:
             from . import report_record
 
@@ -216,7 +263,7 @@ def validate_parallel(paths: Iterable[str], limits: Limits | None, jobs: int) ->
         for task in _tasks(paths, limits):
             fut: Future[Any]
             if isinstance(task, _Range):
-                fut = pool.submit(check_range, task.name, task.offset, task.length, task.first_line, limits)
+                fut = pool.submit(check_range, task.name, task.offset, task.length, limits)
             else:
                 fut = pool.submit(check_batch, task)
             pending.append((task, fut))
