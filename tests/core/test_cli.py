@@ -270,24 +270,21 @@ def test_worker_processes_give_the_same_reports_in_the_same_order(tmp_path: Path
 
 
 @pytest.mark.parametrize(
-    ("range_bytes", "probe_bytes", "fork"),
-    [(700, 100, True), (5000, 1 << 16, True), (1 << 20, 1 << 16, True), (5000, 333, False)],
+    ("range_bytes", "probe_bytes"), [(700, 100), (5000, 1 << 16), (1 << 20, 1 << 16), (5000, 333)]
 )
 def test_workers_reading_file_ranges_give_the_same_reports(
-    tmp_path: Path, monkeypatch, range_bytes, probe_bytes, fork
+    tmp_path: Path, monkeypatch, range_bytes, probe_bytes
 ) -> None:
     """Large JSONL files are cut into ranges that workers read themselves: ranges smaller
     than a line, blank and over-long lines, non-UTF-8 bytes, a line holding an array, a last
     line without a line end, empty and blank-only files must all come out as in one
-    process, line numbers included, with workers forked or started by the forkserver."""
+    process, line numbers included. (This test process may run threads, so its workers come
+    from the forkserver; the next test forks them.)"""
     from kernel_evidence.io import Limits
     from kernel_evidence.rules import _parallel, validate_paths
 
     monkeypatch.setattr(_parallel, "_RANGE_BYTES", range_bytes)
     monkeypatch.setattr(_parallel, "_PROBE_BYTES", probe_bytes)
-    if not fork:
-        monkeypatch.setattr(_parallel, "_single_threaded", lambda: False)
-    assert (_parallel._context().get_start_method() == "fork") is (fork and sys.platform == "linux")
     bad = GOOD.replace(b'"median":180.0', b'"median":1.0')
     array = b"[" + GOOD + b"," + bad + b"]"
     lines = [GOOD, b"", b"  ", bad, b"{broken", b"x" * 9000, b'{"a": "\xff"}', array, GOOD]
@@ -305,6 +302,34 @@ def test_workers_reading_file_ranges_give_the_same_reports(
     assert two == one
     assert any("line longer than 8000 bytes" in f["message"] for r in one for f in r["findings"])
     assert sum(1 for r in one for f in r["findings"] if "empty input" in f["message"]) == 2
+
+
+_FORKED_WORKERS = """
+import sys
+from kernel_evidence.rules import _parallel, validate_paths
+
+if __name__ == "__main__":
+    _parallel._RANGE_BYTES = 900
+    method = _parallel._context().get_start_method()
+    one = [r.to_dict() for r in validate_paths([sys.argv[1]])]
+    two = [r.to_dict() for r in validate_paths([sys.argv[1]], jobs=2)]
+    assert two == one and len(one) == 4 * 30, len(one)
+    print(method, one[-1]["location"])
+"""
+
+
+def test_workers_forked_from_a_single_threaded_process(tmp_path: Path) -> None:
+    """A process that runs one thread (a fresh interpreter here) forks its workers: same
+    reports, same line numbers."""
+    bad = GOOD.replace(b'"median":180.0', b'"median":1.0')
+    src = write(tmp_path, "a.jsonl", b"\n".join([GOOD, b"", bad, b"{broken", GOOD] * 30) + b"\n")
+    script = tmp_path / "forked.py"
+    script.write_text(_FORKED_WORKERS)
+    out = subprocess.run([sys.executable, str(script), src], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    method, location = out.stdout.split(maxsplit=1)
+    assert method == ("fork" if sys.platform == "linux" else "forkserver")
+    assert location.strip() == "line 150"
 
 
 def test_jobs_option(capsys, monkeypatch) -> None:

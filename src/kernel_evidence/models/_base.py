@@ -74,6 +74,7 @@ class Model(BaseModel):
         populate_by_name=True,
         use_enum_values=False,
         validate_default=False,
+        defer_build=True,
     )
 
 
