@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import stat
 import sys
 import tempfile
 from collections.abc import Iterable, Iterator
@@ -417,22 +418,76 @@ def read_packets(paths: Iterable[str | os.PathLike[str]], limits: Limits | None 
                 yield EvidencePacket.model_validate(msgspec.to_builtins(item.packet))
 
 
-def open_output(path: str | os.PathLike[str]) -> tuple[IO[bytes], Any]:
-    """Not public: a temp file beside ``path`` and a commit function (rename into place)."""
+def _output_target(path: str | os.PathLike[str]) -> tuple[Path, bool]:
+    """Where writing ``path`` lands, and whether it is written in place.
+
+    A device or a pipe (``/dev/stdout``, a FIFO) is written in place; an existing directory
+    is refused. Anything else gets a temp file renamed into place, and a symbolic link is
+    written through (its target gets the data, as a shell redirection would do)."""
+    try:
+        mode = os.stat(path).st_mode  # follows links
+    except OSError:
+        mode = 0  # nothing there yet (or a dangling link)
+    if stat.S_ISDIR(mode):
+        raise FileExistsError(f"{path}: is a directory; refusing to replace it")
+    if mode and not stat.S_ISREG(mode):
+        return Path(path), True
     target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    return (Path(os.path.realpath(target)) if target.is_symlink() else target), False
+
+
+def replaces_file(path: str | os.PathLike[str]) -> bool:
+    """Not public: whether writing ``path`` would replace an existing file (a device or a
+    pipe is written to, not replaced)."""
+    target, in_place = _output_target(path)
+    return not in_place and target.exists()
+
+
+def open_output(path: str | os.PathLike[str]) -> tuple[IO[bytes], Any]:
+    """Not public: a temp file beside ``path`` and a commit function (rename into place).
+
+    Raises ``OSError`` with a one-line message naming ``path`` when it cannot be written;
+    the temp file never outlives a failed commit."""
+    target, in_place = _output_target(path)
+    if in_place:
+        return _open_in_place(path, target)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    except OSError as exc:
+        raise OSError(f"{path}: cannot be written ({exc.strerror or exc})") from exc
     # mkstemp makes the file private (0600); give it the mode a plain open() would
     os.chmod(tmp, 0o666 & ~_UMASK)
     fh = os.fdopen(fd, "wb")
 
     def commit(ok: bool) -> None:
-        fh.close()
-        if ok:
-            os.replace(tmp, target)
-        else:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp)
+        try:
+            fh.close()
+            if ok:
+                os.replace(tmp, target)
+                return
+        except OSError as exc:
+            raise OSError(f"{path}: cannot be written ({exc.strerror or exc})") from exc
+        finally:
+            if not ok or os.path.exists(tmp):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(tmp)
+
+    return fh, commit
+
+
+def _open_in_place(path: str | os.PathLike[str], target: Path) -> tuple[IO[bytes], Any]:
+    try:
+        fh = open(target, "wb")  # noqa: SIM115 - closed by commit
+    except OSError as exc:
+        raise OSError(f"{path}: cannot be written ({exc.strerror or exc})") from exc
+
+    def commit(ok: bool) -> None:
+        try:
+            fh.close()
+        except OSError as exc:
+            if ok:
+                raise OSError(f"{path}: cannot be written ({exc.strerror or exc})") from exc
 
     return fh, commit
 
@@ -448,14 +503,13 @@ def write_packets(
     A ``.json`` name with more than one packet is refused. An existing file is never
     replaced unless ``overwrite`` is true. Returns the number of packets written.
     """
-    target = Path(path)
-    if target.exists() and not overwrite:
+    if not overwrite and replaces_file(path):
         raise FileExistsError(
-            f"{target}: already exists; refusing to overwrite it (use overwrite=True / --force)"
+            f"{path}: already exists; refusing to overwrite it (use overwrite=True / --force)"
         )
-    is_jsonl, is_zst = _kind(str(target))
+    is_jsonl, is_zst = _kind(str(path))
     enc = msgspec.json.Encoder(order="sorted")  # canonical key order, as EvidencePacket.to_json
-    fh, commit = open_output(target)
+    fh, commit = open_output(path)
     ok = False
     count = 0
     try:
@@ -469,7 +523,7 @@ def write_packets(
             items = list(packets)
             if len(items) != 1:
                 raise ValueError(
-                    f"{target}: a .json file holds exactly one packet, got {len(items)}; use .jsonl"
+                    f"{path}: a .json file holds exactly one packet, got {len(items)}; use .jsonl"
                 )
             sink.write(_as_json(items[0], enc))
             sink.write(b"\n")
@@ -477,6 +531,10 @@ def write_packets(
         if is_zst:
             sink.close()
         ok = True
+    except OSError as exc:
+        if exc.strerror is None:
+            raise
+        raise OSError(f"{path}: cannot be written ({exc.strerror})") from exc
     finally:
         commit(ok)
     return count

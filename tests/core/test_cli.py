@@ -181,6 +181,25 @@ def test_strict_fails_on_warnings(capsys, tmp_path: Path) -> None:
     assert run(capsys, "validate", path)[0] == 0
     code, out, _ = run(capsys, "validate", "--strict", path)
     assert code == 1 and "KE102 warning" in out and "KE005 warning" in out
+    # the JSON report agrees with the exit code and the summary
+    code, out, _ = run(capsys, "validate", "--strict", "--format", "json", path)
+    doc = json.loads(out)
+    assert code == 1 and doc["summary"]["invalid"] == 1 and doc["reports"][0]["valid"] is False
+    doc = json.loads(run(capsys, "validate", "--format", "json", path)[1])
+    assert doc["reports"][0]["valid"] is True
+
+
+def test_quiet_json_is_the_summary_only(capsys) -> None:
+    code, out, _ = run(capsys, "validate", "--quiet", "--format", "json", str(EXAMPLES / "valid"))
+    assert code == 0 and json.loads(out) == {"summary": json.loads(out)["summary"]}
+    assert json.loads(out)["summary"]["packets"] == 7
+
+
+@pytest.mark.parametrize("option", ["--max-record-bytes", "--max-decompressed-bytes"])
+@pytest.mark.parametrize("value", ["0", "-5"])
+def test_limits_must_be_positive(capsys, option: str, value: str) -> None:
+    code, _, err = run(capsys, "validate", option, value, str(EXAMPLES / "valid"))
+    assert code == 2 and "Traceback" not in err
 
 
 def test_json_format_is_one_parseable_document(capsys) -> None:
@@ -203,6 +222,22 @@ def test_usage_errors_exit_two(capsys) -> None:
     assert run(capsys, "validate")[0] == 2
     assert run(capsys, "validate", "--format", "xml", "x.json")[0] == 2
     assert run(capsys, "no-such-command")[0] == 2
+
+
+@pytest.mark.parametrize("table", ["--baselines", "--peaks", None])
+def test_rules_markdown_tables(capsys, table: str | None) -> None:
+    code, out, _ = run(capsys, "rules", *([table] if table else []), "--format", "markdown")
+    lines = out.splitlines()
+    assert code == 0 and lines[1].startswith("|---|") and all(line.startswith("| ") for line in lines[2:])
+    cells = {len(line.replace("\\|", "").split("|")) for line in lines}
+    assert len(cells) == 1  # every row has the header's number of cells
+    first = {None: "| KE000 |", "--baselines": "| AITER |", "--peaks": "| b200 |"}[table]
+    assert lines[2].startswith(first)
+
+
+def test_rules_tables_one_at_a_time(capsys) -> None:
+    code, _, err = run(capsys, "rules", "--baselines", "--peaks")
+    assert code == 2 and "one of them" in err
 
 
 def test_rules_and_schema_and_id(capsys, tmp_path: Path) -> None:

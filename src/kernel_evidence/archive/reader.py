@@ -26,16 +26,27 @@ import pyarrow.parquet as pq
 import zstandard
 
 from ..errors import ArchiveError
-from ..io import open_output
+from ..io import open_output, replaces_file
 from . import _layout
 from .schema import DATASET_SCHEMA, META_LAYOUT_VERSION, PARTITION_SCHEMA
 
-__all__ = ["WhereError", "export_packets", "iter_packets", "open_archive", "parse_where", "scan"]
+__all__ = [
+    "OutputError",
+    "WhereError",
+    "check_output",
+    "export_packets",
+    "iter_packets",
+    "open_archive",
+    "parse_where",
+    "scan",
+]
 
 _PARTITIONING = ds.partitioning(PARTITION_SCHEMA, flavor="hive")
 #: read one column chunk at a time rather than whole row groups ahead
 _SCAN_OPTIONS = ds.ParquetFragmentScanOptions(pre_buffer=False)
 _WHERE_RE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(!=|>=|<=|=|<|>)\s*(.*?)\s*$")
+#: output names that hold several packets (one per line); any other name holds one
+_JSONL = (".jsonl", ".ndjson", ".jsonl.zst", ".ndjson.zst")
 
 
 _EXPECTED = "expected COLUMN OP VALUE with OP one of = != < <= > >="
@@ -43,6 +54,22 @@ _EXPECTED = "expected COLUMN OP VALUE with OP one of = != < <= > >="
 
 class WhereError(ValueError):
     """A ``--where`` filter that cannot be understood (a usage error)."""
+
+
+class OutputError(ValueError):
+    """An output name that cannot hold what would be written there (a usage error)."""
+
+
+def check_output(root: str | os.PathLike[str], out: str | os.PathLike[str]) -> None:
+    """Refuse an output path inside the archive ``root`` (symbolic links resolved): writing
+    there would add a stray file to the archive, or replace one of its files."""
+    try:
+        base = Path(root).resolve()
+        target = Path(out).resolve()
+    except (OSError, RuntimeError):  # a symlink loop: opening the output will say so
+        return
+    if target == base or base in target.parents:
+        raise OutputError(f"{out}: inside the archive {root} being read; write the output outside it")
 
 
 def _files(root: Path) -> list[Path]:
@@ -143,15 +170,28 @@ def export_packets(
     overwrite: bool = False,
 ) -> int:
     """Write the archived packets (filtered) to JSONL, zstd-compressed when ``out`` ends in
-    ``.zst``; ``-`` is standard output. Atomic; returns the number of packets written."""
+    ``.zst``; ``-`` is standard output. Atomic; returns the number of packets written.
+
+    As with :func:`kernel_evidence.io.write_packets`, a name not ending in ``.jsonl`` (or
+    ``.jsonl.zst``; ``.json`` for one) holds one packet: more matching packets raise
+    :class:`OutputError`, as does an ``out`` inside the archive; nothing is written then.
+    """
     expr = where if isinstance(where, pc.Expression) or where is None else parse_where(where)
+    target = str(out)
+    if target != "-":
+        check_output(root, target)
     # resolve everything that can fail on the archive before creating the output
     open_archive(root)
-    target = str(out)
     if target == "-":
         return _write(sys.stdout.buffer, root, expr, zst=False)
-    if Path(target).exists() and not overwrite:
+    if not overwrite and replaces_file(target):  # a device or a pipe is written to, not replaced
         raise FileExistsError(f"{target}: already exists; refusing to overwrite it (use --force)")
+    if not target.lower().endswith(_JSONL):
+        count = sum(batch.num_rows for batch in scan(root, ["packet_id"], expr))
+        if count > 1:
+            raise OutputError(
+                f"{target}: {count} packets need a .jsonl (or .jsonl.zst) output name; a .json file holds one"
+            )
     fh, commit = open_output(target)
     ok = False
     try:

@@ -67,6 +67,7 @@ from .schema import (
     COLUMNS,
     DICTIONARY_COLUMNS,
     FILE_SCHEMA,
+    MARKER_NAME,
     META_LAYOUT_VERSION,
     META_PRODUCER,
     META_SCHEMA_VERSION,
@@ -809,12 +810,22 @@ def archive_packets(
     process once the input passes ``PARALLEL_AFTER`` documents, or from the start when its
     files hold ``PARALLEL_BYTES`` (default: when the machine has more than one core);
     results are the same either way.
+
+    A run that adds nothing (every document refused, no document found, or a failure)
+    leaves no new archive behind: when it created ``to``, it removes what it created, and
+    nothing else. ``archive_packets([], to)`` makes an empty archive.
     """
     sources = list(sources)
     root = Path(to)
-    created = _layout.init_marker(root, _PRODUCER, SCHEMA_VERSION)
-    if not created:
-        _layout.read_marker(root, for_write=True)
+    made = _missing_dirs(root)
+    created = False
+    try:
+        created = _layout.init_marker(root, _PRODUCER, SCHEMA_VERSION)
+        if not created:
+            _layout.read_marker(root, for_write=True)
+    except OSError as exc:
+        _remove_new_archive(root, made)
+        raise ArchiveError(f"{root}: could not create the archive: {_os_reason(exc)}") from None
     writer = _Writer(root, allow_invalid=allow_invalid, peaks=_peak_lookup())
     pipeline = _Pipeline(writer, on_refusal, parallel)
     try:
@@ -834,14 +845,52 @@ def archive_packets(
     except OSError as exc:
         pipeline.kill()
         writer.abort()
-        what = exc.strerror or type(exc).__name__
-        where = f" ({exc.filename})" if exc.filename else ""
-        raise ArchiveError(f"{root}: could not write the archive: {what}{where}; nothing was added") from None
+        if created:
+            _remove_new_archive(root, made)
+        raise ArchiveError(
+            f"{root}: could not write the archive: {_os_reason(exc)}; nothing was added"
+        ) from None
     except BaseException:
         pipeline.kill()
         writer.abort()
+        if created:
+            _remove_new_archive(root, made)
         raise
+    if created and sources and not writer.summary.files:
+        _remove_new_archive(root, made)
     return writer.summary
+
+
+def _os_reason(exc: OSError) -> str:
+    what = exc.strerror or type(exc).__name__
+    return f"{what} ({exc.filename})" if exc.filename else what
+
+
+def _missing_dirs(root: Path) -> list[Path]:
+    """``root`` and those of its parents that do not exist yet, innermost first."""
+    out: list[Path] = []
+    path = root
+    while not os.path.lexists(path) and path != path.parent:
+        out.append(path)
+        path = path.parent
+    return out
+
+
+def _remove_new_archive(root: Path, made: list[Path]) -> None:
+    """Undo the creation of an archive that got nothing: its marker, when it is all the
+    directory holds, then the directories ``made`` (innermost first) while they are empty.
+    Nothing that existed before the run is touched."""
+    own = {MARKER_NAME, f".{MARKER_NAME}.tmp"}
+    with contextlib.suppress(OSError):
+        if {p.name for p in root.iterdir()} <= own:
+            for name in own:
+                with contextlib.suppress(FileNotFoundError):
+                    (root / name).unlink()
+    for d in made:
+        try:
+            d.rmdir()
+        except OSError:
+            return
 
 
 def _file_bytes(sources: list[str | os.PathLike[str]]) -> int:

@@ -29,16 +29,17 @@ def register(app: typer.Typer) -> None:
         ),
         quiet: bool = typer.Option(False, "--quiet", "-q", help="Only the summary line."),
         max_record_bytes: int = typer.Option(
-            Limits.max_record_bytes, help="Largest single document accepted."
+            Limits.max_record_bytes, min=1, help="Largest single document accepted."
         ),
         max_decompressed_bytes: int = typer.Option(
-            Limits.max_decompressed_bytes, help="Largest amount one zstd file may decompress to."
+            Limits.max_decompressed_bytes, min=1, help="Largest amount one zstd file may decompress to."
         ),
     ) -> None:
         """Archive packets into a Parquet dataset (exit 1 when any is refused).
 
-        Exit 0 when every packet was archived or already present, 1 when any was refused or
-        the archive could not be written.
+        Exit 0 when every packet was archived or already present, 1 when any was refused, none
+        was found, or the archive could not be written. A run that adds nothing leaves no new
+        archive behind.
         """
         from ..archive import archive_packets
 
@@ -52,6 +53,10 @@ def register(app: typer.Typer) -> None:
             summary = archive_packets(paths, to, allow_invalid=allow_invalid, limits=limits, on_refusal=show)
         except ArchiveError as exc:
             fail(str(exc))
+        if not (summary.added or summary.duplicates or summary.refused_count):
+            fail(
+                f"{' '.join(paths)}: no packets found; expected .json, .jsonl, .json.zst or .jsonl.zst files"
+            )
         sys.stdout.write(
             f"{to}: {summary.added} added, {summary.duplicates} already present, "
             f"{summary.refused_count} refused, {len(summary.files)} files written\n"

@@ -16,7 +16,10 @@ def register(app: typer.Typer) -> None:
     def export_cmd(
         archive: str = typer.Argument(..., help="Archive directory."),
         output: str = typer.Option(
-            ..., "--output", "-o", help="Output file: .jsonl, or .jsonl.zst for zstd; - for stdout."
+            ...,
+            "--output",
+            "-o",
+            help="Output file: .jsonl, .jsonl.zst (zstd), .json (one packet); - for stdout.",
         ),
         where: list[str] = typer.Option(
             [],
@@ -27,7 +30,7 @@ def register(app: typer.Typer) -> None:
         force: bool = typer.Option(False, "--force", help="Replace an existing output file."),
     ) -> None:
         """Export archived packets, byte for byte as they were archived (compact JSON)."""
-        from ..archive.reader import WhereError, export_packets, parse_where
+        from ..archive.reader import OutputError, WhereError, export_packets, parse_where
 
         try:
             expr = parse_where(where)
@@ -35,6 +38,8 @@ def register(app: typer.Typer) -> None:
             fail(f"--where: {exc}", EXIT_USAGE)
         try:
             n = export_packets(archive, output, where=expr, overwrite=force)
+        except OutputError as exc:
+            fail(str(exc), EXIT_USAGE)
         except FileExistsError as exc:
             fail(str(exc))
         except (ArchiveError, OSError) as exc:

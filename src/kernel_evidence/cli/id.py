@@ -55,6 +55,6 @@ def register(app: typer.Typer) -> None:
         if output is not None and code == 0:
             try:
                 write_packets(output, out, overwrite=force)
-            except (FileExistsError, ValueError) as exc:
+            except (OSError, ValueError) as exc:
                 fail(str(exc))
         raise typer.Exit(code)

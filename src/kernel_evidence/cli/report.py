@@ -15,7 +15,7 @@ def register(app: typer.Typer) -> None:
     @app.command("report")
     def report_cmd(
         archive: str = typer.Argument(..., help="Archive directory."),
-        output: str = typer.Option(..., "--output", "-o", help="Output HTML file."),
+        output: str = typer.Option(..., "--output", "-o", help="Output HTML file; - for stdout."),
         where: list[str] = typer.Option(
             [], "--where", "-w", help="Report on matching packets only (same filters as export)."
         ),
@@ -23,16 +23,26 @@ def register(app: typer.Typer) -> None:
         force: bool = typer.Option(False, "--force", help="Replace an existing output file."),
     ) -> None:
         """Write an HTML report (inline CSS and SVG, no network) of the archived packets."""
-        from ..archive.reader import WhereError, parse_where
-        from ..archive.report import write_report
+        from ..archive.reader import OutputError, WhereError, check_output, parse_where
+        from ..archive.report import build_report, write_report
 
         try:
             expr = parse_where(where)
+            if output != "-":
+                check_output(archive, output)
         except WhereError as exc:
             fail(f"--where: {exc}", EXIT_USAGE)
+        except OutputError as exc:
+            fail(str(exc), EXIT_USAGE)
         try:
-            n = write_report(archive, output, where=expr, title=title, overwrite=force)
+            if output == "-":
+                text, n = build_report(archive, where=expr, title=title)
+                sys.stdout.buffer.write(text.encode("utf-8"))
+                sys.stdout.buffer.flush()
+            else:
+                n = write_report(archive, output, where=expr, title=title, overwrite=force)
         except (ArchiveError, FileExistsError, OSError) as exc:
             fail(str(exc))
-        sys.stderr.write(f"{output}: report on {n} packets\n")
+        if output != "-":
+            sys.stderr.write(f"{output}: report on {n} packets\n")
         raise typer.Exit(EXIT_OK)

@@ -29,9 +29,21 @@ def register(app: typer.Typer) -> None:
         if output is None:
             sys.stdout.write(text)
             return
-        import os
+        from ..io import open_output, replaces_file
 
-        if os.path.exists(output):
-            fail(f"{output}: already exists; refusing to overwrite it")
-        with open(output, "x", encoding="utf-8") as fh:
-            fh.write(text)
+        try:
+            if replaces_file(output):
+                fail(f"{output}: already exists; refusing to overwrite it")
+        except OSError as exc:
+            fail(f"{output}: cannot be written ({exc.strerror})" if exc.strerror else str(exc))
+
+        try:
+            fh, commit = open_output(output)  # a temp file renamed into place: all or nothing
+            ok = False
+            try:
+                fh.write(text.encode("utf-8"))
+                ok = True
+            finally:
+                commit(ok)
+        except OSError as exc:
+            fail(f"{output}: cannot be written ({exc.strerror})" if exc.strerror else str(exc))

@@ -34,7 +34,7 @@ def register(app: typer.Typer) -> None:
             None, "--progress/--no-progress", help="Progress bar (default: on a terminal)."
         ),
         max_record_bytes: int = typer.Option(
-            Limits.max_record_bytes, help="Largest single document accepted."
+            Limits.max_record_bytes, min=1, help="Largest single document accepted."
         ),
         jobs: int = typer.Option(
             0,
@@ -44,7 +44,7 @@ def register(app: typer.Typer) -> None:
             help="Worker processes (0: automatic - several for inputs of 32 MiB and more).",
         ),
         max_decompressed_bytes: int = typer.Option(
-            Limits.max_decompressed_bytes, help="Largest amount one zstd file may decompress to."
+            Limits.max_decompressed_bytes, min=1, help="Largest amount one zstd file may decompress to."
         ),
     ) -> None:
         """Validate packets: exit 0 when all are valid, 1 when any is invalid, 2 on usage errors."""
@@ -84,7 +84,8 @@ def run(
         progress if progress is not None else (sys.stderr.isatty() and fmt == "text" and not quiet)
     )
     reports = validate_paths(paths, limits, jobs=jobs)
-    if fmt == "json":
+    listed = fmt == "json" and not quiet  # --quiet: the summary only, in JSON too
+    if listed:
         sys.stdout.write('{"reports": [')
     bar = None
     if show_progress:
@@ -110,8 +111,10 @@ def run(
             counts["valid" if good else "invalid"] += 1
             if rep.ok and rep.warnings:
                 counts["warned"] += 1
-            if fmt == "json":
-                sys.stdout.write(("" if first else ",") + "\n" + json.dumps(rep.to_dict()))
+            if listed:
+                doc = rep.to_dict()
+                doc["valid"] = good  # under --strict, a packet with warnings is not valid
+                sys.stdout.write(("" if first else ",") + "\n" + json.dumps(doc))
                 first = False
             elif not quiet:
                 _print_text(out, rep, good, verbose)
@@ -130,8 +133,10 @@ def run(
         "strict": strict,
         "seconds": round(elapsed, 3),
     }
-    if fmt == "json":
+    if listed:
         sys.stdout.write('\n], "summary": ' + json.dumps(summary) + "}\n")
+    elif fmt == "json":
+        sys.stdout.write('{"summary": ' + json.dumps(summary) + "}\n")
     else:
         verdict = (
             "[bold green]ok[/]" if counts["invalid"] == 0 and counts["packets"] else "[bold red]FAILED[/]"
