@@ -296,6 +296,7 @@ def ingest(
     if created_at is not None:
         _check_timestamp(created_at)
     adapter = get_adapter(tool)
+    _check_adapter_options(adapter, extra or {})
     edits = base is not None or replay is not None or base_line is not None or bool(changes)
     # the packet id is recomputed after the edits: adapters that honour `packet_ids` skip theirs
     options = AdapterOptions(
@@ -304,6 +305,20 @@ def ingest(
     )
     with paused_gc():
         return _complete(adapter, inputs, options, replay, base_line, changes, base, created_at, ids=ids)
+
+
+def _check_adapter_options(adapter: Any, extra: dict[str, Any]) -> None:
+    """A ``--opt`` key the adapter does not take is a usage error, not silently ignored
+    (adapters that declare no ``options``, e.g. plug-ins, get every key)."""
+    declared = getattr(adapter, "options", None)
+    if declared is None:
+        return
+    unknown = sorted(k for k in extra if k not in declared and k != "packet_ids")
+    if unknown:
+        takes = ", ".join(f"`{k}`" for k in sorted(declared)) or "none"
+        raise OptionError(
+            f"--opt `{unknown[0]}` is not an option of the {adapter.name} adapter; it takes: {takes}"
+        )
 
 
 def ingest_json(tool: str, inputs: Sequence[str], **kwargs: Any) -> tuple[IngestResult, list[bytes]]:

@@ -248,6 +248,14 @@ def test_cli_bad_input_is_one_line_exit_1(capsys: pytest.CaptureFixture[str]) ->
             "kevidence: error: --opt expects KEY=VALUE (an adapter option), got `device`",
         ),
         (
+            ["ingest", "ncu", str(RAW), "--opt", "device=H100"],
+            "kevidence: error: --opt `device` is not an option of the ncu adapter; it takes: `max_bytes`",
+        ),
+        (
+            ["ingest", "vllm", str(RAW), "--opt", "devcie=A100"],
+            "kevidence: error: --opt `devcie` is not an option of the vllm adapter; it takes: `count`, `dataset`",
+        ),
+        (
             ["metrics", "--format", "yaml"],
             "kevidence: error: --format must be text, markdown or json, got `yaml`",
         ),

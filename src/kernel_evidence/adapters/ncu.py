@@ -681,6 +681,8 @@ class NcuAdapter:
 
     name = "ncu"
     aliases: tuple[str, ...] = ("nsight-compute", "ncu-rep", "nsight_compute")
+    #: the keys ``--opt KEY=VALUE`` may set (any other is a usage error)
+    options: tuple[str, ...] = ("max_bytes",)
     description = "NVIDIA Nsight Compute: --csv details/raw pages, text/summary pages, .ncu-rep reports"
 
     def read(self, inputs: Sequence[str], options: AdapterOptions) -> AdapterResult:

@@ -1078,6 +1078,8 @@ class RocprofAdapter:
 
     name = "rocprof"
     aliases: tuple[str, ...] = ("rocprof-compute", "omniperf")
+    #: the keys ``--opt KEY=VALUE`` may set (any other is a usage error)
+    options: tuple[str, ...] = ("max_bytes",)
     description = (
         "AMD rocprof-compute / Omniperf workload folders (pmc_perf.csv, sysinfo.csv, ...), "
         "analyze exports, rocprofv3 kernel_trace/counter_collection CSVs, rocprof v1 results.csv"

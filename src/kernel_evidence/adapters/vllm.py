@@ -112,6 +112,29 @@ class VllmAdapter:
 
     name = "vllm"
     aliases: tuple[str, ...] = ("sglang", "vllm-bench")
+    #: the keys ``--opt KEY=VALUE`` may set (any other is a usage error)
+    options: tuple[str, ...] = (
+        "dataset",
+        "device",
+        "device_count",
+        "count",
+        "engine",
+        "engine_version",
+        "goodput",
+        "gpu",
+        "gpu_count",
+        "hardware",
+        "inline_samples_max",
+        "max_bytes",
+        "model",
+        "pipeline_parallel_size",
+        "pp",
+        "samples_dir",
+        "tensor_parallel_size",
+        "tp",
+        "use_numpy",
+        "vendor",
+    )
     description = (
         "vLLM bench serve/latency/throughput and sweep results, SGLang bench_serving JSONL, "
         "InferenceX results, AIPerf profile exports: one serving packet per run"

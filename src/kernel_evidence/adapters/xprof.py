@@ -629,6 +629,8 @@ class XProfAdapter:
 
     name = "xprof"
     aliases: tuple[str, ...] = ("jax-profile",)
+    #: the keys ``--opt KEY=VALUE`` may set (any other is a usage error)
+    options: tuple[str, ...] = ("max_bytes", "subject")
     description = "XProf / JAX / TensorFlow profiles: *.xplane.pb, *.trace.json.gz, xprof tool JSON"
 
     def read(self, inputs: Sequence[str], options: AdapterOptions) -> AdapterResult:

@@ -1,0 +1,75 @@
+"""Reading one input file for an adapter: capped, whatever the file is.
+
+A regular file larger than the cap is refused before it is read; a device, a pipe or a file
+that grows while it is read is read in chunks and refused as soon as it passes the cap, so
+a link to ``/dev/zero`` costs at most the cap, never the machine's memory.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+
+from ..errors import AdapterError
+
+__all__ = ["DEFAULT_MAX_BYTES", "max_bytes_option", "read_capped"]
+
+#: the largest input file an adapter reads unless told otherwise (``--opt max_bytes=N``)
+DEFAULT_MAX_BYTES = 2 << 30
+
+_CHUNK = 8 << 20
+
+
+def _size_text(n: int) -> str:
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= scale and n % scale == 0:
+            return f"{n // scale} {unit}"
+    return f"{n} bytes"
+
+
+def _too_large(path: str, cap: int, what: str) -> AdapterError:
+    return AdapterError(
+        f"{path}: larger than the {_size_text(cap)} cap for one input; expected {what} "
+        "(raise the cap with --opt max_bytes=N if the file is really that large)"
+    )
+
+
+def read_capped(
+    path: str, cap: int = DEFAULT_MAX_BYTES, *, what: str = "a profiler or benchmark output"
+) -> bytes:
+    """The bytes of ``path``, at most ``cap`` of them; :class:`AdapterError` (one line, naming
+    the file) for a directory, an unreadable file, or more than ``cap`` bytes."""
+    try:
+        with open(path, "rb") as fh:
+            mode = os.fstat(fh.fileno()).st_mode
+            if stat.S_ISREG(mode) and os.fstat(fh.fileno()).st_size > cap:
+                raise _too_large(path, cap, what)
+            parts: list[bytes] = []
+            total = 0
+            while True:
+                chunk = fh.read(min(_CHUNK, cap + 1 - total))
+                if not chunk:
+                    break
+                parts.append(chunk)
+                total += len(chunk)
+                if total > cap:
+                    raise _too_large(path, cap, what)
+    except IsADirectoryError:
+        raise AdapterError(f"{path}: is a directory; expected {what}") from None
+    except OSError as exc:
+        raise AdapterError(f"{path}: could not be read ({exc.strerror or exc})") from None
+    return parts[0] if len(parts) == 1 else b"".join(parts)
+
+
+def max_bytes_option(extra: dict[str, object], default: int = DEFAULT_MAX_BYTES) -> int:
+    """The ``max_bytes`` adapter option (a positive integer), or ``default``."""
+    value = extra.get("max_bytes")
+    if value is None:
+        return default
+    try:
+        out = int(str(value))
+    except ValueError:
+        raise AdapterError(f"option `max_bytes`: expected a positive integer, got {value!r}") from None
+    if out < 1:
+        raise AdapterError(f"option `max_bytes`: expected a positive integer, got {out}")
+    return out
