@@ -307,7 +307,7 @@ def ingest(
         return _complete(adapter, inputs, options, replay, base_line, changes, base, created_at, ids=ids)
 
 
-def _check_adapter_options(adapter: Any, extra: dict[str, Any]) -> None:
+def _check_adapter_options(adapter: Any, extra: Mapping[str, Any]) -> None:
     """A ``--opt`` key the adapter does not take is a usage error, not silently ignored
     (adapters that declare no ``options``, e.g. plug-ins, get every key)."""
     declared = getattr(adapter, "options", None)
