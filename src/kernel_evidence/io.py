@@ -212,7 +212,8 @@ def iter_records(name: str, limits: Limits | None = None) -> Iterator[Record]:
 
     A JSONL input yields one record per non-blank line; an error in one line does not stop
     the others. A ``.json`` input yields one record (a top-level array is split by the
-    decoder later). Stdin is read as JSONL when it holds more than one line of JSON.
+    decoder later). Stdin is read as JSONL when its first line is a whole JSON document,
+    and as one document otherwise (a pretty-printed packet piped in).
     """
     limits = limits or Limits()
     is_jsonl, _ = _kind(name)
@@ -228,8 +229,10 @@ def iter_records(name: str, limits: Limits | None = None) -> Iterator[Record]:
         yield Record(name, None, error=InputError(name, None, "permission denied"))
         return
     try:
-        if is_jsonl or name == "-":
-            yield from _iter_lines(name, fh, limits, stdin=name == "-")
+        if name == "-" and not is_jsonl:
+            yield from _stdin_records(fh, limits)
+        elif is_jsonl:
+            yield from _iter_lines(name, fh, limits, stdin=False)
         else:
             data = fh.read(limits.max_record_bytes + 1)
             if len(data) > limits.max_record_bytes:
@@ -298,6 +301,7 @@ def _iter_lines(
             end = find(b"\n", pos)
             lineno += 1
             if len(line) > cap:
+                saw_any = True  # a line, if one too long: the input is not empty
                 yield Record(
                     name,
                     f"line {lineno}",
@@ -317,6 +321,7 @@ def _iter_lines(
         buf = chunk[pos:] if pos else buf + chunk  # the unfinished last line
         if len(buf) > cap:
             # skip the rest of an over-long line without holding it in memory
+            saw_any = True
             lineno += 1
             yield Record(
                 name,
@@ -354,6 +359,52 @@ def _iter_lines(
 def _empty_input_record(name: str) -> Record:
     """The record a JSONL input without a single non-blank line gives."""
     return Record(name, None, error=InputError(name, None, "empty input; expected JSON packets"))
+
+
+def _stdin_records(fh: BinaryIO, limits: Limits) -> Iterator[Record]:
+    """Stdin: a JSONL stream when its first non-blank line is a whole JSON document (each
+    line a packet), else one document over several lines (``cat packet.json | ...``)."""
+    cap = limits.max_record_bytes
+    head = b""
+    while not head.strip():
+        line = fh.readline(cap + 1)
+        head += line
+        if not line or len(head) > cap:
+            break
+    first = head.strip()
+    whole_line = False
+    if first and len(head) <= cap:
+        try:
+            msgspec.json.decode(first)
+            whole_line = True
+        except (msgspec.DecodeError, RecursionError, UnicodeDecodeError):
+            pass
+    if whole_line:
+        yield from _iter_lines("-", cast(BinaryIO, _Prefixed(head, fh)), limits, stdin=True)
+        return
+    data = head + fh.read(cap + 1 - len(head)) if len(head) <= cap else head
+    if len(data) > cap:
+        yield Record(
+            "-", None, error=LimitExceeded("-", None, f"larger than {cap} bytes (the per-document cap)")
+        )
+    elif not data.strip():
+        yield Record("-", None, error=InputError("-", None, "empty input; expected a JSON packet"))
+    else:
+        yield _checked("-", None, data)
+
+
+class _Prefixed:
+    """Bytes already read from a stream, then the rest of the stream."""
+
+    def __init__(self, head: bytes, fh: BinaryIO) -> None:
+        self._head = head
+        self._fh = fh
+
+    def read(self, n: int = -1) -> bytes:
+        if self._head:
+            out, self._head = self._head, b""
+            return out
+        return self._fh.read(n)
 
 
 class _Window:

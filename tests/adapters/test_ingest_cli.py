@@ -206,6 +206,17 @@ def test_cli_refuses_to_overwrite(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert code == 0 and json.loads(target.read_text())["created_at"] == T0
 
 
+def test_cli_never_writes_over_an_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    src = tmp_path / "raw.csv"
+    src.write_bytes(RAW.read_bytes())
+    link = tmp_path / "link.csv"
+    link.symlink_to(src.name)
+    for out in (src, link):
+        code, _, err = run(capsys, "ingest", "ncu", str(src), "-o", str(out), "--force")
+        assert code == 2 and "is one of the inputs" in err
+    assert src.read_bytes() == RAW.read_bytes()
+
+
 def test_cli_json_name_for_several_packets_is_usage_error(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

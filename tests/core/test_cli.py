@@ -173,6 +173,25 @@ def test_stdin_zstd(capsys, monkeypatch) -> None:
     assert code == 0 and "1 packet(s)" in out
 
 
+def test_stdin_holds_a_pretty_printed_packet_or_a_jsonl_stream(capsys, monkeypatch) -> None:
+    pretty = json.dumps(json.loads(GOOD), indent=2).encode()
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"\n" + pretty + b"\n")))
+    code, out, _ = run(capsys, "validate", "-")
+    assert code == 0 and "1 packet(s)" in out and "1 valid" in out
+    monkeypatch.setattr(
+        sys, "stdin", io.TextIOWrapper(io.BytesIO(b"\n" + GOOD + b"\n{broken\n" + GOOD + b"\n"))
+    )
+    code, out, _ = run(capsys, "validate", "-")
+    assert code == 1 and "3 packet(s)" in out and "-:line 3: KE001" in out
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_a_file_of_overlong_lines_is_not_also_empty(capsys, tmp_path: Path, jobs: str) -> None:
+    path = write(tmp_path, "long.jsonl", b"x" * 300 + b"\n" + b"y" * 300 + b"\n")
+    code, out, _ = run(capsys, "validate", "--max-record-bytes", "100", "--jobs", jobs, path)
+    assert code == 1 and "2 packet(s)" in out and "empty" not in out
+
+
 def test_strict_fails_on_warnings(capsys, tmp_path: Path) -> None:
     d = json.loads(GOOD)
     d["replay"].pop("repository")
@@ -238,6 +257,11 @@ def test_rules_markdown_tables(capsys, table: str | None) -> None:
 def test_rules_tables_one_at_a_time(capsys) -> None:
     code, _, err = run(capsys, "rules", "--baselines", "--peaks")
     assert code == 2 and "one of them" in err
+
+
+def test_id_of_nothing_fails(capsys, tmp_path: Path) -> None:
+    code, _, err = run(capsys, "id", str(tmp_path))
+    assert code == 1 and "no packets found" in err
 
 
 def test_rules_and_schema_and_id(capsys, tmp_path: Path) -> None:

@@ -27,8 +27,10 @@ def register(app: typer.Typer) -> None:
         """Compute each packet's id (sha256 of its canonical JSON without packet_id)."""
         out: list[dict] = []  # type: ignore[type-arg]
         code = 0
+        seen = False
         for name in discover(paths):
             for rec in iter_records(name):
+                seen = True
                 if rec.error is not None:
                     sys.stderr.write(f"kevidence: error: {rec.error}\n")
                     code = EXIT_INVALID
@@ -52,6 +54,10 @@ def register(app: typer.Typer) -> None:
                     print(f"{pid}  {where}")
                     if output is not None:
                         out.append({**d, "packet_id": pid})
+        if not seen and code == 0:
+            fail(
+                f"{' '.join(paths)}: no packets found; expected .json, .jsonl, .json.zst or .jsonl.zst files"
+            )
         if output is not None and code == 0:
             try:
                 write_packets(output, out, overwrite=force)

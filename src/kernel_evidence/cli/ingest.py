@@ -7,8 +7,8 @@ what the packets still lack to pass ``kevidence validate`` go to stderr.
 
 from __future__ import annotations
 
+import os
 import sys
-from pathlib import Path
 
 import typer
 
@@ -91,8 +91,17 @@ def run(
     force: bool = False,
 ) -> int:
     """The command body; returns the exit code."""
-    if output is not None and Path(output).exists() and not force:
-        fail(f"{output}: already exists; refusing to overwrite it (use --force)")
+    if output is not None:
+        from ..io import replaces_file
+
+        try:
+            exists = replaces_file(output)
+        except OSError as exc:
+            fail(str(exc))
+        if exists and not force:
+            fail(f"{output}: already exists; refusing to overwrite it (use --force)")
+        if exists and any(_same_file(output, i) for i in [*inputs, *([into] if into else [])]):
+            fail(f"{output}: is one of the inputs; write the packets to another file", EXIT_USAGE)
     try:
         extra = parse_opts(opts or ())
         # each packet's id and JSON bytes from one encoding; the same bytes are written out
@@ -145,3 +154,10 @@ def run(
         for line in lacks:
             sys.stderr.write(f"  {line}\n")
     return EXIT_OK
+
+
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
