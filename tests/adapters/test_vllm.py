@@ -646,7 +646,9 @@ def test_missing_and_empty_files(tmp_path: Path) -> None:
     (tmp_path / "e.json").write_text("  \n")
     with pytest.raises(AdapterError, match=r"e\.json: empty file; expected a JSON benchmark result$"):
         read(tmp_path / "e.json")
-    with pytest.raises(AdapterError, match=r"is larger than the 10-byte cap"):
+    with pytest.raises(
+        AdapterError, match=r"larger than the 10 bytes cap for one input; expected a benchmark"
+    ):
         read(FIX / "sweep_summary.json", max_bytes=10)
 
 

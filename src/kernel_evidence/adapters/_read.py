@@ -12,7 +12,7 @@ import stat
 
 from ..errors import AdapterError
 
-__all__ = ["DEFAULT_MAX_BYTES", "max_bytes_option", "read_capped"]
+__all__ = ["DEFAULT_MAX_BYTES", "max_bytes_option", "read_capped", "size_text"]
 
 #: the largest input file an adapter reads unless told otherwise (``--opt max_bytes=N``)
 DEFAULT_MAX_BYTES = 2 << 30
@@ -20,7 +20,7 @@ DEFAULT_MAX_BYTES = 2 << 30
 _CHUNK = 8 << 20
 
 
-def _size_text(n: int) -> str:
+def size_text(n: int) -> str:
     for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
         if n >= scale and n % scale == 0:
             return f"{n // scale} {unit}"
@@ -29,7 +29,7 @@ def _size_text(n: int) -> str:
 
 def _too_large(path: str, cap: int, what: str) -> AdapterError:
     return AdapterError(
-        f"{path}: larger than the {_size_text(cap)} cap for one input; expected {what} "
+        f"{path}: larger than the {size_text(cap)} cap for one input; expected {what} "
         "(raise the cap with --opt max_bytes=N if the file is really that large)"
     )
 

@@ -41,6 +41,7 @@ from ..models import (
     TokenRate,
 )
 from ..units import convert, dimension_of
+from ._read import DEFAULT_MAX_BYTES, read_capped
 from ._vllm_goodput import count_good, needed_arrays, slo_text
 from ._vllm_map import Mapping, mapping
 from ._vllm_read import RunRecord
@@ -71,6 +72,8 @@ _WORKLOADS = {
     "aiperf": "aiperf profile",
 }
 _SAMPLE_METRICS = ("ttft", "tpot", "itl", "e2el")
+#: the unit AIPerf / GenAI-Perf write for every latency metric object (``"unit": "ms"``)
+_AIPERF_TIME_UNIT = "ms"
 _DEFAULT_QS = (50.0, 90.0, 99.0)
 
 
@@ -90,6 +93,8 @@ class BuildContext:
     _digests: dict[str, tuple[str, int]] = field(default_factory=dict)
     #: (path, bytes) of the file being read, so that hashing it needs no second read
     current: tuple[str, bytes] | None = None
+    #: the ``max_bytes`` cap on any file read (see :func:`.._read.read_capped`)
+    max_bytes: int = DEFAULT_MAX_BYTES
 
     def warn(self, message: str, *, once: str | None = None) -> None:
         """Record a warning (``once``: a key; the same key warns only once)."""
@@ -105,13 +110,8 @@ class BuildContext:
             data = self.current[1]
             self._digests[path] = (f"sha256:{hashlib.sha256(data).hexdigest()}", len(data))
         if path not in self._digests:
-            h = hashlib.sha256()
-            size = 0
-            with open(path, "rb") as fh:
-                while chunk := fh.read(1 << 22):
-                    h.update(chunk)
-                    size += len(chunk)
-            self._digests[path] = (f"sha256:{h.hexdigest()}", size)
+            data = read_capped(path, self.max_bytes, what="a benchmark result")
+            self._digests[path] = (f"sha256:{hashlib.sha256(data).hexdigest()}", len(data))
         return self._digests[path]
 
 
@@ -208,10 +208,13 @@ def _type_name(x: Any) -> str:
 class _Reader:
     """Typed access to one record's values through the mapping table."""
 
-    def __init__(self, rec: RunRecord, m: Mapping) -> None:
+    def __init__(self, rec: RunRecord, m: Mapping, ctx: BuildContext | None = None) -> None:
         self.rec = rec
         self.m = m
+        self.ctx = ctx
         self.used: set[str] = set()
+        #: source key -> the unit the file itself states for it (AIPerf metric objects)
+        self.declared: dict[str, str] = {}
 
     def raw(self, path: str, skip: frozenset[str] = frozenset()) -> tuple[str, Any, str | None] | None:
         """(source key, value, source unit) of the first present, non-null source of ``path``."""
@@ -226,6 +229,8 @@ class _Reader:
             unit = src.unit
             if isinstance(value, dict) and "avg" in value:  # AIPerf metric object
                 unit = self._unit(src.key, value.get("unit"))
+                if unit is not None:
+                    self.declared[src.key] = unit
                 value = value.get("avg")
                 if value is None:
                     continue
@@ -271,12 +276,27 @@ class _Reader:
         x = _as_float(self.rec, key, value)
         if unit is not None and src_unit is not None and src_unit != unit:
             try:
-                x = convert(x, src_unit, unit)
+                converted = convert(x, src_unit, unit)
             except ValueError:
                 raise AdapterError(
                     f"{self.rec.where(key)}: unit `{src_unit}` where `{unit}` was expected"
                 ) from None
+            if key in self.declared and self.ctx is not None:
+                _unit_warning(self.ctx, self.rec, key, src_unit, unit, x, converted)
+            x = converted
         return x
+
+
+def _unit_warning(
+    ctx: BuildContext, rec: RunRecord, key: str, found: str, expected: str, value: float, converted: float
+) -> None:
+    """The file states a unit other than the one AIPerf writes for ``key``: the value is
+    converted as stated, and the user told so (a wrong unit would scale it silently)."""
+    ctx.warn(
+        f"{rec.where(key)}: unit `{found}` where AIPerf writes `{expected}`; converted as "
+        f"stated (avg {value:.6g} {found} = {converted:.6g} {expected}) - check the file's unit",
+        once=f"{rec.where(key)}:unit",
+    )
 
 
 def _as_int(rec: RunRecord, key: str, value: Any, *, positive: bool = False) -> int:
@@ -300,7 +320,13 @@ def _as_float(rec: RunRecord, key: str, value: Any, *, allow_negative: bool = Fa
     if isinstance(value, bool):
         x = None
     elif isinstance(value, (int, float)):
-        x = float(value)
+        try:
+            x = float(value)
+        except OverflowError:  # an integer beyond a 64-bit float
+            raise AdapterError(
+                f"{rec.where(key)}: integer of {int(value).bit_length()} bits is out of range; "
+                "expected a finite number (at most about 1.8e308)"
+            ) from None
     elif isinstance(value, str):
         try:
             x = float(value)
@@ -344,10 +370,28 @@ def _file_stats(r: _Reader, metric: str) -> _FileStats | None:
             obj = rec.values.get(src.obj)
             if not isinstance(obj, dict):
                 continue
-            unit = r._unit(src.obj, obj.get("unit")) or "ms"
+            expected = src.unit or _AIPERF_TIME_UNIT
+            stated = r._unit(src.obj, obj.get("unit"))
+            unit = stated or expected
             if dimension_of(unit) != "time":
                 raise AdapterError(f"{rec.where(src.obj)}: unit `{unit}` where a time unit was expected")
             factor = convert(1.0, unit, "ms")
+            if r.ctx is not None and stated is None:
+                r.ctx.warn(
+                    f"{rec.where(src.obj)}: no `unit`; read as `{expected}`, the unit AIPerf writes",
+                    once=f"{rec.where(src.obj)}:unit",
+                )
+            elif r.ctx is not None and unit != expected:
+                mean = obj.get("avg")
+                if isinstance(mean, (int, float)) and not isinstance(mean, bool) and math.isfinite(mean):
+                    x = float(mean)
+                    _unit_warning(r.ctx, rec, src.obj, unit, expected, x, convert(x, unit, expected))
+                else:
+                    r.ctx.warn(
+                        f"{rec.where(src.obj)}: unit `{unit}` where AIPerf writes `{expected}`; "
+                        "converted as stated - check the file's unit",
+                        once=f"{rec.where(src.obj)}:unit",
+                    )
             found = {}
             keys = {}
             for stat, value in obj.items():
@@ -739,7 +783,7 @@ def build_packet(rec: RunRecord, fmt: str, ctx: BuildContext) -> EvidencePacket:
 
 def _build(rec: RunRecord, fmt: str, ctx: BuildContext) -> EvidencePacket:
     m = mapping(fmt)
-    r = _Reader(rec, m)
+    r = _Reader(rec, m, ctx)
     missing: list[str] = []
     extra_used: set[str] = set()
     raw_extra: dict[str, Any] = {}

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import ast
 import csv
+import hashlib
 import io
 import math
 import re
@@ -176,6 +177,8 @@ def _check_kind(source: str, line: int, names: list[str]) -> None:
 
 def _record(source: str, location: str, columns: list[tuple[int, str]], row: list[str]) -> RunRecord:
     rec = RunRecord(source, location, {}, noun="column")
+    # the run's cells, pandas' index column left out (it numbers rows, copies included)
+    rec.fingerprint = hashlib.sha256("\x1f".join(row[i] for i, _ in columns).encode()).hexdigest()
     for i, name in columns:
         cell = row[i]
         if cell == "":

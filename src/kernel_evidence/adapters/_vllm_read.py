@@ -17,6 +17,7 @@ reported and left out.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -28,11 +29,13 @@ import msgspec
 
 from .._gc import paused_gc
 from ..errors import AdapterError
+from ._read import DEFAULT_MAX_BYTES, read_capped
 
 __all__ = [
     "ARRAY_KEYS",
     "GC_PAUSE_BYTES",
     "RunRecord",
+    "duplicate_runs",
     "gc_paused",
     "load_runs",
     "parse_runs",
@@ -79,6 +82,9 @@ class RunRecord:
     noun: str = "key"
     #: array keys already decoded into checked, typed lists (CSV cells)
     typed: set[str] = field(default_factory=set)
+    #: digest of the run's own bytes (a JSONL line, a list item, a CSV row), to find runs
+    #: written twice into one file; ``None`` for a whole-file object
+    fingerprint: str | None = None
 
     def where(self, key: str | None = None) -> str:
         """``file:location`` (and the key) for messages."""
@@ -137,7 +143,12 @@ def _checked_floats(rec: RunRecord, key: str, raw: Any) -> list[float]:
     for x in raw:
         if isinstance(x, bool) or not isinstance(x, (int, float)):
             raise AdapterError(f"{rec.where(key)}: expected a list of numbers, found {_type_name(x)}")
-        out.append(float(x))
+        try:
+            out.append(float(x))
+        except OverflowError:  # an integer beyond a 64-bit float
+            raise AdapterError(
+                f"{rec.where(key)}: expected a list of numbers, found an integer out of range"
+            ) from None
     return out
 
 
@@ -158,30 +169,19 @@ def _short(exc: Exception) -> str:
     return str(exc).replace("\n", " ")
 
 
-def read_bytes(path: str, *, max_bytes: int) -> bytes:
-    """The bytes of ``path``; :class:`AdapterError` when missing, unreadable or over the cap."""
-    try:
-        size = os.path.getsize(path)
-    except FileNotFoundError:
-        raise AdapterError(f"{path}: no such file") from None
-    except OSError as exc:
-        raise AdapterError(f"{path}: could not be read ({exc.strerror or exc})") from None
-    if size > max_bytes:
-        raise AdapterError(
-            f"{path}: {size} bytes is larger than the {max_bytes}-byte cap; "
-            "expected a benchmark result "
-            "(raise the cap with the `max_bytes` option if this is expected)"
-        )
-    try:
-        with open(path, "rb") as fh:
-            return fh.read()
-    except IsADirectoryError:
-        raise AdapterError(f"{path}: is a directory") from None
-    except OSError as exc:
-        raise AdapterError(f"{path}: could not be read ({exc.strerror or exc})") from None
+#: what an input of this adapter is, for read errors
+WHAT = "a benchmark result"
 
 
-def load_runs(path: str, *, max_bytes: int) -> list[RunRecord]:
+def read_bytes(path: str, *, max_bytes: int = DEFAULT_MAX_BYTES) -> bytes:
+    """The bytes of ``path``, read under the ``max_bytes`` cap whatever the file is (a link to
+    a device or a pipe included); :class:`AdapterError` when missing, unreadable or over it."""
+    if not os.path.exists(path):
+        raise AdapterError(f"{path}: no such file")
+    return read_capped(path, max_bytes, what=WHAT)
+
+
+def load_runs(path: str, *, max_bytes: int = DEFAULT_MAX_BYTES) -> list[RunRecord]:
     """Every run object in ``path``; :class:`AdapterError` with file and place on bad input."""
     return parse_runs(path, read_bytes(path, max_bytes=max_bytes))
 
@@ -239,7 +239,9 @@ def _parse_list(source: str, data: bytes) -> list[RunRecord]:
             obj = _RAW_OBJECT.decode(raw)
         except (msgspec.ValidationError, msgspec.DecodeError):
             raise AdapterError(f"{source}:[{i}]: expected a JSON object (one benchmark run)") from None
-        out.append(_record(source, f"[{i}]", obj))
+        rec = _record(source, f"[{i}]", obj)
+        rec.fingerprint = _digest(bytes(raw))
+        out.append(rec)
     return out
 
 
@@ -254,13 +256,43 @@ def _parse_lines(source: str, data: bytes) -> list[RunRecord]:
         except msgspec.DecodeError as exc:
             msg = str(exc)
             if "invalid character" in msg and _has_non_finite(line):
-                out.append(_fallback_record(source, where, line))
+                rec = _fallback_record(source, where, line)
+                rec.fingerprint = _digest(line)
+                out.append(rec)
                 continue
             raise AdapterError(f"{source}:{where}: {_json_problem(msg)}") from None
         except msgspec.ValidationError:
             raise AdapterError(f"{source}:{where}: expected a JSON object (one benchmark run)") from None
-        out.append(_record(source, where, obj))
+        rec = _record(source, where, obj)
+        rec.fingerprint = _digest(line)
+        out.append(rec)
     return out
+
+
+def _digest(raw: bytes) -> str:
+    return hashlib.sha256(raw.strip()).hexdigest()
+
+
+def duplicate_runs(runs: list[RunRecord]) -> str | None:
+    """A warning (without the file name) when runs of one file repeat an earlier run byte for
+    byte (a CSV row: cell for cell, its index left out): how many, and where the first copy
+    and its original are; ``None`` otherwise."""
+    first: dict[str, RunRecord] = {}
+    repeats: list[tuple[RunRecord, RunRecord]] = []
+    for rec in runs:
+        if rec.fingerprint is None:
+            continue
+        seen = first.setdefault(rec.fingerprint, rec)
+        if seen is not rec:
+            repeats.append((rec, seen))
+    if not repeats:
+        return None
+    again, original = repeats[0]
+    return (
+        f"{len(repeats)} run(s) are exact copies of an earlier run "
+        f"(first: {again.location} repeats {original.location}); "
+        "each still gives a packet - remove the copies if the run was written twice"
+    )
 
 
 def _record(source: str, location: str | None, obj: dict[str, msgspec.Raw]) -> RunRecord:
@@ -269,8 +301,12 @@ def _record(source: str, location: str | None, obj: dict[str, msgspec.Raw]) -> R
     for key, raw in obj.items():
         if key in ARRAY_KEYS:
             arrays[key] = raw
-        else:
+            continue
+        try:
             values[key] = _ANY.decode(raw)
+        except msgspec.ValidationError:  # e.g. 1e999: beyond a 64-bit float
+            where = source if location is None else f"{source}:{location}"
+            raise AdapterError(f"{where}: {_out_of_range(key, bytes(raw))}") from None
     details = arrays.pop("details", None)
     if details is not None:  # some SGLang versions nest the per-request arrays under "details"
         try:
@@ -283,6 +319,21 @@ def _record(source: str, location: str | None, obj: dict[str, msgspec.Raw]) -> R
     return RunRecord(source, location, values, arrays)
 
 
+def _out_of_range(key: str, raw: bytes) -> str:
+    """``key `k.sub`: number 1e999 is out of range; expected ...`` for a value msgspec refused."""
+    try:
+        _, hit = _load_checked(raw, key)
+    except (ValueError, RecursionError):
+        hit = None
+    path, text = hit if hit is not None else (key, "")
+    return f"key `{path}`: {_out_of_range_text(text)}"
+
+
+def _out_of_range_text(literal: str) -> str:
+    number = f"number {literal[:40]}" if literal else "a number"
+    return f"{number} is out of range; expected a finite number (at most about 1.8e308)"
+
+
 # ---------------------------------------------------------------------------------------
 # NaN / Infinity fallback (Python's json module accepts them)
 # ---------------------------------------------------------------------------------------
@@ -290,12 +341,59 @@ def _has_non_finite(data: bytes) -> bool:
     return b"NaN" in data or b"Infinity" in data
 
 
-def _json_loads(source: str, location: str | None, data: bytes) -> Any:
+class _OutOfRange(str):
+    """A number literal beyond a 64-bit float (``1e999``), unlike ``NaN``/``Infinity``: kept as
+    its text while parsing so that the error can name where it is."""
+
+
+def _load_checked(data: bytes, key: str) -> tuple[Any, tuple[str, str] | None]:
+    """``json.loads(data)`` and (path, literal) of its first number beyond a 64-bit float;
+    the document is walked only when the parser met such a number."""
+    seen: list[str] = []
+
+    def literal(text: str) -> float | _OutOfRange:
+        x = float(text)
+        if math.isfinite(x):
+            return x
+        seen.append(text)
+        return _OutOfRange(text)
+
+    value = json.loads(data, parse_float=literal)
+    if not seen:
+        return value, None
     try:
-        return json.loads(data)
+        return value, _find_out_of_range(value, key) or (key, seen[0])
+    except RecursionError:
+        return value, (key, seen[0])
+
+
+def _find_out_of_range(value: Any, path: str) -> tuple[str, str] | None:
+    if isinstance(value, _OutOfRange):
+        return path, str(value)
+    if isinstance(value, dict):
+        items: Any = ((f"{path}.{k}" if path else str(k), v) for k, v in value.items())
+    elif isinstance(value, list):
+        items = ((f"{path}[{i}]", v) for i, v in enumerate(value))
+    else:
+        return None
+    for sub, v in items:
+        hit = _find_out_of_range(v, sub)
+        if hit is not None:
+            return hit
+    return None
+
+
+def _json_loads(source: str, location: str | None, data: bytes) -> Any:
+    where = source if location is None else f"{source}:{location}"
+    try:
+        value, hit = _load_checked(data, "")
     except (ValueError, RecursionError) as exc:
-        where = source if location is None else f"{source}:{location}"
         raise AdapterError(f"{where}: not valid JSON ({exc}); expected a benchmark result") from None
+    if hit is not None:
+        path, text = hit
+        place = f"key `{path}`: " if path else ""
+        raise AdapterError(f"{where}: {place}{_out_of_range_text(text)}")
+    return value
 
 
 def _fallback_record(source: str, location: str | None, data: bytes) -> RunRecord:

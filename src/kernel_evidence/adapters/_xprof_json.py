@@ -55,6 +55,46 @@ def _dims(text: Any) -> list[int] | None:
     return d if all(x >= 0 for x in d) else None
 
 
+def _short(text: Any, limit: int = 60) -> str:
+    t = str(text)
+    return t if len(t) <= limit else t[: limit - 3] + "..."
+
+
+class _Cells:
+    """Numbers read from one file's tables or events. A value that is there but is not a
+    finite number is left out - never read as 0 - and reported in ``profile.warnings``: one
+    warning per field, naming the file, the first place (row / op / event) and how many more."""
+
+    def __init__(self, source: str, profile: ProfileData) -> None:
+        self.source = source
+        self.profile = profile
+        self._bad: dict[str, tuple[str, Any, int]] = {}
+
+    def num(self, value: Any, field: str, place: str) -> float | None:
+        """``value`` as a finite number; ``None`` when absent (null, ``""``) or unreadable."""
+        if value is None or (isinstance(value, str) and not value.strip()):
+            return None
+        x = _num(value)
+        if x is None:
+            self.bad(field, place, value)
+        return x
+
+    def bad(self, field: str, place: str, value: Any) -> None:
+        seen = self._bad.get(field)
+        self._bad[field] = (place, value, 1) if seen is None else (seen[0], seen[1], seen[2] + 1)
+
+    def report(self, consequences: dict[str, str] | None = None) -> None:
+        """Add the warnings (``consequences``: field -> what leaving it out means)."""
+        for field, (place, value, n) in self._bad.items():
+            shown = "absent" if value is None else _short(repr(value), 40)
+            more = f" (and in {n - 1} more)" if n > 1 else ""
+            then = (consequences or {}).get(field, "left out")
+            self.profile.warnings.append(
+                f"{self.source}: {place}: `{field}` is {shown}, not a finite number{more}; {then}"
+            )
+        self._bad.clear()
+
+
 # ------------------------------------------------------------------------------------------
 # trace-event JSON
 
@@ -64,12 +104,7 @@ def profile_from_trace(docs: list[tuple[str, Any]]) -> ProfileData:
     profile = ProfileData(sources=[s for s, _ in docs], input_kind="trace_json")
     kinds: dict[str, int] = {}
     for source, doc in docs:
-        events = doc.get("traceEvents") if isinstance(doc, dict) else doc if isinstance(doc, list) else None
-        if not isinstance(events, list):
-            raise AdapterError(
-                f"{source}: no `traceEvents` array; expected Chrome trace-event JSON written by the profiler"
-            )
-        _trace_events(source, events, profile, kinds)
+        _trace_events(source, _events_of(source, doc), profile, kinds)
     if kinds:
         kind = max(kinds, key=lambda k: kinds[k])
         active = profile.device.active
@@ -83,8 +118,13 @@ def profile_from_trace(docs: list[tuple[str, Any]]) -> ProfileData:
         profile.warnings.append(
             "trace-event JSON records no device capabilities: peaks, clock and memory are unknown"
         )
-    else:
+    elif profile.ops:  # XLA ops on host threads and no device: the XLA CPU client ran them
         profile.device = DeviceInfo(kind="cpu", vendor="cpu", device_type="CPU", count=1, active=1)
+    else:
+        profile.warnings.append(
+            "the trace names no device (/device:TPU:n, /device:GPU:n) and holds no XLA op events; "
+            "hardware left out"
+        )
     if any(op.flops is None and op.model_flops is not None for op in profile.ops.values()):
         for op in profile.ops.values():
             if op.flops is None and op.model_flops is not None:
@@ -93,6 +133,37 @@ def profile_from_trace(docs: list[tuple[str, Any]]) -> ProfileData:
             "trace-event JSON omits the `flops` stat; FLOPs are the `model_flops` figures"
         )
     return profile
+
+
+_TRACE_EXPECTED = "expected a trace-event JSON object with `traceEvents` (or a JSON array of trace events)"
+
+
+def _events_of(source: str, doc: Any) -> list[Any]:
+    """The trace events of a document: ``{"traceEvents": [...]}`` or a bare array of events.
+    A one-line :class:`AdapterError` when there is no event object (``{"ph": ...}``) at all."""
+    if isinstance(doc, dict):
+        events = doc.get("traceEvents")
+        if not isinstance(events, list):
+            raise AdapterError(
+                f"{source}: no `traceEvents` array; expected Chrome trace-event JSON written by the profiler"
+            )
+        where = "`traceEvents`"
+    elif isinstance(doc, list):
+        events, where = doc, "top level: the array"
+    else:
+        raise AdapterError(f"{source}: top level is {_kind_name(doc)}; {_TRACE_EXPECTED}")
+    if not any(isinstance(ev, dict) and isinstance(ev.get("ph"), str) for ev in events):
+        held = f"holds {len(events)} value(s), none an event object with `ph`" if events else "is empty"
+        raise AdapterError(f"{source}: {where} {held}; {_TRACE_EXPECTED}")
+    return events
+
+
+def _kind_name(x: Any) -> str:
+    if x is None:
+        return "null"
+    return {bool: "a boolean", int: "a number", float: "a number", str: "a string"}.get(
+        type(x), type(x).__name__
+    )
 
 
 def _trace_events(source: str, events: list[Any], profile: ProfileData, kinds: dict[str, int]) -> None:
@@ -112,13 +183,22 @@ def _trace_events(source: str, events: list[Any], profile: ProfileData, kinds: d
         if m:
             devices[pid] = (m.group(1), int(m.group(2)))
             kinds[m.group(1)] = kinds.get(m.group(1), 0) + 1
+    # complete events with their start and duration (us), read once; a `dur` that is absent
+    # or not a number skips the event, and is reported
+    cells = _Cells(source, profile)
+    xs: list[tuple[dict[str, Any], float | None, float | None, str]] = []
+    for i, ev in enumerate(events):
+        if not isinstance(ev, dict) or ev.get("ph") != "X":
+            continue
+        place = f"traceEvents[{i}] `{_short(ev.get('name', ''))}`"
+        if ev.get("dur") is None:
+            cells.bad("dur", place, None)
+        xs.append((ev, cells.num(ev.get("ts"), "ts", place), cells.num(ev.get("dur"), "dur", place), place))
     # modules per device pid, to give TPU ops their program
     modules: dict[Any, tuple[list[float], list[tuple[float, str]]]] = {}
-    xs = [ev for ev in events if isinstance(ev, dict) and ev.get("ph") == "X"]
-    for ev in xs:
+    for ev, ts, dur, _ in xs:
         pid = ev.get("pid")
         if pid in devices and tnames.get((pid, ev.get("tid"))) == "XLA Modules":
-            ts, dur = _num(ev.get("ts")), _num(ev.get("dur"))
             if ts is None or dur is None:
                 continue
             name = str(ev.get("name", ""))
@@ -136,11 +216,10 @@ def _trace_events(source: str, events: list[Any], profile: ProfileData, kinds: d
     host_steps: list[Step] = []
     runs: dict[tuple[Any, Any], list[Any]] = {}  # per thread: (op key, group) of the last XLA op
     any_device = bool(devices)
-    for ev in xs:
+    for ev, ts, dur, place in xs:
         pid = ev.get("pid")
         raw_args = ev.get("args")
         args: dict[str, Any] = raw_args if isinstance(raw_args, dict) else {}
-        dur = _num(ev.get("dur"))
         if dur is None:
             continue
         dev = devices.get(pid)
@@ -151,11 +230,11 @@ def _trace_events(source: str, events: list[Any], profile: ProfileData, kinds: d
                 continue
             if dev[0] == "TPU":
                 if tname == "XLA Ops":
-                    _tpu_trace_op(ev, args, dur, dev[1], modules.get(pid), profile)
-                    start = _num(args.get("device_offset_ps"))
-                    dd = _num(args.get("device_duration_ps"))
+                    _tpu_trace_op(ev, args, ts, dur, dev[1], modules.get(pid), profile, cells, place)
+                    start = cells.num(args.get("device_offset_ps"), "device_offset_ps", place)
+                    dd = _num(args.get("device_duration_ps"))  # reported by _tpu_trace_op
                     if start is None or dd is None:
-                        start, dd = (_num(ev.get("ts")) or 0.0) * 1e6, dur * 1e6
+                        start, dd = (ts or 0.0) * 1e6, dur * 1e6
                     span = op_spans.setdefault(pid, [start, start + dd])
                     span[0] = min(span[0], start)
                     span[1] = max(span[1], start + dd)
@@ -169,14 +248,23 @@ def _trace_events(source: str, events: list[Any], profile: ProfileData, kinds: d
                 "Source code",
             ):
                 continue
-            _gpu_trace_op(ev, args, dur, dev[1], profile, runs.setdefault((pid, ev.get("tid")), [None, None]))
+            state = runs.setdefault((pid, ev.get("tid")), [None, None])
+            _gpu_trace_op(ev, args, dur, dev[1], profile, state, cells, place)
         else:
             if "step_num" in args:
                 host_steps.append(Step(f"{ev.get('name', 'step')} {args['step_num']}", dur * 1e6))
             elif not any_device and "hlo_op" in args:
                 ordinal = _int(args.get("device_ordinal")) or 0
                 state = runs.setdefault((pid, ev.get("tid")), [None, None])
-                _gpu_trace_op(ev, args, dur, ordinal, profile, state)
+                _gpu_trace_op(ev, args, dur, ordinal, profile, state, cells, place)
+    cells.report(
+        {
+            "dur": "the event was skipped",
+            "ts": "the event's program and start are unknown",
+            "device_duration_ps": "the event's `dur` was used",
+            "device_offset_ps": "the event's `ts` was used",
+        }
+    )
     for first_ps, last_ps in op_spans.values():
         profile.device_time_ps += last_ps - first_ps
     profile.device.active += len(op_spans)
@@ -195,14 +283,16 @@ def _int(v: Any) -> int | None:
 def _tpu_trace_op(
     ev: dict[str, Any],
     args: dict[str, Any],
+    ts: float | None,
     dur_us: float,
     ordinal: int,
     mods: tuple[list[float], list[tuple[float, str]]] | None,
     profile: ProfileData,
+    cells: _Cells,
+    place: str,
 ) -> None:
     name = str(ev.get("name", ""))
     module = program = None
-    ts = _num(ev.get("ts"))
     if mods is not None and ts is not None:
         i = bisect.bisect_right(mods[0], ts) - 1
         if i >= 0 and mods[1][i][0] >= ts:
@@ -228,7 +318,7 @@ def _tpu_trace_op(
             if k in args:
                 v = _num(args[k]) if k in ("model_flops", "bytes_accessed", "raw_bytes_accessed") else args[k]
                 agg.raw[k] = (v if v is not None else args[k], None)
-    dd = _num(args.get("device_duration_ps"))
+    dd = cells.num(args.get("device_duration_ps"), "device_duration_ps", place)
     agg.occurrences += 1
     agg.time_ps += dd if dd is not None else dur_us * 1e6
     agg.devices.add(ordinal)
@@ -237,7 +327,7 @@ def _tpu_trace_op(
         ("bytes_accessed", "bytes_accessed"),
         ("flops", "flops"),
     ):
-        v = _num(args.get(k))
+        v = cells.num(args.get(k), k, place)
         if v is not None:
             setattr(agg, attr, (getattr(agg, attr) or 0.0) + v)
     if agg.bytes_accessed is not None:
@@ -251,6 +341,8 @@ def _gpu_trace_op(
     ordinal: int,
     profile: ProfileData,
     state: list[Any],
+    cells: _Cells,
+    place: str,
 ) -> None:
     kname = str(ev.get("name", ""))
     hlo_op = str(args.get("hlo_op") or "").split("::")[-1]
@@ -288,7 +380,7 @@ def _gpu_trace_op(
                         agg.raw[k] = (n if n is not None else v, None)
     if not hlo_op and args.get("tf_op"):
         state[0] = state[1] = None
-    dd = _num(args.get("device_duration_ps"))
+    dd = cells.num(args.get("device_duration_ps"), "device_duration_ps", place)
     agg.occurrences += int(new_occurrence)
     agg.time_ps += dd if dd is not None else dur_us * 1e6
     agg.devices.add(ordinal)
@@ -309,7 +401,8 @@ def _p(table: dict[str, Any]) -> dict[str, Any]:
     return p if isinstance(p, dict) else {}
 
 
-def _rows(table: dict[str, Any]) -> list[dict[str, Any]]:
+def _rows(table: dict[str, Any]) -> list[tuple[int, dict[str, Any]]]:
+    """(row number from 1, column id -> cell value) of every row of a GViz table."""
     raw_cols = table.get("cols")
     raw_rows = table.get("rows")
     if not isinstance(raw_cols, list) or not isinstance(raw_rows, list):
@@ -319,16 +412,19 @@ def _rows(table: dict[str, Any]) -> list[dict[str, Any]]:
         for i, c in enumerate(raw_cols)
     ]
     out = []
-    for row in raw_rows:
+    for n, row in enumerate(raw_rows, start=1):
         cells = row.get("c") if isinstance(row, dict) else None
         if not isinstance(cells, list):
             continue
         out.append(
-            {
-                cols[i]: (c.get("v") if isinstance(c, dict) else None)
-                for i, c in enumerate(cells)
-                if i < len(cols)
-            }
+            (
+                n,
+                {
+                    cols[i]: (c.get("v") if isinstance(c, dict) else None)
+                    for i, c in enumerate(cells)
+                    if i < len(cols)
+                },
+            )
         )
     return out
 
@@ -388,34 +484,58 @@ def profile_from_tools(docs: list[tuple[str, Any]]) -> ProfileData:
             trace.tools.append("trace_viewer")
             return trace
     profile.tools = sorted(by_tool)
+
+    def cells(tool: str) -> _Cells:
+        return _Cells(by_tool[tool][0], profile)
+
     dev = DeviceInfo()
     if "overview_page" in by_tool:
-        _overview(by_tool["overview_page"][1], dev, profile)
+        c = cells("overview_page")
+        _overview(by_tool["overview_page"][1], dev, profile, c)
+        c.report(_STEP_CONSEQUENCES)
     if "roofline_model" in by_tool:
-        _roofline_env(by_tool["roofline_model"][1], dev, profile)
+        c = cells("roofline_model")
+        _roofline_env(by_tool["roofline_model"][1], dev, profile, c)
+        c.report()
     elif "cli_device_information" in by_tool:
-        _cli_device(by_tool["cli_device_information"][1], dev)
+        c = cells("cli_device_information")
+        _cli_device(by_tool["cli_device_information"][1], dev, c)
+        c.report()
     if "cli_overview" in by_tool and "overview_page" not in by_tool:
         env = by_tool["cli_overview"][1].get("run_environment") or {}
         if isinstance(env, dict):
-            _overview([{"p": env}], dev, profile)
+            c = cells("cli_overview")
+            _overview([{"p": env}], dev, profile, c)
+            c.report(_STEP_CONSEQUENCES)
     if "op_profile" in by_tool and dev.kind == "unknown":
         dt = by_tool["op_profile"][1].get("deviceType")  # op_profile documents are dicts
         if isinstance(dt, str) and dt:
             dev.device_type = dev.device_type or dt
     _kind_of(dev)
     profile.device = dev
-    if "hlo_stats" in by_tool:
-        _hlo_stats(by_tool["hlo_stats"][1], profile)
-    elif "op_profile" in by_tool:
-        _op_profile(by_tool["op_profile"][1], profile)
-    elif "roofline_model" in by_tool:
-        _roofline_ops(by_tool["roofline_model"][1], profile)
-    elif "framework_op_stats" in by_tool:
-        _framework_ops(by_tool["framework_op_stats"][1], profile)
+    ops_tool = next(
+        (t for t in ("hlo_stats", "op_profile", "roofline_model", "framework_op_stats") if t in by_tool),
+        None,
+    )
+    if ops_tool is not None:
+        c = cells(ops_tool)
+        _OPS_READERS[ops_tool](by_tool[ops_tool][1], profile, c)
+        c.report(_OP_CONSEQUENCES)
     if "kernel_stats" in by_tool and not any(op.kind == "hlo" for op in profile.ops.values()):
-        _kernel_stats(by_tool["kernel_stats"][1], profile)
+        c = cells("kernel_stats")
+        _kernel_stats(by_tool["kernel_stats"][1], profile, c)
+        c.report(_OP_CONSEQUENCES)
     return profile
+
+
+_NO_TIME = "the op is given no duration, and the summary op_time is left out"
+_OP_CONSEQUENCES = {
+    "total_time": _NO_TIME,
+    "total_duration_us": _NO_TIME,
+    "rawTime": _NO_TIME,
+    "occurrences": "the op's invocation count is left out",
+}
+_STEP_CONSEQUENCES = {"stepTimeMs": "the step is left out of the step times"}
 
 
 def _kind_of(dev: DeviceInfo) -> None:
@@ -432,7 +552,7 @@ def _kind_of(dev: DeviceInfo) -> None:
         dev.kind, dev.vendor = "cpu", "cpu"
 
 
-def _overview(doc: Any, dev: DeviceInfo, profile: ProfileData) -> None:
+def _overview(doc: Any, dev: DeviceInfo, profile: ProfileData, cells: _Cells) -> None:
     tables = _tables(doc)
     for t in tables:
         if not isinstance(t, dict):
@@ -455,32 +575,39 @@ def _overview(doc: Any, dev: DeviceInfo, profile: ProfileData) -> None:
                 "flop_rate_utilization_relative_to_roofline",
                 "memory_bw_utilization_relative_to_hw_limit",
             ):
-                if k in p and _num(p[k]) is not None:
-                    profile.attributes[k] = _num(p[k])
+                x = cells.num(p.get(k), k, "overview_page `p`")
+                if x is not None:
+                    profile.attributes[k] = x
         if "steptime_ms_average" in p:
-            for row in _rows(t):
-                ms = _num(row.get("stepTimeMs"))
-                if ms is None:
-                    parts = [_num(v) for k, v in row.items() if k.endswith("TimeMs")]
-                    nums = [x for x in parts if x is not None]
-                    ms = sum(nums) if nums else None
+            for n, row in _rows(t):
+                place = f"overview_page step row {n} (step {_short(row.get('stepnum', '?'))})"
+                if row.get("stepTimeMs") not in (None, ""):
+                    ms = cells.num(row.get("stepTimeMs"), "stepTimeMs", place)
+                else:  # no total: the parts add up to the step
+                    parts = [(k, v) for k, v in row.items() if k.endswith("TimeMs") and v not in (None, "")]
+                    nums = [cells.num(v, k, place) for k, v in parts]
+                    if any(x is None for x in nums):
+                        cells.bad("stepTimeMs", place, None)  # a part unreadable: no sum
+                        ms = None
+                    else:
+                        ms = sum(x for x in nums if x is not None) if nums else None
                 if ms is not None:
                     profile.steps.append(Step(str(row.get("stepnum", len(profile.steps))), ms * 1e9))
 
 
-def _cli_device(doc: dict[str, Any], dev: DeviceInfo) -> None:
+def _cli_device(doc: dict[str, Any], dev: DeviceInfo, cells: _Cells) -> None:
     """``xprof get_device_information`` output: GFLOP/s and GiB/s, with a ``units`` map."""
     if doc.get("device_type"):
         dev.device_type = str(doc["device_type"])
-    gflops = _pos(doc.get("peak_flop_rate"))
-    if gflops:
+    gflops = cells.num(doc.get("peak_flop_rate"), "peak_flop_rate", "device information")
+    if gflops is not None and gflops > 0:
         dev.peak_flop_rate = gflops * 1e9
-    gib = _pos(doc.get("peak_hbm_bw_gibs"))
-    if gib:
+    gib = cells.num(doc.get("peak_hbm_bw_gibs"), "peak_hbm_bw_gibs", "device information")
+    if gib is not None and gib > 0:
         dev.peak_hbm_bandwidth = gib * _GIB
 
 
-def _roofline_env(doc: Any, dev: DeviceInfo, profile: ProfileData) -> None:
+def _roofline_env(doc: Any, dev: DeviceInfo, profile: ProfileData, cells: _Cells) -> None:
     tables = _tables(doc)
     for t in tables:
         p = _p(t)
@@ -488,18 +615,19 @@ def _roofline_env(doc: Any, dev: DeviceInfo, profile: ProfileData) -> None:
             continue
         if p.get("device_type"):
             dev.device_type = str(p["device_type"])
-        gflops = _pos(p.get("peak_flop_rate"))
-        if gflops:
+        gflops = cells.num(p.get("peak_flop_rate"), "peak_flop_rate", "roofline_model `p`")
+        if gflops is not None and gflops > 0:
             dev.peak_flop_rate = gflops * 1e9
-        gib = _pos(p.get("peak_hbm_bw"))
-        if gib:
+        gib = cells.num(p.get("peak_hbm_bw"), "peak_hbm_bw", "roofline_model `p`")
+        if gib is not None and gib > 0:
             dev.peak_hbm_bandwidth = gib * _GIB
         for k in ("hbm_ridge_point", "megacore", "has_cmem", "has_merged_vmem"):
-            if _num(p.get(k)) is not None:
-                dev.stats[f"roofline_{k}"] = _num(p[k])
-        for row in _rows(t):
+            x = cells.num(p.get(k), k, "roofline_model `p`")
+            if x is not None:
+                dev.stats[f"roofline_{k}"] = x
+        for n, row in _rows(t):
             if row.get("step") == "Total" and row.get("category") == "Program":
-                tt = _num(row.get("total_time"))
+                tt = cells.num(row.get("total_time"), "total_time", f"roofline_model row {n} (Program)")
                 if tt:
                     profile.device_time_ps = tt * 1e6
                 break
@@ -517,43 +645,60 @@ _SKIP_RAW = {
 }
 
 
-def _given_from_row(row: dict[str, Any], time_key: str = "total_time") -> dict[str, float]:
+def _given_from_row(
+    row: dict[str, Any], op: OpAgg, cells: _Cells, place: str, time_key: str = "total_time"
+) -> dict[str, float]:
+    """The op's totals as the table gives them; a time that is absent or not a number leaves
+    the op without a time (``op.unknown``), never with 0."""
     g: dict[str, float] = {}
-    tt = _num(row.get(time_key))
+    tt = cells.num(row.get(time_key), time_key, place)
     if tt is None:
+        if row.get(time_key) in (None, ""):
+            cells.bad(time_key, place, None)
+        op.unknown.add("time_ps")
         return g
     g["time_ps"] = tt * 1e6
-    st = _num(row.get("total_self_time"))
+    st = cells.num(row.get("total_self_time"), "total_self_time", place)
     g["self_ps"] = st * 1e6 if st is not None else g["time_ps"]
     sec = tt * 1e-6
-    rate = _num(row.get("measured_flop_rate"))
+    rate = cells.num(row.get("measured_flop_rate"), "measured_flop_rate", place)
     if rate is None:
-        rate = _num(row.get("model_flop_rate"))
+        rate = cells.num(row.get("model_flop_rate"), "model_flop_rate", place)
     if rate is not None:
         g["flop_rate"] = rate * 1e9
         g["flops"] = rate * 1e9 * sec
-    bw = _num(row.get("measured_memory_bw"))
+    bw = cells.num(row.get("measured_memory_bw"), "measured_memory_bw", place)
     if bw is not None:
         g["bytes_accessed"] = bw * _GIB * sec
-    hbm = _num(row.get("hbm_bw"))
+    hbm = cells.num(row.get("hbm_bw"), "hbm_bw", place)
     if hbm is not None:
         g["hbm_bw"] = hbm * _GIB
         g["hbm_bytes"] = hbm * _GIB * sec
-    oi = _num(row.get("operational_intensity"))
+    oi = cells.num(row.get("operational_intensity"), "operational_intensity", place)
     if oi is not None:
         g["intensity"] = oi
     return g
 
 
-def _table_op(row: dict[str, Any], name: str, program: str | None, kind: str, profile: ProfileData) -> OpAgg:
+def _table_op(
+    row: dict[str, Any],
+    name: str,
+    program: str | None,
+    kind: str,
+    profile: ProfileData,
+    cells: _Cells,
+    place: str,
+) -> OpAgg:
     key = f"{program}/{name}" if program else name
     n = 2
     while key in profile.ops:
         key = f"{program}/{name}#{n}" if program else f"{name}#{n}"
         n += 1
     op = OpAgg(name=name, key=key, program_id=program, kind=kind)
-    occ = _num(row.get("occurrences"))
+    occ = cells.num(row.get("occurrences"), "occurrences", place)
     op.occurrences = int(occ) if occ is not None else 0
+    if occ is None and row.get("occurrences") not in (None, ""):
+        op.unknown.add("occurrences")
     cat = row.get("category") if "category" in row else row.get("type")
     op.category = str(cat) if cat not in (None, "") else None
     for k, v in row.items():
@@ -564,63 +709,76 @@ def _table_op(row: dict[str, Any], name: str, program: str | None, kind: str, pr
     return op
 
 
-def _hlo_stats(doc: Any, profile: ProfileData) -> None:
+def _row_place(tool: str, n: int, name: str) -> str:
+    return f"{tool} row {n} (`{_short(name)}`)"
+
+
+def _hlo_stats(doc: Any, profile: ProfileData, cells: _Cells) -> None:
     tables = _tables(doc)
     for t in tables:
-        for row in _rows(t):
+        for n, row in _rows(t):
             name = row.get("hlo_op_name")
             if not name:
                 continue
+            place = _row_place("hlo_stats", n, str(name))
             prog = str(row["program_id"]) if row.get("program_id") not in (None, "") else None
-            op = _table_op(row, str(name), prog, "hlo", profile)
+            op = _table_op(row, str(name), prog, "hlo", profile, cells, place)
             op.raw_name = str(row["hlo_op_expression"]) if row.get("hlo_op_expression") else None
-            op.given = _given_from_row(row)
+            op.given = _given_from_row(row, op, cells, place)
             # hlo_stats has no measured rate column: its FLOPs are model FLOPs
         break
 
 
-def _roofline_ops(doc: Any, profile: ProfileData) -> None:
+def _roofline_ops(doc: Any, profile: ProfileData, cells: _Cells) -> None:
     tables = _tables(doc)
     for t in tables:
         rows = _rows(t)
-        if not rows or "operation" not in rows[0]:
+        if not rows or "operation" not in rows[0][1]:
             continue
-        for row in rows:
+        for n, row in rows:
             if row.get("step") != "Total" or row.get("category") == "Program":
                 continue
             if str(row.get("include_infeed_outfeed", "True")).lower() == "false":
                 continue
+            place = _row_place("roofline_model", n, str(row.get("operation")))
             prog = str(row["hlo_module_id"]) if row.get("hlo_module_id") not in (None, "", "0") else None
-            op = _table_op(row, str(row.get("operation")), prog, "hlo", profile)
-            op.given = _given_from_row(row)
+            op = _table_op(row, str(row.get("operation")), prog, "hlo", profile, cells, place)
+            op.given = _given_from_row(row, op, cells, place)
         return
 
 
-def _framework_ops(doc: Any, profile: ProfileData) -> None:
+def _framework_ops(doc: Any, profile: ProfileData, cells: _Cells) -> None:
     tables = _tables(doc)
     for t in tables[:1]:
-        for row in _rows(t):
+        for n, row in _rows(t):
             if str(row.get("host_or_device", "")).lower() != "device" or not row.get("operation"):
                 continue
             if row.get("type") == "IDLE" or row.get("operation") == "IDLE":
                 continue
-            op = _table_op(row, str(row["operation"]), None, "framework", profile)
-            op.given = _given_from_row(row)
+            place = _row_place("framework_op_stats", n, str(row["operation"]))
+            op = _table_op(row, str(row["operation"]), None, "framework", profile, cells, place)
+            op.given = _given_from_row(row, op, cells, place)
 
 
-def _kernel_stats(doc: Any, profile: ProfileData) -> None:
+def _kernel_stats(doc: Any, profile: ProfileData, cells: _Cells) -> None:
     tables = _tables(doc)
     for t in tables:
-        for row in _rows(t):
+        for n, row in _rows(t):
             if not row.get("kernel_name"):
                 continue
-            op = _table_op(row, str(row["kernel_name"]), None, "kernel", profile)
+            place = _row_place("kernel_stats", n, str(row["kernel_name"]))
+            op = _table_op(row, str(row["kernel_name"]), None, "kernel", profile, cells, place)
             op.category = "kernel"
             op.grid, op.block = _dims(row.get("grid_dim")), _dims(row.get("block_dim"))
-            tt = _num(row.get("total_duration_us"))
+            tt = cells.num(row.get("total_duration_us"), "total_duration_us", place)
             if tt is not None:
                 op.given = {"time_ps": tt * 1e6, "self_ps": tt * 1e6}
-            regs, shm = _num(row.get("registers_per_thread")), _num(row.get("shmem_bytes"))
+            else:
+                if row.get("total_duration_us") in (None, ""):
+                    cells.bad("total_duration_us", place, None)
+                op.unknown.add("time_ps")
+            regs = cells.num(row.get("registers_per_thread"), "registers_per_thread", place)
+            shm = cells.num(row.get("shmem_bytes"), "shmem_bytes", place)
             if regs is not None:
                 op.raw["regs"] = (regs, None)
             if shm is not None:
@@ -628,7 +786,7 @@ def _kernel_stats(doc: Any, profile: ProfileData) -> None:
         break
 
 
-def _op_profile(doc: Any, profile: ProfileData) -> None:
+def _op_profile(doc: Any, profile: ProfileData, cells: _Cells) -> None:
     root = doc.get("byProgramExcludeIdle") or doc.get("byProgram")
     if not isinstance(root, dict):
         return
@@ -641,26 +799,34 @@ def _op_profile(doc: Any, profile: ProfileData) -> None:
             if not isinstance(m, dict):
                 m = {}
             name = str(node["name"])
+            place = f"op_profile node `{_short(name)}`"
             prog = str(xla.get("programId") or program or "") or None
             key = f"{prog}/{name}" if prog else name
             op = profile.ops.setdefault(key, OpAgg(name=name, key=key, program_id=prog))
             op.raw_name = str(xla.get("expression")) or None
             op.category = str(xla.get("category")) or None
-            occ = _num(m.get("occurrences"))
+            # proto3 JSON leaves out zeros: an absent count or time is 0, a garbled one unknown
+            occ = cells.num(m.get("occurrences"), "occurrences", place)
             op.occurrences = int(occ) if occ is not None else 0
-            t = _num(m.get("rawTime")) or 0.0
-            flops = _num(m.get("rawFlops"))
+            if occ is None and m.get("occurrences") not in (None, ""):
+                op.unknown.add("occurrences")
+            t = cells.num(m.get("rawTime"), "rawTime", place)
+            if t is None and m.get("rawTime") not in (None, ""):
+                op.unknown.add("time_ps")
+            t = t or 0.0
+            flops = cells.num(m.get("rawFlops"), "rawFlops", place)
             arr = m.get("rawBytesAccessedArray")
-            hbm = _num(arr[0]) if isinstance(arr, list) and arr else None
-            op.given = {"time_ps": t, "self_ps": t}
+            hbm = cells.num(arr[0], "rawBytesAccessedArray", place) if isinstance(arr, list) and arr else None
+            op.given = {} if "time_ps" in op.unknown else {"time_ps": t, "self_ps": t}
             if flops is not None:
                 op.given["flops"] = flops
             if hbm is not None:
                 op.given["bytes_accessed"] = hbm
                 op.given["hbm_bytes"] = hbm
             for k in ("rawTime", "rawFlops", "bf16Flops", "occurrences", "avgTimePs"):
-                if _num(m.get(k)) is not None:
-                    op.raw[k] = (_num(m[k]), None)
+                x = _num(m.get(k))  # reported above when read; the others are kept raw only
+                if x is not None:
+                    op.raw[k] = (x, None)
             return
         module = _MODULE_EVENT.match(str(node.get("name") or ""))
         if module:
@@ -671,3 +837,11 @@ def _op_profile(doc: Any, profile: ProfileData) -> None:
                 visit(child, program)
 
     visit(root, None)
+
+
+_OPS_READERS = {
+    "hlo_stats": _hlo_stats,
+    "op_profile": _op_profile,
+    "roofline_model": _roofline_ops,
+    "framework_op_stats": _framework_ops,
+}

@@ -42,6 +42,9 @@ class OpAgg:
     raw: dict[str, tuple[Any, str | None]] = field(default_factory=dict)
     #: pre-computed totals when the source is an xprof table (no events to add up)
     given: dict[str, float] = field(default_factory=dict)
+    #: figures the source has for this op but that could not be read ("time_ps",
+    #: "occurrences"): left out of the packet, never taken as 0
+    unknown: set[str] = field(default_factory=set)
 
     @property
     def self_ps(self) -> float:

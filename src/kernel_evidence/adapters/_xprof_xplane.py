@@ -548,9 +548,10 @@ def profile_from_xspaces(spaces: list[tuple[str, Any]]) -> ProfileData:
     if not devices:
         for plane, names in host_planes:
             col.host_ops(plane, names)
-        profile.device = DeviceInfo(kind="cpu", vendor="cpu", device_type="CPU", count=1, active=1)
-        if not profile.ops:
-            profile.warnings.append("no device plane and no XLA op events in the profile")
+        if profile.ops:  # XLA ops on host threads and no device: the XLA CPU client ran them
+            profile.device = DeviceInfo(kind="cpu", vendor="cpu", device_type="CPU", count=1, active=1)
+        else:  # nothing says which device ran the program: no guess
+            profile.warnings.append("no device plane and no XLA op events in the profile; hardware left out")
     else:
         first = devices[min(devices, key=lambda k: (k[1], k[0]))]
         # prefer a plane that carries the capability stats

@@ -19,7 +19,8 @@ Options (``AdapterOptions.extra``), all optional:
 ``inline_samples_max`` (default 10000)
     runs with at most this many sample values keep them inline in ``Stats.samples``
 ``max_bytes`` (default 2 GiB)
-    refuse larger input files
+    refuse larger input files (read under the cap whatever they are: a link to a device or a
+    pipe stops at the cap)
 ``goodput`` (e.g. ``ttft:200,tpot:50,e2el:1000``, milliseconds)
     recompute goodput from the per-request arrays with these SLOs (vLLM's ``--goodput``
     semantics) and check the file's ``request_goodput`` against it
@@ -33,16 +34,16 @@ from pathlib import Path
 
 from ..errors import AdapterError
 from . import AdapterOptions, AdapterResult
+from ._read import max_bytes_option
 from ._vllm_build import BuildContext, build_packet, classify, now_utc
 from ._vllm_csv import parse_csv_runs
 from ._vllm_goodput import parse_goodput_option
-from ._vllm_read import GC_PAUSE_BYTES, gc_paused, parse_runs, read_bytes
+from ._vllm_read import GC_PAUSE_BYTES, duplicate_runs, gc_paused, parse_runs, read_bytes
 
 __all__ = ["ADAPTER", "VllmAdapter"]
 
 _SUFFIXES = (".json", ".jsonl", ".ndjson")
 DEFAULT_INLINE_MAX = 10_000
-DEFAULT_MAX_BYTES = 2 << 30
 
 
 def _int_option(extra: dict[str, object], name: str, default: int) -> int:
@@ -152,7 +153,8 @@ class VllmAdapter:
             use_numpy=None if use_numpy is None else str(use_numpy).lower() not in ("0", "false", "no"),
             goodput=parse_goodput_option(extra.get("goodput")),
         )
-        max_bytes = _int_option(extra, "max_bytes", DEFAULT_MAX_BYTES)
+        max_bytes = max_bytes_option(extra)
+        ctx.max_bytes = max_bytes
         packets = []
         for path, explicit in _expand(inputs, ctx.warnings):
             data = b""
@@ -167,6 +169,9 @@ class VllmAdapter:
                     )
                     ctx.current = (path, data)
                     built = [build_packet(rec, classify(rec), ctx) for rec in runs]
+                repeated = duplicate_runs(runs)
+                if repeated is not None:
+                    ctx.warn(f"{path}: {repeated}")
             except (RecursionError, UnicodeDecodeError) as err:
                 exc = AdapterError(f"{path}: {_undecodable(err, data)}; expected a benchmark result")
                 if explicit:

@@ -26,6 +26,7 @@ import os
 import re
 import statistics
 import time
+import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,6 +53,7 @@ from ..models import (
     Timing,
 )
 from . import AdapterOptions, AdapterResult
+from ._read import max_bytes_option, read_capped, size_text
 from ._xprof_model import DeviceInfo, OpAgg, ProfileData
 
 __all__ = ["ADAPTER", "XProfAdapter", "read_profile"]
@@ -63,9 +65,10 @@ _TOOL_RE = re.compile(
     r"^(?P<prefix>.+?)\.(?P<tool>hlo_stats|roofline_model|overview_page|op_profile|"
     r"framework_op_stats|kernel_stats|trace_viewer)\.json(?:\.gz)?$"
 )
-#: largest input file read (bytes); protobuf itself refuses messages above 2 GiB
+#: largest input file read (bytes) unless ``--opt max_bytes=N``; protobuf itself refuses
+#: messages above 2 GiB
 MAX_FILE_BYTES = 2 << 30
-#: largest decompressed JSON document
+#: largest decompressed JSON document unless ``--opt max_bytes=N`` (which then caps both)
 MAX_JSON_BYTES = 1 << 30
 
 
@@ -187,55 +190,83 @@ def _folder_groups(
     return out
 
 
-def _read_bytes(path: str) -> bytes:
+_WHAT_XPLANE = "the binary <host>.xplane.pb the profiler writes"
+_WHAT_JSON = "XProf trace-event or tool JSON (optionally gzip-compressed)"
+
+
+def _read_bytes(path: str, cap: int = MAX_FILE_BYTES, what: str = _WHAT_XPLANE) -> bytes:
+    """The bytes of one input file, read under ``cap`` whatever the file is (a link to a
+    device or a pipe stops at the cap)."""
+    return read_capped(path, cap, what=what)
+
+
+def _gunzip(path: str, data: bytes, cap: int) -> bytes:
+    """The decompressed bytes of a gzip file, at most ``cap`` of them."""
     try:
-        size = os.path.getsize(path)
-        if size > MAX_FILE_BYTES:
-            raise AdapterError(
-                f"{path}: {size} bytes is over the {MAX_FILE_BYTES}-byte limit for one profile file"
-            )
-        with open(path, "rb") as fh:
-            return fh.read()
-    except OSError as exc:
-        raise AdapterError(f"{path}: cannot read ({exc.strerror or exc})") from None
+        with gzip.GzipFile(fileobj=io.BytesIO(data)) as gz:
+            out = gz.read(cap + 1)
+    except (OSError, EOFError, zlib.error) as exc:
+        raise AdapterError(
+            f"{path}: truncated or corrupt gzip ({exc}); expected gzip-compressed JSON"
+        ) from None
+    if len(out) > cap:
+        raise AdapterError(
+            f"{path}: decompresses to more than {size_text(cap)}, the cap for one input; expected "
+            f"{_WHAT_JSON} (raise the cap with --opt max_bytes=N if the file is really that large)"
+        )
+    return out
 
 
-def read_json_file(path: str) -> Any:
-    """Load a (possibly gzipped) JSON file within the size caps; one-line AdapterError if bad."""
+def decode_json(path: str, data: bytes, cap: int = MAX_JSON_BYTES) -> Any:
+    """The JSON document in ``data`` (the bytes of ``path``; gzip-compressed or not, with or
+    without a UTF-8 byte-order mark); a one-line :class:`AdapterError` naming the file when
+    it is not JSON, nested too deeply, not UTF-8 or decompresses to more than ``cap`` bytes."""
     import msgspec
 
-    data = _read_bytes(path)
+    inner = ""
     if data[:2] == b"\x1f\x8b":
-        try:
-            with gzip.GzipFile(fileobj=io.BytesIO(data)) as gz:
-                data = gz.read(MAX_JSON_BYTES + 1)
-        except (OSError, EOFError) as exc:
-            raise AdapterError(
-                f"{path}: truncated or corrupt gzip ({exc}); expected gzip-compressed JSON"
-            ) from None
-        if len(data) > MAX_JSON_BYTES:
-            raise AdapterError(f"{path}: decompresses to more than {MAX_JSON_BYTES} bytes")
+        data = _gunzip(path, data, cap)
+        inner = " of the decompressed JSON"
+    if data.startswith(b"\xef\xbb\xbf"):  # a UTF-8 byte-order mark
+        data = data[3:]
     try:
         return msgspec.json.decode(data)
     except msgspec.DecodeError as exc:
-        raise AdapterError(f"{path}: not valid JSON ({exc}); expected XProf trace or tool JSON") from None
+        raise AdapterError(f"{path}: not valid JSON ({exc}); expected {_WHAT_JSON}") from None
+    except RecursionError:
+        raise AdapterError(f"{path}: JSON nested too deeply to be a profile; expected {_WHAT_JSON}") from None
+    except UnicodeDecodeError:
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError as bad:
+            where = f"byte {bad.start}{inner}"
+        else:
+            where = f"a string{inner}"
+        raise AdapterError(f"{path}: {where}: not valid UTF-8; expected {_WHAT_JSON} in UTF-8 text") from None
 
 
-def read_profile(group_kind: str, files: list[str]) -> tuple[ProfileData, list[bytes]]:
-    """Read one group of files into :class:`ProfileData`, with the bytes read (for digests)."""
+def read_json_file(path: str, cap: int = MAX_FILE_BYTES, json_cap: int = MAX_JSON_BYTES) -> Any:
+    """Load a (possibly gzipped) JSON file within the size caps; one-line AdapterError if bad."""
+    return decode_json(path, _read_bytes(path, cap, _WHAT_JSON), json_cap)
+
+
+def read_profile(
+    group_kind: str, files: list[str], cap: int = MAX_FILE_BYTES, json_cap: int = MAX_JSON_BYTES
+) -> tuple[ProfileData, list[bytes]]:
+    """Read one group of files into :class:`ProfileData`, with the bytes read (for digests).
+    Every file is read once, under ``cap`` bytes (``json_cap`` once decompressed)."""
     if group_kind == "xplane":
         from ._xprof_xplane import parse_xspace, profile_from_xspaces
 
-        blobs = [_read_bytes(f) for f in files]
+        blobs = [_read_bytes(f, cap, _WHAT_XPLANE) for f in files]
         spaces = [(f, parse_xspace(b, f)) for f, b in zip(files, blobs, strict=True)]
         return profile_from_xspaces(spaces), blobs
     from . import _xprof_json
 
-    blobs = [_read_bytes(f) for f in files]
+    blobs = [_read_bytes(f, cap, _WHAT_JSON) for f in files]
+    docs = [(f, decode_json(f, b, json_cap)) for f, b in zip(files, blobs, strict=True)]
     if group_kind == "trace_json":
-        docs = [(f, read_json_file(f)) for f in files]
         return _xprof_json.profile_from_trace(docs), blobs
-    docs = [(f, read_json_file(f)) for f in files]
     return _xprof_json.profile_from_tools(docs), blobs
 
 
@@ -365,10 +396,11 @@ def _record(op: OpAgg, info: DeviceInfo) -> KernelRecord:
     metrics: dict[str, Quantity] = {}
     raw: dict[str, RawMetric] = {}
     g = op.given
+    time_known = "time_ps" not in op.unknown  # an unreadable time is left out, never 0
     time_ps = g.get("time_ps", op.time_ps)
     self_ps = g.get("self_ps", op.self_ps)
     sec = time_ps * 1e-12
-    if time_ps > 0 or op.occurrences:
+    if time_known and (time_ps > 0 or op.occurrences):
         metrics["duration"] = _q(time_ps / 1000.0, "ns")
     flops = g.get("flops", op.flops)
     nbytes = g.get("bytes_accessed", op.bytes_accessed)
@@ -403,9 +435,11 @@ def _record(op: OpAgg, info: DeviceInfo) -> KernelRecord:
     if shm is not None and isinstance(shm[0], float):
         metrics["shared_memory_per_block"] = _q(shm[0], "B")
     # raw: what the source said, then xprof-style derived roofline columns
-    raw["occurrences"] = _raw(op.occurrences, "count")
-    raw["total_time_ps"] = _raw(time_ps, "ps")
-    raw["total_self_time_ps"] = _raw(self_ps, "ps")
+    if "occurrences" not in op.unknown:
+        raw["occurrences"] = _raw(op.occurrences, "count")
+    if time_known:
+        raw["total_time_ps"] = _raw(time_ps, "ps")
+        raw["total_self_time_ps"] = _raw(self_ps, "ps")
     for k, (v, u) in sorted(op.raw.items()):
         raw[k] = _raw(v, u)
     if op.kind == "hlo" and (rate is not None or hbm_bw is not None):
@@ -427,7 +461,7 @@ def _record(op: OpAgg, info: DeviceInfo) -> KernelRecord:
         device=device,
         grid=op.grid,
         block=op.block,
-        invocations=op.occurrences,
+        invocations=None if "occurrences" in op.unknown else op.occurrences,
         category=op.category,
         metrics=metrics or None,
         raw=raw,
@@ -489,7 +523,7 @@ def _summary(profile: ProfileData, records: list[OpAgg]) -> dict[str, Quantity]:
     out: dict[str, Quantity] = {}
     hlo = [op for op in records if op.kind == "hlo"]
     total_ps = sum(op.given.get("time_ps", op.time_ps) for op in records)
-    if records:
+    if records and not any("time_ps" in op.unknown for op in records):  # else a sum of some
         out["op_time"] = _q(total_ps / 1000.0, "ns")
     flops = [op.given.get("flops", op.flops) for op in hlo]
     nbytes = [op.given.get("bytes_accessed", op.bytes_accessed) for op in hlo]
@@ -639,11 +673,14 @@ class XProfAdapter:
             raise AdapterError(
                 "xprof: no input given; expected a .xplane.pb file or a plugins/profile/<run>/ directory"
             )
+        extra = dict(options.extra or {})
+        cap = max_bytes_option(extra, MAX_FILE_BYTES)
+        json_cap = cap if extra.get("max_bytes") is not None else MAX_JSON_BYTES
         groups, warnings = _discover(inputs)
         packets: list[EvidencePacket] = []
         for group in groups:
             try:
-                profile, blobs = read_profile(group.kind, group.files)
+                profile, blobs = read_profile(group.kind, group.files, cap, json_cap)
             except KernelEvidenceError:
                 raise
             except Exception as exc:  # noqa: BLE001 - a bug or an unforeseen shape must stay one line
