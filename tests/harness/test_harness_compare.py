@@ -180,3 +180,115 @@ def test_cli_select_from_streams(tmp_path: Path, capsys: pytest.CaptureFixture[s
     failed.write_text(json.dumps(data))
     assert main(["compare", str(stream), str(failed), "--select-a", "softmax_v1"]) == 1
     assert capsys.readouterr().err.endswith("B has no timing.stats (status failed): nothing to compare\n")
+
+
+def test_alpha_sets_the_level_of_the_interval(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # p = 0.059: the 95% interval of the speedup touches 1, the 90% one does not
+    a = timed_packet(lognormal(100.0, 30, seed=1053))
+    b = timed_packet(lognormal(98.0, 30, seed=2053))
+    strict, lax = compare_packets(a, b), compare_packets(a, b, alpha=0.10)
+    assert strict.verdict == "no_change" and strict.ci_level == 0.95
+    assert lax.verdict == "improved" and lax.ci_level == 0.90
+    assert lax.ci_low is not None and strict.ci_low is not None and lax.ci_low > 1.0 > strict.ci_low
+    pa, pb = _write(tmp_path, "a.json", a), _write(tmp_path, "b.json", b)
+    assert main(["compare", pa, pb, "--alpha", "0.10"]) == 0
+    assert "improved: B is 3.2% faster than A (speedup 1.032x, 90% CI 1.006-1.057, p=0.0594)" in (
+        capsys.readouterr().out
+    )
+    assert main(["compare", pa, pb, "--alpha", "0.000001", "--format", "json"]) == 3
+    assert json.loads(capsys.readouterr().out)["ci_level"] == pytest.approx(0.999999)
+    # a level that close to 1 is not rounded up to 100%, and its thin tails are said
+    tiny = compare_samples([100.0] * 10, [50.0] * 10, alpha=1e-6)
+    assert "99.9999% CI" in tiny.summary()
+    assert any("fewer than 5 of the 2000 bootstrap resamples in each tail" in n for n in tiny.notes)
+
+
+def test_alpha_sets_the_level_of_the_welch_interval() -> None:
+    a = timed_packet(None, median=100.0, stats_extra={"mean": 100.0, "std": 2.0, "n": 50})
+    b = timed_packet(None, median=99.0, stats_extra={"mean": 99.0, "std": 2.0, "n": 50})
+    at95, at90 = compare_packets(a, b), compare_packets(a, b, alpha=0.10)
+    assert at95.ci_level == 0.95 and at90.ci_level == 0.90
+    assert at95.ci_low is not None and at95.ci_high is not None
+    assert at90.ci_low is not None and at90.ci_high is not None
+    # same centre, half-widths in the ratio of the normal quantiles z(0.95) / z(0.975)
+    assert (at90.ci_high - at90.ci_low) / (at95.ci_high - at95.ci_low) == pytest.approx(
+        1.6448536269514722 / 1.959963984540054, rel=1e-9
+    )
+
+
+def test_median_intervals_keep_the_packets_level(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # only medians and 95% intervals, which do not overlap: p < 0.05, nothing more is known
+    a = timed_packet(None, median=100.0, stats_extra={"ci_low": 99.0, "ci_high": 101.0, "ci_level": 0.95})
+    b = timed_packet(None, median=97.0, stats_extra={"ci_low": 96.0, "ci_high": 98.0, "ci_level": 0.95})
+    own = (
+        "significance from non-overlapping median confidence intervals at the packets' own 95% level "
+        "(conservative: non-overlap means p < 0.05)"
+    )
+    for alpha in (0.05, 0.10):
+        r = compare_packets(a, b, alpha=alpha)
+        assert r.verdict == "improved" and r.ci_level == 0.95 and own in r.notes
+    strict = compare_packets(a, b, alpha=1e-6)
+    assert strict.verdict == "inconclusive" and strict.exit_code == 3
+    assert strict.notes[-1] == (
+        "the intervals do not overlap, which shows p < 0.05 but not p < alpha=1e-06; "
+        "record timing.stats.samples to test at that alpha"
+    )
+    pa, pb = _write(tmp_path, "a.json", a), _write(tmp_path, "b.json", b)
+    assert main(["compare", pa, pb, "--alpha", "0.000001"]) == 3
+    out = capsys.readouterr().out
+    assert "inconclusive: B is 3.1% faster than A (speedup 1.031x, 95% CI 1.01-1.052)" in out
+    assert "not p < alpha=1e-06" in out
+    # overlapping intervals stay no significant change at any alpha
+    c = timed_packet(None, median=99.5, stats_extra={"ci_low": 98.5, "ci_high": 100.5, "ci_level": 0.95})
+    assert compare_packets(a, c, alpha=1e-6).verdict == "no_change"
+    # without a recorded level, 95% is assumed and said
+    bare = compare_packets(
+        timed_packet(None, median=100.0, stats_extra={"ci_low": 99.0, "ci_high": 101.0}),
+        timed_packet(None, median=97.0, stats_extra={"ci_low": 96.0, "ci_high": 98.0}),
+    )
+    assert bare.notes[1].endswith("; ci_level not recorded, 95% assumed")
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "message"),
+    [
+        ("--min-effect", "nan", "--min-effect must be a finite number >= 0, got nan"),
+        ("--min-effect", "inf", "--min-effect must be a finite number >= 0, got inf"),
+        ("--min-effect", "-0.5", "--min-effect must be a finite number >= 0, got -0.5"),
+        ("--alpha", "nan", "--alpha must be between 0 and 1, got nan"),
+        ("--resamples", "10", "--resamples must be >= 100, got 10"),
+    ],
+)
+def test_cli_rejects_non_finite_options(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], option: str, value: str, message: str
+) -> None:
+    a = _write(tmp_path, "a.json", timed_packet(lognormal(100.0, 10, seed=1)))
+    assert main(["compare", a, a, option, value]) == 2
+    assert capsys.readouterr().err == f"kevidence: error: {message}\n"
+
+
+def test_cli_select_by_computed_id(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # packets without packet_id are picked by the id `kevidence id` and `replay` show
+    stream = tmp_path / "run.jsonl"
+    a = timed_packet(lognormal(100.0, 40, seed=1)).to_dict()
+    b = timed_packet(lognormal(70.0, 40, seed=2)).to_dict()
+    del a["packet_id"], b["packet_id"]
+    stream.write_text(json.dumps(a) + "\n" + json.dumps(b) + "\n")
+    assert main(["id", str(stream)]) == 0
+    ids = [line.split()[0] for line in capsys.readouterr().out.splitlines()]
+    args = ["compare", str(stream), str(stream), "--format", "json"]
+    assert main([*args, "--select-a", ids[0][7:19], "--select-b", ids[1][7:19]]) == 0
+    assert json.loads(capsys.readouterr().out)["verdict"] == "improved"
+    assert main([*args, "--select-a", ids[1][7:19], "--select-b", ids[0]]) == 4
+
+
+def test_a_significant_test_with_an_interval_around_1_is_explained() -> None:
+    # p = 0.009, but the bootstrap interval of the median ratio still includes 1
+    r = compare_packets(
+        timed_packet(lognormal(100.0, 30, seed=1035)), timed_packet(lognormal(98.0, 30, seed=2035))
+    )
+    assert r.verdict == "no_change" and r.p_value is not None and r.p_value < 0.05
+    assert r.notes == [
+        "the test is significant (p < 0.05) but the interval of the speedup includes 1: "
+        "they disagree, so no change is claimed"
+    ]

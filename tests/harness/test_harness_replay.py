@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import sys
 import textwrap
@@ -12,6 +13,8 @@ import pytest
 from _harness_packets import lognormal, timed_packet
 
 from kernel_evidence.cli import main
+from kernel_evidence.errors import InputError
+from kernel_evidence.harness import execute_replay
 from kernel_evidence.harness._load import load_packet
 from kernel_evidence.rules import validate
 
@@ -194,3 +197,167 @@ def test_select_one_packet_of_a_stream(tmp_path: Path, capsys: pytest.CaptureFix
     assert json.loads(capsys.readouterr().out)["command"] == ["python", "b.py"]
     assert main(["replay", str(stream), "--select", "nope"]) == 1
     assert "no packet matches `nope`" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "message"),
+    [
+        ("--timeout", "nan", "--timeout must be a finite number of seconds > 0, got nan"),
+        ("--timeout", "inf", "--timeout must be a finite number of seconds > 0, got inf"),
+        ("--timeout", "0", "--timeout must be a finite number of seconds > 0, got 0"),
+        ("--tolerance", "nan", "--tolerance must be a finite number >= 0, got nan"),
+        ("--tolerance", "-1", "--tolerance must be a finite number >= 0, got -1"),
+    ],
+)
+def test_non_finite_numbers_are_usage_errors(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], option: str, value: str, message: str
+) -> None:
+    marker = tmp_path / "marker"
+    p = _packet_file(tmp_path, [sys.executable, "-c", f"open({str(marker)!r}, 'w').write('ran')"])
+    assert main(["replay", str(p), "--execute", option, value, "--out", str(tmp_path / "c.json")]) == 2
+    assert capsys.readouterr().err == f"kevidence: error: {message}\n"
+    assert not marker.exists()
+    with pytest.raises(ValueError, match="timeout must be a finite number of seconds > 0, got nan"):
+        execute_replay(load_packet(p), timeout=math.nan)
+    with pytest.raises(ValueError, match="tolerance must be a finite number >= 0, got nan"):
+        execute_replay(load_packet(p), tolerance=math.nan)
+
+
+def _cwd_packet(tmp_path: Path, recorded_cwd: str | None) -> tuple[Path, Path]:
+    """A packet whose command writes the folder it runs in to a file."""
+    seen = tmp_path / "seen"
+    p = tmp_path / "p.json"
+    data = timed_packet([1.0, 2.0]).to_dict()
+    data["replay"] = {
+        "command": [sys.executable, "-c", f"import os; open({str(seen)!r}, 'w').write(os.getcwd())"]
+    }
+    if recorded_cwd is not None:
+        data["replay"]["cwd"] = recorded_cwd
+    data.pop("packet_id")
+    p.write_text(json.dumps(data))
+    return p, seen
+
+
+def test_cwd_is_where_the_command_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    work, here = tmp_path / "work", tmp_path / "here"
+    work.mkdir()
+    here.mkdir()
+    monkeypatch.chdir(here)
+    # a --cwd that does not exist: usage error, nothing runs
+    p, seen = _cwd_packet(tmp_path, str(work))
+    missing = tmp_path / "missing"
+    assert main(["replay", str(p), "--execute", "--cwd", str(missing)]) == 2
+    assert capsys.readouterr().err == f"kevidence: error: --cwd must be an existing folder, got `{missing}`\n"
+    assert not seen.exists()
+    # the recorded folder: shown, and the command runs there
+    assert main(["replay", str(p), "--execute", "--out", str(tmp_path / "c1.json")]) == 1  # no packet
+    assert f"cwd        {work}\n" in capsys.readouterr().out
+    assert seen.read_text() == str(work)
+    # --cwd replaces it, in the display too
+    other = tmp_path / "other"
+    other.mkdir()
+    assert main(["replay", str(p), "--execute", "--cwd", str(other), "--out", str(tmp_path / "c2.json")]) == 1
+    assert f"cwd        {other}\n" in capsys.readouterr().out
+    assert seen.read_text() == str(other)
+    # no recorded folder: the current one, shown by its path
+    p2, seen2 = _cwd_packet(tmp_path / "work", None)
+    assert main(["replay", str(p2), "--execute", "--out", str(tmp_path / "c3.json")]) == 1
+    assert f"cwd        {here} (current folder)\n" in capsys.readouterr().out
+    assert seen2.read_text() == str(here)
+
+
+def test_a_recorded_cwd_that_does_not_exist_is_an_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    gone = tmp_path / "gone"
+    p, seen = _cwd_packet(tmp_path, str(gone))
+    message = f"the recorded working folder `{gone}` (replay.cwd) does not exist here; pass --cwd DIR to run elsewhere"
+    for args in ([], ["--execute"]):
+        assert main(["replay", str(p), *args]) == 1
+        captured = capsys.readouterr()
+        assert captured.err == f"kevidence: error: {p}: {message}\n"
+        assert f"cwd        {gone}\n" in captured.out
+    assert not seen.exists()
+    with pytest.raises(InputError, match="does not exist here"):
+        execute_replay(load_packet(p))
+    assert not seen.exists()
+    # --cwd makes it runnable
+    assert (
+        main(["replay", str(p), "--execute", "--cwd", str(tmp_path), "--out", str(tmp_path / "c.json")]) == 1
+    )
+    assert seen.read_text() == str(tmp_path)
+
+
+def test_existing_outputs_are_not_overwritten(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    marker = tmp_path / "marker"
+    p = _packet_file(tmp_path, [sys.executable, "-c", f"open({str(marker)!r}, 'a').write('ran ')"])
+    original = p.read_bytes()
+    default = tmp_path / "p.replay.json"
+    assert main(["replay", str(p), "--execute"]) == 1  # ran, no packet: a failed child
+    first = default.read_bytes()
+    # run again: refused before anything runs
+    assert main(["replay", str(p), "--execute"]) == 1
+    assert capsys.readouterr().err == (
+        f"kevidence: error: {default}: already exists; refusing to overwrite it (use --force)\n"
+    )
+    assert marker.read_text() == "ran " and default.read_bytes() == first
+    assert main(["replay", str(p), "--execute", "--force"]) == 1
+    assert marker.read_text() == "ran ran "
+    assert load_packet(default).lineage.parent_packet_id == load_packet(p).packet_id  # type: ignore[union-attr]
+    # the input packet is never the output, --force or not, by any name
+    link = tmp_path / "link.json"
+    link.symlink_to(p)
+    for out in (str(p), "./p.json", str(link)):
+        for force in ([], ["--force"]):
+            assert main(["replay", str(p), "--execute", "--out", out, *force]) == 2
+            assert capsys.readouterr().err == (
+                f"kevidence: error: {out}: is the packet being replayed; refusing to write the child "
+                "packet over it (choose another --out)\n"
+            )
+    assert p.read_bytes() == original and marker.read_text() == "ran ran "
+
+
+def test_shell_refusal_says_allow_shell(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    p = tmp_path / "p.json"
+    data = timed_packet([1.0, 2.0]).to_dict()
+    data["replay"] = {"command": ["echo hi"], "shell": True}
+    p.write_text(json.dumps(data))
+    assert main(["replay", str(p), "--execute", "--out", str(tmp_path / "c.json")]) == 1
+    out = capsys.readouterr().out
+    assert "pass --execute" not in out
+    assert (
+        "nothing was run; the recorded command needs a shell: pass --allow-shell as well to run it "
+        "through one (with a timeout)"
+    ) in out
+    assert main(["replay", str(p)]) == 0
+    assert "the recorded command needs a shell: pass --execute --allow-shell" in capsys.readouterr().out
+
+
+def test_select_by_computed_id(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # no packet_id; integers in float fields, so `kevidence id` (from the JSON) and `replay`
+    # (from the validated packet) show different content ids: both select it
+    stream = tmp_path / "many.jsonl"
+    lines = []
+    for script in ("a.py", "b.py"):
+        data = timed_packet(None, median=100.0, command=["python", script]).to_dict()
+        del data["packet_id"]
+        data["timing"]["stats"]["median"] = 100
+        lines.append(json.dumps(data))
+    stream.write_text("\n".join(lines) + "\n")
+    assert main(["id", str(stream)]) == 0
+    by_id = capsys.readouterr().out.splitlines()[1].split()[0]
+    assert main(["replay", str(stream), "--select", "softmax_v1"]) == 0  # the last match
+    shown = capsys.readouterr().out.splitlines()[0].split("(")[-1].rstrip(")")
+    assert shown != by_id
+    for pid in (by_id, shown):
+        for select in (pid, pid[7:13]):
+            assert main(["replay", str(stream), "--select", select, "--format", "json"]) == 0
+            assert json.loads(capsys.readouterr().out)["command"] == ["python", "b.py"]
+    assert main(["replay", str(stream), "--select", shown[7:12]]) == 1  # fewer than 6 digits
+    assert "no packet matches" in capsys.readouterr().err

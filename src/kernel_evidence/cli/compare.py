@@ -7,6 +7,7 @@ Exit codes: 0 improved, 3 no significant change (or inconclusive), 4 regressed,
 from __future__ import annotations
 
 import json
+import math
 import sys
 
 import typer
@@ -28,7 +29,11 @@ def register(app: typer.Typer) -> None:
             "--force",
             help="Compare even when the packets are not comparable (the problems are still reported).",
         ),
-        alpha: float = typer.Option(0.05, "--alpha", help="Significance level of the test."),
+        alpha: float = typer.Option(
+            0.05,
+            "--alpha",
+            help="Significance level of the test; the interval is at 1 - alpha (median intervals recorded in packets keep their own level).",
+        ),
         min_effect: float = typer.Option(
             0.01,
             "--min-effect",
@@ -48,8 +53,10 @@ def register(app: typer.Typer) -> None:
             fail(f"--format must be text or json, got `{fmt}`", EXIT_USAGE)
         if not 0 < alpha < 1:
             fail(f"--alpha must be between 0 and 1, got {alpha:g}", EXIT_USAGE)
-        if min_effect < 0 or resamples < 100:
-            fail("--min-effect must be >= 0 and --resamples >= 100", EXIT_USAGE)
+        if not (math.isfinite(min_effect) and min_effect >= 0):
+            fail(f"--min-effect must be a finite number >= 0, got {min_effect:g}", EXIT_USAGE)
+        if resamples < 100:
+            fail(f"--resamples must be >= 100, got {resamples}", EXIT_USAGE)
         raise typer.Exit(
             run(
                 a,
@@ -87,7 +94,14 @@ def run(
         fail(str(exc).replace("with --select ID|NAME", "with --select-a / --select-b"), EXIT_INVALID)
     try:
         result = compare_packets(
-            pa, pb, force=force, alpha=alpha, min_effect=min_effect, seed=seed, resamples=resamples
+            pa,
+            pb,
+            force=force,
+            alpha=alpha,
+            min_effect=min_effect,
+            level=1.0 - alpha,
+            seed=seed,
+            resamples=resamples,
         )
     except ValueError as exc:
         fail(f"{a} vs {b}: {exc}", EXIT_INVALID)

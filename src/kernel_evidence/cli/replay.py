@@ -1,12 +1,14 @@
 """``kevidence replay PACKET``: show how to run a packet again; run it only with ``--execute``.
 
-Exit codes: 0 shown (or reproduced), 1 invalid packet, unrunnable command, or a replay
-that failed, 3 drifted, 2 usage.
+Exit codes: 0 shown (or reproduced), 1 invalid packet, unrunnable command, an existing
+output (without ``--force``), or a replay that failed, 3 drifted, 2 usage.
 """
 
 from __future__ import annotations
 
 import json
+import math
+import os
 import sys
 from pathlib import Path
 
@@ -15,7 +17,7 @@ import typer
 from ..errors import InputError
 from ..harness._load import load_packet
 from ..harness.replay import ReplayPlan, execute_replay, plan_replay
-from ..harness.sink import SingleFileSink
+from ..io import write_packets
 from ._common import EXIT_INVALID, EXIT_OK, EXIT_USAGE, fail, out_console
 
 EXIT_DRIFTED = 3
@@ -49,6 +51,9 @@ def register(app: typer.Typer) -> None:
             "-o",
             help="Where to write the child packet (default: <packet>.replay.json in the current folder).",
         ),
+        force: bool = typer.Option(
+            False, "--force", help="Overwrite an existing output file (never the packet being replayed)."
+        ),
         select: str | None = typer.Option(
             None,
             "--select",
@@ -60,8 +65,12 @@ def register(app: typer.Typer) -> None:
         """Show the recorded command, commit, container and environment differences; --execute runs it."""
         if fmt not in ("text", "json"):
             fail(f"--format must be text or json, got `{fmt}`", EXIT_USAGE)
-        if timeout <= 0 or tolerance < 0:
-            fail("--timeout must be > 0 and --tolerance >= 0", EXIT_USAGE)
+        if not (math.isfinite(timeout) and timeout > 0):
+            fail(f"--timeout must be a finite number of seconds > 0, got {timeout:g}", EXIT_USAGE)
+        if not (math.isfinite(tolerance) and tolerance >= 0):
+            fail(f"--tolerance must be a finite number >= 0, got {tolerance:g}", EXIT_USAGE)
+        if cwd is not None and (not cwd or not Path(cwd).is_dir()):
+            fail(f"--cwd must be an existing folder, got `{cwd}`", EXIT_USAGE)
         raise typer.Exit(
             run(
                 packet,
@@ -70,6 +79,7 @@ def register(app: typer.Typer) -> None:
                 timeout=timeout,
                 tolerance=tolerance,
                 out=out,
+                force=force,
                 cwd=cwd,
                 select=select,
                 fmt=fmt,
@@ -85,6 +95,7 @@ def run(
     timeout: float = 600.0,
     tolerance: float = 0.05,
     out: str | None = None,
+    force: bool = False,
     cwd: str | None = None,
     select: str | None = None,
     fmt: str = "text",
@@ -100,11 +111,21 @@ def run(
         if plan.problems:
             fail(f"{packet_path}: {plan.problems[0]}", EXIT_INVALID)
         return EXIT_OK
+    target = Path(out) if out else Path.cwd() / (_stem(packet_path) + ".replay.json")
+    if _same_file(target, packet_path):
+        fail(
+            f"{out or target}: is the packet being replayed; refusing to write the child packet over it (choose another --out)",
+            EXIT_USAGE,
+        )
+    if target.is_dir():
+        fail(f"{out or target}: is a folder; expected a file name for the child packet", EXIT_USAGE)
+    if target.exists() and not force:
+        fail(f"{out or target}: already exists; refusing to overwrite it (use --force)")
     if plan.problems:
         _show(plan, packet_path, fmt)
         fail(f"{packet_path}: {plan.problems[0]}", EXIT_INVALID)
     if plan.shell and not allow_shell:
-        _show(plan, packet_path, fmt)
+        _show(plan, packet_path, fmt, execute=True)
         fail(
             f"{packet_path}: the recorded command needs a shell (replay.shell: true); refusing without --allow-shell",
             EXIT_INVALID,
@@ -117,12 +138,13 @@ def run(
         )
     except InputError as exc:
         fail(str(exc), EXIT_INVALID)
-    target = Path(out) if out else Path.cwd() / (_stem(packet_path) + ".replay.json")
-    assert result.child.packet_id is not None
     try:
-        SingleFileSink(target).write(result.child.packet_id, result.child.to_json())
-    except OSError as exc:
-        fail(f"{target}: could not write the child packet ({exc.strerror or exc})", EXIT_INVALID)
+        write_packets(target, [result.child], overwrite=force)
+    except FileExistsError:
+        fail(f"{out or target}: appeared while the command ran; refusing to overwrite it (use --force)")
+    except (OSError, ValueError) as exc:
+        msg = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+        fail(f"{target}: could not write the child packet ({msg})", EXIT_INVALID)
     if fmt == "json":
         data = {
             "plan": plan.to_dict(),
@@ -150,6 +172,14 @@ def run(
     return {"reproduced": EXIT_OK, "drifted": EXIT_DRIFTED, "failed": EXIT_INVALID}[result.verdict]
 
 
+def _same_file(target: Path, packet_path: str) -> bool:
+    """True when ``target`` is the input packet's file (also through a link)."""
+    try:
+        return target.exists() and os.path.samefile(target, packet_path)
+    except OSError:
+        return False
+
+
 def _stem(path: str) -> str:
     name = Path(path).name
     for suffix in (".jsonl.zst", ".json.zst", ".jsonl", ".json"):
@@ -158,7 +188,8 @@ def _stem(path: str) -> str:
     return name
 
 
-def _show(plan: ReplayPlan, path: str, fmt: str, *, executing: bool = False) -> None:
+def _show(plan: ReplayPlan, path: str, fmt: str, *, executing: bool = False, execute: bool = False) -> None:
+    """The plan as text or JSON; ``executing``: it runs next, ``execute``: --execute was given."""
     if fmt == "json":
         sys.stdout.write(json.dumps({"packet": path, **plan.to_dict()}, indent=2) + "\n")
         return
@@ -175,7 +206,9 @@ def _show(plan: ReplayPlan, path: str, fmt: str, *, executing: bool = False) -> 
         con.print(f"command    {escape(shown)}" + ("  [yellow](shell)[/]" if plan.shell else ""))
     else:
         con.print("command    [red](none recorded)[/]")
-    con.print(f"cwd        {escape(plan.cwd or (r.cwd if r and r.cwd else '(current folder)'))}")
+    # where the command runs (or would run): the plan's folder, else the current one
+    where = os.path.abspath(plan.cwd) if plan.cwd else f"{os.getcwd()} (current folder)"
+    con.print(f"cwd        {escape(where)}")
     repo = r.repository if r else None
     if repo is not None and repo.commit:
         dirty = " [yellow](dirty: uncommitted changes were not recorded)[/]" if repo.dirty else ""
@@ -200,7 +233,14 @@ def _show(plan: ReplayPlan, path: str, fmt: str, *, executing: bool = False) -> 
             )
     else:
         con.print("differences from this machine: none found in the recorded fields")
-    if not plan.problems and not executing:
+    if plan.problems or executing:
+        return
+    if not plan.shell:
         con.print(
             "[dim]nothing was run; pass --execute to run the command (argv, no shell, with a timeout)[/]"
+        )
+    else:
+        needed = "--allow-shell as well" if execute else "--execute --allow-shell"
+        con.print(
+            f"[dim]nothing was run; the recorded command needs a shell: pass {needed} to run it through one (with a timeout)[/]"
         )

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from typing import Any
 
 import msgspec
 from pydantic import ValidationError
 
+from .._canonical import packet_id_for
 from ..errors import InputError
 from ..io import iter_records
 from ..models import EvidencePacket
@@ -38,20 +40,38 @@ def packet_from_data(data: Any, source: str, location: str | None = None) -> Evi
 def _matches(data: Any, select: str) -> bool:
     if not isinstance(data, dict):
         return False
-    pid = str(data.get("packet_id") or "")
-    want = select if select.startswith("sha256:") else "sha256:" + select
     subject = data.get("subject")
     name = subject.get("name") if isinstance(subject, dict) else None
     lineage = data.get("lineage")
     cand = lineage.get("candidate_id") if isinstance(lineage, dict) else None
-    return (len(select) >= 6 and pid.startswith(want)) or select in (name, cand)
+    if select in (name, cand):
+        return True
+    if len(select) < 6:
+        return False
+    want = select if select.startswith("sha256:") else "sha256:" + select
+    if data.get("packet_id"):
+        return str(data["packet_id"]).startswith(want)
+    return any(pid.startswith(want) for pid in _content_ids(data))
+
+
+def _content_ids(data: dict[str, Any]) -> Iterator[str]:
+    """The content id of a packet without ``packet_id``: as ``kevidence id`` computes it from
+    the JSON, then as ``replay`` shows it (from the validated packet: ``1`` and ``1.0`` in a
+    float field can make them differ)."""
+    yield packet_id_for(data)
+    try:
+        yield packet_from_data(data, "<select>").compute_id()
+    except InputError:
+        return
 
 
 def load_packet(path: str | os.PathLike[str], select: str | None = None) -> EvidencePacket:
     """The single packet in ``path`` (``.json``, or a JSONL stream holding one record).
 
     With ``select`` (a packet id or its first hex digits, a subject name or a candidate id),
-    the one matching packet of a stream holding many; the last one when several match.
+    the one matching packet of a stream holding many; the last one when several match. A
+    packet without ``packet_id`` matches by its content id, as ``kevidence id`` or
+    ``kevidence replay`` show it.
     """
     name = os.fspath(path)
     found: list[tuple[str | None, Any]] = []

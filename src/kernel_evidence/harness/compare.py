@@ -6,9 +6,15 @@ seeded percentile bootstrap, and significance from a two-sided Mann-Whitney U te
 *improved* when the test is significant at ``alpha``, the interval lies above 1 and the
 speedup reaches ``1 + min_effect``; *regressed* symmetrically; otherwise *no_change*.
 
+The interval's level is ``1 - alpha`` unless ``level`` is given.
+
 Without samples, summaries are used: non-overlapping median confidence intervals
 (conservative), else a normal approximation on means and standard deviations, else the
-verdict is *inconclusive* and the notes say why.
+verdict is *inconclusive* and the notes say why. The packets' intervals have the level
+they were recorded at (``ci_level``, 95 % when not recorded): two that do not overlap show
+a difference at ``p < 1 - level``, so the verdict holds for any ``alpha`` at least that
+large; for a smaller ``alpha`` the summaries cannot show significance, and a change they
+suggest is *inconclusive*.
 
 Packets that are not comparable (different device, arch, operator, shapes, dtypes,
 timing method, or a packet that did not pass) are refused unless ``force=True``.
@@ -25,7 +31,7 @@ from typing import Any, Literal
 
 from ..models import EvidencePacket, Stats, Status
 from ..units import convert
-from ._stats import _norm_cdf, bootstrap_ratio_ci, mann_whitney_u
+from ._stats import _norm_cdf, _z_for, bootstrap_ratio_ci, mann_whitney_u
 
 __all__ = [
     "EXIT_CODES",
@@ -88,7 +94,7 @@ class Comparison:
         amount = f"{factor:.3g}x" if factor >= 2.0 else f"{(factor - 1.0) * 100.0:.1f}%"
         faster = f"B is {amount} {word_} than A (speedup {self.speedup:.4g}x"
         if self.ci_low is not None and self.ci_high is not None:
-            faster += f", {self.ci_level or 0.95:.0%} CI {self.ci_low:.4g}-{self.ci_high:.4g}"
+            faster += f", {_percent(self.ci_level or 0.95)} CI {self.ci_low:.4g}-{self.ci_high:.4g}"
         if self.p_value is not None:
             faster += f", p={self.p_value:.3g}"
         faster += ")"
@@ -99,6 +105,15 @@ class Comparison:
             "inconclusive": "inconclusive",
         }[self.verdict]
         return f"{word}: {faster}"
+
+
+def _percent(level: float) -> str:
+    """``0.95`` -> ``95%``; as many digits as it takes not to round 0.999999 up to 100%."""
+    for decimals in range(13):
+        shown = f"{level * 100.0:.{decimals}f}"
+        if float(shown) < 100.0 or level >= 1.0:
+            break
+    return shown + "%"
 
 
 def _verdict(
@@ -114,6 +129,12 @@ def _verdict(
             "no_change",
             f"the difference is significant but smaller than the {min_effect:.1%} minimum effect",
         )
+    if p is not None and significant:
+        return (
+            "no_change",
+            f"the test is significant (p < {alpha:g}) but the interval of the speedup includes 1: "
+            "they disagree, so no change is claimed",
+        )
     return "no_change", None
 
 
@@ -123,11 +144,15 @@ def compare_samples(
     *,
     alpha: float = 0.05,
     min_effect: float = 0.01,
-    level: float = 0.95,
+    level: float | None = None,
     resamples: int = 2000,
     seed: int = 0,
 ) -> Comparison:
-    """Compare two sets of timing samples (same unit); speedup = median(A) / median(B)."""
+    """Compare two sets of timing samples (same unit); speedup = median(A) / median(B).
+
+    ``level`` is the confidence level of the interval, ``1 - alpha`` when not given.
+    """
+    level = 1.0 - alpha if level is None else level
     notes: list[str] = []
     if min(a_ns) < 0 or min(b_ns) < 0:
         raise ValueError("timing samples must not be negative")
@@ -156,6 +181,11 @@ def compare_samples(
     if smallest_p >= alpha:
         notes.append(
             f"too few samples (n={len(a_ns)} and {len(b_ns)}) for any difference to be significant at alpha={alpha:g}"
+        )
+    if (1.0 - level) / 2.0 * resamples < 5:
+        notes.append(
+            f"the {_percent(level)} interval rests on fewer than 5 of the {resamples} bootstrap "
+            "resamples in each tail: raise the number of resamples for a stable interval"
         )
     verdict, note = _verdict(point, lo, hi, mw.p_value, alpha, min_effect)
     if note:
@@ -186,7 +216,7 @@ def _ns(stats: Stats, value: float | None) -> float | None:
     return None if value is None else convert(value, stats.unit, "ns")
 
 
-def _compare_summaries(a: Stats, b: Stats, *, alpha: float, min_effect: float) -> Comparison:
+def _compare_summaries(a: Stats, b: Stats, *, alpha: float, min_effect: float, level: float) -> Comparison:
     ma, mb = _ns(a, a.median), _ns(b, b.median)
     base: dict[str, Any] = {"n_a": a.n, "n_b": b.n, "median_a_ns": ma, "median_b_ns": mb}
     if ma is None or mb is None:
@@ -206,17 +236,29 @@ def _compare_summaries(a: Stats, b: Stats, *, alpha: float, min_effect: float) -
         assert al is not None and ah is not None and bl is not None and bh is not None
         lo = al / bh if bh > 0 else 0.0
         hi = ah / bl if bl > 0 else math.inf
-        notes.append("significance from non-overlapping median confidence intervals (conservative)")
-        verdict, note = _verdict(point, lo, hi, None, alpha, min_effect)
+        # the packets' own level: non-overlap shows p < 1 - own, whatever alpha is
+        own = min(a.ci_level or 0.95, b.ci_level or 0.95)
+        assumed = "" if a.ci_level and b.ci_level else "; ci_level not recorded, 95% assumed"
+        notes.append(
+            f"significance from non-overlapping median confidence intervals at the packets' own "
+            f"{_percent(own)} level (conservative: non-overlap means p < {1.0 - own:.2g}){assumed}"
+        )
+        if (lo > 1.0 or hi < 1.0) and alpha < (1.0 - own) * (1.0 - 1e-9):
+            verdict: Verdict = "inconclusive"
+            note: str | None = (
+                f"the intervals do not overlap, which shows p < {1.0 - own:.2g} but not p < alpha={alpha:g}; "
+                "record timing.stats.samples to test at that alpha"
+            )
+        else:
+            verdict, note = _verdict(point, lo, hi, None, alpha, min_effect)
         if note:
             notes.append(note)
-        level = min(a.ci_level or 0.95, b.ci_level or 0.95)
         return Comparison(
             verdict=verdict,
             speedup=point,
             ci_low=lo,
             ci_high=hi if math.isfinite(hi) else None,
-            ci_level=level,
+            ci_level=own,
             method="summary: median CI overlap",
             notes=notes,
             **base,
@@ -242,7 +284,7 @@ def _compare_summaries(a: Stats, b: Stats, *, alpha: float, min_effect: float) -
         # delta-method interval of the mean ratio, used as the interval of the speedup
         r = mean_a / mean_b
         se_r = r * math.sqrt((sa**2 / a.n) / mean_a**2 + (sb**2 / b.n) / mean_b**2)
-        zc = 1.959963984540054
+        zc = _z_for(level)
         notes.append("significance from a normal approximation on means and standard deviations (Welch z)")
         verdict, note = _verdict(point, r - zc * se_r, r + zc * se_r, p, alpha, min_effect)
         if note:
@@ -252,7 +294,7 @@ def _compare_summaries(a: Stats, b: Stats, *, alpha: float, min_effect: float) -
             speedup=point,
             ci_low=r - zc * se_r,
             ci_high=r + zc * se_r,
-            ci_level=0.95,
+            ci_level=level,
             p_value=p,
             method="summary: Welch z on means",
             notes=notes,
@@ -325,11 +367,15 @@ def compare_packets(
     force: bool = False,
     alpha: float = 0.05,
     min_effect: float = 0.01,
-    level: float = 0.95,
+    level: float | None = None,
     resamples: int = 2000,
     seed: int = 0,
 ) -> Comparison:
     """Compare the timing of packet B against packet A (see the module docstring).
+
+    ``level`` is the confidence level of the interval computed here (from samples, or the
+    Welch interval from means), ``1 - alpha`` when not given; median intervals recorded in
+    the packets keep their own level.
 
     Raises :class:`ValueError` when a packet has no ``timing.stats`` (nothing to compare).
     """
@@ -343,6 +389,7 @@ def compare_packets(
     assert a.timing is not None and b.timing is not None
     sa, sb = a.timing.stats, b.timing.stats
     assert sa is not None and sb is not None
+    level = 1.0 - alpha if level is None else level
     if sa.samples and sb.samples:
         fa = convert(1.0, sa.unit, "ns")
         fb = convert(1.0, sb.unit, "ns")
@@ -356,7 +403,7 @@ def compare_packets(
             seed=seed,
         )
     else:
-        result = _compare_summaries(sa, sb, alpha=alpha, min_effect=min_effect)
+        result = _compare_summaries(sa, sb, alpha=alpha, min_effect=min_effect, level=level)
         missing = [lbl for lbl, s in (("A", sa), ("B", sb)) if not s.samples]
         result.notes.insert(
             0,

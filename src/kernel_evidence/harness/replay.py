@@ -3,9 +3,11 @@
 A packet is untrusted input. :func:`plan_replay` never runs anything: it reports the
 recorded command, commit and container, what differs between the recorded environment and
 this machine, and any reason the command cannot run (missing, malformed, a program that is
-not installed). :func:`execute_replay` runs the command as an argv (no shell) with a
-timeout; a command recorded with ``replay.shell: true`` runs through a shell only with
-``allow_shell=True``. Of the recorded environment variables only the allow-listed ones
+not installed, a working folder that does not exist: the command never runs in another
+folder than the plan's ``cwd``, the current one when that is None). :func:`execute_replay`
+runs the command as an argv (no shell) with a timeout; a command recorded with
+``replay.shell: true`` runs through a shell only with ``allow_shell=True``. Of the
+recorded environment variables only the allow-listed ones
 (:data:`~kernel_evidence.harness.environment.RECORDED_ENV_VARS`) are applied.
 
 How the new measurement is captured: the command is run with ``KEVIDENCE_OUT`` set to a
@@ -26,6 +28,7 @@ a JSON packet is used. The child packet names its parent (``lineage.parent_packe
 
 from __future__ import annotations
 
+import math
 import os
 import shutil
 import subprocess
@@ -133,9 +136,16 @@ def plan_replay(
         problems.append(
             f"the replay command is malformed: replay.shell is true but the command has {len(command)} items, expected 1 shell string"
         )
+    # the folder the command runs in: never silently another one than shown
     work = cwd or (r.cwd if r is not None else None)
     if work and not Path(work).is_dir():
-        work = None
+        what = "does not exist" if not Path(work).exists() else "is not a folder"
+        if cwd:
+            problems.append(f"the folder to run in `{work}` {what}")
+        else:
+            problems.append(
+                f"the recorded working folder `{work}` (replay.cwd) {what} here; pass --cwd DIR to run elsewhere"
+            )
     if command and not problems and not shell:
         prob = _program_problem(command[0], work)
         if prob:
@@ -145,7 +155,7 @@ def plan_replay(
     for k, v in sorted(((r.env or {}) if r is not None else {}).items()):
         (env.__setitem__(k, v) if k in RECORDED_ENV_VARS else ignored.append(k))
     # the code that would run: the repository around the command's script, else the cwd
-    probe = work or os.getcwd()
+    probe = work if work and Path(work).is_dir() else os.getcwd()
     for arg in (command or [])[1:]:
         if arg.endswith(".py"):
             path = Path(arg) if Path(arg).is_absolute() else Path(probe) / arg
@@ -295,8 +305,14 @@ def execute_replay(
     """Run the packet's command and build the child packet with its verdict.
 
     Raises :class:`~kernel_evidence.errors.InputError` when the command cannot be run
-    (the plan's problems), or when it needs a shell and ``allow_shell`` is false.
+    (the plan's problems), or when it needs a shell and ``allow_shell`` is false;
+    :class:`ValueError` for a ``timeout`` or ``tolerance`` that is not a finite number
+    (> 0 and >= 0).
     """
+    if not (math.isfinite(timeout) and timeout > 0):
+        raise ValueError(f"timeout must be a finite number of seconds > 0, got {timeout:g}")
+    if not (math.isfinite(tolerance) and tolerance >= 0):
+        raise ValueError(f"tolerance must be a finite number >= 0, got {tolerance:g}")
     env_now = environment if environment is not None else capture_environment()
     plan = plan or plan_replay(packet, env_now)
     source = packet.packet_id or "packet"
