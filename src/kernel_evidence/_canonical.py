@@ -3,8 +3,10 @@
 The canonical form of a packet is its JSON data with ``packet_id`` removed, every member
 whose value is ``null`` removed (recursively, in objects only), object keys sorted by code
 point, no insignificant whitespace, UTF-8, numbers as msgspec writes them (shortest
-round-trip floats). The packet id is ``sha256:`` + the hex SHA-256 of those bytes, so the
-same content in any key order has the same id.
+round-trip floats), each number written as the type its field has: a number field given
+``155`` is written ``155.0``, as the packet models (and the validator) read it. The packet
+id is ``sha256:`` + the hex SHA-256 of those bytes, so the same content in any key order,
+and with any spelling of its numbers, has the same id.
 """
 
 from __future__ import annotations
@@ -36,5 +38,16 @@ def canonical_bytes(data: Mapping[str, Any]) -> bytes:
 
 
 def packet_id_for(data: Mapping[str, Any]) -> str:
-    """The content-addressed id of a packet given as JSON data (a dict)."""
-    return "sha256:" + hashlib.sha256(canonical_bytes(data)).hexdigest()
+    """The content-addressed id of a packet given as JSON data (a dict).
+
+    The data is read with the packet's types first, so numbers are written as their fields'
+    types (the id :meth:`EvidencePacket.compute_id` and the validator give). Data that is
+    not a valid packet has no such reading: its id is that of the data as given."""
+    from ._fast import PacketStruct, canonical_struct_bytes
+
+    body = {k: v for k, v in data.items() if k != "packet_id"}
+    try:
+        typed = canonical_struct_bytes(msgspec.convert(body, PacketStruct))
+    except (msgspec.ValidationError, RecursionError):
+        typed = canonical_bytes(body)
+    return "sha256:" + hashlib.sha256(typed).hexdigest()
