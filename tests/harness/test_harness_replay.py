@@ -340,8 +340,8 @@ def test_shell_refusal_says_allow_shell(tmp_path: Path, capsys: pytest.CaptureFi
 
 
 def test_select_by_computed_id(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    # no packet_id; integers in float fields, so `kevidence id` (from the JSON) and `replay`
-    # (from the validated packet) show different content ids: both select it
+    # no packet_id, and an integer in a float field: `kevidence id` and `replay` show the
+    # same content id (the packet read with its types), which selects it
     stream = tmp_path / "many.jsonl"
     lines = []
     for script in ("a.py", "b.py"):
@@ -354,8 +354,8 @@ def test_select_by_computed_id(tmp_path: Path, capsys: pytest.CaptureFixture[str
     by_id = capsys.readouterr().out.splitlines()[1].split()[0]
     assert main(["replay", str(stream), "--select", "softmax_v1"]) == 0  # the last match
     shown = capsys.readouterr().out.splitlines()[0].split("(")[-1].rstrip(")")
-    assert shown != by_id
-    for pid in (by_id, shown):
+    assert shown == by_id
+    for pid in (by_id,):
         for select in (pid, pid[7:13]):
             assert main(["replay", str(stream), "--select", select, "--format", "json"]) == 0
             assert json.loads(capsys.readouterr().out)["command"] == ["python", "b.py"]

@@ -55,14 +55,9 @@ def _matches(data: Any, select: str) -> bool:
 
 
 def _content_ids(data: dict[str, Any]) -> Iterator[str]:
-    """The content id of a packet without ``packet_id``: as ``kevidence id`` computes it from
-    the JSON, then as ``replay`` shows it (from the validated packet: ``1`` and ``1.0`` in a
-    float field can make them differ)."""
+    """The content id of a packet without ``packet_id`` (as ``kevidence id`` and ``replay``
+    show it: the packet read with its types)."""
     yield packet_id_for(data)
-    try:
-        yield packet_from_data(data, "<select>").compute_id()
-    except InputError:
-        return
 
 
 def load_packet(path: str | os.PathLike[str], select: str | None = None) -> EvidencePacket:
