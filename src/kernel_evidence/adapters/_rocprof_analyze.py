@@ -16,7 +16,9 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import InputError
+from ..errors import AdapterError, InputError
+from ._read import DEFAULT_MAX_BYTES
+from ._rocprof_io import decode_text, load, shown
 
 __all__ = ["AnalyzeTables", "find_tables", "is_analyze_dir", "read_rows"]
 
@@ -30,14 +32,18 @@ _TABLE_FILES = {
 }
 
 
-def read_rows(path: Path) -> list[dict[str, str]]:
-    """A small CSV as a list of dicts (keys stripped); embedded newlines are kept."""
-    try:
-        if path.stat().st_size > _MAX:
-            raise InputError(str(path), None, f"expected an analyze table under {_MAX} bytes")
-        text = path.read_bytes().decode("utf-8", errors="replace")
-    except OSError as exc:
-        raise InputError(str(path), None, f"cannot read: {exc.strerror or exc}") from None
+def read_rows(
+    path: Path, cap: int = DEFAULT_MAX_BYTES, warnings: list[str] | None = None
+) -> list[dict[str, str]]:
+    """A small CSV as a list of dicts (keys stripped); embedded newlines are kept.
+
+    Read capped (at most 64 MiB), gunzipped if need be, BOM and NULs dropped and bytes that
+    are not UTF-8 replaced, each with a warning added to ``warnings``.
+    """
+    loaded = load(path, cap, what="an analyze table CSV", limit=_MAX)
+    text = decode_text(loaded)
+    if warnings is not None:
+        warnings.extend(loaded.warnings)
     try:
         reader = csv.DictReader(io.StringIO(text, newline=""))
         return [
@@ -91,35 +97,66 @@ class AnalyzeTables:
     top_kernels: list[dict[str, str]] = field(default_factory=list)
     sysinfo_values: list[str] = field(default_factory=list)
     dispatches: int | None = None
+    #: what could not be read, one line each (file name first)
+    warnings: list[str] = field(default_factory=list)
+    #: table kind -> why its metric rows are unusable as a whole (not read, no rows, no Metric column)
+    unusable: dict[str, str] = field(default_factory=dict)
 
     @classmethod
-    def read(cls, folder: Path) -> AnalyzeTables:
+    def read(cls, folder: Path, cap: int = DEFAULT_MAX_BYTES) -> AnalyzeTables:
         files = find_tables(folder)
         t = cls(folder=folder, files=files)
         for kind in ("speed-of-light", "launch"):
             if kind in files:
-                t.rows[kind] = {
-                    r.get("Metric", "").strip(): r for r in read_rows(files[kind]) if r.get("Metric")
-                }
+                rows = t._read(kind, cap)
+                t.rows[kind] = {r.get("Metric", "").strip(): r for r in rows if r.get("Metric")}
+                if kind not in t.unusable and not t.rows[kind]:
+                    t.unusable[kind] = (
+                        "no Metric rows (expected a CSV with columns Metric, Avg or Value, Unit)"
+                        if not rows or "Metric" in rows[0]
+                        else f"no Metric column (header: {shown(', '.join(list(rows[0])[:5]))})"
+                    )
         if "top-kernels" in files:
-            t.top_kernels = read_rows(files["top-kernels"])
+            t.top_kernels = t._read("top-kernels", cap)
         if "sysinfo" in files:
-            rows = read_rows(files["sysinfo"])
+            rows = t._read("sysinfo", cap)
             t.sysinfo_values = [next(iter(r.values()), "") for r in rows]
         if "dispatch-list" in files:
-            t.dispatches = len(read_rows(files["dispatch-list"]))
+            rows = t._read("dispatch-list", cap)
+            t.dispatches = len(rows) if "dispatch-list" not in t.unusable else None
         return t
 
-    def value(self, table: str, metric: str, column: str | None) -> tuple[float | None, str | None]:
-        """The number in ``table`` for ``metric``: the Avg/Value column, or Pct of Peak/PoP."""
+    def _read(self, kind: str, cap: int) -> list[dict[str, str]]:
+        """The rows of one table; a table that cannot be read is a warning, not an error."""
+        path = self.files[kind]
+        try:
+            return read_rows(path, cap, self.warnings)
+        except (InputError, AdapterError) as exc:
+            text = exc.message if isinstance(exc, InputError) else str(exc)
+            text = text.removeprefix(f"{path}: ")
+            self.unusable[kind] = f"not read ({text})"
+            if kind not in ("speed-of-light", "launch"):
+                self.warnings.append(f"{path.name}: not read ({text})")
+            return []
+
+    def cell(self, table: str, metric: str, column: str | None) -> tuple[str, str | None] | None:
+        """The text of ``metric``'s Avg/Value cell (or Pct of Peak/PoP) and its unit label;
+        None when ``table`` has no row for ``metric``. A missing value column reads as ``""``."""
         row = self.rows.get(table, {}).get(metric)
         if row is None:
-            return None, None
+            return None
         keys = ("Pct of Peak", "PoP") if column == "pct" else ("Avg", "Value")
         for k in keys:
             if k in row:
-                return number(row[k]), row.get("Unit")
-        return None, row.get("Unit")
+                return row[k] or "", row.get("Unit")
+        return "", row.get("Unit")
+
+    def value(self, table: str, metric: str, column: str | None) -> tuple[float | None, str | None]:
+        """The number in ``table`` for ``metric``: the Avg/Value column, or Pct of Peak/PoP."""
+        found = self.cell(table, metric, column)
+        if found is None:
+            return None, None
+        return number(found[0]), found[1]
 
     def guess_hardware(self) -> dict[str, str]:
         """The values-only sysinfo table has no keys: pick out the gfx arch and the GPU model."""

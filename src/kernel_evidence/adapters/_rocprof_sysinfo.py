@@ -19,6 +19,8 @@ from typing import Any
 
 from ..errors import InputError
 from ..models import Bandwidth, ByteSize, Clocks, Frequency, Hardware, Host, Software
+from ._read import DEFAULT_MAX_BYTES
+from ._rocprof_io import SMALL_FILE, decode_text, load
 
 __all__ = [
     "SysInfo",
@@ -55,7 +57,6 @@ _OMNI1 = {
     "hbmBW": "hbm_bw",
 }
 _MISSING = {"", "n/a", "na", "none", "nan", "null"}
-_MAX_SMALL_FILE = 16 << 20
 
 
 @dataclass
@@ -189,47 +190,73 @@ class SysInfo:
         return out
 
 
-def _read_text(path: Path) -> str:
-    try:
-        size = path.stat().st_size
-        if size > _MAX_SMALL_FILE:
-            raise InputError(str(path), None, f"expected a small text file, got {size} bytes")
-        return path.read_bytes().decode("utf-8", errors="replace")
-    except OSError as exc:
-        raise InputError(str(path), None, f"cannot read: {exc.strerror or exc}") from None
+def _read_text(path: Path, cap: int, warnings: list[str], what: str) -> str:
+    """A small text file, capped, gunzipped if need be, BOM and NULs dropped (warned)."""
+    loaded = load(path, cap, what=what, limit=SMALL_FILE)
+    text = decode_text(loaded)
+    warnings.extend(loaded.warnings)
+    return text
 
 
-def _csv_rows(path: Path, text: str) -> list[list[str]]:
+def _csv_rows(path: Path, text: str) -> list[tuple[int, list[str]]]:
+    """The CSV records of ``text`` that are not blank, with the line each starts on."""
     try:
-        return list(csv.reader(io.StringIO(text.replace("\x00", ""), newline="")))
+        reader = csv.reader(io.StringIO(text, newline=""))
+        out: list[tuple[int, list[str]]] = []
+        line = 1
+        for row in reader:
+            if any(c.strip() for c in row):
+                out.append((line, row))
+            line = reader.line_num + 1
+        return out
     except csv.Error as exc:
         raise InputError(str(path), None, f"expected CSV: {exc}") from None
 
 
-def _csv_dicts(path: Path) -> list[dict[str, str]]:
-    rows = _csv_rows(path, _read_text(path))
+def _width_warning(path: Path, line: int, row: list[str], header: list[str], what: str) -> str:
+    return (
+        f"{path.name}: line {line} has {len(row)} fields, the header has {len(header)}; "
+        f"{what} (values are not assigned by position when the widths differ)"
+    )
+
+
+def _csv_dicts(path: Path, cap: int, warnings: list[str], what: str) -> list[dict[str, str]]:
+    """The rows of a small CSV by header name; a row whose width differs from the header's
+    is left out with a warning (which value belongs to which column cannot be known)."""
+    rows = _csv_rows(path, _read_text(path, cap, warnings, what))
     if not rows:
         return []
-    header = [h.strip() for h in rows[0]]
-    return [dict(zip(header, r, strict=False)) for r in rows[1:] if any(c.strip() for c in r)]
+    header = [h.strip() for h in rows[0][1]]
+    out = []
+    for line, r in rows[1:]:
+        if len(r) != len(header):
+            warnings.append(_width_warning(path, line, r, header, "row not used"))
+            continue
+        out.append(dict(zip(header, r, strict=True)))
+    return out
 
 
-def read_sysinfo(path: Path) -> SysInfo:
-    """Read ``sysinfo.csv`` in any of its layouts (a header row and one data row)."""
-    text = _read_text(path)
-    rows = _csv_rows(path, text)
-    rows = [r for r in rows if any(c.strip() for c in r)]
+def read_sysinfo(path: Path, cap: int = DEFAULT_MAX_BYTES) -> SysInfo:
+    """Read ``sysinfo.csv`` in any of its layouts (a header row and one data row).
+
+    A data row with more or fewer fields than the header (a column lost from either) gives
+    no values at all, with a warning: assigned by position they would shift into the wrong
+    columns (compute units read from a neighbouring field, clocks swapped).
+    """
     info = SysInfo(source=path.name)
+    rows = _csv_rows(path, _read_text(path, cap, info.warnings, "sysinfo.csv (a header row and a data row)"))
     if len(rows) < 2:
         info.warnings.append(f"{path.name}: expected a header row and a data row, got {len(rows)} row(s)")
         return info
-    header, data = rows[0], rows[1]
+    (_, header), (line, data) = rows[0], rows[1]
     if len(data) != len(header):
         info.warnings.append(
-            f"{path.name}: line 2 has {len(data)} fields, the header has {len(header)}; "
-            "fields past the shorter one are ignored"
+            _width_warning(
+                path, line, data, header, "no system values read: hardware, peaks and XCD count unknown"
+            )
         )
-    raw = {h.strip(): v for h, v in zip(header, data, strict=False)}
+        return info
+    raw = {h.strip(): v for h, v in zip(header, data, strict=True)}
     if "gpu_soc" in raw or "numCU" in raw:
         info.layout = "omniperf-1"
         info.values = {_OMNI1.get(k, k): v for k, v in raw.items()}
@@ -240,9 +267,10 @@ def read_sysinfo(path: Path) -> SysInfo:
     return info
 
 
-def read_agent_info(path: Path, agent: int | None = None) -> SysInfo:
+def read_agent_info(path: Path, agent: int | None = None, cap: int = DEFAULT_MAX_BYTES) -> SysInfo:
     """rocprofv3 ``agent_info.csv``: the GPU agent ``agent`` (or the first GPU)."""
-    rows = _csv_dicts(path)
+    warnings: list[str] = []
+    rows = _csv_dicts(path, cap, warnings, "a rocprofv3 agent_info.csv")
     gpus = [r for r in rows if (r.get("Agent_Type") or "").upper().endswith("GPU")] or rows
     pick = None
     for r in gpus:
@@ -251,7 +279,7 @@ def read_agent_info(path: Path, agent: int | None = None) -> SysInfo:
             pick = r
             break
     pick = pick or (gpus[0] if gpus else None)
-    info = SysInfo(source=path.name, layout="agent_info")
+    info = SysInfo(source=path.name, layout="agent_info", warnings=warnings)
     if pick is None:
         info.warnings.append(f"{path.name}: no GPU agent row")
         return info
@@ -285,12 +313,12 @@ _ROCMINFO = {
 }
 
 
-def read_rocminfo(path: Path) -> SysInfo:
+def read_rocminfo(path: Path, cap: int = DEFAULT_MAX_BYTES) -> SysInfo:
     """rocprof v1 ``results.sysinfo.txt`` (a rocminfo dump): the first ``gfx`` agent."""
     info = SysInfo(source=path.name, layout="rocminfo")
     agent: dict[str, str] = {}
     found: dict[str, str] | None = None
-    for line in _read_text(path).splitlines():
+    for line in _read_text(path, cap, info.warnings, "a rocminfo dump").splitlines():
         if re.match(r"^\*+\s*$", line.strip()) or line.strip().startswith("Agent "):
             if agent.get("gpu_arch", "").startswith("gfx"):
                 found = agent
@@ -313,13 +341,17 @@ def read_rocminfo(path: Path) -> SysInfo:
     return info
 
 
-def read_roofline(path: Path) -> tuple[dict[str, float], list[str]]:
-    """Empirical peaks of device 0 from ``roofline.csv`` (GB/s and GFLOP/s), by column name."""
-    rows = _csv_dicts(path)
-    if not rows:
-        return {}, [f"{path.name}: no data rows"]
+def read_roofline(path: Path, cap: int = DEFAULT_MAX_BYTES) -> tuple[dict[str, float], list[str]]:
+    """Empirical peaks of the first device from ``roofline.csv`` (GB/s and GFLOP/s), by column name."""
+    warnings: list[str] = []
+    rows = _csv_rows(path, _read_text(path, cap, warnings, "roofline.csv"))
+    if len(rows) < 2:
+        return {}, [*warnings, f"{path.name}: no data rows"]
+    (_, header), (line, first) = rows[0], rows[1]
+    if len(first) != len(header):
+        return {}, [*warnings, _width_warning(path, line, first, header, "no roofline peaks read")]
     out: dict[str, float] = {}
-    for k, v in rows[0].items():
+    for k, v in zip(header, first, strict=True):
         if not k or k == "device":
             continue
         try:
@@ -328,7 +360,7 @@ def read_roofline(path: Path) -> tuple[dict[str, float], list[str]]:
             continue
         if math.isfinite(x):
             out[k.strip()] = x
-    return out, []
+    return out, warnings
 
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -339,10 +371,11 @@ _LOG_KEYS = {
 }
 
 
-def read_log(path: Path) -> dict[str, str]:
+def read_log(path: Path, cap: int = DEFAULT_MAX_BYTES) -> tuple[dict[str, str], list[str]]:
     """Tool name/version and profiler choice from the first lines of ``log.txt``."""
     out: dict[str, str] = {}
-    for i, line in enumerate(_read_text(path).splitlines()):
+    warnings: list[str] = []
+    for i, line in enumerate(_read_text(path, cap, warnings, "a rocprof-compute log.txt").splitlines()):
         if i > 400:
             break
         clean = _ANSI.sub("", line).strip()
@@ -355,19 +388,24 @@ def read_log(path: Path) -> dict[str, str]:
             out["profiler"] = value.strip()
         elif "rocprofv3" in clean.lower() and "profiler" not in out and "profiler" in clean.lower():
             out.setdefault("profiler_hint", "rocprofv3")
-    return out
+    return out, warnings
 
 
-def read_profiling_config(path: Path) -> tuple[dict[str, Any], list[str]]:
+def read_profiling_config(path: Path, cap: int = DEFAULT_MAX_BYTES) -> tuple[dict[str, Any], list[str]]:
     """``profiling_config.yaml`` as a dict; a damaged file gives a warning, not an error."""
     import yaml
 
+    warnings: list[str] = []
+    text = _read_text(path, cap, warnings, "profiling_config.yaml")
     try:
-        data = yaml.safe_load(_read_text(path))
+        data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""
-        return {}, [f"{path.name}: not valid YAML{where}; profiling options not read"]
+        return {}, [*warnings, f"{path.name}: not valid YAML{where}; profiling options not read"]
     if not isinstance(data, dict):
-        return {}, [f"{path.name}: expected a mapping of profile options, got {type(data).__name__}"]
-    return data, []
+        return {}, [
+            *warnings,
+            f"{path.name}: expected a mapping of profile options, got {type(data).__name__}",
+        ]
+    return data, warnings

@@ -21,7 +21,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
-from ..errors import InputError, LimitExceeded
+from ..errors import InputError
+from ._read import DEFAULT_MAX_BYTES
+from ._rocprof_io import Loaded, clean_csv, load, shown
 
 __all__ = [
     "Dispatches",
@@ -30,9 +32,6 @@ __all__ = [
     "read_dispatches",
     "read_table",
 ]
-
-#: largest CSV we agree to parse
-MAX_CSV_BYTES = 8 << 30
 
 #: lower-cased source column -> Omniperf 2.x name used by the mapping table
 ALIASES: dict[str, str] = {
@@ -112,14 +111,29 @@ def normalise_kernel_name(raw: str) -> str:
     return _KD_SUFFIX.sub("", name).strip()
 
 
-def read_table(path: Path) -> pa.Table:
+def read_table(path: Path, cap: int = DEFAULT_MAX_BYTES) -> pa.Table:
     """Parse a CSV file with pyarrow; times and names stay text (times can exceed 2**53)."""
-    try:
-        size = path.stat().st_size
-    except OSError as exc:
-        raise InputError(str(path), None, f"cannot read: {exc.strerror or exc}") from None
-    if size > MAX_CSV_BYTES:
-        raise LimitExceeded(str(path), None, f"expected at most {MAX_CSV_BYTES} bytes, got {size}")
+    return read_loaded_table(path, cap)[0]
+
+
+def read_loaded_table(path: Path, cap: int = DEFAULT_MAX_BYTES) -> tuple[pa.Table, Loaded]:
+    """:func:`read_table`, and the file as read.
+
+    The bytes are read capped and cleaned by :mod:`._rocprof_io` (gzip, BOM, NULs, bytes
+    that are not UTF-8); the file's own problems are in ``Loaded.warnings``.
+    """
+    loaded = load(path, cap, what="a rocprof / rocprof-compute dispatch CSV")
+    data = clean_csv(loaded, strict_header=True)
+    if not data.strip():
+        got = "an empty file" if not data else "only blank lines"
+        raise InputError(str(path), None, f"expected a CSV header row, got {got}")
+    if b"\n" not in data and b"\r" not in data:  # pyarrow: "Empty CSV file or block"
+        raise InputError(
+            str(path),
+            "line 1",
+            f"the file ends inside its header row ({len(data)} bytes, no line break); "
+            "expected a CSV header row and data rows (truncated?)",
+        )
     types = {c: pa.string() for c in (*_TIME_COLUMNS, *_STRING_COLUMNS)}
     convert = pacsv.ConvertOptions(
         column_types=types,
@@ -127,12 +141,13 @@ def read_table(path: Path) -> pa.Table:
         strings_can_be_null=True,
     )
     read = pacsv.ReadOptions(block_size=8 << 20)
+    buf = pa.py_buffer(data)
     try:
         try:  # fast, parallel parse; quoted newlines in values need the slower mode
-            return pacsv.read_csv(str(path), read_options=read, convert_options=convert)
+            table = pacsv.read_csv(pa.BufferReader(buf), read_options=read, convert_options=convert)
         except pa.ArrowInvalid:
-            return pacsv.read_csv(
-                str(path),
+            table = pacsv.read_csv(
+                pa.BufferReader(buf),
                 read_options=read,
                 parse_options=pacsv.ParseOptions(newlines_in_values=True),
                 convert_options=convert,
@@ -141,7 +156,7 @@ def read_table(path: Path) -> pa.Table:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         m = re.search(r"Expected (\d+) columns, got (\d+)", first)
         if m:
-            line = _bad_row(path, int(m.group(1)))
+            line = _bad_row(data, int(m.group(1)))
             raise InputError(
                 str(path),
                 f"line {line}" if line else None,
@@ -150,23 +165,21 @@ def read_table(path: Path) -> pa.Table:
         if first.startswith("Empty CSV file"):
             raise InputError(str(path), None, "expected a CSV header row, got an empty file") from None
         raise InputError(str(path), None, f"expected CSV: {first}") from None
-    except OSError as exc:
-        raise InputError(str(path), None, f"cannot read: {exc.strerror or exc}") from None
+    loaded.data = b""  # parsed: only the bytes as stored are kept, for the source's hash
+    return table, loaded
 
 
-def _bad_row(path: Path, ncols: int) -> int | None:
+def _bad_row(data: bytes, ncols: int) -> int | None:
     """The line number of the first record whose field count differs from ``ncols``."""
     import csv
-    import gzip
+    import io
 
-    opener = gzip.open if path.suffix == ".gz" else open
     try:
-        with opener(path, "rt", encoding="utf-8", errors="replace", newline="") as fh:
-            reader = csv.reader(fh)
-            for row in reader:
-                if row and len(row) != ncols:
-                    return reader.line_num
-    except (OSError, csv.Error):
+        reader = csv.reader(io.StringIO(data.decode("utf-8", errors="replace"), newline=""))
+        for row in reader:
+            if row and len(row) != ncols:
+                return reader.line_num
+    except csv.Error:
         return None
     return None
 
@@ -188,6 +201,11 @@ class Dispatches:
     end: list[int | None] = field(default_factory=list)
     duration: list[float | None] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    #: the file's own problems (NULs, bytes that are not UTF-8, repeated ids): also in
+    #: ``warnings``, and carried over when this table is merged into another
+    input_warnings: list[str] = field(default_factory=list)
+    #: the file as read (its bytes as stored give the source artifact's hash and size)
+    loaded: Loaded | None = None
 
     def column(self, name: str) -> pa.Array | None:
         """A launch column by its Omniperf 2.x name, or a counter, or None."""
@@ -248,6 +266,25 @@ def _parse_times(col: pa.Array | None, n: int) -> tuple[list[int | None], list[s
     return out, rounded
 
 
+def _empty_times(d: Dispatches, s_name: str, e_name: str) -> None:
+    """Warn when a timestamp column exists but some of its cells are empty or ``nan``.
+
+    Both are read as an empty cell (``raw_columns`` keeps ``null``), so duration and the
+    per-second metrics cannot be derived for that dispatch: say so, as for ``abc``.
+    """
+    s_col, e_col = d.column("Start_Timestamp"), d.column("End_Timestamp")
+    if s_col is None or e_col is None or "DurationNs" in d.resolved:
+        return
+    empty = [name for name, col in ((s_name, s_col), (e_name, e_col)) if col.null_count]
+    if not empty:
+        return
+    n = pc.sum(pc.or_kleene(pc.is_null(s_col), pc.is_null(e_col))).as_py()
+    d.warnings.append(
+        f"{d.source}: {'/'.join(empty)} empty or `nan` in {n} of {d.n} dispatches; duration and "
+        "per-second metrics not derived for them"
+    )
+
+
 def _durations(d: Dispatches, rounded: list[str], start_name: str, end_name: str) -> None:
     out: list[float | None] = []
     negative = 0
@@ -284,15 +321,43 @@ def _is_counter(name: str) -> bool:
     return name not in ALIASES.values() and low not in ALIASES and low not in _NOT_COUNTERS
 
 
-def read_dispatches(path: Path, *, label: str | None = None) -> Dispatches:
-    """Read a dispatch CSV in any of the wide or long layouts."""
-    table = read_table(path)
+def read_dispatches(path: Path, *, label: str | None = None, cap: int = DEFAULT_MAX_BYTES) -> Dispatches:
+    """Read a dispatch CSV in any of the wide or long layouts (at most ``cap`` bytes)."""
+    table, loaded = read_loaded_table(path, cap)
     names = table.column_names
     resolved = _resolve(names)
     source = label or path.name
     if "Counter_Name" in resolved and "Counter_Value" in resolved:
-        return _from_long(table, resolved, source)
-    return _from_wide(table, resolved, source)
+        d = _from_long(table, resolved, source)
+    else:
+        d = _from_wide(table, resolved, source)
+    d.loaded = loaded
+    found = [*loaded.warnings, *d.input_warnings]
+    d.input_warnings = found
+    d.warnings[:0] = found
+    return d
+
+
+def _repeated_ids(col: pa.Array | None, source: str, name: str) -> str | None:
+    """A warning when ``Dispatch_ID`` values repeat (a duplicated row would count twice)."""
+    if col is None or col.null_count == len(col):
+        return None
+    counts = pc.value_counts(col.drop_null())
+    values, n = counts.field(0), counts.field(1)
+    repeated = pc.filter(values, pc.greater(n, 1))
+    if not len(repeated):
+        return None
+    extra = pc.sum(pc.subtract(pc.filter(n, pc.greater(n, 1)), 1)).as_py()
+    some = ", ".join(shown(str(_text_id(v)), 24) for v in repeated.slice(0, 3).to_pylist())
+    more = f" (+{len(repeated) - 3} more)" if len(repeated) > 3 else ""
+    return (
+        f"{source}: {extra} row(s) repeat a {name} already seen ({name} {some}{more}); every row is "
+        "kept as its own dispatch, so counts and means include the repeats"
+    )
+
+
+def _text_id(v: object) -> object:
+    return int(v) if isinstance(v, float) and v.is_integer() else v
 
 
 def _from_wide(table: pa.Table, resolved: dict[str, str], source: str) -> Dispatches:
@@ -307,11 +372,15 @@ def _from_wide(table: pa.Table, resolved: dict[str, str], source: str) -> Dispat
         if _is_counter(name) and (pa.types.is_integer(col.type) or pa.types.is_floating(col.type)):
             d.counters[name] = col
     d.resolved = {k: v for k, v in resolved.items() if v in d.raw}
+    repeated = _repeated_ids(d.column("Dispatch_ID"), source, d.resolved.get("Dispatch_ID", "Dispatch_ID"))
+    if repeated:
+        d.input_warnings.append(repeated)
     s_name = d.resolved.get("Start_Timestamp", "Start_Timestamp")
     e_name = d.resolved.get("End_Timestamp", "End_Timestamp")
     d.start, r1 = _parse_times(d.column("Start_Timestamp"), d.n)
     d.end, r2 = _parse_times(d.column("End_Timestamp"), d.n)
     _durations(d, r1 + r2, s_name, e_name)
+    _empty_times(d, s_name, e_name)
     if "DurationNs" in d.resolved:  # rocprof v1 results.csv --timestamp on
         given = d.values("DurationNs")
         d.duration = [
@@ -368,6 +437,12 @@ def _from_long(table: pa.Table, resolved: dict[str, str], source: str) -> Dispat
         starts, r1 = _parse_times(_combine(passes[s_name]), passes.num_rows)
         ends, r2 = _parse_times(_combine(passes[e_name]), passes.num_rows)
         rounded = r1 + r2
+        empty = pc.sum(pc.or_kleene(pc.is_null(passes[s_name]), pc.is_null(passes[e_name]))).as_py()
+        if empty:
+            d.warnings.append(
+                f"{source}: {s_name}/{e_name} empty or `nan` in {empty} counter pass(es) of "
+                f"{passes.num_rows}; those passes not used for duration"
+            )
         per: dict[int, list[tuple[int, int, int]]] = {}
         for did, s, e in zip(passes[disp_name].to_pylist(), starts, ends, strict=False):
             if did in index and s is not None and e is not None and e >= s:
@@ -390,9 +465,17 @@ def _from_long(table: pa.Table, resolved: dict[str, str], source: str) -> Dispat
     # counters: mean per (dispatch, counter), then one column per counter
     agg = (
         work.group_by(["c", "d"], use_threads=False)
-        .aggregate([("v", "mean")])
+        .aggregate([("v", "mean"), ("v", "count", pc.CountOptions(mode="all"))])
         .sort_by([("c", "ascending"), ("d", "ascending")])
     )
+    repeats = pc.sum(pc.subtract(agg["v_count"], 1)).as_py() if agg.num_rows else 0
+    if repeats:
+        first = agg.filter(pc.greater(agg["v_count"], 1)).slice(0, 1).to_pylist()[0]
+        d.input_warnings.append(
+            f"{source}: {repeats} row(s) repeat a ({disp_name}, {cname}) pair already seen "
+            f"(e.g. {disp_name} {shown(str(_text_id(first['d'])), 24)}, {shown(str(first['c']))}); "
+            "their values are averaged"
+        )
     cnames = agg["c"].to_pylist()
     dids = _combine(agg["d"])
     vals = _combine(agg["v_mean"])
@@ -434,6 +517,7 @@ def merge_level_pass(d: Dispatches, level: Dispatches, stem: str | None) -> str 
     Rows are matched by dispatch id when both tables have one, else by position when the
     row counts agree. Returns a warning when they cannot be matched.
     """
+    d.warnings.extend(level.input_warnings)
     ids = d.values("Dispatch_ID")
     lids = level.values("Dispatch_ID")
     order: list[int | None]

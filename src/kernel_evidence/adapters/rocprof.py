@@ -22,6 +22,7 @@ import hashlib
 import math
 import shlex
 import statistics
+import zlib
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -55,8 +56,10 @@ from ..models import (
 )
 from ..units import convert
 from . import AdapterOptions, AdapterResult
+from ._read import max_bytes_option
 from ._rocprof_analyze import AnalyzeTables, is_analyze_dir, number
 from ._rocprof_formula import Formula
+from ._rocprof_io import Loaded, shown
 from ._rocprof_sysinfo import (
     SysInfo,
     read_agent_info,
@@ -168,11 +171,22 @@ class _Job:
 
 
 def _sniff(path: Path) -> str | None:
+    """What a CSV under another name holds, from its first 4 KiB (gunzipped if need be).
+
+    Only the head is read, so the cap does not apply here: the file is read in full, capped,
+    by the reader its kind selects.
+    """
     try:
         with open(path, "rb") as fh:
-            head = fh.read(4096).decode("utf-8", errors="replace")
+            raw = fh.read(4096)
     except OSError as exc:
         raise InputError(str(path), None, f"cannot read: {exc.strerror or exc}") from None
+    if raw[:2] == b"\x1f\x8b":
+        try:
+            raw = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(raw, 4096)
+        except zlib.error:
+            return None
+    head = raw.removeprefix(b"\xef\xbb\xbf").replace(b"\x00", b"").decode("utf-8", errors="replace")
     first = head.splitlines()[0] if head else ""
     cols = {c.strip().strip('"').lower() for c in first.split(",")}
     if {"metric"} <= cols and ({"pct of peak", "pop"} & cols or {"avg", "value"} & cols):
@@ -234,22 +248,16 @@ def _now() -> str:
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _artifact(path: Path) -> Artifact:
-    h = hashlib.sha256()
-    size = 0
-    try:
-        with open(path, "rb") as fh:
-            while chunk := fh.read(1 << 20):
-                h.update(chunk)
-                size += len(chunk)
-    except OSError:
+def _artifact(path: Path, loaded: Loaded | None) -> Artifact:
+    """The source file, hashed from the bytes the adapter read (the file is not read again)."""
+    if loaded is None:
         return Artifact(kind="profile", name=path.name, path=str(path))
     return Artifact(
         kind="profile",
         name=path.name,
         path=str(path),
-        sha256="sha256:" + h.hexdigest(),
-        size=ByteSize(value=float(size), unit="B"),
+        sha256="sha256:" + hashlib.sha256(loaded.raw).hexdigest(),
+        size=ByteSize(value=float(len(loaded.raw)), unit="B"),
         media_type="text/csv",
     )
 
@@ -663,7 +671,7 @@ def _dispatch_packet(
 ) -> EvidencePacket:
     with ThreadPoolExecutor(max_workers=1) as pool:
         # the source's SHA-256 is computed while the records are built (hashlib drops the GIL)
-        artifact = pool.submit(_artifact, source) if source is not None else None
+        artifact = pool.submit(_artifact, source, d.loaded) if source is not None else None
         derived, derive_warnings = _derive(d, sysinfo)
         records = _kernel_records(d, derived)
         raw_columns = {name: _raw_column(col) for name, col in d.raw.items()} if d.n else None
@@ -724,23 +732,28 @@ def _dispatch_packet(
 
 def _read_workload(job: _Job, options: AdapterOptions) -> EvidencePacket:
     folder = job.path
+    cap = max_bytes_option(options.extra)
     warnings: list[str] = []
     attributes: dict[str, str | float | int | None] = {}
 
+    # exists(), not is_file(): a directory or a device under an input's name is an error
+    # (read_capped says which), not a file silently taken as missing
     sysinfo = SysInfo()
-    if (folder / "sysinfo.csv").is_file():
-        sysinfo = read_sysinfo(folder / "sysinfo.csv")
+    if _present(folder / "sysinfo.csv"):
+        sysinfo = read_sysinfo(folder / "sysinfo.csv", cap)
         warnings.extend(sysinfo.warnings)
-        attributes["sysinfo_layout"] = sysinfo.layout
+        if sysinfo.layout is not None:
+            attributes["sysinfo_layout"] = sysinfo.layout
     else:
         warnings.append("sysinfo.csv missing: no hardware, peaks or XCD count (num_xcd taken as 1)")
 
     log: dict[str, str] = {}
-    if (folder / "log.txt").is_file():
-        log = read_log(folder / "log.txt")
+    if _present(folder / "log.txt"):
+        log, w = read_log(folder / "log.txt", cap)
+        warnings.extend(w)
     config: dict[str, Any] = {}
-    if (folder / "profiling_config.yaml").is_file():
-        config, w = read_profiling_config(folder / "profiling_config.yaml")
+    if _present(folder / "profiling_config.yaml"):
+        config, w = read_profiling_config(folder / "profiling_config.yaml", cap)
         warnings.extend(w)
         for key in (
             "format_rocprof_output",
@@ -752,8 +765,8 @@ def _read_workload(job: _Job, options: AdapterOptions) -> EvidencePacket:
         ):
             if config.get(key) is not None:
                 attributes[f"config.{key}"] = _attr_value(config[key])
-    if (folder / "roofline.csv").is_file():
-        peaks, w = read_roofline(folder / "roofline.csv")
+    if _present(folder / "roofline.csv"):
+        peaks, w = read_roofline(folder / "roofline.csv", cap)
         warnings.extend(w)
         for key in (
             "HBMBw",
@@ -779,27 +792,30 @@ def _read_workload(job: _Job, options: AdapterOptions) -> EvidencePacket:
         "rocprofv3" if config.get("format_rocprof_output") or log.get("profiler_hint") else None
     )
 
-    pmc = next((folder / n for n in _PMC_NAMES if (folder / n).is_file()), None)
+    pmc = next((folder / n for n in _PMC_NAMES if _present(folder / n)), None)
     d: Dispatches | None = None
     source: Path | None = None
     if pmc is not None:
-        d = read_dispatches(pmc)
+        d = read_dispatches(pmc, cap=cap)
         source = pmc
-        if "Start_Timestamp" not in d.resolved and (folder / "timestamps.csv").is_file():
-            ts = read_dispatches(folder / "timestamps.csv")
+        if "Start_Timestamp" not in d.resolved and _present(folder / "timestamps.csv"):
+            ts = read_dispatches(folder / "timestamps.csv", cap=cap)
             _adopt_times(d, ts)
-    elif (folder / "timestamps.csv").is_file():
+    elif _present(folder / "timestamps.csv"):
         warnings.append("pmc_perf.csv missing: dispatches from timestamps.csv, no counters")
-        d = read_dispatches(folder / "timestamps.csv")
+        d = read_dispatches(folder / "timestamps.csv", cap=cap)
         source = folder / "timestamps.csv"
     else:
         warnings.append("pmc_perf.csv missing: no dispatches")
     if d is not None:
         for level in sorted(folder.glob("SQ_*LEVEL*.csv")):
             try:
-                lvl = read_dispatches(level)
+                lvl = read_dispatches(level, cap=cap)
             except InputError as exc:
                 warnings.append(f"{level.name}: not read ({exc.message})")
+                continue
+            except AdapterError as exc:
+                warnings.append(f"{level.name}: not read ({str(exc).removeprefix(f'{level}: ')})")
                 continue
             problem = merge_level_pass(d, lvl, level.stem)
             if problem:
@@ -834,6 +850,11 @@ def _read_workload(job: _Job, options: AdapterOptions) -> EvidencePacket:
     )
 
 
+def _present(path: Path) -> bool:
+    """Whether anything (a file, a folder, a device, a dangling link) has this name."""
+    return path.exists() or path.is_symlink()
+
+
 def _guess_backend(d: Dispatches) -> str | None:
     if d.layout == "long":
         return "rocprofv3 (rocpd)"
@@ -858,9 +879,10 @@ def _adopt_times(d: Dispatches, ts: Dispatches) -> None:
 
 
 def _read_file(job: _Job, options: AdapterOptions) -> EvidencePacket:
-    d = read_dispatches(job.path)
+    cap = max_bytes_option(options.extra)
+    d = read_dispatches(job.path, cap=cap)
     folder = job.path.parent
-    sysinfo, warnings = _side_sysinfo(folder, job.path.name, d)
+    sysinfo, warnings = _side_sysinfo(folder, job.path.name, d, cap)
     is_v1 = "DurationNs" in d.resolved or d.resolved.get("Kernel_Name") == "KernelName"
     tool = "rocprof" if is_v1 else "rocprofv3"
     attributes: dict[str, str | float | int | None] = {"backend": _guess_backend(d) or tool}
@@ -880,7 +902,7 @@ def _read_file(job: _Job, options: AdapterOptions) -> EvidencePacket:
     )
 
 
-def _side_sysinfo(folder: Path, name: str, d: Dispatches) -> tuple[SysInfo, list[str]]:
+def _side_sysinfo(folder: Path, name: str, d: Dispatches, cap: int) -> tuple[SysInfo, list[str]]:
     prefix = (
         name.rsplit("kernel_trace.csv", 1)[0]
         if name.endswith("kernel_trace.csv")
@@ -889,11 +911,11 @@ def _side_sysinfo(folder: Path, name: str, d: Dispatches) -> tuple[SysInfo, list
     agent = next((x for x in (_int_or_none(v) for v in d.values("GPU_ID")) if x is not None), None)
     for cand in (folder / f"{prefix}agent_info.csv", folder / "agent_info.csv"):
         if cand.is_file():
-            info = read_agent_info(cand, agent)
+            info = read_agent_info(cand, agent, cap)
             return info, list(info.warnings)
     for cand in (folder / "results.sysinfo.txt", folder / "sysinfo.txt"):
         if cand.is_file():
-            info = read_rocminfo(cand)
+            info = read_rocminfo(cand, cap)
             return info, list(info.warnings)
     return SysInfo(), ["no agent_info.csv or sysinfo next to the trace: hardware unknown, num_xcd taken as 1"]
 
@@ -902,17 +924,18 @@ def _read_v3(job: _Job, options: AdapterOptions) -> EvidencePacket:
     trace, counters = job.files.get("trace"), job.files.get("counters")
     base_path = trace or counters
     assert base_path is not None  # noqa: S101 - discovery only makes jobs with a file
-    d = read_dispatches(base_path)
+    cap = max_bytes_option(options.extra)
+    d = read_dispatches(base_path, cap=cap)
     warnings: list[str] = []
     if trace is not None and counters is not None:
-        c = read_dispatches(counters)
+        c = read_dispatches(counters, cap=cap)
         w = merge_level_pass(d, c, None)
         if w:
             warnings.append(w)
         for name in c.counters:
             if name in d.counters and name not in d.raw:
                 d.raw[name] = d.counters[name]
-    sysinfo, w2 = _side_sysinfo(job.path, base_path.name, d)
+    sysinfo, w2 = _side_sysinfo(job.path, base_path.name, d, cap)
     warnings.extend(w2)
     attributes: dict[str, str | float | int | None] = {"backend": "rocprofv3"}
     attributes.update(sysinfo.attributes())
@@ -931,9 +954,107 @@ def _read_v3(job: _Job, options: AdapterOptions) -> EvidencePacket:
     )
 
 
-def _read_analyze(job: _Job, options: AdapterOptions) -> EvidencePacket:
-    t = AnalyzeTables.read(job.path)
+#: unit labels of analyze rows whose value is rescaled: the label is the unit before ``scale``
+_SCALED_UNIT_LABELS = {
+    "LDS Bank Conflicts/Access": frozenset({"conflicts/access"}),
+    "LDS Bank Conflict": frozenset({"conflicts/access"}),
+}
+
+
+@lru_cache(maxsize=1)
+def _unit_labels() -> dict[str, str]:
+    """Analyze unit label (lower case) -> the unit it means (``[units]`` of rocprof.toml)."""
+    return {k.lower(): str(v[0]) for k, v in load_toml("rocprof.toml").get("units", {}).items()}
+
+
+def _unit_problem(metric: str, label: str | None, s: Source) -> str | None:
+    """Why the unit label of an analyze row does not fit the mapping source, or None.
+
+    An empty or absent label is accepted (nothing to disagree with); ``Pct of Peak`` values are
+    percentages whatever the row's own unit says, so they are not checked.
+    """
+    if s.column == "pct" or label is None or not label.strip():
+        return None
+    low = label.strip().lower()
+    if metric in _SCALED_UNIT_LABELS:
+        ok = low in _SCALED_UNIT_LABELS[metric]
+        expected = ", ".join(sorted(_SCALED_UNIT_LABELS[metric]))
+    else:
+        ok = _unit_labels().get(low) == s.unit
+        expected = ", ".join(sorted({k for k, v in _unit_labels().items() if v == s.unit and k}))
+    if ok:
+        return None
+    return f"`{metric}` has unit `{shown(label)}`, expected one meaning {s.unit} ({expected})"
+
+
+_ABSENT, _EMPTY, _UNUSABLE = 0, 1, 2
+
+
+def _analyze_value(t: AnalyzeTables, s: Source) -> tuple[float | None, str, int]:
+    """The (summed, scaled) value of one mapping source in the analyze tables.
+
+    Returns ``(value, why not, how bad)``. A row that is there but unusable (a unit that
+    disagrees, text that is not a finite number) is ``_UNUSABLE``: no other source of the
+    metric is tried, since it would be a partial sum (e.g. the FLOP rate without one of its
+    rows). An absent row or an empty cell (analyze could not compute it) lets the next
+    source be tried; the worst reason is the one reported.
+    """
+    assert s.table is not None  # noqa: S101 - only table sources come here
+    name = t.files[s.table].name
+    total = 0.0
+    for metric in s.metrics:
+        found = t.cell(s.table, metric, s.column)
+        if found is None:
+            return None, f"{name} has no `{metric}` row", _ABSENT
+        text, unit = found
+        problem = _unit_problem(metric, unit, s)
+        if problem:
+            return None, f"{name}: {problem}", _UNUSABLE
+        if not text.strip():
+            return None, f"`{metric}` is empty in {name} (not computed by analyze)", _EMPTY
+        x = number(text)
+        if x is None:
+            col = "Pct of Peak" if s.column == "pct" else "value"
+            return None, f"{name}: `{metric}` {col} is `{shown(text)}`, not a finite number", _UNUSABLE
+        total += x
+    return total * s.scale, "", _ABSENT
+
+
+def _analyze_summary(t: AnalyzeTables) -> tuple[dict[str, Quantity], list[str]]:
+    """Workload-level canonical metrics from the speed-of-light and launch tables, and a
+    warning for each one a table that is there could not give."""
+    summary: dict[str, Quantity] = {}
     warnings: list[str] = []
+    lost: dict[str, list[str]] = {}
+    for m in load_mapping():
+        sources = [s for s in m.sources if s.table in ("speed-of-light", "launch") and s.table in t.files]
+        reason, worst = None, -1
+        for s in sources:
+            assert s.table is not None  # noqa: S101 - filtered above
+            if s.table in t.unusable:
+                lost.setdefault(s.table, []).append(m.name)
+                reason = None
+                break
+            value, why, bad = _analyze_value(t, s)
+            if value is None:
+                if bad > worst:
+                    reason, worst = why, bad
+                if bad == _UNUSABLE:
+                    break
+                continue
+            value = convert(value, s.unit, m.unit) if s.unit != m.unit else value
+            summary[m.name] = Quantity(value=float(value), unit=m.unit)
+            reason = None
+            break
+        if m.name not in summary and reason:
+            warnings.append(f"{m.name} not derived: {reason}")
+    whole = [f"{t.files[k].name}: {t.unusable[k]}; not derived: {', '.join(n)}" for k, n in lost.items()]
+    return summary, [*whole, *warnings]
+
+
+def _read_analyze(job: _Job, options: AdapterOptions) -> EvidencePacket:
+    t = AnalyzeTables.read(job.path, max_bytes_option(options.extra))
+    warnings: list[str] = list(t.warnings)
     numbered = any(p.name[0].isdigit() and p.stem.isdigit() for p in t.files.values())
     sol = t.files.get("speed-of-light")
     tool = (
@@ -942,18 +1063,8 @@ def _read_analyze(job: _Job, options: AdapterOptions) -> EvidencePacket:
         else "rocprof-compute"
     )
 
-    summary: dict[str, Quantity] = {}
-    for m in load_mapping():
-        for s in m.sources:
-            if s.table not in ("speed-of-light", "launch"):
-                continue
-            vals = [t.value(s.table, metric, s.column)[0] for metric in s.metrics]
-            if any(v is None for v in vals):
-                continue
-            added = sum(v for v in vals if v is not None) * s.scale
-            value = convert(added, s.unit, m.unit) if s.unit != m.unit else added
-            summary[m.name] = Quantity(value=float(value), unit=m.unit)
-            break
+    summary, summary_warnings = _analyze_summary(t)
+    warnings.extend(summary_warnings)
     if "speed-of-light" not in t.files:
         warnings.append("no speed-of-light table: utilisation and bandwidth metrics not derived")
 
@@ -961,6 +1072,7 @@ def _read_analyze(job: _Job, options: AdapterOptions) -> EvidencePacket:
     kept_rows: list[dict[str, str]] = []
     top_name, top_row = None, None
     best = -1.0
+    bad: dict[str, list[str]] = {}
     for row in t.top_kernels:
         raw_text = row.get("Kernel_Name") or row.get("KernelName") or ""
         name = normalise_kernel_name(raw_text)
@@ -979,6 +1091,16 @@ def _read_analyze(job: _Job, options: AdapterOptions) -> EvidencePacket:
         kept_rows.append(row)
         if total is not None and total > best:
             best, top_name, top_row = total, name, row
+        for col in ("Count", "Mean(ns)", "Sum(ns)"):
+            text = (row.get(col) or "").strip()
+            if text and number(text) is None:
+                bad.setdefault(col, []).append(text)
+    for col, texts in bad.items():
+        kfile = t.files["top-kernels"].name
+        warnings.append(
+            f"{kfile}: `{col}` is not a finite number in {len(texts)} row(s) (e.g. `{shown(texts[0])}`); "
+            f"left out for those kernels"
+        )
     if not t.top_kernels:
         warnings.append("no top-kernels table: no kernel records")
 
