@@ -12,9 +12,12 @@ text is read again as text, so every cell keeps exactly what the tolerant path w
 
 from __future__ import annotations
 
+import bisect
+import codecs
 import csv
 import math
 import re
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -60,6 +63,107 @@ def _last_profiler_error(lines: Sequence[str]) -> tuple[int, str] | None:
 
 def read_text(path: str, data: bytes) -> list[Report]:
     """Every report found in one ncu text output; raises InputError when there is none."""
+    reports = _read_all(path, data)
+    if len(reports) == 1 and reports[0].page != "summary":
+        _note_missing_launches(data, reports[0])
+    nul = b"\x00" in data
+    damaged = _damaged_lines(data, nul)
+    if damaged:
+        _note_damage(reports, damaged)
+    if nul:
+        for report in reports:
+            report.strip_nul()
+    return reports
+
+
+_PROFILING = b'==PROF== Profiling "'
+_PROFILING_ID = re.compile(rb'(.*)" - (\d+):')
+
+
+def _note_missing_launches(data: bytes, report: Report) -> None:
+    """ncu announces every launch it profiles (``==PROF== Profiling "name" - 3: ...``) on the
+    same stream as the page: a page holding fewer launches than the log announced lost the
+    others (a file cut off between two launches looks complete otherwise)."""
+    announced: set[tuple[bytes, bytes]] = set()
+    limit = len(data)
+    if report.page in ("raw", "details"):  # ncu prints a CSV table after its profiling lines
+        limit = 0
+        for _ in range(_start_line(report) - 1):
+            limit = data.find(b"\n", limit) + 1
+    at = data.find(_PROFILING, 0, limit)
+    while at >= 0:
+        if at == 0 or data[at - 1] == 0x0A:
+            eol = data.find(b"\n", at)
+            m = _PROFILING_ID.match(data, at + len(_PROFILING), eol if eol >= 0 else len(data))
+            if m is not None:
+                announced.add((m[1], m[2]))
+        at = data.find(_PROFILING, at + 1, limit)
+    if len(announced) > len(report.launches):
+        report.warnings.append(
+            f"the log announces {len(announced)} profiled kernel launches (`==PROF== Profiling` lines) but "
+            f"the {report.page} page holds {len(report.launches)}: the others are missing (the file may be cut off)"
+        )
+
+
+def _valid_utf8(data: bytes) -> bool:
+    """Whether ``data`` is UTF-8 (checked in pieces: no copy of a big file as text)."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    step = 4 << 20
+    try:
+        for at in range(0, len(data), step):
+            decoder.decode(data[at : at + step])
+        decoder.decode(b"", final=True)
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _damaged_lines(data: bytes, nul: bool) -> list[tuple[int, int]]:
+    """(line number, cells) of every line holding NUL bytes (``nul``: the file has some) or
+    bytes that are not UTF-8 (cells counted as CSV cells; a line of a text page counts
+    once). Two fast checks answer for an undamaged file; only a damaged one is split."""
+    invalid = not data.isascii() and not _valid_utf8(data)
+    if not nul and not invalid:
+        return []
+    out = []
+    for lno, line in enumerate(data.split(b"\n"), 1):
+        bad_bytes = invalid and not line.isascii() and not _valid_utf8(line)
+        if not bad_bytes and b"\x00" not in line:
+            continue
+        text = line.decode("utf-8", errors="replace").rstrip("\r")
+        try:
+            cells = next(csv.reader([text]), [text])
+        except csv.Error:
+            cells = [text]
+        n = sum(1 for c in cells if "\x00" in c or (bad_bytes and "\ufffd" in c))
+        out.append((lno, max(n, 1)))
+    return out
+
+
+def _note_damage(reports: list[Report], damaged: list[tuple[int, int]]) -> None:
+    """One warning per report for the damaged cells from its first line on (the lines before
+    the first table are program output, skipped anyway)."""
+    starts = [_start_line(r) for r in reports]
+    per_report: dict[int, list[tuple[int, int]]] = {}
+    for lno, cells in damaged:
+        k = bisect.bisect_right(starts, lno) - 1
+        if k >= 0:
+            per_report.setdefault(k, []).append((lno, cells))
+    for k, hits in per_report.items():
+        count = sum(c for _l, c in hits)
+        reports[k].warnings.append(
+            f"{count} cell(s) held NUL bytes or bytes that are not UTF-8 (first at line {hits[0][0]}): "
+            "NUL bytes were removed from kernel names, metric names and units, other bytes read as "
+            "U+FFFD; the file is damaged there"
+        )
+
+
+def _start_line(report: Report) -> int:
+    loc = report.location or ""
+    return int(loc[5:]) if loc.startswith("line ") and loc[5:].isdigit() else 1
+
+
+def _read_all(path: str, data: bytes) -> list[Report]:
     starts, clean = _header_starts(data)
     if starts:
         # CSV first: the raw page is the only big output, read from bytes without splitting lines
@@ -69,7 +173,7 @@ def read_text(path: str, data: bytes) -> list[Report]:
             return list(_read_csv(path, data, _all_header_starts(data), None))
     text = data.decode("utf-8", errors="replace")
     lines = text.splitlines()
-    reports = _read_text_page(path, lines)
+    reports = _read_text_page(path, lines, cut=not data.endswith((b"\n", b"\r")))
     if reports:
         return reports
     last = _last_profiler_error(lines)
@@ -185,6 +289,10 @@ def _read_csv(path: str, data: bytes, starts: list[int], clean: _Check | None) -
         header_line = header_line.lstrip("\ufeff")
         quoted = header_line.startswith('"')
         header = _split(path, line_no, header_line)
+        if nl < 0 and end == len(data) and not data.endswith(b"\n"):
+            raise _err(
+                path, line_no, "the file ends inside the CSV header line: it is cut off before any row"
+            )
         if "Metric Name" in header or "Metric Value" in header:
             if clean is not None:
                 clean.require()
@@ -293,13 +401,43 @@ def _read_details(path: str, line_no: int, header: list[str], body: bytes, quote
     decimal_commas: list[str] = []
     skipped = 0
     values: dict[tuple[str, str], Any] = {}  # (unit, cell) -> (value, unit): cells repeat a lot
-    for _lno, row in _rows(path, _body_lines(body, line_no + 1, quoted=quoted)):
-        if len(row) < width:
-            row.extend([""] * (width - len(row)))  # ragged rows (trailing comma) are padded
+    cut = _cut_line(body, line_no + 1)
+    counted = 0
+    lengths: Counter[int] = Counter()
+    repeats = 0
+    first_repeat = ""
+    current: tuple[object, str] | None = None  # the launch and section of the rows being read
+    current_names: set[str] = set()
+    for lno, row in _rows(path, _body_lines(body, line_no + 1, quoted=quoted)):
+        if cut is not None and lno == cut.line:
+            have = len(row)
+            dropped = _cut_cell(row, cut, width, quoted)
+            if dropped is not None or have <= i_val:
+                # no value, or a value (or whatever cell the file ends in) that may be cut short
+                cut_id = row[i_id].strip() if len(row) > i_id else ""
+                warnings.append(
+                    f"the file ends inside line {lno}"
+                    + (f" (launch ID {cut_id})" if cut_id else "")
+                    + (
+                        f": the row is cut off in its cell {have} (`{dropped}`, maybe cut short)"
+                        if dropped
+                        else f": the row is cut off after {have} of {width} cells, before its value"
+                    )
+                    + "; it was skipped"
+                )
+                continue
+        n_cells = len(row)
+        if n_cells < width:
+            row.extend([""] * (width - n_cells))  # ragged rows (trailing comma) are padded
         launch_id = row[i_id].strip()
         if not launch_id or launch_id == "ID":
             skipped += 1
             continue
+        if cut is None or lno != cut.line:
+            counted += 1
+            # a row must reach the value column; cells past the header may only be empty
+            if n_cells <= i_val or (n_cells > width and any(c.strip() for c in row[width:])):
+                lengths[n_cells] += 1
         key = (row[i_pid].strip() if i_pid is not None else None, launch_id)
         launch = launches.get(key)
         if launch is None:
@@ -316,6 +454,12 @@ def _read_details(path: str, line_no: int, header: list[str], body: bytes, quote
             metric = values.get(cell)
             if metric is None:
                 metric = values[cell] = (parse_value(cell[1], decimal_commas), unit or None)
+            if current is None or current[0] is not launch or current[1] != section:
+                current, current_names = (launch, section), set()
+            elif name in current_names:
+                repeats += 1  # the same metric twice in one section of one launch
+                first_repeat = first_repeat or f"launch ID {launch_id}'s `{name}` at line {lno}"
+            current_names.add(name)
             launch.raw[name if name not in launch.raw else f"{section}/{name}"] = metric
         elif i_rule is not None and row[i_rule].strip():
             rule = row[i_rule].strip()
@@ -329,6 +473,19 @@ def _read_details(path: str, line_no: int, header: list[str], body: bytes, quote
                 launch.raw[f"rule:{section}/{rule}:estimated_speedup"] = (speedup, unit or None)
         else:
             skipped += 1
+    error = _disagree(path, line_no, "details-page", width, lengths, counted)
+    if error is not None:
+        raise error
+    if lengths:
+        warnings.append(
+            f"{sum(lengths.values())} row(s) did not match the header's {width} columns (no value cell, or "
+            "extra cells); they were read by position"
+        )
+    if repeats:
+        warnings.append(
+            f"{repeats} metric row(s) repeat a metric already read for the same launch and section "
+            f"(first: {first_repeat}); a repeat is kept as `<Section>/<name>` (a repeated row?)"
+        )
     if decimal_commas:
         warnings.append(
             f"{len(decimal_commas)} value(s) written with a decimal comma (e.g. `{decimal_commas[0]}`) were read as decimals"
@@ -384,7 +541,7 @@ def _read_raw(
         clean.require()  # answered during the parse, unless that did not happen
     if columns is None:
         rows = data[rows_start:end]
-        columns, units = _columns_slow(path, rows, body_line, names, units, warnings, quoted)
+        columns, units = _columns_slow(path, line_no, rows, body_line, names, units, warnings, quoted)
     if len(units) < len(names):
         units = list(units) + [""] * (len(names) - len(units))
     return _launches_from_columns(path, line_no, header, names, units, columns, warnings)
@@ -406,6 +563,8 @@ def _columns_fast(
     as text and converted cell by cell like the others, so the values are the same either way.
     """
     body, start, end = rows.data, rows.begin, rows.end
+    if end > start and body[end - 1] != 0x0A:
+        return None  # the file ends inside a row: its last cell may be cut (the tolerant path says so)
     while end > start and body[end - 1] in b"\r\n":
         end -= 1
     if end == start or (end - start < 4096 and not body[start:end].strip()):
@@ -583,8 +742,59 @@ def _numeric(col: Any) -> list[Any]:
     return [None if s is None else parse_value(s) for s in col.to_pylist()]
 
 
+@dataclass(frozen=True)
+class _Cut:
+    """The last line of a body that does not end with a newline: the file was cut there."""
+
+    line: int
+    #: the line ends with a closing quote, so its last cell is whole (a quoted table)
+    whole_last_cell: bool
+
+
+def _cut_line(body: bytes, first_line: int) -> _Cut | None:
+    """Where the file ends inside a line (ncu ends every line with a newline), if it does."""
+    if not body or body.endswith(b"\n"):
+        return None
+    start = body.rfind(b"\n") + 1
+    last = body[start:].rstrip(b"\r")
+    if not last.strip():
+        return None
+    return _Cut(first_line + body.count(b"\n", 0, start), last.endswith(b'"'))
+
+
+def _cut_cell(row: list[str], cut: _Cut, width: int, quoted: bool) -> str | None:
+    """Blank the last cell of the row the file ends in when it may be cut short (no closing
+    quote; unquoted: a row shorter than the header) and return what it held."""
+    cut_short = not cut.whole_last_cell if quoted else len(row) < width
+    if not cut_short or not row or not row[-1].strip():
+        return None
+    dropped = row[-1]
+    row[-1] = ""
+    return dropped
+
+
+def _disagree(
+    path: str, line_no: int, page: str, width: int, lengths: Counter[int], counted: int
+) -> InputError | None:
+    """The error for a header and rows that disagree: most rows have another number of
+    cells (a column missing from the header, or from the rows), so no value can be put in
+    its column by position. A few ragged rows are padded or cut with a warning instead."""
+    mismatched = sum(lengths.values())
+    if not counted or mismatched * 2 <= counted:
+        return None
+    common = lengths.most_common(1)[0][0]
+    return _err(
+        path,
+        line_no,
+        f"the {page} header has {width} columns but rows have {common} ({mismatched} of {counted} "
+        "rows): header and rows disagree, so values cannot be assigned to columns; expected one cell "
+        "per header column",
+    )
+
+
 def _columns_slow(
     path: str,
+    line_no: int,
     body: bytes,
     first_line: int,
     names: list[str],
@@ -592,22 +802,42 @@ def _columns_slow(
     warnings: list[str],
     quoted: bool,
 ) -> tuple[dict[str, list[Any]], list[str]]:
-    """The tolerant path: csv module, noise lines skipped, short rows padded."""
+    """The tolerant path: csv module, noise lines skipped, short rows padded; a header the
+    rows disagree with (most rows longer or shorter) is an error."""
     width = len(names)
     cols: list[list[Any]] = [[] for _ in names]
     padded = 0
     long_rows = 0
+    counted = 0
+    lengths: Counter[int] = Counter()
     decimal_commas: list[str] = []
-    for _lno, row in _rows(path, _body_lines(body, first_line, quoted=quoted)):
+    cut = _cut_line(body, first_line)
+    for lno, row in _rows(path, _body_lines(body, first_line, quoted=quoted)):
         if not units and row and row[0].strip() == "":
             units = row  # units row after profiler lines
             continue
+        if cut is not None and lno == cut.line:
+            have = len(row)
+            dropped = _cut_cell(row, cut, width, quoted)
+            if have < width or dropped is not None:
+                launch = row[0].strip() if row else ""
+                warnings.append(
+                    f"the file ends inside line {lno}"
+                    + (f" (launch ID {launch})" if launch else "")
+                    + f": the row is cut off after {have} of {width} cells"
+                    + (f"; its last cell `{dropped}` may be cut short and was dropped" if dropped else "")
+                )
+                row.extend([""] * (width - len(row)))
+        else:
+            counted += 1
         if len(row) < width:
             padded += 1
+            lengths[len(row)] += 1
             row.extend([""] * (width - len(row)))
         elif len(row) > width:
             if any(c.strip() for c in row[width:]):
                 long_rows += 1
+                lengths[len(row)] += 1
             del row[width:]
         for j, cell in enumerate(row):
             name = names[j]
@@ -615,6 +845,9 @@ def _columns_slow(
                 cols[j].append(cell if cell != "" else None)
             else:
                 cols[j].append(parse_value(cell, decimal_commas))
+    error = _disagree(path, line_no, "raw-page", width, lengths, counted)
+    if error is not None:
+        raise error
     if padded:
         warnings.append(f"{padded} short row(s) were padded with empty cells")
     if long_rows:
@@ -624,6 +857,24 @@ def _columns_slow(
             f"{len(decimal_commas)} value(s) written with a decimal comma (e.g. `{decimal_commas[0]}`) were read as decimals"
         )
     return dict(zip(names, cols, strict=True)), units
+
+
+def _warn_duplicate_ids(keys: list[tuple[str | None, str]], warnings: list[str]) -> None:
+    """A launch ID (within one process) on several rows: a row repeated by a damaged or
+    concatenated file. Every row stays a launch, and the warning says which are counted twice."""
+    if len(set(keys)) == len(keys):
+        return
+    repeated = [(key, n) for key, n in Counter(keys).items() if n > 1]
+    several_processes = len({pid for pid, _id in keys}) > 1
+    shown = ", ".join(
+        f"{launch_id}" + (f" (process {pid})" if several_processes and pid else "") + f" x{n}"
+        for (pid, launch_id), n in repeated[:5]
+    )
+    more = f", and {len(repeated) - 5} more" if len(repeated) > 5 else ""
+    warnings.append(
+        f"{len(repeated)} launch ID(s) appear on more than one row ({shown}{more}): each row is kept "
+        "as a launch, so those launches are counted more than once (a repeated row?)"
+    )
 
 
 def _launches_from_columns(
@@ -651,6 +902,7 @@ def _launches_from_columns(
         warnings.append(f"{n_rows - len(keep)} row(s) without a launch ID were skipped")
     if not keep:
         raise _err(path, line_no, "the raw-page CSV has a header but no launch rows")
+    _warn_duplicate_ids([(pids[i], str(ids[i]).strip()) for i in keep], warnings)
     metrics: dict[str, list[Any]] = {}
     metric_units: dict[str, str | None] = {}
     for j, name in enumerate(names):
@@ -732,7 +984,9 @@ def _split_row(line: str, spans: list[tuple[int, int]]) -> list[str]:
     return parts
 
 
-def _read_text_page(path: str, lines: list[str]) -> list[Report]:
+def _read_text_page(path: str, lines: list[str], cut: bool = False) -> list[Report]:
+    """The default text page or a ``--print-summary`` page; ``cut``: the file ends inside its
+    last line (no newline), which may then hold a value cut short."""
     launches: list[Launch] = []
     summary_mode = False
     pid: str | None = None
@@ -747,6 +1001,8 @@ def _read_text_page(path: str, lines: list[str]) -> list[Report]:
     summaries: dict[tuple[str | None, int | None, str, str, str], Launch] = {}
     first_line: int | None = None
     warnings: list[str] = []
+    cut_row = ""
+    with_rows: set[int] = set()  # launches (by id()) with at least one metric row
     for lno, line in enumerate(lines, 1):
         if line.startswith("=="):
             continue
@@ -813,10 +1069,15 @@ def _read_text_page(path: str, lines: list[str]) -> list[Report]:
                 header_cells = _split_row(prev, spans) if "Metric Name" in prev else []
             continue
         if in_table and spans and line.strip():
+            if cut and lno == len(lines):
+                # the file ends inside this row: its value (or name) may be cut short
+                cut_row = f"`{line.strip()}`"
+                continue
             cells = _split_row(line, spans)
             if len(cells) < 3:
                 continue
             name, unit = cells[0], cells[1]
+            with_rows.add(id(current))
             key = name if name not in current.raw else f"{section}/{name}"
             if len(cells) >= 5 and header_cells[2:5] == ["Minimum", "Maximum", "Average"]:
                 current.raw[key] = (parse_value(cells[4]), unit or None)
@@ -826,6 +1087,17 @@ def _read_text_page(path: str, lines: list[str]) -> list[Report]:
                 current.raw[key] = (parse_value(cells[-1]), unit or None)
     if not launches:
         return []
+    last = current or launches[-1]
+    who = f"launch ID {last.id}" + (f" (process {last.pid})" if last.pid else "")
+    if cut_row or (in_table and not summary_mode):
+        # a text page closes every metric table with a ruler: one still open was cut off
+        warnings.append(
+            f"the {'summary' if summary_mode else 'text'} page ends inside {who}'s `{section}` table (line {len(lines)}): the file is cut "
+            "off, so that launch's metrics are incomplete"
+            + (f"; its last row {cut_row} may be cut short and was dropped" if cut_row else "")
+        )
+    elif id(last) not in with_rows and with_rows:
+        warnings.append(f"the last launch, {who}, has no metric table: the file may be cut off after it")
     if all(len(la.raw) <= 3 for la in launches):
         warnings.append("the text page lists kernels but no metric tables")
     if summary_mode:

@@ -10,6 +10,7 @@ API used (Nsight Compute "Python Report Interface"): ``load_report(path) -> ICon
 from __future__ import annotations
 
 import contextlib
+import os
 from typing import Any
 
 from ..errors import InputError, MissingExtra
@@ -94,17 +95,132 @@ def _num(raw: dict[str, Any], key: str) -> float | None:
     return m[0] if m is not None and isinstance(m[0], float) else None
 
 
+# ------------------------------------------------------------------ the container, checked
+
+#: a block header larger than this is not one (the largest seen are tens of KiB)
+_MAX_BLOCK_HEADER = 64 << 20
+
+
+def _varint(buf: bytes, i: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        if i >= len(buf) or shift > 63:
+            raise ValueError("varint runs past its message")
+        byte = buf[i]
+        i += 1
+        value |= (byte & 0x7F) << shift
+        shift += 7
+        if byte < 0x80:
+            return value, i
+
+
+def _payload_size(header: bytes) -> int:
+    """Field 5 (varint) of a block header: the size of the payload after it; ValueError when
+    the header is not a protobuf message with that field."""
+    i, size = 0, None
+    while i < len(header):
+        key, i = _varint(header, i)
+        field, wire = key >> 3, key & 7
+        if wire == 0:
+            value, i = _varint(header, i)
+            if field == 5:
+                size = value
+        elif wire == 2:
+            length, i = _varint(header, i)
+            i += length
+        elif wire in (1, 5):
+            i += 8 if wire == 1 else 4
+        else:
+            raise ValueError(f"wire type {wire}")
+        if i > len(header):
+            raise ValueError("field runs past its message")
+    if size is None:
+        raise ValueError("no payload size")
+    return size
+
+
+def container_problem(path: str) -> str | None:
+    """What is wrong with the file as an ncu report container, when that can be told; None
+    when its blocks fill it exactly, or when its layout is not the one this check knows.
+
+    Layout (observed in reports from 2021 to 2025; NVIDIA publishes no schema): ``NVR\\0``, a
+    little-endian u32 size and that many bytes of file header, then blocks, each a u32 size,
+    that many bytes of block header (a protobuf message whose field 5 is the payload size)
+    and the payload. A report cut short ends inside a block.
+    """
+    try:
+        with open(path, "rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            head = fh.read(8)
+            if len(head) < 8:
+                return f"the file ends at byte {size}, inside its 8-byte preamble"
+            at = 8 + int.from_bytes(head[4:8], "little")
+            if at > size:
+                return f"the file ends at byte {size} but its file header needs {at}"
+            blocks = 0
+            while at < size:
+                if at + 4 > size:
+                    return f"the file ends at byte {size}, inside the block that starts at byte {at}"
+                fh.seek(at)
+                length = int.from_bytes(fh.read(4), "little")
+                if length > _MAX_BLOCK_HEADER or at + 4 + length > size:
+                    if blocks == 0 and length > _MAX_BLOCK_HEADER:
+                        return None  # not the layout this check knows
+                    return (
+                        f"the file ends at byte {size} but the header of the block that starts at "
+                        f"byte {at} needs {at + 4 + length}"
+                    )
+                try:
+                    payload = _payload_size(fh.read(length))
+                except ValueError:
+                    if blocks == 0:
+                        return None  # not the layout this check knows
+                    return f"the block at byte {at} does not parse (its header is damaged)"
+                end = at + 4 + length + payload
+                if end > size:
+                    return f"the file ends at byte {size} but the block that starts at byte {at} needs {end}"
+                at = end
+                blocks += 1
+    except OSError:
+        return None
+    if blocks == 0:
+        return f"the file holds nothing after its {at}-byte header"
+    return None
+
+
+def _unread(action: Any, raw: dict[str, Any]) -> bool:
+    """An action the module gave without a name and without metrics: it could not read it."""
+    try:
+        name = action.name()
+    except Exception:  # noqa: BLE001
+        name = None
+    return not name and not raw
+
+
 def read_rep(path: str) -> Report:
     """Every action (kernel launch) of every range of one report."""
     mod = _module(path)
+    problem = container_problem(path)
+    damaged = (
+        f"the report is truncated or damaged ({problem})" if problem else "the report is truncated or damaged"
+    )
     try:
         ctx = mod.load_report(path)
     except Exception as exc:  # noqa: BLE001 - the module raises plain exceptions
+        if problem:
+            raise InputError(path, None, f"{damaged}; ncu_report could not load it ({exc})") from None
         raise InputError(path, None, f"ncu_report could not load this report ({exc})") from None
     if ctx is None:
-        raise InputError(path, None, "ncu_report could not load this report")
+        raise InputError(
+            path,
+            None,
+            f"{damaged}; ncu_report could not load it"
+            if problem
+            else "ncu_report could not load this report",
+        )
     launches: list[Launch] = []
     warnings: list[str] = []
+    unread = 0
     tensor = 0.0
     total = 0.0
     with_mix = 0
@@ -129,6 +245,8 @@ def read_rep(path: str) -> Report:
                         if opcode.split(".")[0] in TENSOR_OPCODES:
                             tensor += count
 
+            if _unread(action, raw):
+                unread += 1
             _rule_results(action, raw)
             dims = [_num(raw, f"launch__grid_dim_{c}") for c in "xyz"]
             bdims = [_num(raw, f"launch__block_dim_{c}") for c in "xyz"]
@@ -156,8 +274,26 @@ def read_rep(path: str) -> Report:
                     raw=raw,
                 )
             )
+    if unread:
+        raise InputError(
+            path,
+            None,
+            f"{damaged}: ncu_report read {unread} of {len(launches)} kernel launch(es) with no name and "
+            "no metrics; expected a complete report as ncu -o writes it",
+        )
     if not launches:
+        if problem:
+            raise InputError(
+                path,
+                None,
+                f"{damaged}: ncu_report read no kernel launches; expected a complete report as ncu -o writes it",
+            )
         raise InputError(path, None, "the report holds no kernel launches (no ranges with actions)")
+    if problem:
+        warnings.append(
+            f"the file may be truncated or damaged ({problem}); ncu_report read {len(launches)} launch(es) "
+            "from it, launches after the damage may be missing"
+        )
     summary: dict[str, float] = {}
     if with_mix:
         summary = {"sass_inst_executed": total, "tensor_core_inst_executed": tensor}

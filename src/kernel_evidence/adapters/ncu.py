@@ -14,9 +14,11 @@ the default text page, ``--print-summary`` text, and binary ``.ncu-rep`` reports
 
 from __future__ import annotations
 
+import codecs
 import hashlib
 import math
 import os
+import stat
 import statistics
 import sys
 from collections.abc import Callable, Mapping, Sequence
@@ -51,11 +53,10 @@ from . import AdapterOptions, AdapterResult
 from ._ncu_common import Report, Value, split_by_unit
 from ._ncu_csv import read_text
 from ._ncu_rep import REP_MAGIC, read_rep
+from ._read import DEFAULT_MAX_BYTES, max_bytes_option, read_capped
 
 __all__ = ["ADAPTER", "NcuAdapter", "canonical_metrics"]
 
-#: largest text export read (bytes); a bigger file is refused with a message
-MAX_TEXT_BYTES = 4 << 30
 _TEXT_SUFFIXES = (".csv", ".txt", ".log", ".out")
 
 
@@ -300,6 +301,8 @@ def _expand(inputs: Sequence[str]) -> list[tuple[str, bool]]:
     """(path, found in a directory) for every input; ``-`` is stdin."""
     out: list[tuple[str, bool]] = []
     for item in inputs:
+        if not item:  # Path("") is the working directory: never read it by accident
+            raise InputError("''", None, "empty path; expected a file, a directory or - for stdin")
         p = Path(item)
         if p.is_dir():
             found = sorted(
@@ -315,47 +318,85 @@ def _expand(inputs: Sequence[str]) -> list[tuple[str, bool]]:
     return out
 
 
+_WHAT = "ncu --csv output, a text page or an .ncu-rep report"
+
+
+def _read_stdin(cap: int) -> bytes:
+    """Standard input, at most ``cap`` bytes (read in chunks: nothing is allocated up front)."""
+    parts: list[bytes] = []
+    total = 0
+    while True:
+        chunk = sys.stdin.buffer.read(min(8 << 20, cap + 1 - total))
+        if not chunk:
+            break
+        parts.append(chunk)
+        total += len(chunk)
+        if total > cap:
+            raise LimitExceeded(
+                "<stdin>",
+                None,
+                f"larger than the {cap} bytes cap for one input; expected {_WHAT} "
+                "(raise the cap with --opt max_bytes=N)",
+            )
+    return b"".join(parts)
+
+
 def read_reports(
-    path: str, on_bytes: Callable[[bytes], object] | None = None
+    path: str, on_bytes: Callable[[bytes], object] | None = None, cap: int = DEFAULT_MAX_BYTES
 ) -> tuple[list[Report], bytes | None]:
     """Every report in one file (several when one log holds several CSV tables).
 
     ``on_bytes`` is called with a text export's bytes before they are parsed (the adapter
-    hashes them meanwhile, in another thread).
+    hashes them meanwhile, in another thread). No input is read past ``cap`` bytes: a larger
+    regular file is refused before it is read, a device or pipe once it passes the cap.
     """
     if path == "-":
-        data = sys.stdin.buffer.read(MAX_TEXT_BYTES + 1)
+        data = _read_stdin(cap)
         if data[:4] == REP_MAGIC:
             raise InputError("<stdin>", None, "an .ncu-rep report cannot be read from stdin; give its path")
-        if len(data) > MAX_TEXT_BYTES:
-            raise LimitExceeded(
-                "<stdin>", None, f"larger than {MAX_TEXT_BYTES} bytes (the cap for ncu text exports)"
-            )
         if on_bytes is not None:
             on_bytes(data)
         return _read_text_data("<stdin>", data), data
     try:
-        size = os.path.getsize(path)
-        with open(path, "rb") as fh:
-            head = fh.read(4)
+        st = os.stat(path)
+        regular = stat.S_ISREG(st.st_mode)
+        head = b""
+        if regular:
+            with open(path, "rb") as fh:
+                head = fh.read(4)
     except FileNotFoundError:
         raise InputError(path, None, "no such file") from None
     except IsADirectoryError:
         raise InputError(path, None, "is a directory") from None
     except PermissionError:
         raise InputError(path, None, "permission denied") from None
-    if head == REP_MAGIC or path.endswith(".ncu-rep"):
+    except OSError as exc:
+        raise InputError(path, None, f"could not be read ({exc.strerror or exc})") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise InputError(path, None, "is a directory")
+    if regular and (head == REP_MAGIC or path.endswith(".ncu-rep")):
         if head != REP_MAGIC:
             raise InputError(
                 path,
                 None,
                 f"not an Nsight Compute report (expected the bytes NVR\\0 at offset 0, got {head!r})",
             )
+        if st.st_size > cap:
+            raise AdapterError(
+                f"{path}: larger than the {cap} bytes cap for one input; expected an .ncu-rep report "
+                "(raise the cap with --opt max_bytes=N if the file is really that large)"
+            )
         return [read_rep(path)], None
-    if size > MAX_TEXT_BYTES:
-        raise LimitExceeded(path, None, f"larger than {MAX_TEXT_BYTES} bytes (the cap for ncu text exports)")
-    with open(path, "rb") as fh:
-        data = fh.read()
+    if not regular and path.endswith(".ncu-rep"):
+        raise InputError(
+            path, None, "not a regular file (a device or a pipe); expected an .ncu-rep report file"
+        )
+    # a text export, or not a regular file (a device, a pipe): read once, under the cap
+    data = read_capped(path, cap, what=_WHAT)
+    if not regular and data[:4] == REP_MAGIC:
+        raise InputError(
+            path, None, "not a regular file (a device or a pipe); an .ncu-rep report must be a file"
+        )
     if on_bytes is not None:
         on_bytes(data)
     return _read_text_data(path, data), data
@@ -366,9 +407,37 @@ def _read_text_data(path: str, data: bytes) -> list[Report]:
         raise InputError(
             path, None, "empty file; expected ncu --csv output, a text page or an .ncu-rep report"
         )
-    if b"\x00" in data[:4096]:
+    nul = data.find(b"\x00", 0, 4096)
+    if nul >= 0:
+        head = data[:4096]
+        if head[:2] in (b"\xff\xfe", b"\xfe\xff"):
+            raise InputError(
+                path, None, f"UTF-16 text; expected {_WHAT} in UTF-8 (convert it, e.g. with iconv)"
+            )
+        if _text_with_nul(head):
+            line = data.count(b"\n", 0, nul) + 1
+            raise InputError(
+                path,
+                f"line {line}",
+                f"text with NUL bytes (the first at byte {nul}), not a binary report: the file is damaged; "
+                f"expected {_WHAT}",
+            )
         raise InputError(path, None, "binary file that is not an .ncu-rep report (no NVR\\0 header)")
     return read_text(path, data)
+
+
+def _text_with_nul(head: bytes) -> bool:
+    """Whether the first bytes of a file are text apart from a few NUL bytes (a damaged
+    export), not binary data (compressed, random): UTF-8 without other control characters."""
+    if head.count(b"\x00") * 8 > len(head):
+        return False
+    text = codecs.getincrementaldecoder("utf-8")(errors="strict")
+    try:
+        chars = text.decode(head.replace(b"\x00", b""))  # a character cut at the end is not an error
+    except UnicodeDecodeError:
+        return False
+    controls = sum(1 for c in chars if c < " " and c not in "\t\n\r\f\v\x1b")
+    return controls == 0
 
 
 # ---------------------------------------------------------------------------- building packets
@@ -518,8 +587,9 @@ def _attributes(report: Report, raw: _RawTable, hoisted: dict[str, Any]) -> dict
     return {k: v for k, v in attrs.items() if v is not None}
 
 
-def _digest(path: str, data: bytes | None) -> tuple[str, int]:
-    """(``sha256:<hex>``, size) of the bytes read, or of the file when they were not kept."""
+def _digest(path: str, data: bytes | None, cap: int = DEFAULT_MAX_BYTES) -> tuple[str, int]:
+    """(``sha256:<hex>``, size) of the bytes read, or of the file when they were not kept
+    (an ``.ncu-rep``: hashed in chunks, never past ``cap`` bytes)."""
     h = hashlib.sha256()
     size = 0
     if data is not None:
@@ -530,6 +600,10 @@ def _digest(path: str, data: bytes | None) -> tuple[str, int]:
             for chunk in iter(lambda: fh.read(1 << 20), b""):
                 h.update(chunk)
                 size += len(chunk)
+                if size > cap:  # the file grew after it was checked
+                    raise AdapterError(
+                        f"{path}: grew past the {cap} bytes cap for one input while it was read"
+                    )
     return f"sha256:{h.hexdigest()}", size
 
 
@@ -557,13 +631,75 @@ def _dims(raw: _RawTable, i: int, kind: str) -> list[int] | None:
     return [int(v) for v in vals]  # type: ignore[arg-type]
 
 
-def _records(report: Report, raw: _RawTable, warnings: set[str]) -> list[dict[str, Any]]:
+@lru_cache(maxsize=1)
+def _feeds() -> dict[str, tuple[str, ...]]:
+    """Source metric of the mapping table -> the canonical metrics it gives."""
+    out: dict[str, list[str]] = {}
+    for canon in _table().metrics:
+        for src in canon.sources:
+            for m in src.metrics:
+                names = out.setdefault(m, [])
+                if canon.name not in names:
+                    names.append(canon.name)
+    return {k: tuple(v) for k, v in out.items()}
+
+
+def _short(value: str, limit: int = 40) -> str:
+    return value if len(value) <= limit else value[: limit - 3] + "..."
+
+
+def _not_numbers(
+    report: Report,
+    raw: _RawTable,
+    canonical: dict[str, tuple[list[float | None], str]],
+    out: list[str],
+) -> None:
+    """A warning per mapped metric that holds text (``abc``, ``nan``, ``-inf``, ``1e999``...)
+    in some launch instead of a finite number: the text stays in ``raw_columns``, the
+    canonical metric is missing for that launch, and the warning names metric, launch and
+    value (and says so when it costs the launch its duration, which the timing stats need)."""
+    launches = report.launches
+    several = len({la.pid for la in launches}) > 1
+
+    def who(i: int) -> str:
+        la = launches[i]
+        return f"ID {la.id}" + (f" (process {la.pid})" if several and la.pid else "")
+
+    for metric, gives in _feeds().items():
+        col = raw.columns.get(metric)
+        if col is None or str not in set(map(type, col)):
+            continue
+        bad = [i for i, v in enumerate(col) if type(v) is str]
+        if len(bad) == 1:
+            text = f"`{metric}` of launch {who(bad[0])} is `{_short(str(col[bad[0]]))}`, not a finite number"
+        else:
+            shown = ", ".join(f"{who(i)}: `{_short(str(col[i]))}`" for i in bad[:3])
+            more = f" and {len(bad) - 3} more" if len(bad) > 3 else ""
+            text = f"`{metric}` is not a finite number in {len(bad)} launches ({shown}{more})"
+        text += ": kept as text in raw_columns only"
+        for name in gives:
+            values = canonical.get(name, ([None] * len(launches), ""))[0]
+            lost = [i for i in bad if values[i] is None]
+            if not lost:
+                continue
+            if name == "duration" and len(lost) == 1:
+                text += f"; the duration of launch {who(lost[0])} could not be read, so the timing stats leave it out"
+            elif name == "duration":
+                text += f"; the duration of {len(lost)} launches could not be read, so the timing stats leave them out"
+            else:
+                text += f"; `{name}` missing for {len(lost)} launch(es)"
+        out.append(text)
+
+
+def _records(
+    report: Report, raw: _RawTable, warnings: set[str], value_warnings: list[str] | None = None
+) -> list[dict[str, Any]]:
     """One KernelRecord (as data, validated with the capture) per launch."""
     n = len(report.launches)
-    canonical = [
-        (name, values, unit)
-        for name, (values, unit) in canonical_columns(raw.columns, raw.units, n, warnings).items()
-    ]
+    columns = canonical_columns(raw.columns, raw.units, n, warnings)
+    if value_warnings is not None:
+        _not_numbers(report, raw, columns, value_warnings)
+    canonical = [(name, values, unit) for name, (values, unit) in columns.items()]
     invocations = raw.columns.get("invocations")
     records = []
     for i, la in enumerate(report.launches):
@@ -628,7 +764,9 @@ def _packet(
     n = len(report.launches)
     hoisted = _hoist_device_attributes(raw, n)
     hardware = _hardware(report, raw, hoisted, warnings)
-    records = _records(report, raw, metric_warnings)
+    value_warnings: list[str] = []
+    records = _records(report, raw, metric_warnings, value_warnings)
+    warnings.extend(value_warnings)
     warnings.extend(sorted(metric_warnings))
     raw_columns, raw_units = split_by_unit(raw.columns, raw.units)
     summary = None
@@ -689,6 +827,7 @@ class NcuAdapter:
 
         packets: list[EvidencePacket] = []
         warnings: list[str] = []
+        cap = max_bytes_option(options.extra)
         # a text export is hashed (for its Artifact) in a second thread while it is parsed
         with paused_gc(), ThreadPoolExecutor(max_workers=1) as pool:
             expanded = _expand(inputs)
@@ -700,8 +839,8 @@ class NcuAdapter:
                     h.append(pool.submit(_digest, p, b))
 
                 try:
-                    reports, data = read_reports(path, hash_later)
-                except (InputError, MissingExtra) as exc:
+                    reports, data = read_reports(path, hash_later, cap)
+                except (InputError, AdapterError, MissingExtra) as exc:
                     if not in_directory:
                         raise
                     # a directory of results may hold a failed run's log: skip it, say so
@@ -710,7 +849,7 @@ class NcuAdapter:
                     continue
                 if path == "-":
                     path = "<stdin>"
-                digest = hashing[0].result() if hashing else _digest(path, data)
+                digest = hashing[0].result() if hashing else _digest(path, data, cap)
                 del data
                 count = len(reports)
                 for i in range(count):
