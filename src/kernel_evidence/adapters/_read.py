@@ -41,11 +41,21 @@ def read_capped(
     the file) for a directory, an unreadable file, or more than ``cap`` bytes."""
     try:
         with open(path, "rb") as fh:
-            mode = os.fstat(fh.fileno()).st_mode
-            if stat.S_ISREG(mode) and os.fstat(fh.fileno()).st_size > cap:
-                raise _too_large(path, cap, what)
+            st = os.fstat(fh.fileno())
             parts: list[bytes] = []
             total = 0
+            if stat.S_ISREG(st.st_mode):
+                if st.st_size > cap:
+                    raise _too_large(path, cap, what)
+                if st.st_size:
+                    # the whole file in one read: no chunks to join (one copy less)
+                    first = fh.read(st.st_size + 1)
+                    if len(first) <= st.st_size:
+                        return first
+                    parts.append(first)  # it grew while being read: go on in chunks
+                    total = len(first)
+                    if total > cap:
+                        raise _too_large(path, cap, what)
             while True:
                 chunk = fh.read(min(_CHUNK, cap + 1 - total))
                 if not chunk:
