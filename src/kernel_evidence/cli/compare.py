@@ -9,13 +9,15 @@ from __future__ import annotations
 import json
 import math
 import sys
+from typing import TYPE_CHECKING
 
 import typer
 
 from ..errors import InputError
-from ..harness._load import load_packet
-from ..harness.compare import Comparison, compare_packets
 from ._common import EXIT_INVALID, EXIT_USAGE, fail, out_console
+
+if TYPE_CHECKING:
+    from ..harness.compare import Comparison
 
 
 def register(app: typer.Typer) -> None:
@@ -87,6 +89,9 @@ def run(
     select_b: str | None = None,
 ) -> int:
     """Load, compare, print; returns the exit code."""
+    from ..harness._load import load_packet  # here, not at start-up: other commands skip it
+    from ..harness.compare import compare_packets
+
     try:
         pa = load_packet(a, select_a)
         pb = load_packet(b, select_b)

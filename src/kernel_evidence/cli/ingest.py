@@ -13,7 +13,6 @@ import sys
 import typer
 
 from .._gc import paused_gc
-from .._ingest import OptionError, ingest_json, missing_for_validation, parse_opts
 from ..errors import KernelEvidenceError
 from ._common import EXIT_INVALID, EXIT_OK, EXIT_USAGE, fail
 
@@ -91,6 +90,9 @@ def run(
     force: bool = False,
 ) -> int:
     """The command body; returns the exit code."""
+    # here, not at start-up: the adapters' imports are only paid by `kevidence ingest`
+    from .._ingest import OptionError, ingest_json, missing_for_validation, parse_opts
+
     if output is not None:
         from ..io import replaces_file
 

@@ -10,7 +10,6 @@ import sys
 
 import typer
 
-from .._ingest import OptionError, render_metric_table
 from ._common import EXIT_USAGE, fail
 
 
@@ -20,6 +19,8 @@ def register(app: typer.Typer) -> None:
         fmt: str = typer.Option("text", "--format", "-f", help="text, markdown or json."),
     ) -> None:
         """Print which source metric each tool maps to each canonical kernel metric."""
+        from .._ingest import OptionError, render_metric_table
+
         try:
             text = render_metric_table(fmt)
         except OptionError as exc:

@@ -11,14 +11,16 @@ import math
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from ..errors import InputError
-from ..harness._load import load_packet
-from ..harness.replay import ReplayPlan, execute_replay, plan_replay
 from ..io import write_packets
 from ._common import EXIT_INVALID, EXIT_OK, EXIT_USAGE, fail, out_console
+
+if TYPE_CHECKING:
+    from ..harness.replay import ReplayPlan
 
 EXIT_DRIFTED = 3
 
@@ -101,6 +103,9 @@ def run(
     fmt: str = "text",
 ) -> int:
     """Show (and with ``execute`` run) a packet's replay; returns the exit code."""
+    from ..harness._load import load_packet  # here, not at start-up: other commands skip it
+    from ..harness.replay import execute_replay, plan_replay
+
     try:
         packet = load_packet(packet_path, select)
     except InputError as exc:
