@@ -65,26 +65,6 @@ class Report:
     #: packet models would accept them), so they need not be validated again one by one
     values_checked: bool = False
 
-    def strip_nul(self) -> None:
-        """Remove NUL bytes (a damaged file) from kernel and process names, metric names and
-        units; metric values keep them (they stay text, as ncu's file holds them)."""
-
-        def clean(text: str | None) -> str | None:
-            return text.replace("\x00", "") if text is not None and "\x00" in text else text
-
-        for la in self.launches:
-            la.name = clean(la.name) or ""
-            la.raw_name = clean(la.raw_name)
-            la.process_name = clean(la.process_name)
-            la.pid = clean(la.pid)
-            la.stream = clean(la.stream)
-            la.cc = clean(la.cc)
-            if any("\x00" in k or (isinstance(u, str) and "\x00" in u) for k, (_v, u) in la.raw.items()):
-                la.raw = {clean(k) or "": (v, clean(u)) for k, (v, u) in la.raw.items()}
-        if self.columns is not None:
-            self.columns = {clean(k) or "": v for k, v in self.columns.items()}
-            self.units = {clean(k) or "": clean(u) for k, u in self.units.items()}
-
     def table(self) -> tuple[dict[str, list[Value]], dict[str, Any]]:
         """(columns, units): the raw metrics as columns, one value per launch.
 

@@ -63,16 +63,17 @@ def _last_profiler_error(lines: Sequence[str]) -> tuple[int, str] | None:
 
 def read_text(path: str, data: bytes) -> list[Report]:
     """Every report found in one ncu text output; raises InputError when there is none."""
+    nul = b"\x00" in data
+    damaged = _damaged_lines(data, nul)
+    if nul:
+        # NUL bytes are removed before parsing (Python 3.10's csv module refuses them; in a
+        # name or a unit they are noise): the damage is counted above and warned below
+        data = data.replace(b"\x00", b"")
     reports = _read_all(path, data)
     if len(reports) == 1 and reports[0].page != "summary":
         _note_missing_launches(data, reports[0])
-    nul = b"\x00" in data
-    damaged = _damaged_lines(data, nul)
     if damaged:
         _note_damage(reports, damaged)
-    if nul:
-        for report in reports:
-            report.strip_nul()
     return reports
 
 
@@ -130,12 +131,13 @@ def _damaged_lines(data: bytes, nul: bool) -> list[tuple[int, int]]:
         bad_bytes = invalid and not line.isascii() and not _valid_utf8(line)
         if not bad_bytes and b"\x00" not in line:
             continue
-        text = line.decode("utf-8", errors="replace").rstrip("\r")
+        # NUL marked by a private-use character: Python 3.10's csv module refuses NUL itself
+        text = line.decode("utf-8", errors="replace").rstrip("\r").replace("\x00", "\ue000")
         try:
             cells = next(csv.reader([text]), [text])
         except csv.Error:
             cells = [text]
-        n = sum(1 for c in cells if "\x00" in c or (bad_bytes and "\ufffd" in c))
+        n = sum(1 for c in cells if "\ue000" in c or (bad_bytes and "\ufffd" in c))
         out.append((lno, max(n, 1)))
     return out
 
@@ -153,8 +155,7 @@ def _note_damage(reports: list[Report], damaged: list[tuple[int, int]]) -> None:
         count = sum(c for _l, c in hits)
         reports[k].warnings.append(
             f"{count} cell(s) held NUL bytes or bytes that are not UTF-8 (first at line {hits[0][0]}): "
-            "NUL bytes were removed from kernel names, metric names and units, other bytes read as "
-            "U+FFFD; the file is damaged there"
+            "NUL bytes were removed, other bytes read as U+FFFD; the file is damaged there"
         )
 
 
