@@ -259,6 +259,11 @@ def test_rules_tables_one_at_a_time(capsys) -> None:
     assert code == 2 and "one of them" in err
 
 
+def test_id_of_several_packets_into_a_json_name_is_a_usage_error(capsys, tmp_path: Path) -> None:
+    code, _, err = run(capsys, "id", str(EXAMPLES / "valid"), "-o", str(tmp_path / "ids.json"))
+    assert code == 2 and "7 packets need a .jsonl" in err and not (tmp_path / "ids.json").exists()
+
+
 def test_id_of_nothing_fails(capsys, tmp_path: Path) -> None:
     code, _, err = run(capsys, "id", str(tmp_path))
     assert code == 1 and "no packets found" in err

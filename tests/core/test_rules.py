@@ -260,3 +260,18 @@ def test_a_device_outside_the_table_is_checked_against_its_recorded_peaks() -> N
     assert findings["KE601"].message.endswith("exceeds the recorded hardware.peak_flop_rate of 100 TFLOP/s")
     assert findings["KE602"].message.endswith("exceeds the recorded hardware.peak_bandwidth of 200 GB/s")
     assert "KE604" not in findings
+
+
+def test_a_skipped_packet_carries_no_timing() -> None:
+    d = example_packet().to_dict()
+    d.pop("packet_id")
+    d["status"] = "skipped"
+    d["timing"].pop("speedup", None)
+    d["timing"].pop("baseline", None)
+    report = validate(d)
+    assert [(f.rule_id, f.pointer) for f in report.errors] == [("KE408", "/timing")]
+    d.pop("timing")
+    assert "KE408" not in {f.rule_id for f in validate(d).findings}
+    d["status"] = "passed"  # a passed run may carry timing
+    d["timing"] = example_packet().to_dict()["timing"]
+    assert "KE408" not in {f.rule_id for f in validate(d).findings}

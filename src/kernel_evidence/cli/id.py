@@ -9,7 +9,7 @@ import typer
 
 from .._canonical import packet_id_for
 from ..io import discover, iter_records, write_packets
-from ._common import EXIT_INVALID, fail
+from ._common import EXIT_INVALID, EXIT_USAGE, fail
 
 
 def register(app: typer.Typer) -> None:
@@ -59,6 +59,13 @@ def register(app: typer.Typer) -> None:
                 f"{' '.join(paths)}: no packets found; expected .json, .jsonl, .json.zst or .jsonl.zst files"
             )
         if output is not None and code == 0:
+            if len(out) > 1 and not output.lower().endswith(
+                (".jsonl", ".ndjson", ".jsonl.zst", ".ndjson.zst")
+            ):
+                fail(
+                    f"{output}: {len(out)} packets need a .jsonl (or .jsonl.zst) output name; a .json file holds one",
+                    EXIT_USAGE,
+                )
             try:
                 write_packets(output, out, overwrite=force)
             except (OSError, ValueError) as exc:

@@ -119,6 +119,9 @@ _RULES: tuple[tuple[str, str, str, str, str], ...] = (
      "recompute the verdict from /validation/shapes",
      "A `passed` verdict MUST NOT include a failed shape or one where NaN/Inf was seen; a "
      "`failed` verdict MUST include at least one failed shape when shapes are listed."),
+    ("KE408", "error", "a skipped run measured nothing",
+     "drop /timing from a skipped packet, or give it the status the run really had",
+     "A `skipped` packet MUST NOT carry `timing`: a run that was skipped has no measurements."),
     ("KE501", "error", "timing statistics are self-consistent",
      "recompute the statistics from the measurements",
      "For every statistics block: min <= median <= max, min <= mean <= max, percentiles named "
@@ -481,6 +484,8 @@ def _claim(p: Any, t: Any, status: str, add: Add) -> None:
 def _status(p: Any, status: str, claim: bool, add: Add) -> None:
     f = p.failure
     v = p.validation
+    if status == "skipped" and p.timing is not None:
+        add(("KE408", "/timing", "a skipped packet carries timing; a skipped run measured nothing"))
     if f is None:
         if status in ("failed", "error"):
             add(("KE402", "/failure", f"a {status} packet has no failure class"))
