@@ -15,7 +15,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from hypothesis import strategies as st
+from .errors import MissingExtra
+
+try:
+    from hypothesis import strategies as st
+except ImportError as exc:  # Hypothesis comes with the `test` extra
+    raise MissingExtra("hypothesis", "test", "kernel_evidence.strategies") from exc
 
 from ._version import __version__
 from .models import EvidencePacket

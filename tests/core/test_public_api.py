@@ -39,3 +39,19 @@ def test_no_accidental_public_modules() -> None:
         "archive",
     }
     assert public - set(kernel_evidence.__all__) <= submodules
+
+
+def test_strategies_without_hypothesis_name_the_extra() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; sys.modules['hypothesis'] = None\n"
+        "try:\n    import kernel_evidence.strategies\n"
+        "except ImportError as exc:\n    print(type(exc).__name__, exc)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60).stdout
+    assert out.strip() == (
+        "MissingExtra kernel_evidence.strategies needs the `hypothesis` package: "
+        "pip install 'kernel-evidence[test]'"
+    )
