@@ -413,3 +413,20 @@ def test_jobs_option(capsys, monkeypatch) -> None:
     for argv in (["--jobs", "2"], ["-j", "1"], []):
         assert run(capsys, "validate", *argv, str(EXAMPLES / "valid"))[0] == 0
     assert asked == [2, 1, 0]
+
+
+def test_out_of_memory_is_one_line(tmp_path: Path) -> None:
+    """A real allocation failure under a lowered address-space limit (Linux), in a child."""
+    if sys.platform != "linux":
+        pytest.skip("RLIMIT_AS is Linux-specific here")
+    big = tmp_path / "big.json"
+    big.write_bytes(b'{"a": "' + b"x" * (200 << 20) + b'"}')
+    code = (
+        "import resource, sys\n"
+        "resource.setrlimit(resource.RLIMIT_AS, (300 << 20, 300 << 20))\n"
+        "from kernel_evidence.cli import main\n"
+        f"sys.exit(main(['validate', '--jobs', '1', {str(big)!r}]))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 1, out.stderr
+    assert "Traceback" not in out.stderr and "out of memory" in out.stderr

@@ -75,6 +75,14 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as exc:
         code = exc.code
         return code if isinstance(code, int) else (0 if code is None else 1)
+    except MemoryError:
+        # an input too large for this machine's memory: one line, not a traceback (outputs
+        # are written to a temp file first, so nothing half-written is left in place)
+        sys.stderr.write(
+            "kevidence: error: out of memory; the input is too large for this machine "
+            "(split it, or run where more memory is available)\n"
+        )
+        return 1
     return 0
 
 
