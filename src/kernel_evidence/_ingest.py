@@ -234,6 +234,10 @@ def _load_base(into: str | Path | Mapping[str, Any] | EvidencePacket) -> dict[st
             docs.append(msgspec.json.decode(rec.data or b""))
         except msgspec.DecodeError as exc:
             raise InputError(name, rec.location, f"not valid JSON ({exc})") from None
+        except RecursionError:
+            raise InputError(
+                name, rec.location, "not valid JSON (nested too deeply to be a packet)"
+            ) from None
     if len(docs) != 1 or not isinstance(docs[0], dict):
         raise InputError(name, None, f"--into expects one JSON packet object, got {len(docs)} document(s)")
     return docs[0]

@@ -276,31 +276,44 @@ def _iter_lines(
     cap = limits.max_record_bytes
     lineno = first_line
     saw_any = False
-    buf = b""
+    parts: list[bytes] = []  # the unfinished last line, in pieces (joined once it ends)
+    held = 0  # their length
+    pending = b""  # the rest of a chunk after an over-long line was skipped
     while True:
-        try:
-            chunk = fh.read(_CHUNK)
-        except zstandard.ZstdError as exc:
-            # a stream cut mid-frame: everything before it was already yielded
-            yield Record(
-                name,
-                f"line {lineno + 1}",
-                error=InputError(name, f"line {lineno + 1}", f"zstd stream truncated or corrupt ({exc})"),
-            )
-            return
-        if not chunk:
-            break
+        if pending:
+            chunk, pending = pending, b""
+        else:
+            try:
+                chunk = fh.read(_CHUNK)
+            except zstandard.ZstdError as exc:
+                # a stream cut mid-frame: everything before it was already yielded
+                yield Record(
+                    name,
+                    f"line {lineno + 1}",
+                    error=InputError(name, f"line {lineno + 1}", f"zstd stream truncated or corrupt ({exc})"),
+                )
+                return
+            if not chunk:
+                break
         # lines are cut one at a time (not split into a list): each is still in the cache
         # when it is decoded
         find = chunk.find
         pos = 0
         end = find(b"\n")
         while end >= 0:
-            line = chunk[pos:end] if pos or not buf else buf + chunk[:end]
+            if pos or not parts:
+                line = chunk[pos:end]
+            elif held + end > cap:
+                line = None  # over the cap: not joined
+            else:
+                parts.append(chunk[:end])
+                line = b"".join(parts)
+            if not pos:
+                parts, held = [], 0
             pos = end + 1
             end = find(b"\n", pos)
             lineno += 1
-            if len(line) > cap:
+            if line is None or len(line) > cap:
                 saw_any = True  # a line, if one too long: the input is not empty
                 yield Record(
                     name,
@@ -318,8 +331,11 @@ def _iter_lines(
                     if line.isascii()
                     else _checked(name, f"line {lineno}", line)
                 )
-        buf = chunk[pos:] if pos else buf + chunk  # the unfinished last line
-        if len(buf) > cap:
+        rest = chunk[pos:] if pos else chunk  # the unfinished last line
+        if rest:
+            parts.append(rest)  # kept in pieces: no quadratic re-copying of a long line
+            held += len(rest)
+        if held > cap:
             # skip the rest of an over-long line without holding it in memory
             saw_any = True
             lineno += 1
@@ -330,20 +346,21 @@ def _iter_lines(
                     name, f"line {lineno}", f"line longer than {cap} bytes (the per-document cap)"
                 ),
             )
-            buf = b""
+            parts, held = [], 0
             while True:
                 chunk = fh.read(_CHUNK)
                 if not chunk:
                     break
                 nl = chunk.find(b"\n")
                 if nl >= 0:
-                    buf = chunk[nl + 1 :]
+                    pending = chunk[nl + 1 :]  # its lines are cut like any others
                     break
     if _truncated(fh):
         lineno += 1
         where = f"line {lineno}"
         yield Record(name, where, error=InputError(name, where, _TRUNCATED))
         return
+    buf = b"".join(parts)
     if buf.strip():
         lineno += 1
         saw_any = True

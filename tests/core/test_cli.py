@@ -186,6 +186,21 @@ def test_stdin_holds_a_pretty_printed_packet_or_a_jsonl_stream(capsys, monkeypat
 
 
 @pytest.mark.parametrize("jobs", ["1", "2"])
+@pytest.mark.parametrize("long", [300_000, 2_500_000])  # within one read chunk, and across several
+def test_lines_after_an_overlong_line_are_read_one_by_one(
+    capsys, tmp_path: Path, jobs: str, long: int
+) -> None:
+    """The line after one longer than the cap starts fresh: the rest of the chunk it ended
+    in is cut into lines like any other."""
+    bad = GOOD.replace(b'"median":180.0', b'"median":1.0')
+    lines = [GOOD, b"x" * long, GOOD, bad, b"{broken", GOOD]
+    path = write(tmp_path, "a.jsonl", b"\n".join(lines) + b"\n")
+    code, out, _ = run(capsys, "validate", "--max-record-bytes", "100000", "--jobs", jobs, path)
+    assert code == 1 and "6 packet(s)" in out and "3 valid, 3 invalid" in out
+    assert ":line 2: KE000" in out and ":line 4: invalid" in out and ":line 5: KE001" in out
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
 def test_a_file_of_overlong_lines_is_not_also_empty(capsys, tmp_path: Path, jobs: str) -> None:
     path = write(tmp_path, "long.jsonl", b"x" * 300 + b"\n" + b"y" * 300 + b"\n")
     code, out, _ = run(capsys, "validate", "--max-record-bytes", "100", "--jobs", jobs, path)

@@ -361,3 +361,17 @@ def test_select_by_computed_id(tmp_path: Path, capsys: pytest.CaptureFixture[str
             assert json.loads(capsys.readouterr().out)["command"] == ["python", "b.py"]
     assert main(["replay", str(stream), "--select", shown[7:12]]) == 1  # fewer than 6 digits
     assert "no packet matches" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", ["replay", "compare"])
+def test_deeply_nested_input_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    ok = tmp_path / "ok.json"
+    ok.write_text(json.dumps(timed_packet(None, median=100.0).to_dict()))
+    argv = [command, str(deep)] if command == "replay" else [command, str(ok), str(deep)]
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert err == f"kevidence: error: {deep}: not valid JSON (nested too deeply to be a packet)\n"

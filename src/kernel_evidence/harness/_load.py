@@ -76,10 +76,11 @@ def load_packet(path: str | os.PathLike[str], select: str | None = None) -> Evid
         assert rec.data is not None
         try:
             data = msgspec.json.decode(rec.data)
-        except msgspec.DecodeError as exc:
+        except (msgspec.DecodeError, RecursionError) as exc:
             if select is not None:
                 continue  # a torn or broken line in a stream we only pick from
-            raise InputError(name, rec.location, f"not valid JSON ({exc})") from None
+            why = "nested too deeply to be a packet" if isinstance(exc, RecursionError) else str(exc)
+            raise InputError(name, rec.location, f"not valid JSON ({why})") from None
         items = data if isinstance(data, list) else [data]
         if select is not None:
             found.extend((rec.location, item) for item in items if _matches(item, select))

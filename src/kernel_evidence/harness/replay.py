@@ -200,7 +200,7 @@ def _packet_from_stdout(stdout: str) -> EvidencePacket | None:
         try:
             data = msgspec.json.decode(line)
             return packet_from_data(data, "<stdout>")
-        except (msgspec.DecodeError, InputError):
+        except (msgspec.DecodeError, RecursionError, InputError):
             continue
     return None
 
@@ -215,6 +215,10 @@ def _read_stream(path: Path) -> list[EvidencePacket]:
             data = msgspec.json.decode(rec.data)
         except msgspec.DecodeError as exc:
             raise InputError(str(path), rec.location, f"not valid JSON ({exc})") from None
+        except RecursionError:
+            raise InputError(
+                str(path), rec.location, "not valid JSON (nested too deeply to be a packet)"
+            ) from None
         out.append(packet_from_data(data, str(path), rec.location))
     return out
 
