@@ -198,3 +198,20 @@ def test_run_that_adds_nothing_keeps_an_existing_archive(
     code, _, _ = run(["archive", str(dup), "--to", str(tmp_path / "empty")], capsys)
     assert code == 0  # all already present: nothing added, nothing removed
     assert snapshot(tmp_path / "empty") != {}
+
+
+def test_a_null_packet_id_is_computed_like_a_missing_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from kernel_evidence.strategies import example_packet
+
+    d = example_packet().to_dict()
+    pid = d.pop("packet_id")
+    src = tmp_path / "null_id.jsonl"
+    src.write_text(json.dumps({**d, "packet_id": None}) + "\n" + json.dumps(d) + "\n")
+    code, out, err = run(["archive", str(src), "--to", str(tmp_path / "ar")], capsys)
+    assert code == 0 and "Traceback" not in err
+    assert "1 added, 1 already present" in out  # both are the same packet, with its content id
+    exported = tmp_path / "e.jsonl"
+    assert run(["export", str(tmp_path / "ar"), "-o", str(exported)], capsys)[0] == 0
+    assert json.loads(exported.read_text())["packet_id"] == pid

@@ -473,7 +473,7 @@ class _Writer:
                 why = f"expected `packet_id` to be a string, got {got} - at `/packet_id`"
                 return _Item(source, location, reasons=[why])
             pid = packet_id_for(data)
-            data = {"packet_id": pid, **data}
+            data = {**data, "packet_id": pid}  # after: a `"packet_id": null` must not win
             raw = None
         return _Item(source, location, data=data, raw=raw)
 
