@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import re
 import stat
 import sys
 import tempfile
@@ -117,6 +118,12 @@ def _kind(name: str) -> tuple[bool, bool]:
     return low.endswith((".jsonl", ".ndjson")), zst
 
 
+#: compressed bytes fed to the decompressor at first, and again after a piece expanded more
+#: than ``_SANE_RATIO`` times (packets compress 5-20x; a bomb, thousands of times)
+_FIRST_PIECE = 4 << 10
+_SANE_RATIO = 64
+
+
 class _ZstdFrames(io.RawIOBase):
     """Decompress a (multi-frame) zstd stream incrementally, refusing more than ``cap`` bytes.
 
@@ -134,6 +141,7 @@ class _ZstdFrames(io.RawIOBase):
         self._cap = cap
         self._source = source
         self._done = False
+        self._piece = _FIRST_PIECE
         #: set at the end of the stream when it stopped inside a frame
         self.truncated = False
 
@@ -148,17 +156,24 @@ class _ZstdFrames(io.RawIOBase):
     def _fill(self) -> None:
         while not self._out and not self._done:
             data = self._pending or self._inner.read(_CHUNK)
-            self._pending = b""
             if not data:
                 self._done = True
                 # reported by the reader once every complete record was delivered
                 self.truncated = self._obj is not None and not self._obj.eof
                 return
+            # compressed bytes are fed in pieces that grow while the output stays in
+            # proportion: a bomb (a few KiB that expand to gigabytes) then expands a piece
+            # at a time, never in one call
+            feed, self._pending = data[: self._piece], data[self._piece :]
             if self._obj is None or self._obj.eof:
                 self._obj = self._dctx.decompressobj()
-            chunk = self._obj.decompress(data)
+            chunk = self._obj.decompress(feed)
             if self._obj.eof and self._obj.unused_data:
-                self._pending = self._obj.unused_data
+                self._pending = self._obj.unused_data + self._pending
+            if len(chunk) < _SANE_RATIO * len(feed):
+                self._piece = min(self._piece * 2, _CHUNK)
+            else:
+                self._piece = _FIRST_PIECE
             self._left -= len(chunk)
             if self._left < 0:
                 raise LimitExceeded(
@@ -260,6 +275,9 @@ def iter_records(name: str, limits: Limits | None = None) -> Iterator[Record]:
             fh.close()
 
 
+_NOT_LINE_END = re.compile(rb"[^\n]")
+
+
 def _iter_lines(
     name: str,
     fh: BinaryIO,
@@ -301,6 +319,15 @@ def _iter_lines(
         pos = 0
         end = find(b"\n")
         while end >= 0:
+            if end == pos and (pos or not parts):
+                # a run of empty lines is stepped over in one search (a stream of millions
+                # of line ends must not cost a Python step each)
+                m = _NOT_LINE_END.search(chunk, pos)
+                stop = m.start() if m is not None else len(chunk)
+                lineno += stop - pos
+                pos = stop
+                end = find(b"\n", pos)
+                continue
             if pos or not parts:
                 line = chunk[pos:end]
             elif held + end > cap:
@@ -347,6 +374,7 @@ def _iter_lines(
                 ),
             )
             parts, held = [], 0
+            skipped = 0
             while True:
                 chunk = fh.read(_CHUNK)
                 if not chunk:
@@ -355,6 +383,19 @@ def _iter_lines(
                 if nl >= 0:
                     pending = chunk[nl + 1 :]  # its lines are cut like any others
                     break
+                skipped += len(chunk)
+                if skipped > limits.max_decompressed_bytes:  # a device without end (/dev/zero)
+                    where = f"line {lineno}"
+                    yield Record(
+                        name,
+                        where,
+                        error=LimitExceeded(
+                            name,
+                            where,
+                            f"no line end in {skipped} bytes; expected JSON lines (stopped reading)",
+                        ),
+                    )
+                    return
     if _truncated(fh):
         lineno += 1
         where = f"line {lineno}"

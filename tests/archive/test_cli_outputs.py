@@ -215,3 +215,12 @@ def test_a_null_packet_id_is_computed_like_a_missing_one(
     exported = tmp_path / "e.jsonl"
     assert run(["export", str(tmp_path / "ar"), "-o", str(exported)], capsys)[0] == 0
     assert json.loads(exported.read_text())["packet_id"] == pid
+
+
+def test_refusals_are_listed_up_to_a_limit(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    src = tmp_path / "many.json"
+    src.write_text(json.dumps(list(range(1500))))  # a top-level array: 1,500 documents, none a packet
+    code, out, err = run(["archive", str(src), "--to", str(tmp_path / "ar")], capsys)
+    assert code == 1 and "0 added, 0 already present, 1500 refused" in out
+    lines = err.splitlines()
+    assert len(lines) == 1001 and lines[-1] == "refused: ... and 500 more (not listed)"

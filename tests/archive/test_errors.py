@@ -331,3 +331,22 @@ def test_document_with_bytes_that_are_not_utf8_is_refused_in_one_line(tmp_path) 
         assert summary.refused_count == 1
         assert summary.refused[0].location == "line 2"
         assert any("UTF-8" in r for r in summary.refused[0].reasons), summary.refused[0].reasons
+
+
+@pytest.mark.parametrize(
+    ("layout", "expected"),
+    [
+        ("1" + "0" * 5000 + ".0", "expected a layout version like `1.0`"),  # int() would refuse it
+        ("\u0661.0", "expected a layout version like `1.0`"),  # an Arabic-Indic digit
+        (None, "nested too deeply"),  # the whole marker nested 100,000 deep
+    ],
+)
+def test_damaged_marker_is_one_line(
+    archive: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], layout: str | None, expected: str
+) -> None:
+    if layout is None:
+        (archive / "_kevidence_archive.json").write_text("[" * 100_000 + "]" * 100_000)
+    else:
+        _set_layout(archive, layout)
+    code, _, err = run(["export", str(archive), "-o", str(tmp_path / "o.jsonl")], capsys)
+    assert code == 1 and expected in err and err.count("\n") == 1 and "Traceback" not in err

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -445,3 +446,15 @@ def test_out_of_memory_is_one_line(tmp_path: Path) -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 1, out.stderr
     assert "Traceback" not in out.stderr and "out of memory" in out.stderr
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/zero"), reason="needs /dev/zero")
+def test_an_endless_input_without_line_ends_stops(tmp_path: Path) -> None:
+    """A JSONL input that never ends and has no line end (a link to /dev/zero) stops at the
+    decompressed-size cap; run in a child with a timeout, so that a regression fails, not hangs."""
+    link = tmp_path / "zeros.jsonl"
+    link.symlink_to("/dev/zero")
+    argv = ["validate", "--jobs", "1", "--max-record-bytes", "1000", "--max-decompressed-bytes", "5000000"]
+    code = f"import sys; from kernel_evidence.cli import main; sys.exit(main({[*argv, str(link)]!r}))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 1 and "no line end in" in out.stdout and "stopped reading" in out.stdout

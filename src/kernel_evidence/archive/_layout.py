@@ -29,8 +29,9 @@ def format_version(v: tuple[int, int]) -> str:
 def parse_version(text: object, where: str) -> tuple[int, int]:
     """``"1.0"`` -> ``(1, 0)``; anything else is an :class:`ArchiveError` naming ``where``."""
     parts = text.split(".") if isinstance(text, str) else []
-    if len(parts) != 2 or not all(p.isdigit() for p in parts):
-        raise ArchiveError(f"{where}: expected a layout version like `1.0`, got `{text}`")
+    if len(parts) != 2 or not all(p.isascii() and p.isdigit() and len(p) <= 6 for p in parts):
+        shown = text if not isinstance(text, str) or len(text) <= 40 else text[:40] + "..."
+        raise ArchiveError(f"{where}: expected a layout version like `1.0`, got `{shown}`")
     return int(parts[0]), int(parts[1])
 
 
@@ -58,8 +59,9 @@ def read_marker(root: Path, *, for_write: bool) -> dict[str, Any]:
         )
     try:
         meta = json.loads(marker.read_bytes())
-    except (OSError, ValueError) as exc:
-        raise ArchiveError(f"{marker}: unreadable archive marker ({exc})") from None
+    except (OSError, ValueError, RecursionError) as exc:
+        why = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+        raise ArchiveError(f"{marker}: unreadable archive marker ({why})") from None
     if not isinstance(meta, dict) or meta.get("format") != _FORMAT:
         raise ArchiveError(f"{marker}: not a kevidence archive marker (expected format `{_FORMAT}`)")
     check_layout(root, parse_version(meta.get("layout_version"), str(marker)), for_write=for_write)

@@ -11,6 +11,9 @@ from ..errors import ArchiveError
 from ..io import Limits
 from ._common import EXIT_INVALID, EXIT_OK, fail
 
+#: refusals listed one per line; the rest are counted
+_SHOWN_REFUSALS = 1000
+
 
 def register(app: typer.Typer) -> None:
     @app.command("archive")
@@ -45,9 +48,14 @@ def register(app: typer.Typer) -> None:
 
         limits = Limits(max_record_bytes=max_record_bytes, max_decompressed_bytes=max_decompressed_bytes)
 
+        shown = [0]
+
         def show(refusal: object) -> None:
-            if not quiet:
+            # one line per refusal, up to a point: a hostile input of a million bad
+            # documents must not flood the terminal (the summary counts them all)
+            if not quiet and shown[0] < _SHOWN_REFUSALS:
                 sys.stderr.write(f"refused: {refusal.line()}\n")  # type: ignore[attr-defined]
+            shown[0] += 1
 
         try:
             summary = archive_packets(paths, to, allow_invalid=allow_invalid, limits=limits, on_refusal=show)
@@ -57,6 +65,8 @@ def register(app: typer.Typer) -> None:
             fail(
                 f"{' '.join(paths)}: no packets found; expected .json, .jsonl, .json.zst or .jsonl.zst files"
             )
+        if not quiet and shown[0] > _SHOWN_REFUSALS:
+            sys.stderr.write(f"refused: ... and {shown[0] - _SHOWN_REFUSALS} more (not listed)\n")
         sys.stdout.write(
             f"{to}: {summary.added} added, {summary.duplicates} already present, "
             f"{summary.refused_count} refused, {len(summary.files)} files written\n"
