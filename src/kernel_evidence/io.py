@@ -601,6 +601,25 @@ def _open_in_place(path: str | os.PathLike[str], target: Path) -> tuple[IO[bytes
     return fh, commit
 
 
+def write_output(path: str | os.PathLike[str], data: bytes, *, overwrite: bool = False) -> None:
+    """Not public: ``data`` into ``path`` atomically (temp file, then rename; a device or a
+    pipe is written in place). An existing file is kept unless ``overwrite``. Raises
+    ``FileExistsError`` / ``OSError`` with one-line messages naming ``path``."""
+    if not overwrite and replaces_file(path):
+        raise FileExistsError(f"{path}: already exists; refusing to overwrite it (use --force)")
+    fh, commit = open_output(path)
+    ok = False
+    try:
+        fh.write(data)
+        ok = True
+    except OSError as exc:
+        if exc.strerror is None:
+            raise
+        raise OSError(f"{path}: cannot be written ({exc.strerror})") from exc
+    finally:
+        commit(ok)
+
+
 def write_packets(
     path: str | os.PathLike[str],
     packets: Iterable[Any],

@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .._version import __version__
-from ..io import open_output, replaces_file
+from ..io import write_output
 from .reader import parse_where, read_table
 
 __all__ = ["build_report", "write_report"]
@@ -534,13 +534,5 @@ def write_report(
 ) -> int:
     """Write the report to ``out`` atomically; returns the number of packets covered."""
     text, n = build_report(root, where=where, title=title, generated_at=generated_at)
-    if not overwrite and replaces_file(out):  # a device or a pipe is written to, not replaced
-        raise FileExistsError(f"{out}: already exists; refusing to overwrite it (use --force)")
-    fh, commit = open_output(out)
-    ok = False
-    try:
-        fh.write(text.encode("utf-8"))
-        ok = True
-    finally:
-        commit(ok)
+    write_output(out, text.encode("utf-8"), overwrite=overwrite)
     return n

@@ -29,21 +29,11 @@ def register(app: typer.Typer) -> None:
         if output is None:
             sys.stdout.write(text)
             return
-        from ..io import open_output, replaces_file
+        from ..io import write_output
 
         try:
-            if replaces_file(output):
-                fail(f"{output}: already exists; refusing to overwrite it")
+            write_output(output, text.encode("utf-8"))  # never replaces an existing file
+        except FileExistsError as exc:
+            fail(str(exc).replace(" (use --force)", ""))  # schema -o has no --force
         except OSError as exc:
-            fail(f"{output}: cannot be written ({exc.strerror})" if exc.strerror else str(exc))
-
-        try:
-            fh, commit = open_output(output)  # a temp file renamed into place: all or nothing
-            ok = False
-            try:
-                fh.write(text.encode("utf-8"))
-                ok = True
-            finally:
-                commit(ok)
-        except OSError as exc:
-            fail(f"{output}: cannot be written ({exc.strerror})" if exc.strerror else str(exc))
+            fail(str(exc))
