@@ -81,3 +81,16 @@ def test_cli_where_usage_error(archive: Path, tmp_path: Path, capsys: pytest.Cap
         "kevidence: error: --where: unknown column `nope` in filter `nope=1`; "
         "see docs/archive.md for the columns\n"
     )
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "iteration>-9223372036854775809",  # one past int64
+        "iteration=1|99999999999999999999999",
+        "subject_name=\udcff",  # a lone surrogate: not Unicode text
+    ],
+)
+def test_values_that_do_not_fit_the_column(text: str) -> None:
+    with pytest.raises(WhereError, match=r"the value does not fit `(iteration|subject_name)`"):
+        parse_where([text])

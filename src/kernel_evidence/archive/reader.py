@@ -221,6 +221,16 @@ def _write(fh: Any, root: str | os.PathLike[str], expr: pc.Expression | None, *,
 # -- filters ---------------------------------------------------------------------------
 
 
+def _arrow(make: Any, value: Any, typ: pa.DataType, text: str, name: str) -> Any:
+    """``make(value, type=typ)`` (an Arrow scalar or array for a filter value); out of the
+    column type's range, or text that is not Unicode, is a :class:`WhereError` naming the
+    filter."""
+    try:
+        return make(value, type=typ)
+    except (OverflowError, UnicodeError, pa.ArrowInvalid) as exc:
+        raise WhereError(f"filter `{text}`: the value does not fit `{name}` ({typ}): {exc}") from None
+
+
 def _value(text: str, typ: pa.DataType, name: str) -> Any:
     if text == "null":
         return None
@@ -274,7 +284,7 @@ def parse_where(filters: Iterable[str]) -> pc.Expression | None:
             values = [_value(v, typ, name) for v in raw.split("|")]
             if None in values:
                 raise WhereError(f"`null` cannot be one of several values in filter `{text}`")
-            e = field.isin(pa.array(values, type=typ))
+            e = field.isin(_arrow(pa.array, values, typ, text, name))
             e = ~e if op == "!=" else e
         else:
             value = _value(raw, typ, name)
@@ -283,7 +293,7 @@ def parse_where(filters: Iterable[str]) -> pc.Expression | None:
                     raise WhereError(f"`null` only goes with = or != in filter `{text}`")
                 e = field.is_null() if op == "=" else field.is_valid()
             else:
-                scalar = pa.scalar(value, type=typ)
+                scalar = _arrow(pa.scalar, value, typ, text, name)
                 e = {
                     "=": field == scalar,
                     "!=": field != scalar,
