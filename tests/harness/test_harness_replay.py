@@ -375,3 +375,24 @@ def test_deeply_nested_input_is_one_line(
     assert main(argv) == 1
     err = capsys.readouterr().err
     assert err == f"kevidence: error: {deep}: not valid JSON (nested too deeply to be a packet)\n"
+
+
+@pytest.mark.parametrize("command", ["replay", "compare"])
+def test_a_repeated_key_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str) -> None:
+    good = json.dumps(timed_packet(None, median=100.0).to_dict())
+    twice = tmp_path / "twice.json"
+    twice.write_text(good.replace('"status": "passed"', '"status": "failed", "status": "passed"', 1))
+    assert twice.read_text() != good
+    ok = tmp_path / "ok.json"
+    ok.write_text(good)
+    argv = [command, str(twice)] if command == "replay" else [command, str(ok), str(twice)]
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert (
+        err
+        == f"kevidence: error: {twice}: duplicate key `status` in one object; a JSON object must not repeat a key\n"
+    )
+    assert main([command, str(ok)] if command == "replay" else [command, str(ok), str(ok), "--force"]) in (
+        0,
+        3,
+    )

@@ -10,6 +10,7 @@ import msgspec
 from pydantic import ValidationError
 
 from .._canonical import packet_id_for
+from .._decode import _maybe_duplicates, find_duplicate_key
 from ..errors import InputError
 from ..io import iter_records
 from ..models import EvidencePacket
@@ -60,6 +61,11 @@ def _content_ids(data: dict[str, Any]) -> Iterator[str]:
     yield packet_id_for(data)
 
 
+def _repeats_a_key(data: Any, raw: bytes) -> bool:
+    """Cheap screen: decoded data without a repeated key re-encodes with as many quotes."""
+    return _maybe_duplicates(raw, msgspec.json.encode(data).count(b'"'))
+
+
 def load_packet(path: str | os.PathLike[str], select: str | None = None) -> EvidencePacket:
     """The single packet in ``path`` (``.json``, or a JSONL stream holding one record).
 
@@ -81,6 +87,16 @@ def load_packet(path: str | os.PathLike[str], select: str | None = None) -> Evid
                 continue  # a torn or broken line in a stream we only pick from
             why = "nested too deeply to be a packet" if isinstance(exc, RecursionError) else str(exc)
             raise InputError(name, rec.location, f"not valid JSON ({why})") from None
+        if _repeats_a_key(data, rec.data):
+            dup = find_duplicate_key(rec.data)
+            if dup is not None:  # which value would count? the validator refuses it too (KE003)
+                if select is not None:
+                    continue
+                raise InputError(
+                    name,
+                    rec.location,
+                    f"duplicate key `{dup}` in one object; a JSON object must not repeat a key",
+                )
         items = data if isinstance(data, list) else [data]
         if select is not None:
             found.extend((rec.location, item) for item in items if _matches(item, select))
