@@ -601,16 +601,16 @@ def _open_in_place(path: str | os.PathLike[str], target: Path) -> tuple[IO[bytes
     return fh, commit
 
 
-def write_output(path: str | os.PathLike[str], data: bytes, *, overwrite: bool = False) -> None:
-    """Not public: ``data`` into ``path`` atomically (temp file, then rename; a device or a
-    pipe is written in place). An existing file is kept unless ``overwrite``. Raises
-    ``FileExistsError`` / ``OSError`` with one-line messages naming ``path``."""
+@contextlib.contextmanager
+def _written(path: str | os.PathLike[str], overwrite: bool) -> Iterator[IO[bytes]]:
+    """The output file of ``path``, committed (renamed into place) when the block ends
+    without an error; write errors become one-line ``OSError`` naming ``path``."""
     if not overwrite and replaces_file(path):
         raise FileExistsError(f"{path}: already exists; refusing to overwrite it (use --force)")
     fh, commit = open_output(path)
     ok = False
     try:
-        fh.write(data)
+        yield fh
         ok = True
     except OSError as exc:
         if exc.strerror is None:
@@ -618,6 +618,14 @@ def write_output(path: str | os.PathLike[str], data: bytes, *, overwrite: bool =
         raise OSError(f"{path}: cannot be written ({exc.strerror})") from exc
     finally:
         commit(ok)
+
+
+def write_output(path: str | os.PathLike[str], data: bytes, *, overwrite: bool = False) -> None:
+    """Not public: ``data`` into ``path`` atomically (temp file, then rename; a device or a
+    pipe is written in place). An existing file is kept unless ``overwrite``. Raises
+    ``FileExistsError`` / ``OSError`` with one-line messages naming ``path``."""
+    with _written(path, overwrite) as fh:
+        fh.write(data)
 
 
 def write_packets(
@@ -631,16 +639,10 @@ def write_packets(
     A ``.json`` name with more than one packet is refused. An existing file is never
     replaced unless ``overwrite`` is true. Returns the number of packets written.
     """
-    if not overwrite and replaces_file(path):
-        raise FileExistsError(
-            f"{path}: already exists; refusing to overwrite it (use overwrite=True / --force)"
-        )
     is_jsonl, is_zst = _kind(str(path))
     enc = msgspec.json.Encoder(order="sorted")  # canonical key order, as EvidencePacket.to_json
-    fh, commit = open_output(path)
-    ok = False
     count = 0
-    try:
+    with _written(path, overwrite) as fh:
         sink: Any = zstandard.ZstdCompressor(level=3).stream_writer(fh, closefd=False) if is_zst else fh
         if is_jsonl:
             for p in packets:
@@ -658,13 +660,6 @@ def write_packets(
             count = 1
         if is_zst:
             sink.close()
-        ok = True
-    except OSError as exc:
-        if exc.strerror is None:
-            raise
-        raise OSError(f"{path}: cannot be written ({exc.strerror})") from exc
-    finally:
-        commit(ok)
     return count
 
 
