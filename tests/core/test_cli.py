@@ -458,3 +458,18 @@ def test_an_endless_input_without_line_ends_stops(tmp_path: Path) -> None:
     code = f"import sys; from kernel_evidence.cli import main; sys.exit(main({[*argv, str(link)]!r}))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 1 and "no line end in" in out.stdout and "stopped reading" in out.stdout
+
+
+@pytest.mark.parametrize("blank", [1, 4095, 4096, 4097, 3 * 4096 + 5, (1 << 20) + 7, 3 << 20])
+@pytest.mark.parametrize("zst", [False, True])
+def test_line_numbers_after_runs_of_empty_lines(capsys, tmp_path: Path, blank: int, zst: bool) -> None:
+    """Runs of empty lines (stepped over in blocks, across read chunks) still count every
+    line: the broken document after them is reported at its own line."""
+    data = GOOD + b"\n" + b"\n" * blank + b"{broken\n" + b"\n" * blank + GOOD + b"\n"
+    name = "blank.jsonl"
+    if zst:
+        data, name = zstandard.ZstdCompressor().compress(data), name + ".zst"
+    path = write(tmp_path, name, data)
+    code, out, _ = run(capsys, "validate", path)
+    assert code == 1 and "3 packet(s)" in out and "2 valid, 1 invalid" in out
+    assert f":line {blank + 2}: KE001" in out
