@@ -535,11 +535,16 @@ def read_packets(paths: Iterable[str | os.PathLike[str]], limits: Limits | None 
                 yield EvidencePacket.model_validate(msgspec.to_builtins(item.packet))
 
 
+#: names of a descriptor the process already has open (a shell redirection): written in
+#: place and appended to, never replaced, even when the descriptor is a regular file
+_FD_ALIAS = re.compile(r"^/(?:dev/(?:stdout|stderr|fd/\d+)|proc/(?:self|thread-self|\d+)/fd/\d+)$")
+
+
 def _output_target(path: str | os.PathLike[str]) -> tuple[Path, bool]:
     """Where writing ``path`` lands, and whether it is written in place.
 
-    A device or a pipe (``/dev/stdout``, a FIFO) is written in place; an existing directory
-    is refused. Anything else gets a temp file renamed into place, and a symbolic link is
+    A device, a pipe or an open descriptor's name (``/dev/stdout``, a FIFO) is written in
+    place (appended to); an existing directory is refused. Anything else gets a temp file renamed into place, and a symbolic link is
     written through (its target gets the data, as a shell redirection would do)."""
     try:
         mode = os.stat(path).st_mode  # follows links
@@ -547,10 +552,21 @@ def _output_target(path: str | os.PathLike[str]) -> tuple[Path, bool]:
         mode = 0  # nothing there yet (or a dangling link)
     if stat.S_ISDIR(mode):
         raise FileExistsError(f"{path}: is a directory; refusing to replace it")
-    if mode and not stat.S_ISREG(mode):
+    if mode and (not stat.S_ISREG(mode) or _FD_ALIAS.match(os.path.abspath(path))):
         return Path(path), True
     target = Path(path)
     return (Path(os.path.realpath(target)) if target.is_symlink() else target), False
+
+
+def output_streams_jsonl(path: str | os.PathLike[str]) -> bool:
+    """Not public: whether packets written to ``path`` are JSONL: a ``.jsonl``/``.ndjson``
+    name (``.zst`` or not), or a device, pipe or ``/dev/stdout`` whatever its name."""
+    if _kind(str(path))[0]:
+        return True
+    try:
+        return _output_target(path)[1]
+    except OSError:
+        return False  # a directory: refused with its reason when it is opened
 
 
 def replaces_file(path: str | os.PathLike[str]) -> bool:
@@ -595,7 +611,8 @@ def open_output(path: str | os.PathLike[str]) -> tuple[IO[bytes], Any]:
 
 def _open_in_place(path: str | os.PathLike[str], target: Path) -> tuple[IO[bytes], Any]:
     try:
-        fh = open(target, "wb")  # noqa: SIM115 - closed by commit
+        # appending: a `>>` redirection behind /dev/stdout keeps what it held
+        fh = open(target, "ab")  # noqa: SIM115 - closed by commit
     except OSError as exc:
         raise OSError(f"{path}: cannot be written ({exc.strerror or exc})") from exc
 
@@ -644,10 +661,12 @@ def write_packets(
 ) -> int:
     """Write packets atomically: one packet as JSON, several as JSONL; zstd when the name ends in ``.zst``.
 
-    A ``.json`` name with more than one packet is refused. An existing file is never
+    A ``.json`` name with more than one packet is refused. A device, a pipe or
+    ``/dev/stdout`` gets JSONL whatever its name (as ``-`` would). An existing file is never
     replaced unless ``overwrite`` is true. Returns the number of packets written.
     """
-    is_jsonl, is_zst = _kind(str(path))
+    is_zst = _kind(str(path))[1]
+    is_jsonl = output_streams_jsonl(path)
     enc = msgspec.json.Encoder(order="sorted")  # canonical key order, as EvidencePacket.to_json
     count = 0
     with _written(path, overwrite) as fh:

@@ -14,6 +14,7 @@ from pathlib import Path
 import pyarrow.dataset as ds
 import pytest
 
+from kernel_evidence._canonical import packet_id_for
 from kernel_evidence.archive import archive_packets, open_archive, read_table
 from kernel_evidence.archive import writer as writer_mod
 from kernel_evidence.cli import main
@@ -243,6 +244,7 @@ def _broken(tmp_path: Path) -> Path:
     good = make_packets(3, month=12, run="rl-e")
     bad = good[1].to_dict()
     bad["status"] = "failed"  # a failed packet with a speedup and no failure class
+    bad["packet_id"] = packet_id_for(bad)  # its own id: a stale one is refused even with --allow-invalid
     lines = [good[0].to_json(), json.dumps(bad).encode(), b"{not json", good[2].to_json()]
     path = tmp_path / "mixed.jsonl"
     path.write_bytes(b"\n".join(lines) + b"\n")

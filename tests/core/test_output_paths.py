@@ -81,3 +81,38 @@ def test_schema_output_errors_are_one_line(capsys, tmp_path: Path) -> None:
     err = capsys.readouterr().err
     assert "Traceback" not in err and err.count("\n") == 2 and "refusing to overwrite" in err
     assert "file/s.json: cannot be written" in err and (tmp_path / "file").read_text() == "x"
+
+
+@POSIX
+@pytest.mark.skipif(not os.path.exists("/dev/stdout"), reason="needs /dev/stdout")
+@pytest.mark.parametrize("command", ["id", "export"])
+def test_dev_stdout_redirected_to_a_file_is_appended_to_not_replaced(tmp_path: Path, command: str) -> None:
+    """`-o /dev/stdout` with stdout sent to a regular file (`>> log`) writes through the
+    open descriptor: what the file held stays, and several packets are JSONL whatever the
+    name says. Writing the file through a temp file and a rename lost its content."""
+    import json
+    import subprocess
+
+    src = tmp_path / "in.jsonl"
+    one = example_packet()
+    two = one.model_copy(update={"created_at": "2025-01-01T00:00:00Z"})
+    packets = [one.with_id(), two.with_id()]
+    write_packets(src, packets)
+    target = src
+    if command == "export":
+        target = tmp_path / "arch"
+        subprocess.run(
+            [sys.executable, "-m", "kernel_evidence", "archive", str(src), "--to", str(target)],
+            check=True,
+            capture_output=True,
+        )
+    log = tmp_path / "log"
+    log.write_bytes(b"kept\n")
+    argv = [sys.executable, "-m", "kernel_evidence", command, str(target), "-o", "/dev/stdout", "--force"]
+    with open(log, "ab") as out:
+        r = subprocess.run(argv, stdout=out, stderr=subprocess.PIPE, check=False)
+    assert r.returncode == 0, r.stderr
+    lines = log.read_bytes().splitlines()
+    assert lines[0] == b"kept"
+    docs = [json.loads(line) for line in lines[1:] if line.startswith(b"{")]
+    assert sorted(d["packet_id"] for d in docs) == sorted(p.packet_id for p in packets)

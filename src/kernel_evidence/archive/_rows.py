@@ -75,13 +75,25 @@ def _strs(x: Any) -> list[str] | None:
     return [v for v in x if isinstance(v, str)]
 
 
+def _finite(x: float) -> float | None:
+    """``x``, or ``None`` when it is not finite (a product or quotient that overflowed)."""
+    return x if math.isfinite(x) else None
+
+
+def _ratio(a: float, b: float) -> float | None:
+    """``a / b`` when it is a finite number; ``None`` for a zero divisor (also one that
+    underflowed to zero) or a quotient that overflows."""
+    return _finite(a / b) if b else None
+
+
 def _qty(q: Any, table: dict[str, float]) -> float | None:
-    """A ``{value, unit}`` quantity in the table's base unit, or ``None``."""
+    """A ``{value, unit}`` quantity in the table's base unit, or ``None`` (also when the
+    conversion overflows)."""
     if not isinstance(q, dict):
         return None
     v = _num(q.get("value"))
     f = _factor(table, q.get("unit"))
-    return None if v is None or f is None else v * f
+    return None if v is None or f is None else _finite(v * f)
 
 
 def _factor(table: dict[str, float], unit: Any) -> float | None:
@@ -90,7 +102,7 @@ def _factor(table: dict[str, float], unit: Any) -> float | None:
 
 def _stat(stats: dict[str, Any], key: str, factor: float | None) -> float | None:
     v = _num(stats.get(key))
-    return None if v is None or factor is None else v * factor
+    return None if v is None or factor is None else _finite(v * factor)
 
 
 #: timestamps already converted (a batch repeats its seconds); cleared when full
@@ -168,7 +180,9 @@ def _derived(
 
     ``stats`` and ``base`` are (median, ci_low, ci_high) in ns of the candidate and the
     baseline; returns ``[speedup_low, speedup_high, peak_flop_per_s, peak_bytes_per_s,
-    sol_fraction, sol_bound]``.
+    sol_fraction, sol_bound]``. Every value is finite or ``None``: a quotient by zero (or
+    by a subnormal time that underflows to zero) or one that overflows gives ``None``,
+    never an exception or an infinity (with ``--allow-invalid`` any number may come in).
     """
     median_ns, ci_low, ci_high = stats
     b_median, b_low, b_high = base
@@ -179,17 +193,21 @@ def _derived(
         if b_low is None or b_high is None:
             b_low = b_high = b_median
         if b_low is not None and b_high is not None:
-            sp_low, sp_high = b_low / ci_high, b_high / ci_low
+            sp_low, sp_high = _ratio(b_low, ci_high), _ratio(b_high, ci_low)
+            if sp_low is None or sp_high is None:  # a bound is both ends or none
+                sp_low = sp_high = None
     w_flop, w_bytes = work
     p_flops, p_bw = peak
     if peaks is not None and (p_flops is None or p_bw is None):
         known = peaks(hw[0], hw[1], tuple(dtypes or ()))
         if known is not None:
             count = hw[2] or 1
-            p_flops = p_flops if p_flops is not None else known[0] * count
-            p_bw = p_bw if p_bw is not None else known[1] * count
+            p_flops = p_flops if p_flops is not None else _finite(known[0] * count)
+            p_bw = p_bw if p_bw is not None else _finite(known[1] * count)
     sol = bound = None
     if median_ns:
+        # a time that overflows (huge work over a tiny peak) is compared as it is, so the
+        # roof is still the right one; its fraction is not finite, and both are None below
         t_flop = w_flop / p_flops if w_flop is not None and p_flops else None
         t_bytes = w_bytes / p_bw if w_bytes is not None and p_bw else None
         if t_flop is not None or t_bytes is not None:
@@ -197,7 +215,9 @@ def _derived(
                 bound, t_sol = "compute", t_flop or 0.0
             else:
                 bound, t_sol = "memory", t_bytes or 0.0
-            sol = t_sol / (median_ns * 1e-9)
+            sol = _ratio(t_sol, median_ns * 1e-9)
+            if sol is None:  # no finite fraction: no roof named either
+                bound = None
     return [sp_low, sp_high, p_flops, p_bw, sol, bound]
 
 
@@ -332,12 +352,13 @@ _NO_STATS: Final[Any] = struct_for(Stats)(unit="ns")
 
 
 def _sq(q: Any, table: dict[str, float]) -> float | None:
-    """A quantity struct in the table's base unit (its unit is always in the table)."""
-    return None if q is None else q.value * table[q.unit]
+    """A quantity struct in the table's base unit (its unit is always in the table), or
+    ``None`` when the conversion overflows."""
+    return None if q is None else _finite(q.value * table[q.unit])
 
 
 def _sv(v: float | None, f: float | None) -> float | None:
-    return None if v is None or f is None else v * f
+    return None if v is None or f is None else _finite(v * f)
 
 
 def partition_from(vendor: object, created_at: object) -> tuple[str, str]:

@@ -26,7 +26,7 @@ import pyarrow.parquet as pq
 import zstandard
 
 from ..errors import ArchiveError
-from ..io import open_output, replaces_file
+from ..io import _output_target, open_output, replaces_file
 from . import _layout
 from .schema import DATASET_SCHEMA, META_LAYOUT_VERSION, PARTITION_SCHEMA
 
@@ -175,6 +175,8 @@ def export_packets(
     As with :func:`kernel_evidence.io.write_packets`, a name not ending in ``.jsonl`` (or
     ``.jsonl.zst``; ``.json`` for one) holds one packet: more matching packets raise
     :class:`OutputError`, as does an ``out`` inside the archive; nothing is written then.
+    An ``out`` that is not a regular file (a device such as ``/dev/stdout``, a named pipe)
+    is a stream, written in place as JSONL whatever its name, like ``-``.
     """
     expr = where if isinstance(where, pc.Expression) or where is None else parse_where(where)
     target = str(out)
@@ -186,7 +188,8 @@ def export_packets(
         return _write(sys.stdout.buffer, root, expr, zst=False)
     if not overwrite and replaces_file(target):  # a device or a pipe is written to, not replaced
         raise FileExistsError(f"{target}: already exists; refusing to overwrite it (use --force)")
-    if not target.lower().endswith(_JSONL):
+    stream = _output_target(target)[1]  # a device or a pipe: JSONL, whatever its name
+    if not stream and not target.lower().endswith(_JSONL):
         count = sum(batch.num_rows for batch in scan(root, ["packet_id"], expr))
         if count > 1:
             raise OutputError(

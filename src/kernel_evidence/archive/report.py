@@ -14,7 +14,7 @@ import html
 import math
 import os
 from collections.abc import Iterable, Sequence
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +34,13 @@ _COLUMNS = [
 ]  # fmt: skip
 _PALETTE = ["#2563eb", "#dc2626", "#059669", "#d97706", "#7c3aed", "#0891b2", "#db2777", "#4b5563"]
 _TOP = 12
+#: the speedup axis spans at most 2**-20 to 2**20 (a millionfold either way), and the
+#: speed-of-light axis at most 400%: a packet claiming more (the validator does not know
+#: every device's peaks) is drawn at the edge, with its value, never on an axis of
+#: millions of grid lines
+_SPEEDUP_LOG2_MAX = 20
+_SOL_MAX = 4.0
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
 def _clip(text: str, n: int) -> str:
@@ -157,8 +164,9 @@ def _pass_rate_series(
         series[r["run_id"]].append((r["bin"], r["ok_sum"] / r["ok_count"], r["ok_count"]))
     labels = []
     for i in range(nb + 1):
-        ts = datetime.fromtimestamp((lo_v + span * i / nb) / 1e6, tz=timezone.utc)
-        labels.append(ts.strftime("%Y-%m-%d %H:%M"))
+        # whole microseconds: a float of a time near year 9999 rounds past it
+        ts = _EPOCH + timedelta(microseconds=lo_v + span * i // nb)
+        labels.append(f"{ts.year:04d}-{ts:%m-%d %H:%M}")  # %Y does not pad years before 1000
     return labels, series
 
 
@@ -205,14 +213,16 @@ def _speedup_chart(rows: list[dict[str, Any]]) -> str:
     values = [v for r in rows for v in (r["median"], r["low"], r["high"], r["q1"], r["q3"]) if v]
     lo = min([*values, 0.5])
     hi = max([*values, 2.0])
-    l2lo, l2hi = math.floor(math.log2(lo)), math.ceil(math.log2(hi))
+    l2lo = max(math.floor(math.log2(lo)), -_SPEEDUP_LOG2_MAX) if lo > 0 else -_SPEEDUP_LOG2_MAX
+    l2hi = min(math.ceil(math.log2(hi)), _SPEEDUP_LOG2_MAX)
     left, right, row_h, top = 420, 30, 26, 30
     width = 940
     plot_w = width - left - right
     height = top + row_h * len(rows) + 40
 
     def x(v: float) -> float:
-        return left + (math.log2(max(v, 1e-9)) - l2lo) / max(l2hi - l2lo, 1) * plot_w
+        at = math.log2(v) if v > 0 else l2lo
+        return left + (min(max(at, l2lo), l2hi) - l2lo) / max(l2hi - l2lo, 1) * plot_w
 
     parts = []
     for k in range(l2lo, l2hi + 1):
@@ -257,11 +267,11 @@ def _speedup_chart(rows: list[dict[str, Any]]) -> str:
 def _sol_chart(rows: list[dict[str, Any]]) -> str:
     left, right, row_h, top, width = 330, 60, 26, 30, 900
     plot_w = width - left - right
-    hi = max([1.0, *[r["q3"] or 0 for r in rows], *[r["median"] or 0 for r in rows]])
+    hi = min(max([1.0, *[r["q3"] or 0 for r in rows], *[r["median"] or 0 for r in rows]]), _SOL_MAX)
     height = top + row_h * len(rows) + 40
 
     def x(v: float) -> float:
-        return left + v / hi * plot_w
+        return left + min(max(v, 0.0), hi) / hi * plot_w
 
     parts = []
     for k in range(0, int(math.ceil(hi * 4)) + 1):

@@ -62,6 +62,7 @@ from ._check import check
 from ._ids import IdIndex
 from ._rows import extract, partition_of
 from ._worker import analyse, not_json
+from .reader import OutputError
 from .schema import (
     ARCHIVE_LAYOUT_VERSION,
     COLUMNS,
@@ -424,6 +425,16 @@ def _digest(pid: str) -> bytes:
         return pid.encode()
 
 
+def _forged(findings: list[dict[str, str]]) -> bool:
+    """Whether the findings hold a KE004 error: the packet_id is not the content's id."""
+    return any(f["rule_id"] == "KE004" and f["severity"] == "error" for f in findings)
+
+
+def _ke004(want: str) -> str:
+    """The refusal line of a KE004 error found by the writer, worded as the validator's."""
+    return f"KE004 packet_id does not match the content; expected {want} - at `/packet_id`"
+
+
 class _Writer:
     def __init__(self, root: Path, *, allow_invalid: bool, peaks: Any) -> None:
         self.root = root
@@ -496,8 +507,19 @@ class _Writer:
         data = item.data
         assert data is not None
         checked = check(data, item.raw)
-        if not checked.ok and not self.allow_invalid:
-            return self.refuse(item.source, item.location, checked.lines or ["invalid packet"])
+        if not checked.ok:
+            # refused before the duplicate check, even with --allow-invalid (see
+            # _resolve_struct) when the packet_id is not the content's id
+            lines = checked.lines or ["invalid packet"]
+            forged = _forged(checked.findings)
+            if self.allow_invalid and not forged:
+                # the validator checks the id of a packet that decodes only: for the others
+                # (a structural error, a repeated key) it is checked here
+                want = packet_id_for(data)
+                if want != data["packet_id"]:
+                    lines, forged = [_ke004(want), *lines], True
+            if forged or not self.allow_invalid:
+                return self.refuse(item.source, item.location, lines)
         part = self._partition(partition_of(data))
         digest = _digest(data["packet_id"])
         if self._seen(part, digest):
@@ -509,9 +531,10 @@ class _Writer:
 
     def _resolve_struct(self, item: _Item, answer: Any) -> Refusal | None:
         vendor, month, row, ok, grade, reasons, findings, lines = answer
-        if not ok and not self.allow_invalid:
-            # refused before the duplicate check: a packet whose packet_id does not match its
-            # content (KE004) must not pass for a copy of the archived packet with that id
+        if not ok and (not self.allow_invalid or _forged(findings)):
+            # refused before the duplicate check, even with --allow-invalid: a packet whose
+            # packet_id does not match its content (KE004) must not pass for a copy of the
+            # archived packet with that id, nor be stored under an id that is not its own
             return self.refuse(item.source, item.location, lines or ["invalid packet"])
         part = self._partition((vendor, month))
         digest = _digest(row[0])
@@ -690,7 +713,7 @@ def _documents(
                 continue
             if isinstance(data, list):
                 for i, item in enumerate(data):
-                    loc = f"{rec.location or 'item'} {i}" if rec.location else f"item {i}"
+                    loc = f"{rec.location}, item {i}" if rec.location else f"item {i}"
                     yield rec.source, loc, item, None, None
             else:
                 yield rec.source, rec.location, data, None, None
@@ -814,9 +837,14 @@ def archive_packets(
     A run that adds nothing (every document refused, no document found, or a failure)
     leaves no new archive behind: when it created ``to``, it removes what it created, and
     nothing else. ``archive_packets([], to)`` makes an empty archive.
+
+    Raises :class:`~kernel_evidence.archive.reader.OutputError` (a usage error, before
+    anything is created) when ``to`` is, or is inside, an input directory (its own files
+    would be read back as input) or an input is inside ``to``.
     """
     sources = list(sources)
     root = Path(to)
+    _check_apart(sources, root)
     made = _missing_dirs(root)
     created = False
     try:
@@ -859,6 +887,32 @@ def archive_packets(
     if created and sources and not writer.summary.files:
         _remove_new_archive(root, made)
     return writer.summary
+
+
+def _check_apart(sources: list[str | os.PathLike[str]], root: Path) -> None:
+    """Refuse an archive inside an input directory, and an input inside the archive
+    (symbolic links resolved): directories are read whole, so the run would read its own
+    marker and files back as packets."""
+    try:
+        target = root.resolve()
+    except (OSError, RuntimeError):  # a symbolic link loop: creating the archive will say so
+        return
+    for source in sources:
+        name = os.fspath(source)
+        if name == "-":
+            continue
+        try:
+            path = Path(name).resolve()
+        except (OSError, RuntimeError):  # reading it will say so
+            continue
+        if path == target or target in path.parents:
+            what = "the archive" if path == target else "inside the archive"
+            raise OutputError(f"{name}: {what} {root} being written; archive packets from outside it")
+        if path in target.parents and path.is_dir():
+            raise OutputError(
+                f"{root}: inside the input directory {name}, which is read whole; "
+                "put the archive outside the inputs"
+            )
 
 
 def _os_reason(exc: OSError) -> str:

@@ -9,7 +9,7 @@ import typer
 
 from ..errors import ArchiveError
 from ..io import Limits
-from ._common import EXIT_INVALID, EXIT_OK, fail
+from ._common import EXIT_INVALID, EXIT_OK, EXIT_USAGE, fail
 
 #: refusals listed one per line; the rest are counted
 _SHOWN_REFUSALS = 1000
@@ -45,6 +45,7 @@ def register(app: typer.Typer) -> None:
         archive behind.
         """
         from ..archive import archive_packets
+        from ..archive.reader import OutputError
 
         limits = Limits(max_record_bytes=max_record_bytes, max_decompressed_bytes=max_decompressed_bytes)
 
@@ -59,6 +60,8 @@ def register(app: typer.Typer) -> None:
 
         try:
             summary = archive_packets(paths, to, allow_invalid=allow_invalid, limits=limits, on_refusal=show)
+        except OutputError as exc:
+            fail(str(exc), EXIT_USAGE)
         except ArchiveError as exc:
             fail(str(exc))
         if not (summary.added or summary.duplicates or summary.refused_count):

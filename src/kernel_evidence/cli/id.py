@@ -2,14 +2,74 @@
 
 from __future__ import annotations
 
+import json
 import sys
+from typing import Any
 
 import msgspec
 import typer
 
 from .._canonical import packet_id_for
-from ..io import discover, iter_records, write_packets
+from .._decode import _maybe_duplicates, find_duplicate_key
+from ..io import discover, iter_records, output_streams_jsonl, write_packets
 from ._common import EXIT_INVALID, EXIT_USAGE, fail
+
+#: error lines printed; the rest are counted in one last line (a file of a million bad
+#: lines must not flood the terminal)
+_SHOWN_ERRORS = 1000
+
+_encoder = msgspec.json.Encoder()
+_WHITESPACE = " \t\r\n"
+
+
+class _Repeated(Exception):
+    def __init__(self, key: str) -> None:
+        self.key = key
+
+
+def _no_repeats(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        for k, _ in pairs:
+            if k in seen:
+                raise _Repeated(k)
+            seen.add(k)
+    return out
+
+
+def _repeated_keys(raw: bytes, data: Any) -> dict[int | None, str]:
+    """The key an object repeats, for each item of a JSON array that has one (``None``:
+    the document itself, when it is not an array); empty when no object repeats a key.
+
+    The decoder keeps the last of repeated keys; the validator refuses such a packet (KE003),
+    as its content is ambiguous, and so does ``id``. The cheap screen of the validator runs
+    first (a document without repeated keys re-encodes with as many quote marks), the exact
+    search only when it trips.
+    """
+    if not _maybe_duplicates(raw, _encoder.encode(data).count(b'"')):
+        return {}
+    if not isinstance(data, list):
+        key = find_duplicate_key(raw)
+        return {} if key is None else {None: key}
+    # which items: each decoded on its own, from where the one before ended
+    text = raw.decode("utf-8")
+    checking = json.JSONDecoder(object_pairs_hook=_no_repeats)
+    plain = json.JSONDecoder()
+    out: dict[int | None, str] = {}
+    pos = text.index("[") + 1
+    try:
+        for i in range(len(data)):
+            while text[pos] in _WHITESPACE or text[pos] == ",":
+                pos += 1
+            try:
+                _, pos = checking.raw_decode(text, pos)
+            except _Repeated as r:
+                out[i] = r.key
+                _, pos = plain.raw_decode(text, pos)
+    except (ValueError, IndexError, RecursionError):
+        pass  # what the json module does not read (as for the validator's exact search)
+    return out
 
 
 def register(app: typer.Typer) -> None:
@@ -26,42 +86,63 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Compute each packet's id (sha256 of its canonical JSON without packet_id)."""
         out: list[dict] = []  # type: ignore[type-arg]
-        code = 0
+        errors = 0
         seen = False
+
+        def error(line: str) -> None:
+            nonlocal errors
+            if errors < _SHOWN_ERRORS:
+                sys.stderr.write(f"kevidence: error: {line}\n")
+            errors += 1
+
         for name in discover(paths):
             for rec in iter_records(name):
                 seen = True
                 if rec.error is not None:
-                    sys.stderr.write(f"kevidence: error: {rec.error}\n")
-                    code = EXIT_INVALID
+                    error(str(rec.error))
                     continue
                 assert rec.data is not None  # a record without error carries data
+                where = f"{rec.source}:{rec.location}" if rec.location else rec.source
                 try:
                     data = msgspec.json.decode(rec.data)
                 except (msgspec.DecodeError, RecursionError) as exc:
-                    where = f"{rec.source}:{rec.location}" if rec.location else rec.source
-                    sys.stderr.write(f"kevidence: error: {where}: not JSON ({exc})\n")
-                    code = EXIT_INVALID
+                    error(f"{where}: not JSON ({exc})")
                     continue
-                items = data if isinstance(data, list) else [data]
-                for d in items:
+                repeated = _repeated_keys(rec.data, data)
+                if None in repeated:
+                    error(
+                        f"{where}: duplicate key `{repeated[None]}` in one object; a JSON object must not repeat a key"
+                    )
+                    continue
+                multi = isinstance(data, list)
+                items = data if multi else [data]
+                for i, d in enumerate(items):
+                    at = (
+                        f"{rec.source}:{rec.location + ', ' if rec.location else ''}item {i}"
+                        if multi
+                        else where
+                    )
                     if not isinstance(d, dict):
-                        sys.stderr.write(f"kevidence: error: {rec.source}: expected a JSON object\n")
-                        code = EXIT_INVALID
+                        error(f"{at}: expected a JSON object (a packet), got {type(d).__name__}")
+                        continue
+                    if i in repeated:
+                        error(
+                            f"{at}: duplicate key `{repeated[i]}` in one object; a JSON object must not repeat a key"
+                        )
                         continue
                     pid = packet_id_for(d)
-                    where = f"{rec.source}:{rec.location}" if rec.location else rec.source
                     print(f"{pid}  {where}")
                     if output is not None:
                         out.append({**d, "packet_id": pid})
+        if errors > _SHOWN_ERRORS:
+            sys.stderr.write(f"kevidence: error: ... and {errors - _SHOWN_ERRORS} more errors (not listed)\n")
+        code = EXIT_INVALID if errors else 0
         if not seen and code == 0:
             fail(
                 f"{' '.join(paths)}: no packets found; expected .json, .jsonl, .json.zst or .jsonl.zst files"
             )
         if output is not None and code == 0:
-            if len(out) > 1 and not output.lower().endswith(
-                (".jsonl", ".ndjson", ".jsonl.zst", ".ndjson.zst")
-            ):
+            if len(out) > 1 and not output_streams_jsonl(output):
                 fail(
                     f"{output}: {len(out)} packets need a .jsonl (or .jsonl.zst) output name; a .json file holds one",
                     EXIT_USAGE,

@@ -16,8 +16,6 @@ from .._gc import paused_gc
 from ..errors import KernelEvidenceError
 from ._common import EXIT_INVALID, EXIT_OK, EXIT_USAGE, fail
 
-_JSONL = (".jsonl", ".ndjson", ".jsonl.zst", ".ndjson.zst")
-
 
 def register(app: typer.Typer) -> None:
     @app.command("ingest")
@@ -125,7 +123,9 @@ def run(
             fail(str(exc), EXIT_USAGE)
         fail(str(exc), EXIT_INVALID)
     packets = result.packets
-    if output is not None and len(packets) > 1 and not output.lower().endswith(_JSONL):
+    from ..io import output_streams_jsonl
+
+    if output is not None and len(packets) > 1 and not output_streams_jsonl(output):
         fail(
             f"{output}: {len(packets)} packets need a .jsonl (or .jsonl.zst) output name; a .json file holds one",
             EXIT_USAGE,
