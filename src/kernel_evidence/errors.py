@@ -28,6 +28,28 @@ class KernelEvidenceError(Exception):
     """Root of every error kernel-evidence raises on purpose."""
 
 
+def _escape_char(c: str) -> str:
+    code = ord(c)
+    if 0xDC80 <= code <= 0xDCFF:  # a byte of a file name that is not UTF-8 (surrogateescape)
+        return f"\\x{code - 0xDC00:02x}"
+    if code < 0x100:
+        return {"\n": "\\n", "\r": "\\r", "\t": "\\t"}.get(c, f"\\x{code:02x}")
+    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
+def shown(text: str) -> str:
+    """``text`` (a file name, or a string from a packet) safe to print on one line.
+
+    Characters that are not printable - newlines, ESC and the other control characters that
+    would break the line or drive the terminal, bidirectional overrides, lone surrogates
+    (the bytes of a file name that is not UTF-8) - are shown as backslash escapes
+    (``\\n``, ``\\x1b``, ``\\u202e``, ``\\xff``); everything else is kept as it is.
+    """
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else _escape_char(c) for c in text)
+
+
 class InputError(KernelEvidenceError):
     """A file or stream could not be read. ``source`` and ``location`` say where."""
 
@@ -35,7 +57,7 @@ class InputError(KernelEvidenceError):
         self.source = source
         self.location = location
         self.message = message
-        where = f"{source}:{location}" if location else source
+        where = f"{shown(source)}:{location}" if location else shown(source)
         super().__init__(f"{where}: {message}")
 
 

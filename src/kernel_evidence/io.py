@@ -250,7 +250,7 @@ def iter_records(name: str, limits: Limits | None = None) -> Iterator[Record]:
         elif is_jsonl:
             yield from _iter_lines(name, fh, limits, stdin=False)
         else:
-            data = fh.read(limits.max_record_bytes + 1)
+            data = _read_at_most(fh, limits.max_record_bytes + 1)
             if len(data) > limits.max_record_bytes:
                 yield Record(
                     name,
@@ -274,6 +274,25 @@ def iter_records(name: str, limits: Limits | None = None) -> Iterator[Record]:
     finally:
         if name != "-":
             fh.close()
+
+
+def _read_at_most(fh: BinaryIO, n: int) -> bytes:
+    """Up to ``n`` bytes of ``fh``. ``fh.read(n)`` sets ``n`` bytes aside before it reads, so
+    a large cap (``--max-record-bytes``) would ask for that much memory for any file."""
+    try:
+        st = os.fstat(fh.fileno())
+        hint = st.st_size + 1 if stat.S_ISREG(st.st_mode) else _CHUNK
+    except (OSError, AttributeError, ValueError, io.UnsupportedOperation):
+        hint = _CHUNK
+    parts = [fh.read(min(n, hint))]
+    got = len(parts[0])
+    while got < n:
+        chunk = fh.read(min(_CHUNK, n - got))
+        if not chunk:
+            break
+        parts.append(chunk)
+        got += len(chunk)
+    return parts[0] if len(parts) == 1 else b"".join(parts)
 
 
 _NOT_LINE_END = re.compile(rb"[^\n]")
@@ -448,7 +467,7 @@ def _stdin_records(fh: BinaryIO, limits: Limits) -> Iterator[Record]:
     if whole_line:
         yield from _iter_lines("-", cast(BinaryIO, _Prefixed(head, fh)), limits, stdin=True)
         return
-    data = head + fh.read(cap + 1 - len(head)) if len(head) <= cap else head
+    data = head + _read_at_most(fh, cap + 1 - len(head)) if len(head) <= cap else head
     if len(data) > cap:
         yield Record(
             "-", None, error=LimitExceeded("-", None, f"larger than {cap} bytes (the per-document cap)")

@@ -426,6 +426,7 @@ def test_jobs_option(capsys, monkeypatch) -> None:
         return real(paths, limits, jobs=jobs)
 
     monkeypatch.setattr(cli_validate, "validate_paths", spy)
+    monkeypatch.setattr(cli_validate, "_cpus", lambda: 2)  # the same on a machine of one CPU
     for argv in (["--jobs", "2"], ["-j", "1"], []):
         assert run(capsys, "validate", *argv, str(EXAMPLES / "valid"))[0] == 0
     assert asked == [2, 1, 0]
@@ -436,7 +437,7 @@ def test_out_of_memory_is_one_line(tmp_path: Path) -> None:
     if sys.platform != "linux":
         pytest.skip("RLIMIT_AS is Linux-specific here")
     big = tmp_path / "big.json"
-    big.write_bytes(b'{"a": "' + b"x" * (200 << 20) + b'"}')
+    big.write_bytes(b'{"schema_version": "' + b"x" * (200 << 20) + b'"}')  # a 200 MiB string to decode
     code = (
         "import resource, sys\n"
         "resource.setrlimit(resource.RLIMIT_AS, (300 << 20, 300 << 20))\n"

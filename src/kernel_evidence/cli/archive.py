@@ -9,7 +9,7 @@ import typer
 
 from ..errors import ArchiveError
 from ..io import Limits
-from ._common import EXIT_INVALID, EXIT_OK, EXIT_USAGE, fail
+from ._common import EXIT_INVALID, EXIT_OK, EXIT_USAGE, MAX_SIZE_LIMIT, fail
 
 #: refusals listed one per line; the rest are counted
 _SHOWN_REFUSALS = 1000
@@ -32,10 +32,13 @@ def register(app: typer.Typer) -> None:
         ),
         quiet: bool = typer.Option(False, "--quiet", "-q", help="Only the summary line."),
         max_record_bytes: int = typer.Option(
-            Limits.max_record_bytes, min=1, help="Largest single document accepted."
+            Limits.max_record_bytes, min=1, max=MAX_SIZE_LIMIT, help="Largest single document accepted."
         ),
         max_decompressed_bytes: int = typer.Option(
-            Limits.max_decompressed_bytes, min=1, help="Largest amount one zstd file may decompress to."
+            Limits.max_decompressed_bytes,
+            min=1,
+            max=MAX_SIZE_LIMIT,
+            help="Largest amount one zstd file may decompress to.",
         ),
     ) -> None:
         """Archive packets into a Parquet dataset (exit 1 when any is refused).

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from ..errors import InputError
-from ._common import EXIT_INVALID, EXIT_USAGE, fail, out_console
+from ._common import EXIT_INVALID, EXIT_USAGE, fail, out_console, shown
 
 if TYPE_CHECKING:
     from ..harness.compare import Comparison
@@ -42,7 +42,7 @@ def register(app: typer.Typer) -> None:
             help="Smallest relative change that counts as improved or regressed (0.01 = 1%).",
         ),
         seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap (the answer is reproducible)."),
-        resamples: int = typer.Option(2000, "--resamples", help="Bootstrap resamples."),
+        resamples: int = typer.Option(2000, "--resamples", help="Bootstrap resamples (100 to 1000000)."),
         select_a: str | None = typer.Option(
             None, "--select-a", help="Pick A from a stream: packet id prefix, subject name or candidate id."
         ),
@@ -59,6 +59,10 @@ def register(app: typer.Typer) -> None:
             fail(f"--min-effect must be a finite number >= 0, got {min_effect:g}", EXIT_USAGE)
         if resamples < 100:
             fail(f"--resamples must be >= 100, got {resamples}", EXIT_USAGE)
+        from ..harness.compare import MAX_RESAMPLES  # here, not at start-up
+
+        if resamples > MAX_RESAMPLES:
+            fail(f"--resamples must be at most {MAX_RESAMPLES}, got {resamples}", EXIT_USAGE)
         raise typer.Exit(
             run(
                 a,
@@ -109,7 +113,7 @@ def run(
             resamples=resamples,
         )
     except ValueError as exc:
-        fail(f"{a} vs {b}: {exc}", EXIT_INVALID)
+        fail(f"{shown(a)} vs {shown(b)}: {exc}", EXIT_INVALID)
     if fmt == "json":
         data = {"a": a, "b": b, **result.to_dict()}
         sys.stdout.write(json.dumps(data, indent=2) + "\n")
@@ -122,15 +126,15 @@ def _print_text(result: Comparison, a: str, b: str) -> None:
     from rich.markup import escape
 
     out = out_console()
-    out.print(f"A: {escape(a)}")
-    out.print(f"B: {escape(b)}")
+    out.print(f"A: {escape(shown(a))}")
+    out.print(f"B: {escape(shown(b))}")
     if result.verdict == "incomparable":
         out.print("[bold red]not comparable[/] (use --force to compare anyway):")
         for p in result.problems:
-            out.print(f"  - {escape(p)}")
+            out.print(f"  - {escape(shown(p))}")
         return
     style = {"improved": "bold green", "regressed": "bold red"}.get(result.verdict, "yellow")
-    out.print(f"[{style}]{escape(result.summary())}[/]")
+    out.print(f"[{style}]{escape(shown(result.summary()))}[/]")
     if result.median_a_ns is not None and result.median_b_ns is not None:
         out.print(
             f"  median A {_fmt_ns(result.median_a_ns)} (n={result.n_a}), median B {_fmt_ns(result.median_b_ns)} (n={result.n_b})"
@@ -138,9 +142,9 @@ def _print_text(result: Comparison, a: str, b: str) -> None:
     if result.method:
         out.print(f"  method: {escape(result.method)}")
     for p in result.problems:
-        out.print(f"  [yellow]problem:[/] {escape(p)}")
+        out.print(f"  [yellow]problem:[/] {escape(shown(p))}")
     for n in result.notes:
-        out.print(f"  note: {escape(n)}")
+        out.print(f"  note: {escape(shown(n))}")
 
 
 def _fmt_ns(v: float) -> str:

@@ -8,7 +8,7 @@ import sys
 import typer
 
 from ..errors import ArchiveError
-from ._common import EXIT_OK, EXIT_USAGE, fail
+from ._common import EXIT_OK, EXIT_USAGE, fail, stdout_failed
 
 
 def register(app: typer.Typer) -> None:
@@ -43,6 +43,8 @@ def register(app: typer.Typer) -> None:
         except FileExistsError as exc:
             fail(str(exc))
         except (ArchiveError, OSError) as exc:
+            if stdout_failed(exc):
+                raise
             fail(str(exc))
         if output != "-":
             sys.stderr.write(f"{output}: {n} packets exported\n")

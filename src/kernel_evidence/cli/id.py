@@ -12,7 +12,7 @@ import typer
 from .._canonical import packet_id_for
 from .._decode import _maybe_duplicates, find_duplicate_key
 from ..io import discover, iter_records, output_streams_jsonl, write_packets
-from ._common import EXIT_INVALID, EXIT_USAGE, fail
+from ._common import EXIT_INVALID, EXIT_USAGE, fail, shown
 
 #: error lines printed; the rest are counted in one last line (a file of a million bad
 #: lines must not flood the terminal)
@@ -102,7 +102,7 @@ def register(app: typer.Typer) -> None:
                     error(str(rec.error))
                     continue
                 assert rec.data is not None  # a record without error carries data
-                where = f"{rec.source}:{rec.location}" if rec.location else rec.source
+                where = f"{shown(rec.source)}:{rec.location}" if rec.location else shown(rec.source)
                 try:
                     data = msgspec.json.decode(rec.data)
                 except (msgspec.DecodeError, RecursionError) as exc:
@@ -118,7 +118,7 @@ def register(app: typer.Typer) -> None:
                 items = data if multi else [data]
                 for i, d in enumerate(items):
                     at = (
-                        f"{rec.source}:{rec.location + ', ' if rec.location else ''}item {i}"
+                        f"{shown(rec.source)}:{rec.location + ', ' if rec.location else ''}item {i}"
                         if multi
                         else where
                     )

@@ -17,7 +17,7 @@ import typer
 
 from ..errors import InputError
 from ..io import write_packets
-from ._common import EXIT_INVALID, EXIT_OK, EXIT_USAGE, fail, out_console
+from ._common import EXIT_INVALID, EXIT_OK, EXIT_USAGE, fail, out_console, shown
 
 if TYPE_CHECKING:
     from ..harness.replay import ReplayPlan
@@ -41,7 +41,9 @@ def register(app: typer.Typer) -> None:
             "--allow-shell",
             help="Allow a command recorded with replay.shell: true to run through a shell.",
         ),
-        timeout: float = typer.Option(600.0, "--timeout", help="Seconds before the command is stopped."),
+        timeout: float = typer.Option(
+            600.0, "--timeout", help="Seconds before the command is stopped (at most 604800: 7 days)."
+        ),
         tolerance: float = typer.Option(
             0.05,
             "--tolerance",
@@ -69,6 +71,10 @@ def register(app: typer.Typer) -> None:
             fail(f"--format must be text or json, got `{fmt}`", EXIT_USAGE)
         if not (math.isfinite(timeout) and timeout > 0):
             fail(f"--timeout must be a finite number of seconds > 0, got {timeout:g}", EXIT_USAGE)
+        from ..harness.replay import MAX_TIMEOUT  # here, not at start-up
+
+        if timeout > MAX_TIMEOUT:
+            fail(f"--timeout must be at most {MAX_TIMEOUT:g} seconds (7 days), got {timeout:g}", EXIT_USAGE)
         if not (math.isfinite(tolerance) and tolerance >= 0):
             fail(f"--tolerance must be a finite number >= 0, got {tolerance:g}", EXIT_USAGE)
         if cwd is not None and (not cwd or not Path(cwd).is_dir()):
@@ -114,25 +120,27 @@ def run(
     if not execute:
         _show(plan, packet_path, fmt)
         if plan.problems:
-            fail(f"{packet_path}: {plan.problems[0]}", EXIT_INVALID)
+            fail(f"{shown(packet_path)}: {plan.problems[0]}", EXIT_INVALID)
         return EXIT_OK
     target = Path(out) if out else Path.cwd() / (_stem(packet_path) + ".replay.json")
     if _same_file(target, packet_path):
         fail(
-            f"{out or target}: is the packet being replayed; refusing to write the child packet over it (choose another --out)",
+            f"{shown(str(out or target))}: is the packet being replayed; refusing to write the child packet over it (choose another --out)",
             EXIT_USAGE,
         )
     if target.is_dir():
-        fail(f"{out or target}: is a folder; expected a file name for the child packet", EXIT_USAGE)
+        fail(
+            f"{shown(str(out or target))}: is a folder; expected a file name for the child packet", EXIT_USAGE
+        )
     if target.exists() and not force:
-        fail(f"{out or target}: already exists; refusing to overwrite it (use --force)")
+        fail(f"{shown(str(out or target))}: already exists; refusing to overwrite it (use --force)")
     if plan.problems:
         _show(plan, packet_path, fmt)
-        fail(f"{packet_path}: {plan.problems[0]}", EXIT_INVALID)
+        fail(f"{shown(packet_path)}: {plan.problems[0]}", EXIT_INVALID)
     if plan.shell and not allow_shell:
         _show(plan, packet_path, fmt, execute=True)
         fail(
-            f"{packet_path}: the recorded command needs a shell (replay.shell: true); refusing without --allow-shell",
+            f"{shown(packet_path)}: the recorded command needs a shell (replay.shell: true); refusing without --allow-shell",
             EXIT_INVALID,
         )
     if fmt == "text":
@@ -146,10 +154,12 @@ def run(
     try:
         write_packets(target, [result.child], overwrite=force)
     except FileExistsError:
-        fail(f"{out or target}: appeared while the command ran; refusing to overwrite it (use --force)")
+        fail(
+            f"{shown(str(out or target))}: appeared while the command ran; refusing to overwrite it (use --force)"
+        )
     except (OSError, ValueError) as exc:
         msg = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
-        fail(f"{target}: could not write the child packet ({msg})", EXIT_INVALID)
+        fail(f"{shown(str(target))}: could not write the child packet ({msg})", EXIT_INVALID)
     if fmt == "json":
         data = {
             "plan": plan.to_dict(),
@@ -162,19 +172,24 @@ def run(
         }
         sys.stdout.write(json.dumps(data, indent=2) + "\n")
     else:
-        from rich.markup import escape
-
         con = out_console()
         style = {"reproduced": "bold green", "drifted": "yellow", "failed": "bold red"}[result.verdict]
-        con.print(f"[{style}]{result.verdict}[/]: {escape(result.reason or '')}")
+        con.print(f"[{style}]{result.verdict}[/]: {_esc(result.reason or '')}")
         if result.comparison is not None:
-            con.print(f"  {escape(result.comparison.summary())}")
+            con.print(f"  {_esc(result.comparison.summary())}")
         if result.verdict == "failed" and result.stderr_tail.strip():
             con.print("  stderr (tail):")
             for line in result.stderr_tail.strip().splitlines()[-10:]:
-                con.print(f"    {escape(line)}")
-        con.print(f"child packet: {escape(str(target))} ({result.child.packet_id})")
+                con.print(f"    {_esc(line)}")
+        con.print(f"child packet: {_esc(str(target))} ({result.child.packet_id})")
     return {"reproduced": EXIT_OK, "drifted": EXIT_DRIFTED, "failed": EXIT_INVALID}[result.verdict]
+
+
+def _esc(text: str) -> str:
+    """Text from a file name or the packet, as rich markup on one line (no terminal codes)."""
+    from rich.markup import escape
+
+    return escape(shown(text))
 
 
 def _same_file(target: Path, packet_path: str) -> bool:
@@ -200,42 +215,38 @@ def _show(plan: ReplayPlan, path: str, fmt: str, *, executing: bool = False, exe
         return
     import shlex
 
-    from rich.markup import escape
-
     con = out_console()
     p = plan.packet
     r = p.replay
-    con.print(f"packet     {escape(path)} ({p.packet_id or p.compute_id()})")
+    con.print(f"packet     {_esc(path)} ({p.packet_id or p.compute_id()})")
     if plan.command:
-        shown = plan.command[0] if plan.shell else shlex.join(plan.command)
-        con.print(f"command    {escape(shown)}" + ("  [yellow](shell)[/]" if plan.shell else ""))
+        cmd = plan.command[0] if plan.shell else shlex.join(plan.command)
+        con.print(f"command    {_esc(cmd)}" + ("  [yellow](shell)[/]" if plan.shell else ""))
     else:
         con.print("command    [red](none recorded)[/]")
     # where the command runs (or would run): the plan's folder, else the current one
     where = os.path.abspath(plan.cwd) if plan.cwd else f"{os.getcwd()} (current folder)"
-    con.print(f"cwd        {escape(where)}")
+    con.print(f"cwd        {_esc(where)}")
     repo = r.repository if r else None
     if repo is not None and repo.commit:
         dirty = " [yellow](dirty: uncommitted changes were not recorded)[/]" if repo.dirty else ""
-        where = f" {escape(repo.url)}" if repo.url else ""
-        branch = f" on {escape(repo.branch)}" if repo.branch else ""
-        con.print(f"commit     {escape(repo.commit)}{branch}{where}{dirty}")
+        where = f" {_esc(repo.url)}" if repo.url else ""
+        branch = f" on {_esc(repo.branch)}" if repo.branch else ""
+        con.print(f"commit     {_esc(repo.commit)}{branch}{where}{dirty}")
     else:
         con.print("commit     (not recorded)")
     box = r.container if r else None
     con.print(
-        f"container  {escape(box.image + ('@' + box.digest if box.digest else '')) if box else '(not recorded)'}"
+        f"container  {_esc(box.image + ('@' + box.digest if box.digest else '')) if box else '(not recorded)'}"
     )
     if plan.env:
-        con.print("env        " + escape(" ".join(f"{k}={v}" for k, v in plan.env.items())))
+        con.print("env        " + _esc(" ".join(f"{k}={v}" for k, v in plan.env.items())))
     if plan.ignored_env:
-        con.print("[yellow]ignored env[/] (not on the allow-list): " + escape(", ".join(plan.ignored_env)))
+        con.print("[yellow]ignored env[/] (not on the allow-list): " + _esc(", ".join(plan.ignored_env)))
     if plan.differences:
         con.print("differences from this machine:")
         for d in plan.differences:
-            con.print(
-                f"  {escape(d.field)}: recorded {escape(repr(d.recorded))}, here {escape(repr(d.current))}"
-            )
+            con.print(f"  {_esc(d.field)}: recorded {_esc(repr(d.recorded))}, here {_esc(repr(d.current))}")
     else:
         con.print("differences from this machine: none found in the recorded fields")
     if plan.problems or executing:

@@ -8,7 +8,7 @@ import sys
 import typer
 
 from ..errors import ArchiveError
-from ._common import EXIT_OK, EXIT_USAGE, fail
+from ._common import EXIT_OK, EXIT_USAGE, fail, stdout_failed
 
 
 def register(app: typer.Typer) -> None:
@@ -42,6 +42,8 @@ def register(app: typer.Typer) -> None:
             else:
                 n = write_report(archive, output, where=expr, title=title, overwrite=force)
         except (ArchiveError, FileExistsError, OSError) as exc:
+            if stdout_failed(exc):
+                raise
             fail(str(exc))
         if output != "-":
             sys.stderr.write(f"{output}: report on {n} packets\n")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 
@@ -10,7 +11,16 @@ import typer
 
 from ..io import Limits
 from ..rules import Report, validate_paths
-from ._common import EXIT_INVALID, EXIT_OK, EXIT_USAGE, err_console, fail, out_console
+from ._common import (
+    EXIT_INVALID,
+    EXIT_OK,
+    EXIT_USAGE,
+    MAX_SIZE_LIMIT,
+    err_console,
+    fail,
+    out_console,
+    shown,
+)
 
 
 def _style(sev: str) -> str:
@@ -34,23 +44,28 @@ def register(app: typer.Typer) -> None:
             None, "--progress/--no-progress", help="Progress bar (default: on a terminal)."
         ),
         max_record_bytes: int = typer.Option(
-            Limits.max_record_bytes, min=1, help="Largest single document accepted."
+            Limits.max_record_bytes, min=1, max=MAX_SIZE_LIMIT, help="Largest single document accepted."
         ),
         jobs: int = typer.Option(
             0,
             "--jobs",
             "-j",
             min=0,
-            help="Worker processes (0: automatic - several for inputs of 32 MiB and more).",
+            help="Worker processes (0: automatic - several for inputs of 32 MiB and more; never more than the CPUs).",
         ),
         max_decompressed_bytes: int = typer.Option(
-            Limits.max_decompressed_bytes, min=1, help="Largest amount one zstd file may decompress to."
+            Limits.max_decompressed_bytes,
+            min=1,
+            max=MAX_SIZE_LIMIT,
+            help="Largest amount one zstd file may decompress to.",
         ),
     ) -> None:
         """Validate packets: exit 0 when all are valid, 1 when any is invalid, 2 on usage errors."""
         if fmt not in ("text", "json"):
             fail(f"--format must be text or json, got `{fmt}`", EXIT_USAGE)
         limits = Limits(max_record_bytes=max_record_bytes, max_decompressed_bytes=max_decompressed_bytes)
+        if jobs > 1:
+            jobs = min(jobs, _cpus())  # more workers than CPUs only cost start-up time and memory
         code = run(
             paths,
             fmt=fmt,
@@ -62,6 +77,14 @@ def register(app: typer.Typer) -> None:
             jobs=jobs,
         )
         raise typer.Exit(code)
+
+
+def _cpus() -> int:
+    """CPUs this process may run on (its affinity mask, where the platform has one)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
 
 
 def run(
@@ -155,7 +178,7 @@ def _print_text(out, rep: Report, good: bool, verbose: bool) -> None:  # type: i
     shown = [f for f in rep.findings if verbose or f.severity != "info"]
     if good and not shown and not verbose:
         return
-    where = rep.where()
+    where = _esc(rep.where())
     if verbose or not good or shown:
         tag = "[green]valid[/]" if good else "[bold red]invalid[/]"
         if (
@@ -180,4 +203,4 @@ def _print_text(out, rep: Report, good: bool, verbose: bool) -> None:  # type: i
 def _esc(s: str) -> str:
     from rich.markup import escape
 
-    return escape(s)
+    return escape(shown(s))

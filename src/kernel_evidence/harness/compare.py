@@ -26,7 +26,8 @@ Exit codes for the CLI and loops: 0 improved, 3 no significant change (or inconc
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+import sys
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal
 
 from ..models import EvidencePacket, Stats, Status
@@ -35,6 +36,7 @@ from ._stats import _norm_cdf, _z_for, bootstrap_ratio_ci, mann_whitney_u
 
 __all__ = [
     "EXIT_CODES",
+    "MAX_RESAMPLES",
     "Comparison",
     "comparability_problems",
     "compare_packets",
@@ -51,6 +53,15 @@ EXIT_CODES: dict[str, int] = {
     "regressed": 4,
     "incomparable": 1,
 }
+
+#: most bootstrap resamples: one float is kept per resample (about 40 bytes and 4 us each),
+#: so a million is ~40 MB and ~4 s; the tails of a percentile interval are stable
+#: long before that
+MAX_RESAMPLES = 1_000_000
+
+#: the smallest time a ratio is taken of, in ns: a zero or subnormal median is a timer
+#: artefact, not a measurement, and dividing by it overflows
+_SMALLEST = sys.float_info.min
 
 
 @dataclass
@@ -87,7 +98,7 @@ class Comparison:
         """One line a person reads first."""
         if self.verdict == "incomparable":
             return "not comparable: " + "; ".join(self.problems)
-        if self.speedup is None:
+        if self.speedup is None or not _ratio_ok(self.speedup):
             return f"{self.verdict}: " + "; ".join(self.notes)
         factor = self.speedup if self.speedup >= 1.0 else 1.0 / self.speedup
         word_ = "faster" if self.speedup >= 1.0 else "slower"
@@ -105,6 +116,77 @@ class Comparison:
             "inconclusive": "inconclusive",
         }[self.verdict]
         return f"{word}: {faster}"
+
+
+def _ratio_ok(r: float) -> bool:
+    """A ratio that can be shown both ways round: finite, positive, and so is its inverse."""
+    return math.isfinite(r) and r > 0.0 and math.isfinite(1.0 / r)
+
+
+def _median_problem(label: str, median_ns: float) -> str | None:
+    """Why a ratio cannot be taken of this median (in ns), or None."""
+    if median_ns == 0.0:
+        return f"the median of {label} is zero: a ratio is undefined (timer resolution too coarse?)"
+    if not math.isfinite(median_ns):
+        return f"the median of {label} is too large to express in ns: a ratio is undefined"
+    if median_ns < _SMALLEST:
+        return (
+            f"the median of {label} is {median_ns:.3g} ns, a subnormal number rather than a "
+            "measurement: a ratio is undefined"
+        )
+    return None
+
+
+def _no_ratio(notes: list[str], ma: float | None, mb: float | None, **kw: Any) -> Comparison:
+    """An inconclusive result: the ratio of the medians cannot be computed."""
+    return Comparison(
+        verdict="inconclusive",
+        median_a_ns=ma if ma is not None and math.isfinite(ma) else None,
+        median_b_ns=mb if mb is not None and math.isfinite(mb) else None,
+        notes=notes,
+        **kw,
+    )
+
+
+def _ratio_note(ma: float, mb: float) -> str | None:
+    """Why ``ma / mb`` is not a usable ratio (medians in ns), or None."""
+    for label, m in (("A", ma), ("B", mb)):
+        why = _median_problem(label, m)
+        if why:
+            return why
+    if not _ratio_ok(ma / mb):
+        return (
+            f"the medians ({ma:.4g} ns and {mb:.4g} ns) are too far apart for their ratio "
+            "to be a floating-point number: a ratio is undefined"
+        )
+    return None
+
+
+def _finite(result: Comparison) -> Comparison:
+    """No infinity or NaN leaves this module: numbers out of range make it inconclusive."""
+    if result.median_a_ns is not None and not math.isfinite(result.median_a_ns):
+        result.median_a_ns = None
+    if result.median_b_ns is not None and not math.isfinite(result.median_b_ns):
+        result.median_b_ns = None
+    numbers = (result.speedup, result.ci_low, result.ci_high, result.p_value)
+    if all(x is None or math.isfinite(x) for x in numbers) and (
+        result.speedup is None or _ratio_ok(result.speedup)
+    ):
+        return result
+    return replace(
+        result,
+        verdict="inconclusive",
+        speedup=None,
+        ci_low=None,
+        ci_high=None,
+        ci_level=None,
+        p_value=None,
+        notes=[
+            *result.notes,
+            "the timings span more than the floating-point range: the ratio or its interval "
+            "cannot be computed from these values",
+        ],
+    )
 
 
 def _percent(level: float) -> str:
@@ -150,18 +232,28 @@ def compare_samples(
 ) -> Comparison:
     """Compare two sets of timing samples (same unit); speedup = median(A) / median(B).
 
-    ``level`` is the confidence level of the interval, ``1 - alpha`` when not given.
+    ``level`` is the confidence level of the interval, ``1 - alpha`` when not given. A median
+    that is zero, subnormal or (in ns) infinite gives an *inconclusive* result saying so: the
+    ratio is undefined. Raises :class:`ValueError` for negative samples, or ``resamples``
+    outside 1..:data:`MAX_RESAMPLES`.
     """
     level = 1.0 - alpha if level is None else level
     notes: list[str] = []
+    if not 1 <= resamples <= MAX_RESAMPLES:
+        raise ValueError(f"resamples must be between 1 and {MAX_RESAMPLES}, got {resamples}")
     if min(a_ns) < 0 or min(b_ns) < 0:
         raise ValueError("timing samples must not be negative")
-    if sorted(b_ns)[len(b_ns) // 2] <= 0:
-        return Comparison(
-            verdict="inconclusive",
-            notes=["the median of B is zero: a ratio is undefined (timer resolution too coarse?)"],
-        )
+    ma, mb = _median(a_ns), _median(b_ns)
+    why = _ratio_note(ma, mb)
+    if why:
+        return _no_ratio([why], ma, mb, n_a=len(a_ns), n_b=len(b_ns))
     point, lo, hi = bootstrap_ratio_ci(a_ns, b_ns, level=level, resamples=resamples, seed=seed)
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return _finite(
+            Comparison(
+                verdict="inconclusive", speedup=point, ci_low=lo, ci_high=hi, median_a_ns=ma, median_b_ns=mb
+            )
+        )
     mw = mann_whitney_u(a_ns, b_ns)
     zero_a = max(a_ns) == min(a_ns)
     zero_b = max(b_ns) == min(b_ns)
@@ -190,19 +282,21 @@ def compare_samples(
     verdict, note = _verdict(point, lo, hi, mw.p_value, alpha, min_effect)
     if note:
         notes.append(note)
-    return Comparison(
-        verdict=verdict,
-        speedup=point,
-        ci_low=lo,
-        ci_high=hi,
-        ci_level=level,
-        p_value=mw.p_value,
-        method=f"bootstrap CI of the median ratio ({resamples} resamples, seed {seed}) + Mann-Whitney U",
-        n_a=len(a_ns),
-        n_b=len(b_ns),
-        median_a_ns=_median(a_ns),
-        median_b_ns=_median(b_ns),
-        notes=notes,
+    return _finite(
+        Comparison(
+            verdict=verdict,
+            speedup=point,
+            ci_low=lo,
+            ci_high=hi,
+            ci_level=level,
+            p_value=mw.p_value,
+            method=f"bootstrap CI of the median ratio ({resamples} resamples, seed {seed}) + Mann-Whitney U",
+            n_a=len(a_ns),
+            n_b=len(b_ns),
+            median_a_ns=ma,
+            median_b_ns=mb,
+            notes=notes,
+        )
     )
 
 
@@ -225,10 +319,9 @@ def _compare_summaries(a: Stats, b: Stats, *, alpha: float, min_effect: float, l
             notes=["a statistics block records no median (only mean or percentiles): nothing to compare"],
             **base,
         )
-    if mb <= 0:
-        return Comparison(
-            verdict="inconclusive", notes=["the median of B is zero: a ratio is undefined"], **base
-        )
+    why = _ratio_note(ma, mb)
+    if why:
+        return _no_ratio([why], ma, mb, n_a=a.n, n_b=b.n)
     point = ma / mb
     notes: list[str] = []
     if None not in (a.ci_low, a.ci_high, b.ci_low, b.ci_high):
@@ -267,7 +360,7 @@ def _compare_summaries(a: Stats, b: Stats, *, alpha: float, min_effect: float, l
         mean_a, mean_b, sa, sb = _ns(a, a.mean), _ns(b, b.mean), _ns(a, a.std), _ns(b, b.std)
         assert mean_a is not None and mean_b is not None and sa is not None and sb is not None
         assert a.n is not None and b.n is not None
-        se = math.sqrt(sa**2 / a.n + sb**2 / b.n)
+        se = math.sqrt(sa * sa / a.n + sb * sb / b.n)  # not **: a huge value overflows to inf
         if se == 0:
             notes.append(
                 "both standard deviations are zero: the noise is unknown, nothing can be concluded about significance"
@@ -283,7 +376,7 @@ def _compare_summaries(a: Stats, b: Stats, *, alpha: float, min_effect: float, l
         p = 2.0 * _norm_cdf(-abs(z))
         # delta-method interval of the mean ratio, used as the interval of the speedup
         r = mean_a / mean_b
-        se_r = r * math.sqrt((sa**2 / a.n) / mean_a**2 + (sb**2 / b.n) / mean_b**2)
+        se_r = r * math.sqrt((sa * sa / a.n) / (mean_a * mean_a) + (sb * sb / b.n) / (mean_b * mean_b))
         zc = _z_for(level)
         notes.append("significance from a normal approximation on means and standard deviations (Welch z)")
         verdict, note = _verdict(point, r - zc * se_r, r + zc * se_r, p, alpha, min_effect)
@@ -403,7 +496,7 @@ def compare_packets(
             seed=seed,
         )
     else:
-        result = _compare_summaries(sa, sb, alpha=alpha, min_effect=min_effect, level=level)
+        result = _finite(_compare_summaries(sa, sb, alpha=alpha, min_effect=min_effect, level=level))
         missing = [lbl for lbl, s in (("A", sa), ("B", sb)) if not s.samples]
         result.notes.insert(
             0,

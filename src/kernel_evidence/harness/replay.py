@@ -55,10 +55,13 @@ from .environment import (
     git_repository,
 )
 
-__all__ = ["ReplayPlan", "ReplayResult", "execute_replay", "plan_replay"]
+__all__ = ["MAX_TIMEOUT", "ReplayPlan", "ReplayResult", "execute_replay", "plan_replay"]
 
 ReplayVerdict = Literal["reproduced", "drifted", "failed"]
 _TAIL = 2000
+#: longest timeout, in seconds (7 days): the operating system's wait takes at most about
+#: 24 days in milliseconds, and a benchmark that needs more than a week is not a replay
+MAX_TIMEOUT = 7 * 24 * 3600.0
 
 
 @dataclass
@@ -154,6 +157,12 @@ def plan_replay(
     ignored: list[str] = []
     for k, v in sorted(((r.env or {}) if r is not None else {}).items()):
         (env.__setitem__(k, v) if k in RECORDED_ENV_VARS else ignored.append(k))
+    # an environment variable cannot hold a NUL byte: the command could not start
+    bad_env = [k for k, v in env.items() if "\x00" in v]
+    if bad_env:
+        problems.append(
+            f"the replay environment is malformed: replay.env `{bad_env[0]}` contains a NUL byte in its value"
+        )
     # the code that would run: the repository around the command's script, else the cwd
     probe = work if work and Path(work).is_dir() else os.getcwd()
     for arg in (command or [])[1:]:
@@ -311,10 +320,12 @@ def execute_replay(
     Raises :class:`~kernel_evidence.errors.InputError` when the command cannot be run
     (the plan's problems), or when it needs a shell and ``allow_shell`` is false;
     :class:`ValueError` for a ``timeout`` or ``tolerance`` that is not a finite number
-    (> 0 and >= 0).
+    (> 0 and at most :data:`MAX_TIMEOUT`, and >= 0).
     """
     if not (math.isfinite(timeout) and timeout > 0):
         raise ValueError(f"timeout must be a finite number of seconds > 0, got {timeout:g}")
+    if timeout > MAX_TIMEOUT:
+        raise ValueError(f"timeout must be at most {MAX_TIMEOUT:g} seconds (7 days), got {timeout:g}")
     if not (math.isfinite(tolerance) and tolerance >= 0):
         raise ValueError(f"tolerance must be a finite number >= 0, got {tolerance:g}")
     env_now = environment if environment is not None else capture_environment()
@@ -363,6 +374,8 @@ def execute_replay(
             )
         except OSError as exc:
             reason = f"the replay command could not start: {exc.strerror or exc}"
+        except ValueError as exc:  # e.g. a NUL byte the plan did not catch
+            reason = f"the replay command could not start: {exc}"
         new: EvidencePacket | None = None
         if reason is None and out_path.exists():
             try:
