@@ -55,3 +55,10 @@ def test_strategies_without_hypothesis_name_the_extra() -> None:
         "MissingExtra kernel_evidence.strategies needs the `hypothesis` package: "
         "pip install 'kernel-evidence[test]'"
     )
+
+
+def test_the_package_says_it_is_typed() -> None:
+    """PEP 561: a harness that type-checks its own code sees our annotations."""
+    from importlib.resources import files
+
+    assert (files("kernel_evidence") / "py.typed").is_file()
