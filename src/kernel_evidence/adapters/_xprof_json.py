@@ -213,6 +213,7 @@ def _trace_events(source: str, events: list[Any], profile: ProfileData, kinds: d
         spans[:] = [spans[i] for i in order]
     steps: dict[int, list[Step]] = {}
     op_spans: dict[Any, list[float]] = {}  # device pid -> [first start, last end] (ps) of its ops
+    busy_gpu: set[Any] = set()  # GPU device pids with at least one kernel / op event
     host_steps: list[Step] = []
     runs: dict[tuple[Any, Any], list[Any]] = {}  # per thread: (op key, group) of the last XLA op
     any_device = bool(devices)
@@ -250,6 +251,7 @@ def _trace_events(source: str, events: list[Any], profile: ProfileData, kinds: d
                 continue
             state = runs.setdefault((pid, ev.get("tid")), [None, None])
             _gpu_trace_op(ev, args, dur, dev[1], profile, state, cells, place)
+            busy_gpu.add(pid)
         else:
             if "step_num" in args:
                 host_steps.append(Step(f"{ev.get('name', 'step')} {args['step_num']}", dur * 1e6))
@@ -267,7 +269,7 @@ def _trace_events(source: str, events: list[Any], profile: ProfileData, kinds: d
     )
     for first_ps, last_ps in op_spans.values():
         profile.device_time_ps += last_ps - first_ps
-    profile.device.active += len(op_spans)
+    profile.device.active += len(op_spans) + len(busy_gpu - set(op_spans))
     if steps:
         first = min(steps)
         profile.steps.extend(steps[first])

@@ -18,7 +18,9 @@ clocks, missing files or counters) becomes a warning naming it; partial inputs n
 
 from __future__ import annotations
 
+import csv
 import hashlib
+import io
 import math
 import shlex
 import statistics
@@ -59,7 +61,7 @@ from . import AdapterOptions, AdapterResult
 from ._read import max_bytes_option
 from ._rocprof_analyze import AnalyzeTables, is_analyze_dir, number
 from ._rocprof_formula import Formula
-from ._rocprof_io import Loaded, shown
+from ._rocprof_io import Loaded, decode_text, load, shown
 from ._rocprof_sysinfo import (
     SysInfo,
     read_agent_info,
@@ -193,6 +195,8 @@ def _sniff(path: Path) -> str | None:
         return "analyze"
     if {"count", "sum(ns)"} <= cols:
         return "analyze"
+    if {"name", "calls", "totaldurationns"} <= cols:
+        return "stats"
     if ({"kernel_name", "kernelname"} & cols) or ({"counter_name", "counter_value"} <= cols):
         return "file"
     return None
@@ -207,6 +211,8 @@ def _discover(path: Path, depth: int = 0) -> list[_Job]:
             return [_Job("analyze", path.parent)]
         if kind == "file":
             return [_Job("file", path)]
+        if kind == "stats" and _is_kernel_stats(path.name):
+            return [_Job("stats", path)]
         return []
     if not path.is_dir():
         raise InputError(str(path), None, "no such file or folder")
@@ -229,16 +235,36 @@ def _discover(path: Path, depth: int = 0) -> list[_Job]:
         return [_Job("v3", path, files) for _, files in sorted(groups.items())]
     if "results.csv" in names:
         return [_Job("file", path / "results.csv")]
-    # rocprof v1 counter runs and other per-dispatch CSVs under their own names
-    jobs: list[_Job] = [
-        _Job("file", p) for p in entries if p.suffix == ".csv" and p.is_file() and _sniff(p) == "file"
-    ]
+    # rocprof v1 counter runs and other per-dispatch CSVs under their own names; per-kernel
+    # statistics (rocprofv3 ``*kernel_stats.csv``, rocprof v1 ``results.stats.csv``) only
+    # where no per-dispatch table sits beside them
+    jobs: list[_Job] = []
+    for p in entries:
+        if p.suffix != ".csv" or not p.is_file():
+            continue
+        kind = _sniff(p)
+        if kind == "file":
+            jobs.append(_Job("file", p))
+        elif kind == "stats" and _is_kernel_stats(p.name):
+            jobs.append(_Job("stats", p))
     if depth >= _MAX_DEPTH:
         return jobs
     for p in entries:
         if p.is_dir() and not p.name.startswith("."):
             jobs.extend(_discover(p, depth + 1))
     return jobs
+
+
+def _is_kernel_stats(name: str) -> bool:
+    """rocprofv3 ``<prefix>kernel_stats.csv`` or rocprof v1 ``<prefix>.stats.csv``.
+
+    The HIP/HSA API, memory-copy and domain statistics share the header
+    (``Name,Calls,TotalDurationNs,...``) but list API calls, not kernels: v1 names them
+    ``results.hip_stats.csv`` / ``.hsa_stats.csv`` / ``.copy_stats.csv``, v3
+    ``*_hip_api_stats.csv``, ``*_domain_stats.csv``, ``*_memory_copy_stats.csv``.
+    """
+    low = name.lower().removesuffix(".gz")
+    return low.endswith("kernel_stats.csv") or low == "stats.csv" or low.endswith(".stats.csv")
 
 
 # --------------------------------------------------------------------------- helpers
@@ -707,7 +733,11 @@ def _dispatch_packet(
             clock_policy="unknown",
             notes=(
                 f"durations (End - Start timestamps) of the {stats.n} dispatches of the subject kernel "
-                f"under {tool} counter collection"
+                + (
+                    f"under {tool} counter collection"
+                    if d.counters
+                    else f"in the {tool} kernel trace (no counters collected)"
+                )
             ),
         )
     device = sysinfo.text("gpu_model") or sysinfo.text("product_name") or sysinfo.text("gpu_arch")
@@ -954,6 +984,139 @@ def _read_v3(job: _Job, options: AdapterOptions) -> EvidencePacket:
     )
 
 
+def _stats_sysinfo(path: Path, cap: int) -> tuple[SysInfo, list[str]]:
+    """The ``agent_info.csv`` (rocprofv3) or rocminfo dump (rocprof v1) beside a stats file."""
+    name = path.name.removesuffix(".gz")
+    prefix = name[: -len("kernel_stats.csv")] if name.lower().endswith("kernel_stats.csv") else ""
+    folder = path.parent
+    for cand in (folder / f"{prefix}agent_info.csv", folder / "agent_info.csv"):
+        if cand.is_file():
+            info = read_agent_info(cand, None, cap)
+            return info, list(info.warnings)
+    stem = name[: -len(".stats.csv")] if name.lower().endswith(".stats.csv") else "results"
+    for cand in (folder / f"{stem}.sysinfo.txt", folder / "results.sysinfo.txt", folder / "sysinfo.txt"):
+        if cand.is_file():
+            info = read_rocminfo(cand, cap)
+            return info, list(info.warnings)
+    return SysInfo(), ["no agent_info.csv or sysinfo next to the statistics: hardware unknown"]
+
+
+def _read_stats(job: _Job, options: AdapterOptions) -> EvidencePacket:
+    """Per-kernel statistics: rocprofv3 ``kernel_stats.csv``, rocprof v1 ``results.stats.csv``.
+
+    ``Name,Calls,TotalDurationNs,AverageNs,Percentage`` (v1; v3 adds ``MinNs,MaxNs,StdDev``):
+    one :class:`KernelRecord` per kernel, ``invocations`` = ``Calls``, ``duration`` =
+    ``AverageNs`` (as the analyze top-kernels ``Mean(ns)``); the subject is the kernel with
+    the largest ``TotalDurationNs`` and its mean/min/max/std are the timing.
+    """
+    cap = max_bytes_option(options.extra)
+    loaded = load(job.path, cap, what="a rocprof kernel statistics CSV (Name,Calls,TotalDurationNs,...)")
+    text = decode_text(loaded)
+    warnings: list[str] = list(loaded.warnings)
+    try:
+        reader = csv.DictReader(io.StringIO(text, newline=""))
+        rows = [{(k or "").strip(): (v if isinstance(v, str) else "") for k, v in r.items()} for r in reader]
+    except csv.Error as exc:
+        raise InputError(str(job.path), None, f"expected a CSV of per-kernel statistics: {exc}") from None
+    fname = job.path.name
+    is_v3 = any(k in (rows[0] if rows else {}) for k in ("MinNs", "MaxNs", "StdDev")) or (
+        fname.lower().removesuffix(".gz").endswith("kernel_stats.csv")
+    )
+    tool = "rocprofv3" if is_v3 else "rocprof"
+    records: list[KernelRecord] = []
+    kept: list[dict[str, str]] = []
+    bad: dict[str, list[str]] = {}
+    top_row: dict[str, str] | None = None
+    top_name: str | None = None
+    best = -1.0
+    for row in rows:
+        raw_text = (row.get("Name") or "").replace("\n", "")
+        name = normalise_kernel_name(raw_text)
+        if not name:
+            continue
+        calls = number(row.get("Calls"))
+        mean = number(row.get("AverageNs"))
+        total = number(row.get("TotalDurationNs"))
+        for col, val in (("Calls", calls), ("AverageNs", mean), ("TotalDurationNs", total)):
+            cell = (row.get(col) or "").strip()
+            if val is None or val < 0:
+                bad.setdefault(col, []).append(cell)
+        count = _int_or_none(calls)
+        records.append(
+            KernelRecord(
+                name=name,
+                raw_name=raw_text if raw_text != name else None,
+                invocations=count if count is not None and count >= 0 else None,
+                metrics={"duration": Quantity(value=mean, unit="ns")}
+                if mean is not None and mean >= 0
+                else None,
+            )
+        )
+        kept.append(row)
+        if total is not None and total > best:
+            best, top_name, top_row = total, name, row
+    for col, texts in bad.items():
+        warnings.append(
+            f"{fname}: `{col}` is empty or not a non-negative number in {len(texts)} row(s) "
+            f"(e.g. `{shown(texts[0])}`); left out for those kernels"
+        )
+    if not records:
+        raise InputError(
+            str(job.path),
+            None,
+            "no kernel rows; expected per-kernel statistics rows (Name,Calls,TotalDurationNs,...)",
+        )
+    sysinfo, side = _stats_sysinfo(job.path, cap)
+    warnings.extend(side)
+    warnings.append(
+        f"{fname}: per-kernel statistics only: no per-dispatch durations, launch shapes or counters"
+    )
+    timing = None
+    if top_row is not None:
+        vals = {k: number(top_row.get(k)) for k in ("AverageNs", "MinNs", "MaxNs", "StdDev", "Calls")}
+        ok = {k: v for k, v in vals.items() if v is not None and v >= 0}
+        if "AverageNs" in ok:
+            timing = Timing(
+                method="profiler",
+                stats=Stats(
+                    unit="ns",
+                    mean=ok["AverageNs"],
+                    min=ok.get("MinNs"),
+                    max=ok.get("MaxNs"),
+                    std=ok.get("StdDev"),
+                    n=_int_or_none(ok.get("Calls")),
+                ),
+                clock_policy="unknown",
+                notes=f"{tool} per-kernel statistics of the subject kernel ({fname}); no median in the file",
+            )
+    attrs: dict[str, str | float | int | None] = {
+        "backend": tool,
+        "layout": "kernel_stats",
+        "kernels": len(records),
+    }
+    attrs.update(sysinfo.attributes())
+    capture = ProfilerCapture(
+        tool=tool,
+        source=_artifact(job.path, loaded),
+        kernels=records,
+        raw_columns=_table_columns(kept) or None,
+        attributes={k: a for k, v in attrs.items() if (a := _attr_value(v)) is not None} or None,
+        warnings=warnings or None,
+    )
+    workload = job.path.parent.name or job.path.stem
+    return _packet(
+        options=options,
+        subject=top_name or workload,
+        description=f"{tool} per-kernel statistics `{fname}`: {len(records)} kernel(s)",
+        capture=capture,
+        hardware=sysinfo.hardware(),
+        timing=timing,
+        workload=workload,
+        command=None,
+        notes=None,
+    )
+
+
 #: unit labels of analyze rows whose value is rescaled: the label is the unit before ``scale``
 _SCALED_UNIT_LABELS = {
     "LDS Bank Conflicts/Access": frozenset({"conflicts/access"}),
@@ -1192,6 +1355,7 @@ _READERS = {
     "analyze": _read_analyze,
     "v3": _read_v3,
     "file": _read_file,
+    "stats": _read_stats,
 }
 
 
