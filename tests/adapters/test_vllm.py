@@ -590,8 +590,9 @@ def test_directory_skips_sidecars_and_duplicate_summaries(tmp_path: Path, corpus
 # ------------------------------------------------------------------------------ bad input
 SUPPORTED = (
     "expected a vLLM `bench serve`/benchmark_serving.py result, a `vllm bench latency` or "
-    "`vllm bench throughput` --output-json file, an SGLang bench_serving JSONL record, "
-    "an InferenceX result or an AIPerf/GenAI-Perf profile export"
+    "`vllm bench throughput` --output-json file, an SGLang bench_serving or "
+    "bench_offline_throughput JSONL record, an InferenceX result or an AIPerf/GenAI-Perf "
+    "profile export"
 )
 
 
@@ -1235,3 +1236,56 @@ def test_sweep_csv_at_the_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     code = main(["ingest", "vllm", str(bad), "--created-at", T0, "-o", str(tmp_path / "x.jsonl")])
     _, err = capsys.readouterr()
     assert code == 1 and f"{bad}:line 1: a header and no rows" in err and "Traceback" not in err
+
+
+# ------------------------------------------------------------------------------------------
+# SGLang bench_offline_throughput JSONL; vLLM perf-benchmark summary tables
+# ------------------------------------------------------------------------------------------
+def test_sglang_offline_throughput_is_an_offline_run() -> None:
+    """bench_offline_throughput writes bench_serving's throughput keys plus
+    `successful_requests` and `total_latency` (s): read as an offline (host-clock) run with
+    its request count and wall time, not as a serving run that lacks both."""
+    p, _ = one(FIX / "sglang_offline_throughput.jsonl", model="org/tiny")
+    s = serving(p)
+    assert s.completed == 256
+    assert s.duration is not None and s.duration.value == 12.5 and s.duration.unit == "s"
+    assert s.request_throughput is not None and s.request_throughput.value == 20.48
+    assert s.output_throughput is not None and s.output_throughput.value == 2621.44
+    assert s.total_token_throughput is not None and s.total_token_throughput.value == 7864.32
+    assert s.total_input_tokens == 65536 and s.total_output_tokens == 32768
+    assert s.ttft is None and s.itl is None
+    assert p.timing is not None and p.timing.method == "host_clock"
+    assert p.subject.name == "org/tiny sglang bench_offline_throughput"
+    raw = p.extensions["vllm:raw"]
+    assert raw["format"] == "sglang_offline"
+    assert raw["values"]["last_gen_throughput"] == 2900.25
+
+
+def test_perf_benchmark_summary_tables_are_refused_with_what_to_ingest() -> None:
+    """convert-results-json-to-markdown.py's JSON (pandas tables keyed by display names)
+    is named as such, with the files to ingest instead."""
+    with pytest.raises(AdapterError) as info:
+        read(FIX / "bad_perf-summary-tables.json")
+    msg = str(info.value)
+    assert "\n" not in msg
+    assert msg.startswith(f"{FIX / 'bad_perf-summary-tables.json'}: the summary tables of vLLM's")
+    assert "serving_*.json" in msg
+
+
+def test_aiperf_schema_1_3_model_concurrency_and_command() -> None:
+    """AIPerf 0.11 (schema 1.3) moved the model to `input_config.models.items[].name`, the
+    concurrency into `input_config.phases[]` (a warm-up phase is excluded from results) and
+    the command line to `run_info.cli_command`."""
+    p, _ = one(FIX / "aiperf_0.11_schema1.3_phases.json")
+    assert p.task is not None and p.task.serving is not None
+    assert p.task.serving.model == "org/tiny-model"
+    assert p.task.serving.max_concurrency == 8
+    assert p.replay is not None
+    assert p.replay.command == [
+        "aiperf", "profile", "--model", "org/tiny-model", "--concurrency", "8", "--request-count", "40",
+    ]  # fmt: skip
+    s = serving(p)
+    assert s.completed == 40
+    assert stat(s.ttft).mean == 30.0 and stat(s.ttft).median == 28.0
+    assert s.duration is not None and s.duration.value == 16.0
+    assert p.subject.name == "org/tiny-model concurrency=8"

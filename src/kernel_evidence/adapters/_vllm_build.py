@@ -43,7 +43,7 @@ from ..models import (
 from ..units import convert, dimension_of
 from ._read import DEFAULT_MAX_BYTES, read_capped
 from ._vllm_goodput import count_good, needed_arrays, slo_text
-from ._vllm_map import Mapping, mapping
+from ._vllm_map import LIST_PICKS, Mapping, mapping
 from ._vllm_read import RunRecord
 from ._vllm_stats import RunSamples, Summary, close, collect_samples, summarize
 
@@ -66,6 +66,7 @@ _RESULT_KEYS = frozenset(
 _WORKLOADS = {
     "serve": "vllm bench serve",
     "sglang": "sglang bench_serving",
+    "sglang_offline": "sglang bench_offline_throughput",
     "latency": "vllm bench latency",
     "throughput": "vllm bench throughput",
     "inferencex": "InferenceX serving benchmark",
@@ -125,8 +126,9 @@ def now_utc() -> str:
 # ---------------------------------------------------------------------------------------
 _SUPPORTED = (
     "expected a vLLM `bench serve`/benchmark_serving.py result, a `vllm bench latency` or "
-    "`vllm bench throughput` --output-json file, an SGLang bench_serving JSONL record, "
-    "an InferenceX result or an AIPerf/GenAI-Perf profile export"
+    "`vllm bench throughput` --output-json file, an SGLang bench_serving or "
+    "bench_offline_throughput JSONL record, an InferenceX result or an AIPerf/GenAI-Perf "
+    "profile export"
 )
 
 
@@ -150,6 +152,9 @@ def classify(rec: RunRecord) -> str:
         return "latency"
     if "elapsed_time" in v and ({"requests_per_second", "tokens_per_second"} & keys):
         return "throughput"
+    if "successful_requests" in v and {"total_latency", "last_gen_throughput"} & keys:
+        # SGLang bench_offline_throughput: bench_serving's key names, an offline engine
+        return "sglang_offline"
     if {"total_output_tokens_retokenized", "server_info", "accept_length"} & keys or any(
         k.endswith("_e2e_latency_ms") for k in v
     ):
@@ -165,6 +170,13 @@ def classify(rec: RunRecord) -> str:
             f"{rec.where()}: this is the PyTorch OSS benchmark-database record vLLM writes "
             "beside its result (`*.pytorch.json`), not the result itself; ingest the file of the "
             "same name without `.pytorch`"
+        )
+    if v and set(v) <= {"latency", "throughput", "serving"} and all(isinstance(x, dict) for x in v.values()):
+        raise AdapterError(
+            f"{rec.where()}: the summary tables of vLLM's performance benchmarks "
+            "(convert-results-json-to-markdown.py: columns such as `Tput (req/s)`, one row per "
+            "test), not a result; ingest the per-test result files those tables were made from "
+            "(serving_*.json, latency_*.json, throughput_*.json in the benchmark's results folder)"
         )
     if {"input_config", "cli_command"} & keys and "schema_version" in v:
         raise AdapterError(
@@ -232,6 +244,10 @@ class _Reader:
                 if unit is not None:
                     self.declared[src.key] = unit
                 value = value.get("avg")
+                if value is None:
+                    continue
+            if isinstance(value, list) and src.pick is not None:  # AIPerf 0.11 lists of objects
+                value = LIST_PICKS[src.pick](value)
                 if value is None:
                     continue
             if isinstance(value, list) and path == "task.serving.model":  # AIPerf model_names
@@ -749,7 +765,7 @@ def _subject_name(model: str | None, rec: RunRecord, fmt: str, task: ServingTask
         run_number = int(run_number)  # a CSV column with gaps is written as float
     if isinstance(run_number, int) and not isinstance(run_number, bool):
         parts.append(f"run={run_number}")
-    if fmt in ("latency", "throughput"):
+    if fmt in ("latency", "throughput", "sglang_offline"):
         parts.append(_WORKLOADS[fmt])
     return " ".join([base, *parts])
 
@@ -974,7 +990,7 @@ def _build(rec: RunRecord, fmt: str, ctx: BuildContext) -> EvidencePacket:
         timing_stats = _latency_stats(ctx, rec)
         method = "host_clock"
         serving = None  # type: ignore[assignment]
-    elif fmt == "throughput":
+    elif fmt in ("throughput", "sglang_offline"):
         method = "host_clock"
     if timing_stats is not None and timing_stats.samples is not None and fmt != "latency":
         timing_stats = timing_stats.model_copy(update={"samples": None})
@@ -982,6 +998,8 @@ def _build(rec: RunRecord, fmt: str, ctx: BuildContext) -> EvidencePacket:
     replay = None
     if fmt == "aiperf":
         got = _lookup(rec.values, "input_config.cli_command")
+        if not got[0]:  # AIPerf 0.11 (schema 1.3) keeps it under run_info
+            got = _lookup(rec.values, "run_info.cli_command")
         if got[0] and isinstance(got[1], str) and got[1].strip():
             try:
                 replay = Replay(command=shlex.split(got[1]))

@@ -13,10 +13,10 @@ from typing import Any
 
 from .._resources import load_toml
 
-__all__ = ["FORMATS", "FieldSource", "Mapping", "StatsSource", "mapping"]
+__all__ = ["FORMATS", "LIST_PICKS", "FieldSource", "Mapping", "StatsSource", "mapping"]
 
 DEFAULT_FORMATS = ("serve", "sglang")
-FORMATS = ("serve", "sglang", "latency", "throughput", "inferencex", "aiperf")
+FORMATS = ("serve", "sglang", "latency", "throughput", "inferencex", "aiperf", "sglang_offline")
 
 _STAT = r"(?P<stat>mean|median|std|min|max|p\d+(?:\.\d+)?)"
 
@@ -28,6 +28,7 @@ class FieldSource:
     key: str
     unit: str | None
     note: str | None
+    pick: str | None = None  # a list-valued source: which of LIST_PICKS takes the value
 
 
 @dataclass(frozen=True)
@@ -58,20 +59,50 @@ class Mapping:
         return any(s.regex is not None and s.regex.match(key) for ss in self.stats.values() for s in ss)
 
 
+def _first_model_name(items: list[Any]) -> Any:
+    first = items[0] if items else None
+    return first.get("name") if isinstance(first, dict) else first
+
+
+def _measured_concurrency(phases: list[Any]) -> Any:
+    """The concurrency of the phases that count (not ``exclude_from_results``, e.g. not the
+    warm-up) when they agree; ``None`` otherwise."""
+    found = {
+        ph.get("concurrency")
+        for ph in phases
+        if isinstance(ph, dict) and not ph.get("exclude_from_results") and ph.get("concurrency") is not None
+    }
+    return found.pop() if len(found) == 1 else None
+
+
+#: how one value is taken from a list-valued source (``pick = "..."`` in vllm.toml)
+LIST_PICKS = {
+    "first_name": _first_model_name,
+    "measured_concurrency": _measured_concurrency,
+}
+
+
 def _formats_of(entry: dict[str, Any]) -> tuple[str, ...]:
     return tuple(entry.get("formats", DEFAULT_FORMATS))
+
+
+def _reads(entry: dict[str, Any], fmt: str, base: str | None) -> bool:
+    """Whether a source applies to ``fmt`` (or to the kind ``fmt`` is read like)."""
+    formats = _formats_of(entry)
+    return fmt in formats or (base is not None and base in formats)
 
 
 @cache
 def mapping(fmt: str) -> Mapping:
     """The lookups for output format ``fmt`` (one of :data:`FORMATS`)."""
     table = load_toml("vllm.toml")
+    base = table.get("read_like", {}).get(fmt)
     fields: dict[str, tuple[FieldSource, ...]] = {}
     for path, spec in table.get("fields", {}).items():
         chosen = tuple(
-            FieldSource(src["key"], src.get("unit"), src.get("note"))
+            FieldSource(src["key"], src.get("unit"), src.get("note"), src.get("pick"))
             for src in spec.get("sources", [])
-            if fmt in _formats_of(src)
+            if _reads(src, fmt, base)
         )
         if chosen:
             fields[path] = chosen
@@ -79,7 +110,7 @@ def mapping(fmt: str) -> Mapping:
     for metric, spec in table.get("stats", {}).items():
         chosen_stats = []
         for src in spec.get("sources", []):
-            if fmt not in _formats_of(src):
+            if not _reads(src, fmt, base):
                 continue
             template = src.get("template")
             regex = None
