@@ -671,3 +671,114 @@ def test_quoted_table_followed_by_noise_or_a_second_table(tmp_path: Path) -> Non
     packets = read(two)
     assert len(packets) == 2
     assert all(_raw_json(p.profiler[0]) == _raw_json(expected) for p in packets)  # type: ignore[index]
+
+
+# ------------------------------------------------------------ formats seen in real outputs
+
+
+def _warnings(packet: EvidencePacket) -> list[str]:
+    return list(packet.profiler[0].warnings or [])  # type: ignore[index]
+
+
+def test_text_page_with_rulers_around_the_header() -> None:
+    """ncu 2022+ prints a ruler above and below the `Metric Name` header and separates rule
+    results by a `----- ----` line: every row is a metric, no header or rule text is one."""
+    p = one(FIX / "text_rulers_around_header.txt")
+    cap = p.profiler[0]  # type: ignore[index]
+    assert [k.id for k in cap.kernels or []] == ["0", "1"]
+    assert metric(p, 0, "duration") == pytest.approx(15360.0)  # 15.36 us
+    assert metric(p, 0, "memory_throughput") == pytest.approx(61.25)
+    assert metric(p, 0, "sm_throughput") == pytest.approx(27.5)
+    assert metric(p, 0, "l2_hit_rate") == pytest.approx(92.0)
+    assert raw(p, 0, "Elapsed Cycles") == RawMetric(value=12345.0, unit="cycle")
+    assert raw(p, 0, "Local Memory Spilling Requests") == RawMetric(value=0.0, unit=None)
+    assert raw(p, 0, "Memory Workload Analysis/Memory Throughput") == RawMetric(value=125.5, unit="Gbyte/s")
+    assert metric(p, 1, "duration") == pytest.approx(1.25e6)  # 1.25 ms
+    assert metric(p, 1, "dram_bandwidth") == pytest.approx(250.75)  # Gbyte/s -> GB/s
+    assert raw(p, 1, "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum") == RawMetric(value=4096.0, unit=None)
+    names = set(cap.raw_columns or {})
+    assert not any("Metric Name" in n or n.startswith(("OPT", "INF")) for n in names), names
+    assert not any("cut off" in w or "no metric tables" in w for w in _warnings(p))
+    assert p.timing is not None and p.timing.stats is not None and p.timing.stats.n == 2
+
+
+def test_gbyte_per_s_unit_spelling() -> None:
+    """ncu 2023+ writes bandwidths as `Gbyte/s` (older: `Gbyte/second`)."""
+    warned: set[str] = set()
+    got = canonical_metrics({"dram__bytes.sum.per_second": RawMetric(value=2.25, unit="Gbyte/s")}, warned)
+    assert got["dram_bandwidth"].value == pytest.approx(2.25) and not warned
+    got = canonical_metrics({"dram__bytes.sum.per_second": RawMetric(value=500.0, unit="Mbyte/s")}, warned)
+    assert got["dram_bandwidth"].value == pytest.approx(0.5) and not warned
+
+
+def test_text_page_kernel_lines_without_a_process_line() -> None:
+    """Output pasted without its `[pid] process@host` line, kernel lines indented by one
+    space: the launches are still read (no process)."""
+    p = one(FIX / "text_kernel_lines_only.txt")
+    kernels = p.profiler[0].kernels or []  # type: ignore[index]
+    assert [(k.name, k.process, k.grid, k.block) for k in kernels] == [
+        ("add(const float *, float *)", None, [8, 1, 1], [128, 1, 1])
+    ]
+    assert metric(p, 0, "duration") == pytest.approx(3100.0)
+
+
+def test_details_page_in_a_decimal_comma_locale() -> None:
+    """ncu on a German/French-locale system writes `117.344` ns for 117,344 ns and `65,77`
+    for 65.77 %: once a value shows the locale, `.` is the thousands separator everywhere."""
+    p = one(FIX / "details_decimal_comma_locale.csv")
+    assert metric(p, 0, "duration") == pytest.approx(125440.0)  # "125.440" ns, not 125.44
+    assert metric(p, 0, "dram_bytes") == pytest.approx(12582912.0)
+    assert metric(p, 0, "sm_throughput") == pytest.approx(71.25)
+    assert metric(p, 1, "duration") == pytest.approx(1.25e6)
+    assert metric(p, 1, "dram_bytes") == pytest.approx(4096.0)
+    assert metric(p, 1, "sm_throughput") == pytest.approx(1234.5)
+    assert raw(p, 0, "CC").value == "8.9"  # identification columns stay as written
+    assert any("decimal-comma locale (e.g. `12.582.912`)" in w for w in _warnings(p))
+    # one value with a decimal point (`15.36`) settles it the other way: `1,234` is a thousand
+    assert [parse_value(v) for v in ("117.344", "1,234", "9.5")] == [117.344, 1234.0, 9.5]
+    assert not any("locale" in w for w in _warnings(one(FIX / "details_old_nvtx_units.csv")))
+
+
+def test_raw_page_in_a_decimal_comma_locale() -> None:
+    p = one(FIX / "raw_decimal_comma_locale.csv")
+    assert metric(p, 0, "duration") == pytest.approx(125440.0)
+    assert metric(p, 1, "duration") == pytest.approx(98112.0)
+    assert metric(p, 0, "dram_bytes") == pytest.approx(12582912.0)
+    assert metric(p, 1, "sm_throughput") == pytest.approx(65.5)
+    assert p.hardware is not None and p.hardware.device == "NVIDIA GeForce RTX 4090"
+    assert any("decimal-comma locale" in w for w in _warnings(p))
+
+
+def test_text_page_in_a_decimal_comma_locale(tmp_path: Path) -> None:
+    text = (FIX / "text_kernel_lines_only.txt").read_text()
+    path = tmp_path / "de.txt"
+    path.write_text(
+        text.replace("us         3.10", "ns        3.100")
+        + "   Section: Occupancy\n   --- --- ---\n   Achieved Occupancy   %   48,50\n   --- --- ---\n"
+    )
+    p = one(path)
+    assert metric(p, 0, "duration") == pytest.approx(3100.0)  # "3.100" ns
+    assert metric(p, 0, "achieved_occupancy") == pytest.approx(48.5)
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-le", "utf-16-be"])
+def test_utf16_text_is_decoded(tmp_path: Path, encoding: str) -> None:
+    """PowerShell's `>` writes UTF-16 (with a byte order mark); without one, every other
+    byte of ASCII text is NUL."""
+    path = tmp_path / "ps.csv"
+    path.write_bytes((FIX / "raw_clean.csv").read_text().replace("\n", "\r\n").encode(encoding))
+    p = one(path)
+    ref = one(FIX / "raw_clean.csv")
+    assert p.profiler[0].raw_columns == ref.profiler[0].raw_columns  # type: ignore[index]
+    assert metric(p, 0, "duration") == metric(ref, 0, "duration")
+    assert any("UTF-16" in w for w in _warnings(p))
+
+
+def test_range_name_column_is_the_workload_name() -> None:
+    """Range replay / range profiling reports name ranges in `Range Name`, not `Kernel Name`."""
+    p = one(FIX / "details_range_name.csv")
+    kernels = p.profiler[0].kernels or []  # type: ignore[index]
+    assert [(k.id, k.name) for k in kernels] == [("0", "forward"), ("1", "backward")]
+    assert metric(p, 0, "duration") == pytest.approx(2.5e6)
+    assert metric(p, 0, "dram_bytes") == pytest.approx(1.5e9)
+    assert "Range Name" not in (p.profiler[0].raw_columns or {})  # type: ignore[index]

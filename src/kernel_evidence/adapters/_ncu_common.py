@@ -14,10 +14,19 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Launch", "Report", "Value", "parse_dims", "parse_value"]
+__all__ = [
+    "Launch",
+    "Report",
+    "Value",
+    "decimal_comma_locale",
+    "locale_evidence",
+    "parse_dims",
+    "parse_value",
+]
 
 #: a metric value as ncu wrote it: a number, text, or None (``n/a``, empty)
 Value = float | str | None
@@ -132,7 +141,53 @@ _DECIMAL_COMMA = re.compile(r"[+-]?\d+,\d{1,2}\Z")
 _NULLS = frozenset({"", "n/a", "N/A", "na", "NA", "-", "--"})
 
 
-def parse_value(text: str, on_decimal_comma: list[str] | None = None) -> float | str | None:
+#: a value only a decimal-comma locale writes: dots grouping thousands twice or more
+#: (``27.595.520``), dot groups before a decimal comma (``1.234,5``), or a comma followed by
+#: other than three digits (``65,77``)
+_COMMA_LOCALE = re.compile(
+    r"[+-]?(?:\d{1,3}(?:\.\d{3}){2,}(?:,\d+)?|\d{1,3}(?:\.\d{3})+,\d+|\d+,(?:\d{1,2}|\d{4,}))\Z"
+)
+#: a value only a decimal-point locale writes: commas grouping thousands twice or more, comma
+#: groups before a decimal point, or a point followed by other than three digits
+_POINT_LOCALE = re.compile(
+    r"[+-]?(?:\d{1,3}(?:,\d{3}){2,}(?:\.\d+)?|\d{1,3}(?:,\d{3})+\.\d+|\d*\.(?:\d{1,2}|\d{4,})|\d*\.\d+[eE][+-]?\d+)\Z"
+)
+_COMMA_NUMBER = re.compile(r"[+-]?(?:\d{1,3}(?:\.\d{3})+|\d+)(?:,\d+)?\Z")
+
+
+def decimal_comma_locale(cells: Iterable[str]) -> str | None:
+    """An example cell when the metric values were written in a decimal-comma locale (some
+    cell can only be read that way and none only the other way), else None.
+
+    ncu formats numbers in the user's locale on some systems: ``"117.344"`` ns is then
+    117,344 ns, not 117.344. A report that shows no sign either way is read with a decimal
+    point.
+
+    >>> decimal_comma_locale(["117.344", "65,77"]), decimal_comma_locale(["117.344", "9.5"])
+    ('65,77', None)
+    """
+    example, point = locale_evidence(cells)
+    return None if point else example
+
+
+def locale_evidence(cells: Iterable[str]) -> tuple[str | None, bool]:
+    """(a cell only a decimal-comma locale writes, or None; whether some cell can only have
+    been written with a decimal point). Stops at the first cell of the second kind."""
+    example = None
+    for cell in cells:
+        s = cell.strip()
+        if not s or not s[-1].isdigit():
+            continue
+        if _POINT_LOCALE.match(s):
+            return example, True
+        if example is None and _COMMA_LOCALE.match(s):
+            example = s
+    return example, False
+
+
+def parse_value(
+    text: str, on_decimal_comma: list[str] | None = None, comma_decimal: bool = False
+) -> float | str | None:
     """A metric value cell as ncu wrote it -> float, text, or None (empty / ``n/a``).
 
     Thousands separators (``"1,759,000.00"``) are removed. A single comma followed by one or
@@ -146,6 +201,11 @@ def parse_value(text: str, on_decimal_comma: list[str] | None = None) -> float |
     s = text.strip()
     if s in _NULLS:
         return None
+    if comma_decimal:  # a decimal-comma locale: "1.234,5" is 1234.5, "117.344" is 117344
+        if _COMMA_NUMBER.match(s):
+            return float(s.replace(".", "").replace(",", "."))
+        if any(c in s for c in ".,"):
+            return s  # not a number of that locale
     try:
         v = float(s)
     except ValueError:

@@ -24,14 +24,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import InputError
-from ._ncu_common import Launch, Report, parse_dims, parse_value
+from ._ncu_common import Launch, Report, decimal_comma_locale, locale_evidence, parse_dims, parse_value
 
 __all__ = ["read_text"]
 
 #: identification columns of both CSV pages; every other column is a metric (or NVTX)
 ID_COLUMNS = frozenset(
     {
-        "ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Kernel Time",
+        "ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Range Name", "Kernel Time",
         "Context", "Stream", "Block Size", "Grid Size", "Device", "CC",
     }
 )  # fmt: skip
@@ -336,9 +336,13 @@ def _rows(path: str, lines: Iterator[tuple[int, str]]) -> Iterator[tuple[int, li
 
 
 def _index(header: Sequence[str]) -> dict[str, int]:
+    """Column name -> its first position. A report of ranges (range replay, range
+    profiling) names its workloads in a ``Range Name`` column: read as the kernel name."""
     idx: dict[str, int] = {}
     for i, name in enumerate(header):
         idx.setdefault(name, i)
+    if "Kernel Name" not in idx and "Range Name" in idx:
+        idx["Kernel Name"] = idx["Range Name"]
     return idx
 
 
@@ -381,7 +385,8 @@ def _read_details(path: str, line_no: int, header: list[str], body: bytes, quote
     idx = _index(header)
     for need in ("ID", "Kernel Name", "Metric Name", "Metric Value"):
         if need not in idx:
-            raise _err(path, line_no, f"details-page CSV header has no `{need}` column; got {header[:16]}")
+            what = "`Kernel Name` (or `Range Name`)" if need == "Kernel Name" else f"`{need}`"
+            raise _err(path, line_no, f"details-page CSV header has no {what} column; got {header[:16]}")
     nvtx = _nvtx_columns(header)
     i_id, i_pid = idx["ID"], idx.get("Process ID")
     i_sec, i_name, i_unit, i_val = (
@@ -477,6 +482,14 @@ def _read_details(path: str, line_no: int, header: list[str], body: bytes, quote
     error = _disagree(path, line_no, "details-page", width, lengths, counted)
     if error is not None:
         raise error
+    comma = decimal_comma_locale(cell for _unit, cell in values)
+    if comma is not None:  # read again: "117.344" ns is 117,344 ns there
+        remap = {id(m): (parse_value(cell, comma_decimal=True), m[1]) for (_u, cell), m in values.items()}
+        for launch in launches.values():
+            for metric_key, m in launch.raw.items():
+                launch.raw[metric_key] = remap.get(id(m), m)
+        decimal_commas.clear()
+        warnings.append(_comma_locale_warning(comma))
     if lengths:
         warnings.append(
             f"{sum(lengths.values())} row(s) did not match the header's {width} columns (no value cell, or "
@@ -503,6 +516,13 @@ def _read_details(path: str, line_no: int, header: list[str], body: bytes, quote
     )
 
 
+def _comma_locale_warning(example: str) -> str:
+    return (
+        f"the values are written in a decimal-comma locale (e.g. `{example}`): `.` was read as the "
+        "thousands separator and `,` as the decimal point"
+    )
+
+
 @dataclass(frozen=True)
 class _Span:
     """``data[begin:end]`` without copying it."""
@@ -518,7 +538,8 @@ def _read_raw(
     idx = _index(header)
     for need in ("ID", "Kernel Name"):
         if need not in idx:
-            raise _err(path, line_no, f"raw-page CSV header has no `{need}` column; got {header[:12]}")
+            what = "`Kernel Name` (or `Range Name`)" if need == "Kernel Name" else f"`{need}`"
+            raise _err(path, line_no, f"raw-page CSV header has no {what} column; got {header[:12]}")
     names = _unique(header)
     warnings: list[str] = []
     # the units row: the first row after the header whose ID cell is empty
@@ -537,12 +558,17 @@ def _read_raw(
         else:
             units = []
             warnings.append("raw-page CSV has no units row after the header; units unknown")
-    columns = _columns_fast(_Span(data, rows_start, end), names, quoted, clean)
+    comma = _raw_comma_locale(data, rows_start, end, names, quoted)
+    columns = None if comma is not None else _columns_fast(_Span(data, rows_start, end), names, quoted, clean)
     if clean is not None:
         clean.require()  # answered during the parse, unless that did not happen
     if columns is None:
         rows = data[rows_start:end]
-        columns, units = _columns_slow(path, line_no, rows, body_line, names, units, warnings, quoted)
+        columns, units = _columns_slow(
+            path, line_no, rows, body_line, names, units, warnings, quoted, comma is not None
+        )
+        if comma is not None:
+            warnings.append(_comma_locale_warning(comma))
     if len(units) < len(names):
         units = list(units) + [""] * (len(names) - len(units))
     return _launches_from_columns(path, line_no, header, names, units, columns, warnings)
@@ -626,6 +652,53 @@ def _columns_fast(
 #: how many times columns may turn out to hold text before every metric column is read as text
 _MAX_RETYPES = 4
 _COLUMN_IN_ERROR = re.compile(r"In CSV column #(\d+)")
+
+
+def _sample_lines(body: bytes, start: int, end: int) -> Iterator[bytes]:
+    """A few lines of the rows in ``body[start:end]``: the first, three inside, the last."""
+    offsets = {start}
+    for k in range(1, 5):
+        nl = body.rfind(b"\n", start, start + (end - start) * k // 4)
+        if nl >= 0:
+            offsets.add(nl + 1)
+    for at in sorted(offsets):
+        nl = body.find(b"\n", at, end)
+        yield body[at : nl if nl >= 0 else end]
+
+
+def _sample_metric_cells(body: bytes, start: int, end: int, names: list[str]) -> list[str]:
+    """The metric cells (not identification or NVTX columns) of a few sampled rows."""
+    out: list[str] = []
+    for line in _sample_lines(body, start, end):
+        if len(line) > 1 << 20 or line.startswith(b"=="):
+            continue
+        try:
+            cells = next(csv.reader([line.decode("utf-8", errors="replace").rstrip("\r")]), [])
+        except csv.Error:
+            continue
+        out.extend(c for n, c in zip(names, cells, strict=False) if n not in ID_COLUMNS and ":" not in n)
+    return out
+
+
+def _raw_comma_locale(data: bytes, start: int, end: int, names: list[str], quoted: bool) -> str | None:
+    """An example cell when the raw page's metric values are written in a decimal-comma
+    locale (see :func:`decimal_comma_locale`), judged on every row. A few sampled rows settle
+    it for nearly every file (a value such as ``"46.47"`` shows a decimal point); only when
+    they do not are the other rows read, up to the first value that settles it."""
+    comma, point = locale_evidence(_sample_metric_cells(data, start, end, names))
+    if point:
+        return None
+    metric = [j for j, n in enumerate(names) if n not in ID_COLUMNS and ":" not in n]
+
+    def cells() -> Iterator[str]:
+        for _lno, row in _rows("", _body_lines(data[start:end], 1, quoted=quoted)):
+            yield from (row[j] for j in metric if j < len(row))
+
+    try:
+        comma, point = locale_evidence(cells())
+    except InputError:
+        return None  # a malformed line: the parse that follows names it
+    return None if point else comma
 
 
 def _number_columns(body: bytes, start: int, end: int, names: list[str]) -> set[str]:
@@ -802,9 +875,11 @@ def _columns_slow(
     units: list[str],
     warnings: list[str],
     quoted: bool,
+    comma_decimal: bool = False,
 ) -> tuple[dict[str, list[Any]], list[str]]:
     """The tolerant path: csv module, noise lines skipped, short rows padded; a header the
-    rows disagree with (most rows longer or shorter) is an error."""
+    rows disagree with (most rows longer or shorter) is an error. ``comma_decimal``: the
+    values are written in a decimal-comma locale."""
     width = len(names)
     cols: list[list[Any]] = [[] for _ in names]
     padded = 0
@@ -845,7 +920,7 @@ def _columns_slow(
             if name in ID_COLUMNS or ":" in name:
                 cols[j].append(cell if cell != "" else None)
             else:
-                cols[j].append(parse_value(cell, decimal_commas))
+                cols[j].append(parse_value(cell, decimal_commas, comma_decimal))
     error = _disagree(path, line_no, "raw-page", width, lengths, counted)
     if error is not None:
         raise error
@@ -951,7 +1026,7 @@ def _launches_from_columns(
 
 _PROCESS = re.compile(r"^\[(?P<pid>\d+)\]\s+(?P<name>.*?)(?:@(?P<host>\S+))?\s*$")
 _KERNEL = re.compile(
-    r"^  (?P<name>\S.*?)"
+    r"^ {1,3}(?P<name>\S.*?)"
     r"(?: \((?P<grid>\d+, \d+, \d+)\)x\((?P<block>\d+, \d+, \d+)\))?"
     r"(?:, (?P<time>\d{4}-[A-Za-z]{3}-\d{1,2} \d{2}:\d{2}:\d{2}))?"
     r", Context (?P<ctx>\d+), Stream (?P<stream>\d+)"
@@ -963,6 +1038,9 @@ _SUMMARY_KERNEL = re.compile(
 _DEVICE = re.compile(r"^\s+Device (?P<dev>\d+)\s*$")
 _SECTION = re.compile(r"^\s+Section: (?P<name>.+?)\s*$")
 _RULER = re.compile(r"^\s*-+(?: +-+)+\s*$")
+#: a rule result line of a text page (``    OPT   Est. Speedup: 5.37%``); ncu separates
+#: consecutive rule results by a ``----- ------...`` line that is no table ruler
+_RULE_LINE = re.compile(r"^\s+(?:OPT|INF|WRN|WARN|ERR|ERROR)\s{2,}\S")
 
 
 def _ruler_spans(line: str) -> list[tuple[int, int]]:
@@ -998,12 +1076,15 @@ def _read_text_page(path: str, lines: list[str], cut: bool = False) -> list[Repo
     spans: list[tuple[int, int]] | None = None
     in_table = False
     header_cells: list[str] = []
+    header_only = False  # the open table has read its header line and no row yet
+    table_rows = 0  # rows read in the open table
     counters: dict[str | None, int] = {}
     summaries: dict[tuple[str | None, int | None, str, str, str], Launch] = {}
     first_line: int | None = None
     warnings: list[str] = []
     cut_row = ""
     with_rows: set[int] = set()  # launches (by id()) with at least one metric row
+    pending: list[tuple[dict[str, Any], str, str, str | None]] = []  # (raw, key, cell, unit)
     for lno, line in enumerate(lines, 1):
         if line.startswith("=="):
             continue
@@ -1011,8 +1092,6 @@ def _read_text_page(path: str, lines: list[str], cut: bool = False) -> list[Repo
         if m and not line.startswith(" "):
             pid, pname = m["pid"], m["name"]
             current, in_table = None, False
-            continue
-        if pid is None:
             continue
         m = _KERNEL.match(line)
         if m:
@@ -1059,15 +1138,25 @@ def _read_text_page(path: str, lines: list[str], cut: bool = False) -> list[Repo
             continue
         m = _SECTION.match(line)
         if m:
-            section, in_table, spans = m["name"], False, None
+            section, in_table, spans, header_only = m["name"], False, None, False
             continue
         if _RULER.match(line):
-            if in_table:
+            if in_table and header_only:
+                # ncu 2022+: a ruler above and below the `Metric Name` header line; the
+                # table's rows start after the second one
+                spans, header_only = _ruler_spans(line), False
+            elif in_table:
                 in_table = False
             else:
-                spans, in_table = _ruler_spans(line), True
+                spans, in_table, table_rows = _ruler_spans(line), True, 0
                 prev = lines[lno - 2] if lno >= 2 else ""
                 header_cells = _split_row(prev, spans) if "Metric Name" in prev else []
+            continue
+        if _RULE_LINE.match(line):
+            # a rule result (its text follows, indented): the ruler that opened a "table"
+            # right before it separates two rule results
+            if in_table and table_rows == 0 and not header_only:
+                in_table = False
             continue
         if in_table and spans and line.strip():
             if cut and lno == len(lines):
@@ -1075,19 +1164,34 @@ def _read_text_page(path: str, lines: list[str], cut: bool = False) -> list[Repo
                 cut_row = f"`{line.strip()}`"
                 continue
             cells = _split_row(line, spans)
+            if cells and cells[0] == "Metric Name" and table_rows == 0:
+                header_cells, header_only = cells, True
+                continue
             if len(cells) < 3:
                 continue
+            table_rows += 1
             name, unit = cells[0], cells[1]
             with_rows.add(id(current))
             key = name if name not in current.raw else f"{section}/{name}"
+            # values are parsed once the whole page is read (its locale is known then)
+            cells_of: list[tuple[str, str]] = [(key, cells[-1])]
             if len(cells) >= 5 and header_cells[2:5] == ["Minimum", "Maximum", "Average"]:
-                current.raw[key] = (parse_value(cells[4]), unit or None)
-                current.raw[f"{key}.minimum"] = (parse_value(cells[2]), unit or None)
-                current.raw[f"{key}.maximum"] = (parse_value(cells[3]), unit or None)
-            else:
-                current.raw[key] = (parse_value(cells[-1]), unit or None)
+                cells_of = [(key, cells[4]), (f"{key}.minimum", cells[2]), (f"{key}.maximum", cells[3])]
+            for k, cell in cells_of:
+                current.raw[k] = (None, unit or None)
+                pending.append((current.raw, k, cell, unit or None))
     if not launches:
         return []
+    comma = decimal_comma_locale(cell for _raw, _key, cell, _unit in pending)
+    decimal_commas: list[str] = []
+    for raw, raw_key, cell, cell_unit in pending:
+        raw[raw_key] = (parse_value(cell, decimal_commas, comma is not None), cell_unit)
+    if comma is not None:
+        warnings.append(_comma_locale_warning(comma))
+    elif decimal_commas:
+        warnings.append(
+            f"{len(decimal_commas)} value(s) written with a decimal comma (e.g. `{decimal_commas[0]}`) were read as decimals"
+        )
     last = current or launches[-1]
     who = f"launch ID {last.id}" + (f" (process {last.pid})" if last.pid else "")
     if cut_row or (in_table and not summary_mode):
@@ -1099,7 +1203,7 @@ def _read_text_page(path: str, lines: list[str], cut: bool = False) -> list[Repo
         )
     elif id(last) not in with_rows and with_rows:
         warnings.append(f"the last launch, {who}, has no metric table: the file may be cut off after it")
-    if all(len(la.raw) <= 3 for la in launches):
+    if not with_rows:
         warnings.append("the text page lists kernels but no metric tables")
     if summary_mode:
         warnings.append(

@@ -410,10 +410,15 @@ def _read_text_data(path: str, data: bytes) -> list[Report]:
     nul = data.find(b"\x00", 0, 4096)
     if nul >= 0:
         head = data[:4096]
-        if head[:2] in (b"\xff\xfe", b"\xfe\xff"):
-            raise InputError(
-                path, None, f"UTF-16 text; expected {_WHAT} in UTF-8 (convert it, e.g. with iconv)"
-            )
+        utf16 = _utf16_encoding(head)
+        if utf16 is not None:
+            reports = read_text(path, _from_utf16(path, data, utf16))
+            for r in reports:
+                r.warnings.append(
+                    f"the file is {utf16.upper()} text (as PowerShell's `>` writes it), not UTF-8; "
+                    "it was decoded (line numbers are unchanged)"
+                )
+            return reports
         if _text_with_nul(head):
             line = data.count(b"\n", 0, nul) + 1
             raise InputError(
@@ -424,6 +429,41 @@ def _read_text_data(path: str, data: bytes) -> list[Report]:
             )
         raise InputError(path, None, "binary file that is not an .ncu-rep report (no NVR\\0 header)")
     return read_text(path, data)
+
+
+def _utf16_encoding(head: bytes) -> str | None:
+    """``utf-16-le``/``utf-16-be`` when the file starts as UTF-16 text: a byte order mark
+    (PowerShell 5's ``>`` and ``Out-File`` write UTF-16LE with one), or ASCII text with every
+    other byte NUL; else None."""
+    if head[:2] == b"\xff\xfe":
+        return "utf-16-le"
+    if head[:2] == b"\xfe\xff":
+        return "utf-16-be"
+    even = head[: len(head) & ~1]
+    if len(even) < 8:
+        return None
+    lo, hi = even[0::2], even[1::2]
+    if not hi.strip(b"\x00") and b"\x00" not in lo and lo.isascii():
+        return "utf-16-le"
+    if not lo.strip(b"\x00") and b"\x00" not in hi and hi.isascii():
+        return "utf-16-be"
+    return None
+
+
+def _from_utf16(path: str, data: bytes, encoding: str) -> bytes:
+    """UTF-16 text -> UTF-8 bytes (without the byte order mark); bytes that do not decode
+    (an odd-length, cut-off file) are an error naming the offset."""
+    body = data[2:] if data[:2] in (b"\xff\xfe", b"\xfe\xff") else data
+    if len(body) % 2:
+        body = body[:-1]  # a file cut inside its last character: the reader says it is cut
+    try:
+        return body.decode(encoding).encode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(
+            path,
+            f"byte {exc.start + (len(data) - len(body))}",
+            f"UTF-16 text that does not decode ({exc.reason}); expected {_WHAT}",
+        ) from None
 
 
 def _text_with_nul(head: bytes) -> bool:
