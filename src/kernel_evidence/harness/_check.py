@@ -22,6 +22,33 @@ def _numpy() -> Any:
     return numpy
 
 
+#: elements compared at a time: bounds the temporary float64 copies of a huge output
+_CHUNK = 1 << 20
+
+
+def _dtype_name(obj: Any, arr: Any) -> str:
+    """``float32``, ``bfloat16``, ...: numpy's name, or torch's without the ``torch.`` prefix."""
+    dtype = getattr(obj, "dtype", None)
+    name = str(dtype) if dtype is not None else str(arr.dtype)
+    return name.removeprefix("torch.")
+
+
+def _host_array(np: Any, obj: Any) -> Any:
+    """A numpy array of ``obj``; a torch-like tensor is detached and copied to the host first
+    (a CUDA tensor cannot become a numpy array in place; bfloat16 has no numpy dtype)."""
+    if not isinstance(obj, np.ndarray) and callable(getattr(obj, "detach", None)):
+        host = obj.detach()
+        if callable(getattr(host, "cpu", None)):
+            host = host.cpu()
+        try:
+            return np.asarray(host)
+        except (TypeError, RuntimeError, ValueError):
+            if callable(getattr(host, "float", None)):
+                return np.asarray(host.float())
+            raise
+    return np.asarray(obj)
+
+
 def compare_arrays(
     shape_id: str,
     output: Any,
@@ -31,17 +58,34 @@ def compare_arrays(
     rtol: float,
     required_matched_ratio: float = 1.0,
 ) -> tuple[ShapeResult, FailureClass | None]:
-    """``(shape result, failure class or None)`` for one output against its reference."""
+    """``(shape result, failure class or None)`` for one output against its reference.
+
+    Arrays are numpy arrays, anything ``numpy.asarray`` takes, or torch-like tensors (on
+    any device: they are copied to the host). An output without a ``shape`` fails as
+    ``incorrect_shape`` unless the reference has none either (plain Python data). NaN or
+    infinity in the output counts (``nan_seen``, ``inf_seen``, class ``nan_inf``) where the
+    reference is finite; where the reference holds the same value it is a match. Complex
+    values compare by the modulus of the difference. Huge arrays are compared in chunks.
+    """
     np = _numpy()
-    ref = np.asarray(expected)
-    if output is None or not hasattr(output, "shape"):
+    ref = _host_array(np, expected)
+    if output is None or (not hasattr(output, "shape") and hasattr(expected, "shape")):
         got = type(output).__name__
         return ShapeResult(
             shape_id=shape_id,
             passed=False,
             message=f"expected an array of shape {list(ref.shape)}, got {got}",
         ), FailureClass.INCORRECT_SHAPE
-    out = np.asarray(output)
+    try:
+        out = _host_array(np, output)
+    except (TypeError, ValueError) as exc:  # e.g. a ragged nested list
+        return ShapeResult(
+            shape_id=shape_id,
+            passed=False,
+            message=f"expected an array of shape {list(ref.shape)}, got {type(output).__name__} ({exc})"[
+                :1000
+            ],
+        ), FailureClass.INCORRECT_SHAPE
     common = {
         "shape_id": shape_id,
         "atol": atol,
@@ -57,46 +101,61 @@ def compare_arrays(
             ),
             FailureClass.INCORRECT_SHAPE,
         )
-    if out.dtype != ref.dtype:
+    out_dtype, ref_dtype = _dtype_name(output, out), _dtype_name(expected, ref)
+    if out_dtype != ref_dtype:
         return (
-            ShapeResult(passed=False, message=f"expected dtype {ref.dtype}, got {out.dtype}", **common),
+            ShapeResult(passed=False, message=f"expected dtype {ref_dtype}, got {out_dtype}", **common),
             FailureClass.INCORRECT_DTYPE,
         )
     n = int(out.size)
     if n == 0:
         return ShapeResult(passed=True, elements=0, matched_ratio=1.0, **common), None
-    o = out.astype(np.float64, copy=False)
-    r = ref.astype(np.float64, copy=False)
-    ref_finite = np.isfinite(r)
-    nan_seen = bool(np.isnan(o).any())
-    inf_seen = bool(np.isinf(o).any())
-    bad_nonfinite = ~np.isfinite(o) & ref_finite
-    ref_max_abs = float(np.abs(r[ref_finite]).max()) if ref_finite.any() else 0.0
-    diff = np.abs(o - r)
-    finite_both = np.isfinite(diff)
-    max_abs = float(diff[finite_both].max()) if finite_both.any() else 0.0
-    with np.errstate(divide="ignore", invalid="ignore"):
-        rel = diff / np.abs(r)
-    rel_ok = np.isfinite(rel)
-    max_rel = float(rel[rel_ok].max()) if rel_ok.any() else 0.0
-    # elements equal (incl. matching inf/nan) or within tolerance
-    close = (diff <= atol + rtol * np.abs(r)) | (o == r) | (np.isnan(o) & np.isnan(r))
-    matched = float(close.sum()) / n
+    complex_ = np.iscomplexobj(out) or np.iscomplexobj(ref)
+    work = np.complex128 if complex_ else np.float64
+    o_all = out.reshape(-1)
+    r_all = ref.reshape(-1)
+    nan_seen = inf_seen = False
+    bad_count = close_count = 0
+    ref_max_abs = max_abs = max_rel = 0.0
+    with np.errstate(all="ignore"):
+        for start in range(0, n, _CHUNK):
+            o = o_all[start : start + _CHUNK].astype(work, copy=False)
+            r = r_all[start : start + _CHUNK].astype(work, copy=False)
+            ref_finite = np.isfinite(r)
+            o_nan = np.isnan(o)
+            o_inf = np.isinf(o)
+            nan_seen = nan_seen or bool((o_nan & ref_finite).any())
+            inf_seen = inf_seen or bool((o_inf & ref_finite).any())
+            bad_count += int(((o_nan | o_inf) & ref_finite).sum())
+            abs_r = np.abs(r)
+            if ref_finite.any():
+                ref_max_abs = max(ref_max_abs, float(abs_r[ref_finite].max()))
+            diff = np.abs(o - r)
+            finite_diff = np.isfinite(diff)
+            if finite_diff.any():
+                max_abs = max(max_abs, float(diff[finite_diff].max()))
+            rel = diff / abs_r
+            rel_ok = np.isfinite(rel)
+            if rel_ok.any():
+                max_rel = max(max_rel, float(rel[rel_ok].max()))
+            # elements equal (incl. matching inf/nan) or within tolerance
+            close = (diff <= atol + rtol * abs_r) | (o == r) | (o_nan & np.isnan(r))
+            close_count += int(close.sum())
+    matched = close_count / n
     fields = {
         "max_abs_error": max_abs if math.isfinite(max_abs) else None,
         "max_rel_error": max_rel if math.isfinite(max_rel) else None,
         "matched_ratio": matched,
-        "reference_max_abs": ref_max_abs,
+        "reference_max_abs": ref_max_abs if math.isfinite(ref_max_abs) else None,
         "nan_seen": nan_seen,
         "inf_seen": inf_seen,
         "elements": n,
     }
-    if bad_nonfinite.any():
-        count = int(bad_nonfinite.sum())
+    if bad_count:
         return (
             ShapeResult(
                 passed=False,
-                message=f"{count} of {n} outputs are NaN or infinite where the reference is finite",
+                message=f"{bad_count} of {n} outputs are NaN or infinite where the reference is finite",
                 **common,
                 **fields,
             ),
@@ -107,7 +166,7 @@ def compare_arrays(
             ShapeResult(
                 passed=False,
                 message=(
-                    f"{n - int(close.sum())} of {n} elements outside atol={atol:g} + rtol={rtol:g}*|ref| "
+                    f"{n - close_count} of {n} elements outside atol={atol:g} + rtol={rtol:g}*|ref| "
                     f"(max abs error {max_abs:.3g})"
                 ),
                 **common,

@@ -22,8 +22,10 @@ still written for them, with class ``infra_error``).
 
 from __future__ import annotations
 
+import builtins
 import hashlib
 import os
+import threading
 import time
 import traceback
 import uuid
@@ -38,6 +40,7 @@ from pydantic import ValidationError
 
 from .._canonical import strip_nulls
 from .._version import __version__
+from ..errors import MissingExtra
 from ..models import (
     Compile,
     Cost,
@@ -103,9 +106,12 @@ def classify_exception(exc: BaseException) -> FailureClass:
     exception                                           class
     ==================================================  ==================
     :class:`CandidateFailure`                           its own class
-    :class:`InfraError`, ``KeyboardInterrupt``,         ``infra_error``
-    ``SystemExit``, pydantic ``ValidationError``
-    (bad harness data)
+    an exception group                                  the class all leaves share,
+                                                        else ``runtime_error``
+    :class:`InfraError`, pydantic ``ValidationError``   ``infra_error``
+    (bad harness data), ``MissingExtra``; any
+    non-``Exception`` (``KeyboardInterrupt``,
+    ``SystemExit``, ``GeneratorExit``)
     ``SyntaxError``; a class named ``*CompileError``    ``compile_error``
     / ``*CompilationError`` (Triton, nvcc wrappers)
     ``TimeoutError``, ``subprocess.TimeoutExpired``     ``timeout``
@@ -115,7 +121,13 @@ def classify_exception(exc: BaseException) -> FailureClass:
     """
     if isinstance(exc, CandidateFailure):
         return exc.failure_class
-    if isinstance(exc, (InfraError, KeyboardInterrupt, SystemExit, ValidationError)):
+    leaves = _group_leaves(exc)
+    if leaves is not None:
+        # an exception group: the class its leaves agree on, else runtime_error
+        classes = {classify_exception(leaf) for leaf in leaves}
+        return classes.pop() if len(classes) == 1 else FC.RUNTIME_ERROR
+    if isinstance(exc, (InfraError, ValidationError, MissingExtra)) or not isinstance(exc, Exception):
+        # KeyboardInterrupt, SystemExit, GeneratorExit: the run was stopped, not judged
         return FC.INFRA_ERROR
     names = [c.__name__ for c in type(exc).__mro__]
     if isinstance(exc, SyntaxError) or any(n.endswith(("CompileError", "CompilationError")) for n in names):
@@ -125,6 +137,25 @@ def classify_exception(exc: BaseException) -> FailureClass:
     if isinstance(exc, FloatingPointError):
         return FC.NAN_INF
     return FC.RUNTIME_ERROR
+
+
+#: ``BaseExceptionGroup`` on Python 3.11+, None before
+_GROUP: Any = getattr(builtins, "BaseExceptionGroup", None)
+
+
+def _group_leaves(exc: BaseException) -> list[BaseException] | None:
+    """The leaf exceptions of an exception group (Python 3.11+), or None for any other."""
+    if _GROUP is None or not isinstance(exc, _GROUP):
+        return None
+    leaves: list[BaseException] = []
+    stack: list[BaseException] = list(exc.exceptions)
+    while stack and len(leaves) < 1000:
+        e = stack.pop(0)
+        if isinstance(e, _GROUP):
+            stack[:0] = list(e.exceptions)
+        else:
+            leaves.append(e)
+    return leaves or None
 
 
 _sorted_encoder = msgspec.json.Encoder(order="sorted")
@@ -146,9 +177,32 @@ def identify(packet: EvidencePacket) -> tuple[EvidencePacket, bytes]:
     for key in ("extensions", "profiler"):
         if key in body:
             body[key] = strip_nulls(body[key])
-    pid = "sha256:" + hashlib.sha256(_sorted_encoder.encode(body)).hexdigest()
+    try:
+        encoded = _sorted_encoder.encode(body)
+    except UnicodeEncodeError:
+        # a lone surrogate (text decoded with surrogateescape, a broken str()): JSON must be
+        # UTF-8, so such characters are written as their escape (backslash-u-dcff)
+        packet = EvidencePacket.model_validate(_scrub(packet.to_dict()))
+        return identify(packet)
+    pid = "sha256:" + hashlib.sha256(encoded).hexdigest()
     data["packet_id"] = pid
     return packet.model_copy(update={"packet_id": pid}), _sorted_encoder.encode(data)
+
+
+def _scrub_text(text: str) -> str:
+    """``text`` encodable as UTF-8: lone surrogates backslash-escaped."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _scrub(obj: Any) -> Any:
+    """``obj`` with every string made encodable as UTF-8 (lone surrogates backslash-escaped)."""
+    if isinstance(obj, str):
+        return _scrub_text(obj)
+    if isinstance(obj, dict):
+        return {_scrub(k): _scrub(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_scrub(v) for v in obj]
+    return obj
 
 
 def _now() -> str:
@@ -157,6 +211,27 @@ def _now() -> str:
 
 def _excerpt(text: str, cap: int = _LOG_CAP) -> str:
     return text if len(text) <= cap else "...\n" + text[-cap:]
+
+
+def _head(text: str, cap: int = 1000) -> str:
+    return text if len(text) <= cap else text[:cap] + " ..."
+
+
+def _describe(exc: BaseException) -> str:
+    """``Type: text`` of an exception, even when its ``__str__`` raises or returns junk."""
+    name = type(exc).__name__
+    try:
+        text = str(exc)
+    except Exception as inner:  # noqa: BLE001 - a broken __str__ must not lose the packet
+        text = f"<str() failed: {type(inner).__name__}>"
+    return _scrub_text(f"{name}: {text}" if text else name)
+
+
+def _format_traceback(exc: BaseException) -> str:
+    try:
+        return _scrub_text("".join(traceback.format_exception(type(exc), exc, exc.__traceback__)))
+    except Exception:  # noqa: BLE001 - e.g. a RecursionError while formatting a deep chain
+        return _describe(exc)
 
 
 class CandidateRecord:
@@ -182,9 +257,9 @@ class CandidateRecord:
         **task_fields: Any,
     ) -> None:
         self._rec = recorder
-        self.name = name
+        self.name = _scrub(name)
         self._kind = kind
-        self._description = description
+        self._description = _scrub(description)
         self._lineage = Lineage(
             run_id=recorder.run_id,
             candidate_id=candidate_id or name,
@@ -287,7 +362,7 @@ class CandidateRecord:
             source_digest=digest,
             succeeded=succeeded,
             duration=Duration(value=duration_s, unit="s") if duration_s is not None else None,
-            log_excerpt=_excerpt(log) if log else None,
+            log_excerpt=_excerpt(_scrub(log)) if log else None,
         )
         return self
 
@@ -313,7 +388,9 @@ class CandidateRecord:
         """Record the correctness of one shape; a failed shape needs (or defaults to) a class.
 
         A failed shape without ``failure_class`` counts as ``incorrect_numerical``. The first
-        failed shape decides the packet's failure class.
+        failed shape decides the packet's failure class. A shape given as passed with
+        ``nan_seen`` or ``inf_seen`` is recorded as failed (``nan_inf`` by default): a
+        passed verdict never includes NaN or infinity.
         """
         if isinstance(shape_id, ShapeResult):
             result = shape_id
@@ -321,6 +398,15 @@ class CandidateRecord:
             if passed is None:
                 raise TypeError("shape_result() needs passed=True or passed=False")
             result = ShapeResult(shape_id=shape_id, passed=passed, message=message, **fields)
+        if result.passed and (result.nan_seen or result.inf_seen):
+            # a shape that saw NaN or infinity cannot pass (KE407)
+            result = result.model_copy(
+                update={
+                    "passed": False,
+                    "message": result.message or "NaN or infinity seen in the output",
+                }
+            )
+            failure_class = failure_class if failure_class is not None else FC.NAN_INF
         self._shapes.append(result)
         if not result.passed and self._first_failure is None:
             fc = FailureClass(failure_class) if failure_class is not None else FC.INCORRECT_NUMERICAL
@@ -383,7 +469,9 @@ class CandidateRecord:
         shape_id: str | None = None,
     ) -> CandidateRecord:
         """Mark the candidate failed without raising."""
-        self._failure = Failure(failure_class=FailureClass(failure_class), message=message, shape_id=shape_id)
+        self._failure = Failure(
+            failure_class=FailureClass(failure_class), message=_scrub(message), shape_id=shape_id
+        )
         return self
 
     def extension(self, key: str, data: dict[str, Any]) -> CandidateRecord:
@@ -406,12 +494,12 @@ class CandidateRecord:
     def _failure_from(self, exc: BaseException | None) -> Failure | None:
         if exc is not None:
             fc = classify_exception(exc)
-            text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+            shape_id = getattr(exc, "shape_id", None)
             return Failure(
                 failure_class=fc,
-                message=_excerpt(f"{type(exc).__name__}: {exc}", 1000),
-                shape_id=getattr(exc, "shape_id", None),
-                log_excerpt=_excerpt(text),
+                message=_head(_describe(exc)),
+                shape_id=shape_id if isinstance(shape_id, str) and shape_id else None,
+                log_excerpt=_excerpt(_format_traceback(exc)),
             )
         if self._failure is not None:
             return self._failure
@@ -429,17 +517,17 @@ class CandidateRecord:
         if self.packet is not None:
             return self.packet
         self.error = exc
+        raised = f"; the block raised {_describe(exc)}" if exc is not None else ""
         try:
-            packet = self._build(exc)
+            packet, raw = identify(self._build(exc))
         except ValidationError as bad:
             # the harness handed us data the models refuse: record that, not a crash
-            packet = self._build(
-                InfraError(
-                    f"the harness recorded invalid data: {bad.errors()[0]['msg']} at {bad.errors()[0]['loc']}"
-                ),
-                minimal=True,
-            )
-        packet, raw = identify(packet)
+            first = bad.errors()[0]
+            why = f"the harness recorded invalid data: {first['msg']} at {first['loc']}"
+            packet, raw = identify(self._build(InfraError(_head(why + raised)), minimal=True))
+        except Exception as bad:  # noqa: BLE001 - every candidate yields a packet
+            why = f"the recorder could not build the packet: {_describe(bad)}"
+            packet, raw = identify(self._build(InfraError(_head(why + raised)), minimal=True))
         self.packet = packet
         self.location = self._rec._emit(packet, raw)
         return packet
@@ -448,7 +536,13 @@ class CandidateRecord:
         rec = self._rec
         failure = self._failure_from(exc)
         status = Status.PASSED if failure is None else status_for(failure.failure_class)
-        subject = Subject(kind=self._kind, name=self.name, description=self._description)
+        if minimal:
+            # the fallback after bad harness data: only fields that cannot be refused
+            name = self.name if isinstance(self.name, str) and self.name.strip() else "<unnamed>"
+            kind = self._kind if self._kind in ("kernel", "serving") else "kernel"
+            subject = Subject(kind=kind, name=name)
+        else:
+            subject = Subject(kind=self._kind, name=self.name, description=self._description)
         data: dict[str, Any] = {
             "schema_version": "0.1",
             "created_at": rec.created_at or _now(),
@@ -467,18 +561,28 @@ class CandidateRecord:
             compile_ = (compile_ or Compile()).model_copy(
                 update={"succeeded": False, "log_excerpt": failure.log_excerpt}
             )
+        shapes = list(self._shapes)
+        if failure is not None and failure.failure_class in _NEEDS_FAILED_SHAPE:
+            shapes = _with_failed_shape(shapes, failure)
         validation = None
-        if self._shapes:
-            ok = all(s.passed for s in self._shapes)
+        if shapes:
+            ok = all(s.passed for s in shapes)
             validation = Validation(
                 verdict="passed" if ok else "failed",
-                shapes=self._shapes,
+                shapes=shapes,
                 seeds=sorted(set(self._seeds.values())) or None,
                 inputs_regenerated=self._inputs_regenerated,
             )
         timing = self._timing
-        if timing is not None and status is not Status.PASSED and timing.speedup is not None:
-            timing = timing.model_copy(update={"speedup": None})  # no performance claim on failure
+        if timing is not None and timing.speedup is not None:
+            if status is not Status.PASSED:
+                timing = timing.model_copy(update={"speedup": None})  # no performance claim on failure
+            elif self._kind == "kernel" and validation is None:
+                # the speed of a kernel whose output was never checked is no evidence (KE404)
+                note = "speedup not stated: no validation recorded"
+                timing = timing.model_copy(
+                    update={"speedup": None, "notes": f"{timing.notes}; {note}" if timing.notes else note}
+                )
         wall = time.perf_counter() - self._started
         data.update(
             task=Task(**self._task) if self._task else None,
@@ -489,6 +593,28 @@ class CandidateRecord:
             extensions=self._extensions or None,
         )
         return EvidencePacket(**data)
+
+
+#: failure classes about the output, which a packet must back with a failed shape (KE406)
+_NEEDS_FAILED_SHAPE = frozenset({FC.INCORRECT_SHAPE, FC.INCORRECT_DTYPE, FC.INCORRECT_NUMERICAL, FC.NAN_INF})
+
+
+def _with_failed_shape(shapes: list[ShapeResult], failure: Failure) -> list[ShapeResult]:
+    """The shape results, with the failure recorded as a failed shape when none failed yet.
+
+    A correctness failure raised or declared without :meth:`CandidateRecord.check` (a
+    ``FloatingPointError``, ``CandidateFailure("nan_inf", ...)``, ``c.fail(...)``) still
+    needs a failed validation behind it: the failure's shape (or ``"unchecked"``) is marked
+    failed with the failure's message.
+    """
+    if any(not s.passed for s in shapes):
+        return shapes
+    sid = failure.shape_id or "unchecked"
+    for i, s in enumerate(shapes):
+        if s.shape_id == sid:
+            marked = s.model_copy(update={"passed": False, "message": failure.message})
+            return [*shapes[:i], marked, *shapes[i + 1 :]]
+    return [*shapes, ShapeResult(shape_id=sid, passed=False, message=failure.message)]
 
 
 class Recorder:
@@ -537,6 +663,8 @@ class Recorder:
         self.histogram: Counter[str] = Counter()
         self.written = 0
         self._iteration = 0
+        # candidates may be recorded from several threads: one packet written at a time
+        self._lock = threading.Lock()
 
     def __enter__(self) -> Recorder:
         return self
@@ -545,8 +673,9 @@ class Recorder:
         self.close()
 
     def close(self) -> None:
-        """Close the output."""
-        self.sink.close()
+        """Close the output (closing twice is harmless)."""
+        with self._lock:
+            self.sink.close()
 
     def refresh_clocks(self) -> None:
         """Probe the device again, so later packets carry the clocks observed now.
@@ -570,9 +699,10 @@ class Recorder:
         default the running count), ``parent_packet_id``, ``relation``, ``suppress``,
         ``task`` and task fields (``operator=``, ``shapes=``, ...).
         """
-        if kwargs.get("iteration") is None:
-            kwargs["iteration"] = self._iteration
-        self._iteration += 1
+        with self._lock:
+            if kwargs.get("iteration") is None:
+                kwargs["iteration"] = self._iteration
+            self._iteration += 1
         return CandidateRecord(self, name, **kwargs)
 
     def record(self, packet: EvidencePacket) -> str:
@@ -581,9 +711,10 @@ class Recorder:
 
     def _emit(self, packet: EvidencePacket, raw: bytes) -> str:
         assert packet.packet_id is not None
-        where = self.sink.write(packet.packet_id, raw)
-        self.written += 1
-        self.histogram[packet.failure.failure_class.value if packet.failure else packet.status.value] += 1
-        if self.keep:
-            self.packets.append(packet)
+        with self._lock:
+            where = self.sink.write(packet.packet_id, raw)
+            self.written += 1
+            self.histogram[packet.failure.failure_class.value if packet.failure else packet.status.value] += 1
+            if self.keep:
+                self.packets.append(packet)
         return where

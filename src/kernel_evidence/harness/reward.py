@@ -50,6 +50,20 @@ class RewardConfig:
     no_class: float = 0.0
     penalties: Mapping[FailureClass, float] = field(default_factory=lambda: dict(DEFAULT_PENALTIES))
 
+    def __post_init__(self) -> None:
+        # every reward is a finite number: so must every weight be
+        for name in ("correct", "speed_weight", "cap", "floor", "sol_weight", "no_class"):
+            value = getattr(self, name)
+            if not math.isfinite(value):
+                raise ValueError(f"RewardConfig.{name} must be a finite number, got {value}")
+        if self.cap < 0:
+            raise ValueError(f"RewardConfig.cap must be >= 0, got {self.cap}")
+        for fc, value in self.penalties.items():
+            if not math.isfinite(value):
+                raise ValueError(
+                    f"RewardConfig.penalties[{FailureClass(fc).value}] must be finite, got {value}"
+                )
+
 
 def _packet(p: EvidencePacket | Mapping[str, Any]) -> EvidencePacket:
     return p if isinstance(p, EvidencePacket) else EvidencePacket.model_validate(dict(p))
@@ -80,6 +94,7 @@ def speed_of_light_fraction(packet: EvidencePacket | Mapping[str, Any]) -> float
         peak = to_base(hw.peak_flop_rate.value, hw.peak_flop_rate.unit)
         if peak > 0:
             fractions.append(to_base(work.flops.value, work.flops.unit) / seconds / peak)
+    fractions = [f for f in fractions if math.isfinite(f)]  # an overflow is no measurement
     return min(1.0, max(fractions)) if fractions else 0.0
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import struct
+import threading
 from pathlib import Path
 from typing import Protocol
 
@@ -214,25 +215,57 @@ class JsonlSink:
         _repair_tail(self.path, self.zst)
         self._fd: int | None = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         self._cctx = zstandard.ZstdCompressor(level=level, write_checksum=True) if self.zst else None
+        self._lock = threading.Lock()
+        self._torn = False
 
     def write(self, packet_id: str, data: bytes) -> str:
-        if self._fd is None:
-            raise ValueError(f"{self.path}: the sink is closed")
-        record = data + b"\n"
-        if self._cctx is not None:
-            record = self._cctx.compress(record)
-        view = memoryview(record)
-        while view:  # os.write may write less than asked on some file systems
-            n = os.write(self._fd, view)
-            view = view[n:]
-        if self.durable:
-            os.fsync(self._fd)
-        return str(self.path)
+        with self._lock:  # a zstd compressor is not thread-safe; one record at a time
+            if self._fd is None:
+                raise ValueError(f"{self.path}: the sink is closed")
+            record = data + b"\n"
+            if self._cctx is not None:
+                record = self._cctx.compress(record)
+            if self._torn and not self.zst:
+                record = b"\n" + record  # close a torn record another writer appended after
+            view = memoryview(record)
+            done = 0
+            try:
+                while view:  # os.write may write less than asked on some file systems
+                    n = os.write(self._fd, view)
+                    done += n
+                    view = view[n:]
+            except BaseException:
+                if done:
+                    self._undo(done)
+                raise
+            self._torn = False
+            if self.durable:
+                os.fsync(self._fd)
+            return str(self.path)
+
+    def _undo(self, done: int) -> None:
+        """Remove the ``done`` bytes of a record whose write failed (a full disk, a signal).
+
+        Left in place they would merge with the next record into one unreadable line, or
+        make the rest of a zstd stream undecodable. When another writer appended after
+        them, they cannot be cut without cutting its record: the next JSONL record then
+        starts on a new line instead.
+        """
+        assert self._fd is not None
+        try:
+            end = os.lseek(self._fd, 0, os.SEEK_CUR)  # just after our bytes (O_APPEND)
+            if os.fstat(self._fd).st_size == end:
+                os.ftruncate(self._fd, end - done)
+                return
+        except OSError:
+            pass
+        self._torn = True
 
     def close(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
+        with self._lock:
+            if self._fd is not None:
+                os.close(self._fd)
+                self._fd = None
 
 
 class TeeSink:

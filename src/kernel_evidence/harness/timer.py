@@ -66,6 +66,12 @@ class StopRule:
             raise ValueError(
                 f"expected 1 <= min_repeats <= max_repeats, got {self.min_repeats} and {self.max_repeats}"
             )
+        if not 0.0 < self.ci_level < 1.0:
+            raise ValueError(f"expected 0 < ci_level < 1, got {self.ci_level}")
+        for name in ("target_rel_ci", "time_budget_s"):
+            value = getattr(self, name)
+            if value is not None and not (value >= 0 and math.isfinite(value)):
+                raise ValueError(f"expected {name} to be a finite number >= 0 or None, got {value}")
 
     def describe(self) -> str:
         """One line for ``timing.stop_rule``."""
@@ -258,6 +264,12 @@ class Timer:
         synchronize: Callable[[], None] | None = None,
         call_timeout_s: float | None = None,
     ) -> None:
+        if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
+            raise ValueError(f"expected warmup to be an int >= 0, got {warmup!r}")
+        if call_timeout_s is not None and not (call_timeout_s > 0 and math.isfinite(call_timeout_s)):
+            raise ValueError(
+                f"expected call_timeout_s to be a finite number > 0 or None, got {call_timeout_s}"
+            )
         self.warmup = warmup
         self.stop = stop or StopRule()
         self.flush = flush
