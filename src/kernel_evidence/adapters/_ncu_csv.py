@@ -213,7 +213,7 @@ def _unique(names: Sequence[str]) -> list[str]:
     return out
 
 
-_CLEAN_QUOTED_BREAK = re.compile(rb'\n(?:[^"]|"ID","Process ID",)')
+_CLEAN_QUOTED_BREAK = re.compile(rb'\n(?:[^"]|"ID","Process ID",)|"Process ID"')
 
 
 class _NotClean(Exception):
@@ -247,7 +247,7 @@ def _header_starts(data: bytes) -> tuple[list[int], _Check | None]:
     it is the only table, or read again from :func:`_all_header_starts`."""
     at = data.find(b"Process ID")
     first = _header_at(data, at) if at >= 0 else None
-    if first is not None and data.startswith(b'"ID","Process ID",', first):
+    if first is not None and data.startswith(b'"', first + (3 if data.startswith(_BOM, first) else 0)):
         nl = data.find(b"\n", first)
         end = len(data)
         while end > first and data[end - 1] in b"\r\n":
@@ -269,14 +269,32 @@ def _all_header_starts(data: bytes) -> list[int]:
     return starts
 
 
+_BOM = b"\xef\xbb\xbf"
+
+
 def _header_at(data: bytes, at: int) -> int | None:
-    """Start of the header line whose ``Process ID`` is at ``at``, if it is one."""
+    """Start of the header line whose ``Process ID`` is at ``at``, if it is one: a CSV line
+    with an ``ID``, a ``Process ID`` and a ``Kernel Name`` (or ``Range Name``) cell, in any
+    order (another ncu version, or a table re-saved by a spreadsheet, may move them)."""
     for before, after in ((b'"ID","', b'",'), (b"ID,", b",")):
         begin = at - len(before)
         if begin >= 0 and data.startswith(before, begin) and data.startswith(after, at + 10):
             line_start = data.rfind(b"\n", 0, begin) + 1
-            if data[line_start:begin] in (b"", b"\xef\xbb\xbf"):
+            if data[line_start:begin] in (b"", _BOM):
                 return line_start
+    # the columns in another order: parse the line (short lines only: a header, not a row)
+    line_start = data.rfind(b"\n", 0, at) + 1
+    line_end = data.find(b"\n", at)
+    line = data[line_start : len(data) if line_end < 0 else line_end]
+    if len(line) > 1 << 20 or line.startswith(b"=="):
+        return None
+    try:
+        cells = next(csv.reader([line.decode("utf-8", errors="replace").lstrip("\ufeff").rstrip("\r")]), [])
+    except csv.Error:
+        return None
+    names = {c.strip() for c in cells}
+    if {"ID", "Process ID"} <= names and names & {"Kernel Name", "Range Name"}:
+        return line_start
     return None
 
 

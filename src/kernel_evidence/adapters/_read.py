@@ -12,12 +12,25 @@ import stat
 
 from ..errors import AdapterError
 
-__all__ = ["DEFAULT_MAX_BYTES", "max_bytes_option", "read_capped", "size_text"]
+__all__ = ["DEFAULT_MAX_BYTES", "is_junk_entry", "max_bytes_option", "read_capped", "size_text"]
 
 #: the largest input file an adapter reads unless told otherwise (``--opt max_bytes=N``)
 DEFAULT_MAX_BYTES = 2 << 30
 
 _CHUNK = 8 << 20
+
+#: folders archivers add that never hold profiler output (macOS zip resource forks)
+_JUNK_DIRS = frozenset({"__MACOSX"})
+
+
+def is_junk_entry(path: os.PathLike[str] | str, root: os.PathLike[str] | str) -> bool:
+    """Whether ``path``, found while walking the folder ``root``, is not a profiler output
+    whatever its suffix: a hidden file or folder below ``root`` (``.DS_Store``, macOS
+    ``._name`` resource forks, ``.ipynb_checkpoints/``) or anything under ``__MACOSX/``."""
+    rel = os.path.relpath(os.fspath(path), os.fspath(root))
+    return any(
+        part.startswith(".") and part not in (".", "..") or part in _JUNK_DIRS for part in rel.split(os.sep)
+    )
 
 
 def size_text(n: int) -> str:

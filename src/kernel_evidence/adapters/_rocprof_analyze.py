@@ -57,7 +57,7 @@ def find_tables(folder: Path) -> dict[str, Path]:
     """Analyze tables in ``folder`` by kind."""
     out: dict[str, Path] = {}
     try:
-        names = sorted(p.name for p in folder.iterdir() if p.is_file())
+        names = sorted(p.name for p in folder.iterdir() if p.is_file() and not p.name.startswith("."))
     except OSError:
         return out
     for kind, (pattern,) in _TABLE_FILES.items():

@@ -16,6 +16,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -166,7 +167,24 @@ def read_loaded_table(path: Path, cap: int = DEFAULT_MAX_BYTES) -> tuple[pa.Tabl
             raise InputError(str(path), None, "expected a CSV header row, got an empty file") from None
         raise InputError(str(path), None, f"expected CSV: {first}") from None
     loaded.data = b""  # parsed: only the bytes as stored are kept, for the source's hash
-    return table, loaded
+    return _tidy_columns(table), loaded
+
+
+def _tidy_columns(table: Any) -> Any:
+    """Drop unnamed columns that hold nothing (a trailing comma on every line, as some
+    spreadsheet exports write), and give every other all-empty column (pyarrow type ``null``)
+    the string type, which grouping and the readers accept."""
+    keep: list[str] = []
+    cols: list[Any] = []
+    for name, col in zip(table.column_names, table.columns, strict=True):
+        empty = pa.types.is_null(col.type)
+        if empty and not name.strip():
+            continue
+        keep.append(name)
+        cols.append(pc.cast(col, pa.string()) if empty else col)
+    if len(keep) == table.num_columns and not any(pa.types.is_null(c.type) for c in table.columns):
+        return table
+    return pa.table(cols, names=keep)
 
 
 def _bad_row(data: bytes, ncols: int) -> int | None:

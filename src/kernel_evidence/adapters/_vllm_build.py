@@ -1180,13 +1180,21 @@ def _latency_stats(ctx: BuildContext, rec: RunRecord) -> Stats | None:
     return st
 
 
+def _param_text(val: Any) -> str:
+    """A parameter value as text; an integral float is written as the integer (a writer
+    that stores 8 as 8.0 names the same run)."""
+    if isinstance(val, float) and val.is_integer() and abs(val) < 2**53:
+        return str(int(val))
+    return str(val)
+
+
 def _sweep_failure(rec: RunRecord, ctx: BuildContext) -> EvidencePacket:
     v = rec.values
     error = _one_line(f"{v.get('error_type') or 'error'}: {v.get('error') or ''}")
     overrides = {**(v.get("serve_overrides") or {}), **(v.get("bench_overrides") or {})}
-    desc = " ".join(f"{k}={val}" for k, val in overrides.items())
+    desc = " ".join(f"{k}={_param_text(val)}" for k, val in overrides.items())
     settings = {k: val for k, val in overrides.items() if isinstance(val, (str, int, float, bool))}
-    name = f"sweep run {v.get('run_number')}" + (f" {desc}" if desc else "")
+    name = f"sweep run {_param_text(v.get('run_number'))}" + (f" {desc}" if desc else "")
     packet = EvidencePacket(
         schema_version="0.1",
         created_at=ctx.created_at,

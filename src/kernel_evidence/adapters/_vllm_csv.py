@@ -140,11 +140,15 @@ def _columns(source: str, line: int, header: list[str]) -> list[tuple[int, str]]
     """(position, name) of every data column; pandas' unnamed index column is left out."""
     columns: list[tuple[int, str]] = []
     seen: dict[str, int] = {}
+    named = [i for i, raw in enumerate(header) if raw.strip() and not _UNNAMED.fullmatch(raw.strip())]
+    last_named = named[-1] if named else -1
     for i, raw in enumerate(header):
         name = raw.strip()
         if not name or _UNNAMED.fullmatch(name):
             if i == 0:
                 continue  # the DataFrame index (`Unnamed: 0` once re-saved through pandas)
+            if i > last_named:
+                continue  # a trailing comma on every line (spreadsheet export): an empty last column
             raise AdapterError(
                 f"{source}:line {line}: column {i + 1} has no name; expected a header naming every column"
             )

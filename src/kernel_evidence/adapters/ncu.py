@@ -53,7 +53,7 @@ from . import AdapterOptions, AdapterResult
 from ._ncu_common import Report, Value, split_by_unit
 from ._ncu_csv import read_text
 from ._ncu_rep import REP_MAGIC, read_rep
-from ._read import DEFAULT_MAX_BYTES, max_bytes_option, read_capped
+from ._read import DEFAULT_MAX_BYTES, is_junk_entry, max_bytes_option, read_capped
 
 __all__ = ["ADAPTER", "NcuAdapter", "canonical_metrics"]
 
@@ -308,7 +308,9 @@ def _expand(inputs: Sequence[str]) -> list[tuple[str, bool]]:
             found = sorted(
                 str(f)
                 for f in p.rglob("*")
-                if f.is_file() and (f.suffix == ".ncu-rep" or f.suffix.lower() in _TEXT_SUFFIXES)
+                if f.is_file()
+                and (f.suffix == ".ncu-rep" or f.suffix.lower() in _TEXT_SUFFIXES)
+                and not is_junk_entry(f, p)
             )
             if not found:
                 raise InputError(item, None, "directory holds no .csv, .txt, .log or .ncu-rep files")

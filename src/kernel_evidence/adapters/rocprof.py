@@ -58,7 +58,7 @@ from ..models import (
 )
 from ..units import convert
 from . import AdapterOptions, AdapterResult
-from ._read import max_bytes_option
+from ._read import is_junk_entry, max_bytes_option
 from ._rocprof_analyze import AnalyzeTables, is_analyze_dir, number
 from ._rocprof_formula import Formula
 from ._rocprof_io import Loaded, decode_text, load, shown
@@ -217,7 +217,8 @@ def _discover(path: Path, depth: int = 0) -> list[_Job]:
     if not path.is_dir():
         raise InputError(str(path), None, "no such file or folder")
     try:
-        entries = sorted(path.iterdir())
+        # hidden files (.DS_Store, macOS ._name resource forks) and __MACOSX/ are never outputs
+        entries = sorted(e for e in path.iterdir() if not is_junk_entry(e, path))
     except OSError as exc:
         raise InputError(str(path), None, f"cannot list: {exc.strerror or exc}") from None
     names = {p.name for p in entries}

@@ -34,7 +34,7 @@ from pathlib import Path
 
 from ..errors import AdapterError
 from . import AdapterOptions, AdapterResult
-from ._read import max_bytes_option
+from ._read import is_junk_entry, max_bytes_option
 from ._vllm_build import BuildContext, build_packet, classify, now_utc
 from ._vllm_csv import parse_csv_runs
 from ._vllm_goodput import parse_goodput_option
@@ -69,7 +69,9 @@ def _expand(inputs: Sequence[str], warnings: list[str]) -> Iterator[tuple[str, b
         files = sorted(
             p
             for p in path.rglob("*")
-            if p.is_file() and (p.name.lower().endswith(_SUFFIXES) or p.name.lower() == "summary.csv")
+            if p.is_file()
+            and (p.name.lower().endswith(_SUFFIXES) or p.name.lower() == "summary.csv")
+            and not is_junk_entry(p, path)
         )
         for f in files:
             name = f.name.lower()

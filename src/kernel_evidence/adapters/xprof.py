@@ -53,7 +53,7 @@ from ..models import (
     Timing,
 )
 from . import AdapterOptions, AdapterResult
-from ._read import max_bytes_option, read_capped, size_text
+from ._read import is_junk_entry, max_bytes_option, read_capped, size_text
 from ._xprof_model import DeviceInfo, OpAgg, ProfileData
 
 __all__ = ["ADAPTER", "XProfAdapter", "read_profile"]
@@ -112,7 +112,7 @@ def _discover(inputs: Sequence[str]) -> tuple[list[_Group], list[str]]:
         if path.is_dir():
             by_dir: dict[Path, dict[str, list[str]]] = {}
             for sub in sorted(path.rglob("*")):
-                if not sub.is_file():
+                if not sub.is_file() or is_junk_entry(sub, path):
                     continue
                 kind = _classify(sub.name)
                 if kind is None or kind == "tool_json" and not _TOOL_RE.match(sub.name):
