@@ -14,6 +14,7 @@ grade. Needs numpy only; runs in a few seconds.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
@@ -165,7 +166,10 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
 
     out = Path(args.out)
-    if out.is_file() and not args.append:
+    # under `kevidence replay --execute` (KEVIDENCE_OUT set) the packets go there only: the
+    # recorded output, which holds the packet being replayed, is left as it is
+    replaying = bool(os.environ.get("KEVIDENCE_OUT"))
+    if out.is_file() and not args.append and not replaying:
         out.unlink()
     started = time.perf_counter()
     timer = Timer(
@@ -173,7 +177,7 @@ def main(argv: list[str] | None = None) -> int:
         stop=StopRule(min_repeats=10, max_repeats=100, target_rel_ci=0.02, time_budget_s=args.budget),
     )
     rec = Recorder(
-        out,
+        None if replaying else out,
         created_at=args.created_at,
         operator="softmax",
         description="row-wise softmax over the last axis, float32",

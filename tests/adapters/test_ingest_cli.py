@@ -408,3 +408,23 @@ def test_raw_column_packets_serialise_like_their_json_data(corpus: Path) -> None
     )
     assert empty.to_json() == msgspec.json.encode(empty.to_dict(), order="sorted")
     assert packet_id_for(empty.to_dict()) == empty.compute_id() != packets[0].compute_id()
+
+
+def test_advice_to_set_fields_is_not_repeated_once_they_are_set(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A details page names no device: the adapter advises `--set hardware.vendor=...
+    --set hardware.device=...`; given both, the advice is not printed any more."""
+    src = str(FIX / "details_old_nvtx_units.csv")
+    out = str(tmp_path / "p.jsonl")
+    code, _, err = run(capsys, "ingest", "ncu", src, "-o", out)
+    assert code == 0 and "--set hardware.vendor=nvidia" in err
+    sets = ["--set", "hardware.vendor=nvidia", "--set", "hardware.device=NVIDIA GeForce RTX 3070"]
+    code, _, err = run(capsys, "ingest", "ncu", src, "-o", out, "--force", *sets)
+    assert code == 0 and "hardware left empty" not in err
+
+
+def test_a_bad_option_value_is_a_usage_error(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    src = str(FIX / "raw_clean.csv")
+    code, _, err = run(capsys, "ingest", "ncu", src, "--opt", "max_bytes=-3", "-o", str(tmp_path / "p.json"))
+    assert code == 2 and "option `max_bytes`" in err

@@ -292,3 +292,13 @@ def test_a_significant_test_with_an_interval_around_1_is_explained() -> None:
         "the test is significant (p < 0.05) but the interval of the speedup includes 1: "
         "they disagree, so no change is claimed"
     ]
+
+
+def test_compare_packets_takes_dicts_like_validate_and_reward() -> None:
+    from kernel_evidence.harness.compare import compare_packets
+    from kernel_evidence.strategies import example_packet
+
+    d = example_packet().to_dict()
+    assert compare_packets(d, d).verdict == compare_packets(example_packet(), example_packet()).verdict
+    with pytest.raises(TypeError, match="B is str"):
+        compare_packets(d, "packet.json")  # type: ignore[arg-type]

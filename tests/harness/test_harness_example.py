@@ -62,3 +62,23 @@ def test_rl_loop_example(tmp_path: Path, capsys: object) -> None:
     )
     # every packet passes `kevidence validate`
     assert main(["validate", str(out)]) == 0
+
+
+def test_replaying_the_example_keeps_the_recorded_packets(tmp_path: Path) -> None:
+    """`kevidence replay --execute` re-runs `run.py --out FILE`: the recorded file, which
+    holds the packet being replayed, must not be replaced by the new run."""
+    out = tmp_path / "packets.jsonl"
+    argv = [sys.executable, str(EXAMPLE), "--out", str(out), "--budget", "0.05"]
+    subprocess.run(argv, capture_output=True, timeout=120, cwd=tmp_path, check=True)
+    before = out.read_bytes()
+    replay = [sys.executable, "-m", "kernel_evidence", "replay", str(out), "--select", "inplace"]
+    proc = subprocess.run(
+        [*replay, "--execute", "--timeout", "120"],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        cwd=tmp_path,
+        check=False,
+    )
+    assert proc.returncode in (0, 3), proc.stdout + proc.stderr  # reproduced, or drifted (noise)
+    assert out.read_bytes() == before

@@ -8,6 +8,7 @@ what the packets still lack to pass ``kevidence validate`` go to stderr.
 from __future__ import annotations
 
 import os
+import re
 import sys
 
 import typer
@@ -15,6 +16,9 @@ import typer
 from .._gc import paused_gc
 from ..errors import KernelEvidenceError
 from ._common import EXIT_INVALID, EXIT_OK, EXIT_USAGE, fail
+
+#: ``--set KEY=...`` advice in an adapter warning (the keys it asks the user to set)
+_ADVISED_SET = re.compile(r"--set '?([A-Za-z_][\w.]*)=")
 
 
 def register(app: typer.Typer) -> None:
@@ -119,8 +123,8 @@ def run(
     except OptionError as exc:
         fail(str(exc), EXIT_USAGE)
     except KernelEvidenceError as exc:
-        if str(exc).startswith("no adapter named"):
-            fail(str(exc), EXIT_USAGE)
+        if str(exc).startswith(("no adapter named", "option `")):
+            fail(str(exc), EXIT_USAGE)  # an unknown tool, or a bad --opt value
         fail(str(exc), EXIT_INVALID)
     packets = result.packets
     from ..io import output_streams_jsonl
@@ -130,7 +134,11 @@ def run(
             f"{output}: {len(packets)} packets need a .jsonl (or .jsonl.zst) output name; a .json file holds one",
             EXIT_USAGE,
         )
+    given = {kv.partition("=")[0].strip() for kv in sets or ()}
     for w in result.warnings:
+        advised = _ADVISED_SET.findall(w)
+        if advised and all(key in given for key in advised):
+            continue  # the advice was followed: the user set every field it names
         sys.stderr.write(f"kevidence: warning: {' '.join(w.split())}\n")
     import msgspec
 

@@ -453,9 +453,19 @@ def _show_shape(key: Any) -> str:
     return "suite [" + ", ".join(c[0] for c in key[1]) + "]"
 
 
+def _as_packet(p: Any, label: str) -> EvidencePacket:
+    if isinstance(p, EvidencePacket):
+        return p
+    if isinstance(p, dict):
+        return EvidencePacket.model_validate(p)
+    raise TypeError(
+        f"compare_packets() takes packets (EvidencePacket or dict); {label} is {type(p).__name__}"
+    )
+
+
 def compare_packets(
-    a: EvidencePacket,
-    b: EvidencePacket,
+    a: EvidencePacket | dict[str, Any],
+    b: EvidencePacket | dict[str, Any],
     *,
     force: bool = False,
     alpha: float = 0.05,
@@ -470,8 +480,12 @@ def compare_packets(
     Welch interval from means), ``1 - alpha`` when not given; median intervals recorded in
     the packets keep their own level.
 
-    Raises :class:`ValueError` when a packet has no ``timing.stats`` (nothing to compare).
+    A packet may be given as a dict (read into :class:`EvidencePacket` first, as
+    ``validate()`` and ``reward()`` do). Raises :class:`ValueError` when a packet has no
+    ``timing.stats`` (nothing to compare), :class:`pydantic.ValidationError` (a ValueError)
+    when a dict is not a packet, and :class:`TypeError` for anything else.
     """
+    a, b = _as_packet(a, "A"), _as_packet(b, "B")
     for label, p in (("A", a), ("B", b)):
         if p.timing is None or p.timing.stats is None:
             why = "" if p.status is Status.PASSED else f" (status {p.status.value})"
