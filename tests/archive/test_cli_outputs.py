@@ -145,7 +145,7 @@ def test_archive_of_an_empty_directory(tmp_path: Path, capsys: pytest.CaptureFix
     assert code == 1
     assert out == ""
     assert err == (
-        f"kevidence: error: {empty}: no packets found; expected .json, .jsonl, .json.zst or .jsonl.zst files\n"
+        f"kevidence: error: {empty}: no packets found; expected .json, .jsonl or .ndjson files (zstd: .zst)\n"
     )
     assert not to.exists()
 

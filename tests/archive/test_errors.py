@@ -67,7 +67,7 @@ def test_directory_that_is_not_an_archive(
     assert code == 1
     assert err == (
         f"kevidence: error: {other}: not a kevidence archive (no _kevidence_archive.json); "
-        "archive into a new or empty directory\n"
+        "expected a folder `kevidence archive` wrote\n"
     )
     assert not (tmp_path / "x.jsonl").exists()
 

@@ -396,3 +396,22 @@ def test_a_repeated_key_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture
         0,
         3,
     )
+
+
+def test_json_plan_names_the_folder_it_runs_in(tmp_path, capsys, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """A packet without replay.cwd runs in the current folder: the JSON plan says which
+    (`runs_in`), as the text plan does, and keeps `cwd` null (nothing was recorded)."""
+    import json as _json
+
+    from kernel_evidence.cli import main as cli_main
+    from kernel_evidence.strategies import example_packet
+
+    d = example_packet().to_dict()
+    d["replay"] = {"command": [sys.executable, "-c", "pass"], "repository": d["replay"]["repository"]}
+    d.pop("packet_id", None)
+    path = tmp_path / "p.json"
+    path.write_text(_json.dumps(d))
+    monkeypatch.chdir(tmp_path)
+    assert cli_main(["replay", str(path), "--format", "json"]) == 0
+    plan = _json.loads(capsys.readouterr().out)
+    assert plan["cwd"] is None and plan["runs_in"] == str(tmp_path)

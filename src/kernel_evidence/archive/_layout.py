@@ -54,9 +54,12 @@ def read_marker(root: Path, *, for_write: bool) -> dict[str, Any]:
         raise ArchiveError(f"{root}: not a directory; expected a kevidence archive")
     marker = root / MARKER_NAME
     if not marker.is_file():
-        raise ArchiveError(
-            f"{root}: not a kevidence archive (no {MARKER_NAME}); archive into a new or empty directory"
+        hint = (
+            "archive into a new or empty directory"
+            if for_write
+            else "expected a folder `kevidence archive` wrote"
         )
+        raise ArchiveError(f"{root}: not a kevidence archive (no {MARKER_NAME}); {hint}")
     try:
         meta = json.loads(marker.read_bytes())
     except (OSError, ValueError, RecursionError) as exc:

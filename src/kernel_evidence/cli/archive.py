@@ -68,9 +68,7 @@ def register(app: typer.Typer) -> None:
         except ArchiveError as exc:
             fail(str(exc))
         if not (summary.added or summary.duplicates or summary.refused_count):
-            fail(
-                f"{' '.join(paths)}: no packets found; expected .json, .jsonl, .json.zst or .jsonl.zst files"
-            )
+            fail(f"{' '.join(paths)}: no packets found; expected .json, .jsonl or .ndjson files (zstd: .zst)")
         if not quiet and shown[0] > _SHOWN_REFUSALS:
             sys.stderr.write(f"refused: ... and {shown[0] - _SHOWN_REFUSALS} more (not listed)\n")
         sys.stdout.write(

@@ -138,9 +138,7 @@ def register(app: typer.Typer) -> None:
             sys.stderr.write(f"kevidence: error: ... and {errors - _SHOWN_ERRORS} more errors (not listed)\n")
         code = EXIT_INVALID if errors else 0
         if not seen and code == 0:
-            fail(
-                f"{' '.join(paths)}: no packets found; expected .json, .jsonl, .json.zst or .jsonl.zst files"
-            )
+            fail(f"{' '.join(paths)}: no packets found; expected .json, .jsonl or .ndjson files (zstd: .zst)")
         if output is not None and code == 0:
             if len(out) > 1 and not output_streams_jsonl(output):
                 fail(

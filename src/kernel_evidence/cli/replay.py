@@ -162,7 +162,7 @@ def run(
         fail(f"{shown(str(target))}: could not write the child packet ({msg})", EXIT_INVALID)
     if fmt == "json":
         data = {
-            "plan": plan.to_dict(),
+            "plan": {**plan.to_dict(), "runs_in": _runs_in(plan)},
             "verdict": result.verdict,
             "reason": result.reason,
             "returncode": result.returncode,
@@ -208,10 +208,17 @@ def _stem(path: str) -> str:
     return name
 
 
+def _runs_in(plan: ReplayPlan) -> str:
+    """The absolute folder the command runs in: the plan's ``cwd`` (``--cwd`` or the recorded
+    one), else the current folder (``cwd`` is null in the JSON then)."""
+    return os.path.abspath(plan.cwd) if plan.cwd else os.getcwd()
+
+
 def _show(plan: ReplayPlan, path: str, fmt: str, *, executing: bool = False, execute: bool = False) -> None:
     """The plan as text or JSON; ``executing``: it runs next, ``execute``: --execute was given."""
     if fmt == "json":
-        sys.stdout.write(json.dumps({"packet": path, **plan.to_dict()}, indent=2) + "\n")
+        data = {"packet": path, **plan.to_dict(), "runs_in": _runs_in(plan)}
+        sys.stdout.write(json.dumps(data, indent=2) + "\n")
         return
     import shlex
 
@@ -225,7 +232,7 @@ def _show(plan: ReplayPlan, path: str, fmt: str, *, executing: bool = False, exe
     else:
         con.print("command    [red](none recorded)[/]")
     # where the command runs (or would run): the plan's folder, else the current one
-    where = os.path.abspath(plan.cwd) if plan.cwd else f"{os.getcwd()} (current folder)"
+    where = _runs_in(plan) + ("" if plan.cwd else " (current folder)")
     con.print(f"cwd        {_esc(where)}")
     repo = r.repository if r else None
     if repo is not None and repo.commit:
