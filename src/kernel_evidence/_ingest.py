@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import copy
 import json
+import math
+import re
 import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -85,16 +87,74 @@ def _split_path(path: str) -> tuple[str, ...]:
     return tuple(parts)
 
 
+#: deepest nesting a ``--set`` path plus its value (or an ``--opt`` value) may reach: far
+#: beyond any packet field, well inside what the encoders and validators handle
+MAX_VALUE_DEPTH = 64
+
+
+def _check_text(text: str, option: str) -> None:
+    """Text from the command line must be Unicode: bytes that are not UTF-8 arrive as lone
+    surrogates (``surrogateescape``), which no packet can hold."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise OptionError(f"{option} `{text}`: not valid UTF-8 text") from None
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _parse_value(text: str, option: str, depth: int = 0) -> Any:
+    """JSON when ``text`` parses as standard JSON (``NaN``/``Infinity`` do not), else text.
+
+    A number too large for a float, text that is not Unicode, or nesting deeper than
+    :data:`MAX_VALUE_DEPTH` is a usage error (they would be written as ``null``, or fail later).
+    """
+    try:
+        value: Any = json.loads(text, parse_constant=_reject_constant)
+    except RecursionError:
+        raise OptionError(
+            f"{option}: the value is nested too deeply (at most {MAX_VALUE_DEPTH} levels, counting the path)"
+        ) from None
+    except ValueError:
+        return text
+    _check_value(value, option, depth)
+    return value
+
+
+def _check_value(value: Any, option: str, depth: int) -> None:
+    stack = [(value, depth)]
+    while stack:
+        v, d = stack.pop()
+        if isinstance(v, (dict, list)):
+            if d >= MAX_VALUE_DEPTH:
+                raise OptionError(
+                    f"{option}: the value is nested too deeply (at most {MAX_VALUE_DEPTH} levels, counting the path)"
+                )
+            items = list(v.items()) if isinstance(v, dict) else [(None, x) for x in v]
+            for k, x in items:
+                if k is not None:
+                    _check_text(k, option)
+                stack.append((x, d + 1))
+        elif isinstance(v, float) and not math.isfinite(v):
+            raise OptionError(f"{option}: a number in the value is too large for a 64-bit float")
+        elif isinstance(v, str):
+            _check_text(v, option)
+
+
 def parse_set(item: str) -> tuple[tuple[str, ...], Any]:
     """``"key.path=value"`` -> (path parts, value); the value is JSON when it parses, else text."""
+    _check_text(item, "--set")
     key, sep, text = item.partition("=")
     if not sep or not key.strip():
         raise OptionError(f"--set expects key=value (a dotted path into the packet), got `{item}`")
-    try:
-        value: Any = json.loads(text)
-    except ValueError:
-        value = text
-    return _split_path(key.strip()), value
+    path = _split_path(key.strip())
+    if len(path) > MAX_VALUE_DEPTH:
+        raise OptionError(
+            f"--set `{key.strip()}`: the path is nested too deeply (at most {MAX_VALUE_DEPTH} levels)"
+        )
+    return path, _parse_value(text, f"--set {key.strip()}", len(path))
 
 
 def parse_opt(item: str) -> tuple[str, Any]:
@@ -104,15 +164,12 @@ def parse_opt(item: str) -> tuple[str, Any]:
     >>> parse_opt("tensor_parallel_size=4"), parse_opt("device=NVIDIA H100 80GB HBM3")
     (('tensor_parallel_size', 4), ('device', 'NVIDIA H100 80GB HBM3'))
     """
+    _check_text(item, "--opt")
     key, sep, text = item.partition("=")
     key = key.strip()
     if not sep or not key:
         raise OptionError(f"--opt expects KEY=VALUE (an adapter option), got `{item}`")
-    try:
-        value: Any = json.loads(text)
-    except ValueError:
-        value = text
-    return key, value
+    return key, _parse_value(text, f"--opt {key}")
 
 
 def parse_opts(items: Iterable[str]) -> dict[str, Any]:
@@ -132,6 +189,7 @@ def parse_baseline(spec: str) -> dict[str, str]:
     >>> parse_baseline("cuBLASLt:12.4.5:cublasLtMatmul(fp16, m=4096)")
     {'provider': 'cuBLASLt', 'version': '12.4.5', 'call': 'cublasLtMatmul(fp16, m=4096)'}
     """
+    _check_text(spec, "--baseline")
     parts = spec.split(":", 2)
     if len(parts) != 3 or not parts[0].strip() or not parts[2].strip():
         raise OptionError(
@@ -143,17 +201,71 @@ def parse_baseline(spec: str) -> dict[str, str]:
     return out
 
 
-def _parse_replay(cmd: str | Sequence[str]) -> list[str]:
+#: a leading ``NAME=value`` word: an environment assignment only a shell performs
+_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
+
+
+def _needs_shell(cmd: str) -> bool:
+    """Whether ``cmd`` uses shell syntax outside quotes that an argv cannot carry: a pipeline,
+    list, redirection or subshell (``| & ; < > ( )``, a line break), an expansion (``$``,
+    backquotes, also inside double quotes), a comment, or a leading variable assignment."""
+    if _ASSIGNMENT.match(cmd):
+        return True
+    quote = ""
+    word_start = True
+    i = 0
+    while i < len(cmd):
+        ch = cmd[i]
+        if quote == "'":
+            if ch == "'":
+                quote = ""
+        elif quote == '"':
+            if ch == "\\":
+                i += 1
+            elif ch == '"':
+                quote = ""
+            elif ch in "$`":
+                return True
+        elif ch == "\\":
+            i += 1
+            word_start = False
+        elif ch in "'\"":
+            quote = ch
+            word_start = False
+        elif ch in "|&;<>()$`\n\r":
+            return True
+        elif ch in " \t":
+            word_start = True
+        elif ch == "#" and word_start:
+            return True
+        else:
+            word_start = False
+        i += 1
+    return False
+
+
+def _parse_replay(cmd: str | Sequence[str]) -> tuple[list[str], bool]:
+    """The replay argv and whether it must run through a shell: a string with shell syntax
+    (a pipeline, a redirection, ``$VAR``...) is kept whole as ``[cmd]`` with ``shell: true``,
+    since splitting it would record ``|`` or ``>`` as arguments."""
+    shell = False
     if isinstance(cmd, str):
+        _check_text(cmd, "--replay-cmd")
         try:
             argv = shlex.split(cmd)
         except ValueError as exc:
             raise OptionError(f"--replay-cmd could not be split into arguments ({exc}): `{cmd}`") from None
+        if argv and _needs_shell(cmd.strip()):
+            argv, shell = [cmd.strip()], True
     else:
         argv = [str(a) for a in cmd]
+        for a in argv:
+            _check_text(a, "--replay-cmd")
     if not argv:
         raise OptionError("--replay-cmd is empty; give the exact command that reproduces the run")
-    return argv
+    if any("\0" in a for a in argv):
+        raise OptionError("--replay-cmd holds a NUL byte, which no command line can carry")
+    return argv, shell
 
 
 # ---------------------------------------------------------------------------------- merging
@@ -168,7 +280,7 @@ def _merge(base: dict[str, Any], new: Mapping[str, Any]) -> None:
             _merge(base[key], value)
 
 
-def _merge_into(base: dict[str, Any], packet: dict[str, Any]) -> dict[str, Any]:
+def _merge_into(base: dict[str, Any], packet: dict[str, Any], base_name: str | None = None) -> dict[str, Any]:
     out = copy.deepcopy(base)
     out.pop("packet_id", None)
     captures = packet.get("profiler") or []
@@ -177,6 +289,8 @@ def _merge_into(base: dict[str, Any], packet: dict[str, Any]) -> dict[str, Any]:
     if captures:
         have = out.setdefault("profiler", [])
         if not isinstance(have, list):
+            if base_name is not None:
+                raise InputError(base_name, None, "the base packet's `profiler` is not a list")
             raise OptionError("--into: the base packet's `profiler` is not a list")
         digests = {((c.get("source") or {}).get("sha256")) for c in have if isinstance(c, dict)} - {None}
         for cap in captures:
@@ -188,23 +302,23 @@ def _merge_into(base: dict[str, Any], packet: dict[str, Any]) -> dict[str, Any]:
 
 def _set(data: dict[str, Any], path: tuple[str, ...], value: Any) -> None:
     node: Any = data
-    for i, part in enumerate(path[:-1]):
+    for i, part in enumerate(path):
+        key: Any
         if isinstance(node, list):
-            node = node[_list_index(node, part, path)]
-            continue
-        nxt = node.get(part)
-        if nxt is None:
-            nxt = node[part] = {}
-        elif not isinstance(nxt, (dict, list)):
+            key = _list_index(node, part, path)
+        elif isinstance(node, dict):
+            key = part
+        else:
             raise OptionError(
-                f"--set {'.'.join(path)}: `{'.'.join(path[: i + 1])}` is a value, not an object"
+                f"--set {'.'.join(path)}: `{'.'.join(path[:i])}` is a value, not an object or a list"
             )
+        if i == len(path) - 1:
+            node[key] = value
+            return
+        nxt = node[key] if isinstance(node, list) else node.get(key)
+        if nxt is None:
+            nxt = node[key] = {}
         node = nxt
-    last = path[-1]
-    if isinstance(node, list):
-        node[_list_index(node, last, path)] = value
-    else:
-        node[last] = value
 
 
 def _list_index(node: list[Any], part: str, path: tuple[str, ...]) -> int:
@@ -240,20 +354,53 @@ def _load_base(into: str | Path | Mapping[str, Any] | EvidencePacket) -> dict[st
             ) from None
     if len(docs) != 1 or not isinstance(docs[0], dict):
         raise InputError(name, None, f"--into expects one JSON packet object, got {len(docs)} document(s)")
+    if _depth(docs[0]) > MAX_BASE_DEPTH:
+        # the decoder takes it, but the packet encoder would fail on it later
+        raise InputError(name, None, "not valid JSON (nested too deeply to be a packet)")
     return docs[0]
+
+
+#: deepest nesting accepted in an ``--into`` base (the packet encoder stops a little above 250)
+MAX_BASE_DEPTH = 200
+
+
+def _depth(doc: Any) -> int:
+    """How deeply ``doc`` nests objects and arrays (iterative: no recursion limit)."""
+    deepest = 0
+    stack = [(doc, 1)]
+    while stack:
+        v, d = stack.pop()
+        if isinstance(v, (dict, list)):
+            deepest = max(deepest, d)
+            stack.extend((x, d + 1) for x in (v.values() if isinstance(v, dict) else v))
+    return deepest
 
 
 def _pointer(loc: Iterable[Any]) -> str:
     return "".join("/" + str(x) for x in loc)
 
 
-def _finish(data: dict[str, Any], origin: str, captures: list[Any] | None, *, ids: bool) -> EvidencePacket:
+def _finish(
+    data: dict[str, Any],
+    origin: str,
+    captures: list[Any] | None,
+    *,
+    ids: bool,
+    base_name: str | None = None,
+) -> EvidencePacket:
     data.pop("packet_id", None)
     try:
         model = EvidencePacket.model_validate(data)
     except ValidationError as exc:
         err = exc.errors(include_url=False)[0]
         more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+        if origin == "--into" and base_name is not None:
+            # the adapter's packet is valid: what fails came from the base file (exit 1)
+            raise InputError(
+                base_name,
+                None,
+                f"--into: not a packet to merge into: {_pointer(err['loc'])}: {err['msg']}{more}",
+            ) from None
         raise OptionError(
             f"{origin}: the packet is not valid after the options were applied: "
             f"{_pointer(err['loc'])}: {err['msg']}{more}"
@@ -291,14 +438,16 @@ def ingest(
     :class:`OptionError` for malformed options. ``ids=False`` leaves ``packet_id`` unset
     (:func:`ingest_json` computes it while encoding).
     """
-    replay = _parse_replay(replay_cmd) if replay_cmd is not None else None
+    replay, shell = _parse_replay(replay_cmd) if replay_cmd is not None else (None, False)
+    if isinstance(into, (str, Path)) and str(into) == "-" and "-" in inputs:
+        raise OptionError("--into - and the input - would both read standard input; give one of them a file")
     base_line = (
         parse_baseline(baseline) if isinstance(baseline, str) else (dict(baseline) if baseline else None)
     )
     changes = [parse_set(s) if isinstance(s, str) else s for s in sets]
     base = _load_base(into) if into is not None else None
     if created_at is not None:
-        _check_timestamp(created_at)
+        created_at = _check_timestamp(created_at)
     adapter = get_adapter(tool)
     _check_adapter_options(adapter, extra or {})
     edits = base is not None or replay is not None or base_line is not None or bool(changes)
@@ -308,7 +457,19 @@ def ingest(
         extra={**({"packet_ids": False} if edits or not ids else {}), **(extra or {})},
     )
     with paused_gc():
-        return _complete(adapter, inputs, options, replay, base_line, changes, base, created_at, ids=ids)
+        return _complete(
+            adapter,
+            inputs,
+            options,
+            replay,
+            base_line,
+            changes,
+            base,
+            created_at,
+            ids=ids,
+            shell=shell,
+            base_name=str(into) if isinstance(into, (str, Path)) else None,
+        )
 
 
 def _check_adapter_options(adapter: Any, extra: Mapping[str, Any]) -> None:
@@ -350,6 +511,8 @@ def _complete(
     created_at: str | None,
     *,
     ids: bool,
+    shell: bool = False,
+    base_name: str | None = None,
 ) -> IngestResult:
     try:
         result = adapter.read(list(inputs), options)
@@ -369,11 +532,8 @@ def _complete(
             f"the {adapter.name} adapter found nothing to turn into a packet",
         )
     touches_profiler = any(path[0] == "profiler" for path, _ in changes)
-    packets = []
-    for packet in result.packets:
-        if base is None and replay is None and base_line is None and not changes:
-            packets.append(packet if packet.packet_id or not ids else packet.with_id())
-            continue
+
+    def edited(packet: EvidencePacket, sets: list[tuple[tuple[str, ...], Any]]) -> tuple[dict[str, Any], Any]:
         captures: list[Any] | None = None
         if touches_profiler:
             data = packet.to_dict()
@@ -381,7 +541,7 @@ def _complete(
             data = packet.model_dump(mode="json", exclude_none=True, exclude={"profiler"})
             captures = list(packet.profiler or [])
         if base is not None:
-            data = _merge_into(base, data)
+            data = _merge_into(base, data, base_name)
             if created_at is not None:
                 data["created_at"] = created_at
         if replay is not None:
@@ -389,29 +549,64 @@ def _complete(
             if not isinstance(rp, dict):
                 rp = data["replay"] = {}
             rp["command"] = replay
-            rp.pop("shell", None)
+            if shell:
+                rp["shell"] = True
+            else:
+                rp.pop("shell", None)
         if base_line is not None:
             timing = data.get("timing")
             if not isinstance(timing, dict):
                 timing = data["timing"] = {"method": "other"}
-            timing["baseline"] = {**(timing.get("baseline") or {}), **base_line}
-        for path, value in changes:
+            have = timing.get("baseline")
+            timing["baseline"] = {**(have if isinstance(have, dict) else {}), **base_line}
+        for path, value in sets:
             _set(data, path, value)
+        return data, captures
+
+    packets = []
+    for packet in result.packets:
+        if base is None and replay is None and base_line is None and not changes:
+            packets.append(packet if packet.packet_id or not ids else packet.with_id())
+            continue
+        data, captures = edited(packet, changes)
         origin = "--set" if changes else ("--into" if base is not None else "ingest")
-        packets.append(_finish(data, origin, captures, ids=ids))
+        try:
+            packets.append(_finish(data, origin, captures, ids=ids, base_name=base_name))
+        except OptionError:
+            if base is not None and changes:
+                # is the base itself at fault? then say so, naming its file (not the --set)
+                pre, pre_captures = edited(packet, [])
+                _finish(pre, "--into", pre_captures, ids=False, base_name=base_name)
+            raise
     return IngestResult(packets=packets, warnings=list(result.warnings))
 
 
 # ------------------------------------------------------------------- fast packet bytes and id
 
 
-def _check_timestamp(value: str) -> None:
-    import re
+_TIMESTAMP = re.compile(r"(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(\.\d{1,9})?Z")
+_DAYS = (31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
 
-    if not re.fullmatch(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?Z", value):
-        raise OptionError(
-            f"--created-at expects an RFC 3339 UTC time like 2026-11-22T01:02:03Z, got `{value}`"
-        )
+
+def _check_timestamp(value: str) -> str:
+    """``value`` as a valid RFC 3339 UTC time (a lowercase ``t``/``z`` is made uppercase): a
+    real calendar date, hours 00-23, minutes 00-59, seconds 00-59 (60 only at 23:59, a leap
+    second)."""
+    norm = value[:10] + value[10:].upper() if value.isascii() else value
+    m = _TIMESTAMP.fullmatch(norm)
+    if m is not None:
+        year, month, day, hour, minute, second = (int(x) for x in m.groups()[:6])
+        leap = year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)
+        days = 29 if month == 2 and leap else _DAYS[month - 1] if 1 <= month <= 12 else 0
+        if (
+            1 <= day <= days
+            and hour <= 23
+            and minute <= 59
+            and (second <= 59 or (second == 60 and hour == 23 and minute == 59))
+        ):
+            return norm
+        raise OptionError(f"--created-at `{value}`: not a valid date and time")
+    raise OptionError(f"--created-at expects an RFC 3339 UTC time like 2026-11-22T01:02:03Z, got `{value}`")
 
 
 def missing_for_validation(packets: Sequence[EvidencePacket | bytes]) -> list[str]:

@@ -1181,7 +1181,7 @@ def test_bad_goodput_option_at_the_cli(tmp_path: Path, capsys: pytest.CaptureFix
     code = main(["ingest", "vllm", str(goodput_file(tmp_path)), "--opt", "goodput=ttft:fast",
                  "--created-at", T0, "-o", str(tmp_path / "out.json")])  # fmt: skip
     _, err = capsys.readouterr()
-    assert code == 1 and "option `goodput`: `ttft:fast` is not a non-negative number" in err
+    assert code == 2 and "option `goodput`: `ttft:fast` is not a non-negative number" in err
     assert "Traceback" not in err
     code = main(["ingest", "vllm", str(goodput_file(tmp_path)), "--opt", "goodput=ttft:200,tpot:50",
                  "--created-at", T0, "-o", str(tmp_path / "out.json")])  # fmt: skip

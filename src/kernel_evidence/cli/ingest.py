@@ -95,6 +95,8 @@ def run(
     # here, not at start-up: the adapters' imports are only paid by `kevidence ingest`
     from .._ingest import OptionError, ingest_json, missing_for_validation, parse_opts
 
+    if output == "":
+        fail("-o/--output expects a file name, got an empty one", EXIT_USAGE)
     if output is not None:
         from ..io import replaces_file
 

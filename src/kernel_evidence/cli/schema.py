@@ -29,6 +29,8 @@ def register(app: typer.Typer) -> None:
         if output is None:
             sys.stdout.write(text)
             return
+        if not output:
+            fail("-o/--output expects a file name, got an empty one", EXIT_USAGE)
         from ..io import write_output
 
         try:
