@@ -166,3 +166,45 @@ def test_a_packet_with_a_stolen_id_is_refused_not_skipped(tmp_path) -> None:
     assert summary.duplicates == 0
     assert summary.refused_count == 1
     assert any("KE004" in line for line in summary.refused[0].reasons)
+
+
+def test_concurrent_runs_into_one_archive_take_turns(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Two runs archiving the same packets into one archive at the same time: the second
+    waits for the first (a lock on the marker), then finds every packet already present.
+    Without the lock both read an empty index and both wrote every packet."""
+    import threading
+
+    from ._factory import make_packets
+
+    src = tmp_path / "in.jsonl"
+    write_packets(src, make_packets(40))
+    root = tmp_path / "arch"
+    archive_packets([], root)  # the archive exists; both runs append to it
+    inside = threading.Event()
+    release = threading.Event()
+    real_commit = writer_mod._Writer.commit
+
+    def slow_commit(self):  # type: ignore[no-untyped-def]
+        if not inside.is_set():  # the first run to commit waits until the other has started
+            inside.set()
+            release.wait(10)
+        return real_commit(self)
+
+    monkeypatch.setattr(writer_mod._Writer, "commit", slow_commit)
+    results = []
+
+    def run() -> None:
+        results.append(archive_packets([src], root, parallel=False))
+
+    first = threading.Thread(target=run)
+    first.start()
+    assert inside.wait(10)
+    second = threading.Thread(target=run)
+    second.start()
+    second.join(0.5)  # the second run waits for the lock (or, without it, runs to the end)
+    release.set()
+    first.join(20)
+    second.join(20)
+    assert sorted(r.added for r in results) == [0, 40]
+    assert sorted(r.duplicates for r in results) == [0, 40]
+    assert read_table(root).num_rows == 40

@@ -854,6 +854,30 @@ def archive_packets(
     except OSError as exc:
         _remove_new_archive(root, made)
         raise ArchiveError(f"{root}: could not create the archive: {_os_reason(exc)}") from None
+    try:
+        lock = _writer_lock(root)
+    except OSError as exc:
+        if created:
+            _remove_new_archive(root, made)
+        raise ArchiveError(f"{root}: could not lock the archive: {_os_reason(exc)}") from None
+    try:
+        return _archive_locked(sources, root, made, created, allow_invalid, limits, on_refusal, parallel)
+    finally:
+        if lock is not None:
+            os.close(lock)  # releases the lock
+
+
+def _archive_locked(
+    sources: list[str | os.PathLike[str]],
+    root: Path,
+    made: list[Path],
+    created: bool,
+    allow_invalid: bool,
+    limits: Limits | None,
+    on_refusal: Callable[[Refusal], None] | None,
+    parallel: bool | None,
+) -> ArchiveSummary:
+    """:func:`archive_packets` once this process is the archive's only writer."""
     writer = _Writer(root, allow_invalid=allow_invalid, peaks=_peak_lookup())
     pipeline = _Pipeline(writer, on_refusal, parallel)
     try:
@@ -887,6 +911,25 @@ def archive_packets(
     if created and sources and not writer.summary.files:
         _remove_new_archive(root, made)
     return writer.summary
+
+
+def _writer_lock(root: Path) -> int | None:
+    """An exclusive lock on the archive's marker file, held (as the returned descriptor)
+    while writing: runs into one archive (several CI jobs, say) take turns, so each one's
+    duplicate check sees what the others added. Readers (export, report, query engines)
+    take no lock: every data file appears whole, by rename. Where ``fcntl`` is missing
+    (Windows) there is no lock (None)."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX
+        return None
+    fd = os.open(root / MARKER_NAME, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # waits for another writer to finish
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 def _check_apart(sources: list[str | os.PathLike[str]], root: Path) -> None:
