@@ -199,7 +199,7 @@ def test_trace_event_duration_that_is_not_a_number(tmp_path: Path) -> None:
     (rec,) = _kernels(packet)
     assert rec.invocations == 1 and rec.metrics is not None and rec.metrics["duration"].value == 4000.0
     assert (
-        f"{f}: {f}: traceEvents[2] `fusion`: `dur` is '4,0', not a finite number; the event was skipped"
+        f"{f}: traceEvents[2] `fusion`: `dur` is '4,0', not a finite number; the event was skipped"
     ) in warnings
 
 

@@ -70,13 +70,15 @@ class _Cells:
         self.profile = profile
         self._bad: dict[str, tuple[str, Any, int]] = {}
 
-    def num(self, value: Any, field: str, place: str) -> float | None:
-        """``value`` as a finite number; ``None`` when absent (null, ``""``) or unreadable."""
+    def num(self, value: Any, field: str, place: str, nonneg: bool = False) -> float | None:
+        """``value`` as a finite number; ``None`` when absent (null, ``""``) or unreadable
+        (or, with ``nonneg``, negative: a duration or a FLOP / byte count)."""
         if value is None or (isinstance(value, str) and not value.strip()):
             return None
         x = _num(value)
-        if x is None:
+        if x is None or nonneg and x < 0:
             self.bad(field, place, value)
+            return None
         return x
 
     def bad(self, field: str, place: str, value: Any) -> None:
@@ -89,8 +91,10 @@ class _Cells:
             shown = "absent" if value is None else _short(repr(value), 40)
             more = f" (and in {n - 1} more)" if n > 1 else ""
             then = (consequences or {}).get(field, "left out")
+            x = _num(value)
+            what = "negative" if x is not None and x < 0 else "not a finite number"
             self.profile.warnings.append(
-                f"{self.source}: {place}: `{field}` is {shown}, not a finite number{more}; {then}"
+                f"{self.source}: {place}: `{field}` is {shown}, {what}{more}; {then}"
             )
         self._bad.clear()
 
@@ -103,8 +107,8 @@ def profile_from_trace(docs: list[tuple[str, Any]]) -> ProfileData:
     """Aggregate trace-event JSON documents (one per host) into :class:`ProfileData`."""
     profile = ProfileData(sources=[s for s, _ in docs], input_kind="trace_json")
     kinds: dict[str, int] = {}
-    for source, doc in docs:
-        _trace_events(source, _events_of(source, doc), profile, kinds)
+    for host, (source, doc) in enumerate(docs):
+        _trace_events(source, _events_of(source, doc), profile, kinds, host)
     if kinds:
         kind = max(kinds, key=lambda k: kinds[k])
         active = profile.device.active
@@ -166,7 +170,9 @@ def _kind_name(x: Any) -> str:
     )
 
 
-def _trace_events(source: str, events: list[Any], profile: ProfileData, kinds: dict[str, int]) -> None:
+def _trace_events(
+    source: str, events: list[Any], profile: ProfileData, kinds: dict[str, int], host: int = 0
+) -> None:
     pnames: dict[Any, str] = {}
     tnames: dict[tuple[Any, Any], str] = {}
     for ev in events:
@@ -193,7 +199,8 @@ def _trace_events(source: str, events: list[Any], profile: ProfileData, kinds: d
         place = f"traceEvents[{i}] `{_short(ev.get('name', ''))}`"
         if ev.get("dur") is None:
             cells.bad("dur", place, None)
-        xs.append((ev, cells.num(ev.get("ts"), "ts", place), cells.num(ev.get("dur"), "dur", place), place))
+        dur = cells.num(ev.get("dur"), "dur", place, nonneg=True)
+        xs.append((ev, cells.num(ev.get("ts"), "ts", place), dur, place))
     # modules per device pid, to give TPU ops their program
     modules: dict[Any, tuple[list[float], list[tuple[float, str]]]] = {}
     for ev, ts, dur, _ in xs:
@@ -231,10 +238,10 @@ def _trace_events(source: str, events: list[Any], profile: ProfileData, kinds: d
                 continue
             if dev[0] == "TPU":
                 if tname == "XLA Ops":
-                    _tpu_trace_op(ev, args, ts, dur, dev[1], modules.get(pid), profile, cells, place)
+                    _tpu_trace_op(ev, args, ts, dur, (host, dev[1]), modules.get(pid), profile, cells, place)
                     start = cells.num(args.get("device_offset_ps"), "device_offset_ps", place)
                     dd = _num(args.get("device_duration_ps"))  # reported by _tpu_trace_op
-                    if start is None or dd is None:
+                    if start is None or dd is None or dd < 0:
                         start, dd = (ts or 0.0) * 1e6, dur * 1e6
                     span = op_spans.setdefault(pid, [start, start + dd])
                     span[0] = min(span[0], start)
@@ -250,7 +257,7 @@ def _trace_events(source: str, events: list[Any], profile: ProfileData, kinds: d
             ):
                 continue
             state = runs.setdefault((pid, ev.get("tid")), [None, None])
-            _gpu_trace_op(ev, args, dur, dev[1], profile, state, cells, place)
+            _gpu_trace_op(ev, args, dur, (host, dev[1]), profile, state, cells, place)
             busy_gpu.add(pid)
         else:
             if "step_num" in args:
@@ -258,7 +265,7 @@ def _trace_events(source: str, events: list[Any], profile: ProfileData, kinds: d
             elif not any_device and "hlo_op" in args:
                 ordinal = _int(args.get("device_ordinal")) or 0
                 state = runs.setdefault((pid, ev.get("tid")), [None, None])
-                _gpu_trace_op(ev, args, dur, ordinal, profile, state, cells, place)
+                _gpu_trace_op(ev, args, dur, (host, ordinal), profile, state, cells, place)
     cells.report(
         {
             "dur": "the event was skipped",
@@ -270,6 +277,8 @@ def _trace_events(source: str, events: list[Any], profile: ProfileData, kinds: d
     for first_ps, last_ps in op_spans.values():
         profile.device_time_ps += last_ps - first_ps
     profile.device.active += len(op_spans) + len(busy_gpu - set(op_spans))
+    if profile.steps:  # every host runs the same steps: the first host's are kept
+        return
     if steps:
         first = min(steps)
         profile.steps.extend(steps[first])
@@ -287,7 +296,7 @@ def _tpu_trace_op(
     args: dict[str, Any],
     ts: float | None,
     dur_us: float,
-    ordinal: int,
+    device: tuple[int, int],
     mods: tuple[list[float], list[tuple[float, str]]] | None,
     profile: ProfileData,
     cells: _Cells,
@@ -320,16 +329,16 @@ def _tpu_trace_op(
             if k in args:
                 v = _num(args[k]) if k in ("model_flops", "bytes_accessed", "raw_bytes_accessed") else args[k]
                 agg.raw[k] = (v if v is not None else args[k], None)
-    dd = cells.num(args.get("device_duration_ps"), "device_duration_ps", place)
+    dd = cells.num(args.get("device_duration_ps"), "device_duration_ps", place, nonneg=True)
     agg.occurrences += 1
     agg.time_ps += dd if dd is not None else dur_us * 1e6
-    agg.devices.add(ordinal)
+    agg.devices.add(device)
     for attr, k in (
         ("model_flops", "model_flops"),
         ("bytes_accessed", "bytes_accessed"),
         ("flops", "flops"),
     ):
-        v = cells.num(args.get(k), k, place)
+        v = cells.num(args.get(k), k, place, nonneg=True)
         if v is not None:
             setattr(agg, attr, (getattr(agg, attr) or 0.0) + v)
     if agg.bytes_accessed is not None:
@@ -340,7 +349,7 @@ def _gpu_trace_op(
     ev: dict[str, Any],
     args: dict[str, Any],
     dur_us: float,
-    ordinal: int,
+    device: tuple[int, int],
     profile: ProfileData,
     state: list[Any],
     cells: _Cells,
@@ -382,10 +391,10 @@ def _gpu_trace_op(
                         agg.raw[k] = (n if n is not None else v, None)
     if not hlo_op and args.get("tf_op"):
         state[0] = state[1] = None
-    dd = cells.num(args.get("device_duration_ps"), "device_duration_ps", place)
+    dd = cells.num(args.get("device_duration_ps"), "device_duration_ps", place, nonneg=True)
     agg.occurrences += int(new_occurrence)
     agg.time_ps += dd if dd is not None else dur_us * 1e6
-    agg.devices.add(ordinal)
+    agg.devices.add(device)
 
 
 # ------------------------------------------------------------------------------------------

@@ -34,7 +34,9 @@ class OpAgg:
     model_flops: float | None = None
     bytes_accessed: float | None = None
     hbm_bytes: float | None = None
-    devices: set[int] = field(default_factory=set)
+    #: (host index, device ordinal) of every device the op ran on; ordinals repeat across
+    #: the hosts of a multi-host run
+    devices: set[tuple[int, int]] = field(default_factory=set)
     grid: list[int] | None = None
     block: list[int] | None = None
     kind: str = "hlo"  # "hlo" | "kernel" | "memcpy" | "framework"

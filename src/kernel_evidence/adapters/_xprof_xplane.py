@@ -95,6 +95,12 @@ def _num(v: Any) -> float | None:
     return f if math.isfinite(f) else None
 
 
+def _cost(v: Any) -> float | None:
+    """A FLOP or byte count: finite and not negative, else None (never a negative total)."""
+    f = _num(v)
+    return f if f is not None and f >= 0 else None
+
+
 def _pos(v: Any) -> float | None:
     """A positive finite number, else None (device capabilities)."""
     f = _num(v)
@@ -143,7 +149,11 @@ class _Collector:
         self.module_names: dict[str, str] = {}  # program_id -> module name
         self.device_planes: list[tuple[int, Any, dict[int, str], dict[str, Any]]] = []
         self.host_planes: list[tuple[Any, dict[int, str]]] = []
-        self.steps_by_device: dict[int, list[Step]] = {}
+        #: (host index, ordinal) -> steps; the first host's lowest ordinal is used
+        self.steps_by_device: dict[tuple[int, int], list[Step]] = {}
+        self.host = 0  # index of the XSpace (host) being read
+        self.negative_durations = 0  # events skipped: a negative duration is no time
+        self.negative_costs = 0  # flops / bytes stats below zero, left out
 
     # -- bookkeeping -----------------------------------------------------------------------
     def op(self, key: str, name: str) -> OpAgg:
@@ -183,6 +193,9 @@ class _Collector:
             if lname == "XLA Modules":
                 for ev in line.events:
                     has_events = True
+                    if ev.duration_ps < 0:
+                        self.negative_durations += 1
+                        continue
                     self.p.program_time_ps += ev.duration_ps
                     md = plane.event_metadata.get(ev.metadata_id)
                     if md is None:
@@ -192,7 +205,7 @@ class _Collector:
                     if m:
                         self.module_names.setdefault(m.group("id"), m.group("name"))
             elif lname == "Steps":
-                self.steps_by_device.setdefault(ordinal, []).extend(self._steps(plane, line))
+                self.steps_by_device.setdefault((self.host, ordinal), []).extend(self._steps(plane, line))
                 for ev in line.events:  # xprof's device time spans the steps too
                     bounds.append(_device_span(ev, dd_id, do_id))
             elif lname == "XLA Ops":
@@ -217,22 +230,6 @@ class _Collector:
         spans: list[tuple[int, int, int, OpAgg]] = []
         first = last = None
         for ev in line.events:
-            mid = ev.metadata_id
-            entry = cache.get(mid)
-            if entry is None:
-                key, name, stats, hbm = self._tpu_op_info(plane, mid, names)
-                agg = self.op(key, name)
-                if agg.occurrences == 0 and not agg.raw:
-                    self._init_tpu_op(agg, stats, hbm)
-                entry = cache[mid] = (
-                    agg,
-                    _num(stats.get("flops")),
-                    _num(stats.get("model_flops")),
-                    _num(stats.get("bytes_accessed")),
-                    hbm,
-                )
-            agg, flops, model_flops, nbytes, hbm = entry
-            n = ev.num_occurrences or 1
             # device-clock times when recorded (xprof uses them), else the event's own
             start = ev.offset_ps
             dur = ev.duration_ps
@@ -243,6 +240,25 @@ class _Collector:
                         dur = s.int64_value + s.uint64_value
                     elif sid == do_id:
                         start = s.int64_value + s.uint64_value
+            if dur < 0:  # no time and no occurrence; before the op is made (no empty record)
+                self.negative_durations += 1
+                continue
+            mid = ev.metadata_id
+            entry = cache.get(mid)
+            if entry is None:
+                key, name, stats, hbm = self._tpu_op_info(plane, mid, names)
+                agg = self.op(key, name)
+                if agg.occurrences == 0 and not agg.raw:
+                    self._init_tpu_op(agg, stats, hbm)
+                costs = [_cost(stats.get(k)) for k in ("flops", "model_flops", "bytes_accessed")]
+                self.negative_costs += sum(
+                    1
+                    for k, c in zip(("flops", "model_flops", "bytes_accessed"), costs, strict=True)
+                    if c is None and _num(stats.get(k)) is not None
+                )
+                entry = cache[mid] = (agg, costs[0], costs[1], costs[2], hbm)
+            agg, flops, model_flops, nbytes, hbm = entry
+            n = ev.num_occurrences or 1
             end = start + dur
             if first is None or start < first:
                 first = start
@@ -250,7 +266,7 @@ class _Collector:
                 last = end
             agg.occurrences += n
             agg.time_ps += dur
-            agg.devices.add(ordinal)
+            agg.devices.add((self.host, ordinal))
             if flops is not None:
                 agg.flops = (agg.flops or 0.0) + flops * n
             if model_flops is not None:
@@ -298,7 +314,7 @@ class _Collector:
         for line in plane.lines:
             lname = line.name
             if lname == "Steps":
-                self.steps_by_device.setdefault(ordinal, []).extend(self._steps(plane, line))
+                self.steps_by_device.setdefault((self.host, ordinal), []).extend(self._steps(plane, line))
                 continue
             if lname in _DERIVED_LINES:
                 continue
@@ -306,6 +322,9 @@ class _Collector:
             state: list[Any] = [None, None]  # (op key, group id) of the last XLA op on this line
             for ev in line.events:
                 has_events = True
+                if ev.duration_ps < 0:
+                    self.negative_durations += 1
+                    continue
                 start = ev.offset_ps
                 end = start + ev.duration_ps
                 if first is None or start < first:
@@ -334,6 +353,9 @@ class _Collector:
         dur = ev.duration_ps
         if "device_duration_ps" in found:
             dur = _num(found["device_duration_ps"]) or dur
+        if dur < 0:
+            self.negative_durations += 1
+            return
         raw_op = found.get("hlo_op")
         hlo_op = str(raw_op).split("::")[-1] if raw_op else ""
         details = found.get("kernel_details")
@@ -387,12 +409,14 @@ class _Collector:
             state[0] = state[1] = None  # a framework op ends a run of one HLO op's kernels
         for k in ("flops", "model_flops", "bytes_accessed"):
             if k in found:
-                amount = _num(found[k])
+                amount = _cost(found[k])
                 if amount is not None:
                     setattr(agg, k, (getattr(agg, k) or 0.0) + amount)
+                elif _num(found[k]) is not None:
+                    self.negative_costs += 1
         agg.occurrences += int(new_occurrence)
         agg.time_ps += dur
-        agg.devices.add(ordinal)
+        agg.devices.add((self.host, ordinal))
 
     # -- host --------------------------------------------------------------------------------
     def host_ops(self, plane: Any, names: dict[int, str]) -> None:
@@ -415,7 +439,7 @@ class _Collector:
                     n = want.get(s.metadata_id)
                     if n is not None:
                         found[n] = _value(s, names)
-                        hit = hit or s.metadata_id == hlo_id
+                        hit = hit or (s.metadata_id == hlo_id and bool(found[n]))  # a named op
                 if not hit:
                     continue
                 md = plane.event_metadata.get(ev.metadata_id)
@@ -508,8 +532,9 @@ def profile_from_xspaces(spaces: list[tuple[str, Any]]) -> ProfileData:
     col = _Collector(profile)
     devices: dict[tuple[str, int], DeviceInfo] = {}
     active = 0
-    host_planes: list[tuple[Any, dict[int, str]]] = []
-    for source, space in spaces:
+    host_planes: list[tuple[int, Any, dict[int, str]]] = []
+    for host, (source, space) in enumerate(spaces):
+        col.host = host
         for h in space.hostnames:
             if h not in profile.hostnames:
                 profile.hostnames.append(h)
@@ -544,9 +569,10 @@ def profile_from_xspaces(spaces: list[tuple[str, Any]]) -> ProfileData:
                     if k in ("profile_start_time", "profile_stop_time") and isinstance(v, int):
                         profile.attributes.setdefault(k, v)
             elif pname.startswith("/host:CPU"):
-                host_planes.append((plane, _plane_names(plane)))
+                host_planes.append((host, plane, _plane_names(plane)))
     if not devices:
-        for plane, names in host_planes:
+        for host, plane, names in host_planes:
+            col.host = host
             col.host_ops(plane, names)
         if profile.ops:  # XLA ops on host threads and no device: the XLA CPU client ran them
             profile.device = DeviceInfo(kind="cpu", vendor="cpu", device_type="CPU", count=1, active=1)
@@ -574,11 +600,24 @@ def profile_from_xspaces(spaces: list[tuple[str, Any]]) -> ProfileData:
         kernels = agg.raw.pop("__kernels", None)
         if kernels is not None:
             agg.raw["kernel_count"] = (len(kernels[0]), "count")
-    # steps: the device Steps line of the lowest device ordinal, else host step annotations
+    # steps: the device Steps line of the first host's lowest device ordinal, else the host
+    # step annotations of the first host that has any (every host runs the same steps)
     if col.steps_by_device:
-        ordinal = min(col.steps_by_device)
-        profile.steps = [Step(s.name, s.duration_ps, ordinal) for s in col.steps_by_device[ordinal]]
+        host, ordinal = min(col.steps_by_device)
+        profile.steps = [Step(s.name, s.duration_ps, ordinal) for s in col.steps_by_device[(host, ordinal)]]
     else:
-        for plane, names in host_planes:
-            profile.steps.extend(col.host_steps(plane, names))
+        for host in sorted({h for h, _, _ in host_planes}):
+            for h, plane, names in host_planes:
+                if h == host:
+                    profile.steps.extend(col.host_steps(plane, names))
+            if profile.steps:
+                break
+    if col.negative_durations:
+        profile.warnings.append(
+            f"{col.negative_durations} event(s) with a negative duration skipped (no time, no occurrence)"
+        )
+    if col.negative_costs:
+        profile.warnings.append(
+            f"{col.negative_costs} negative `flops` / `model_flops` / `bytes_accessed` stat(s) left out"
+        )
     return profile

@@ -245,6 +245,27 @@ def decode_json(path: str, data: bytes, cap: int = MAX_JSON_BYTES) -> Any:
         raise AdapterError(f"{path}: {where}: not valid UTF-8; expected {_WHAT_JSON} in UTF-8 text") from None
 
 
+def _xplane_bytes(path: str, data: bytes, cap: int) -> bytes:
+    """The XSpace bytes of an ``.xplane.pb``: a gzip-compressed copy (as some copies from
+    cloud storage are) is decompressed, to at most ``cap`` bytes. An XSpace never starts
+    with the gzip magic (its first byte is the tag of field 1, 0x0a)."""
+    if data[:2] != b"\x1f\x8b":
+        return data
+    try:
+        with gzip.GzipFile(fileobj=io.BytesIO(data)) as gz:
+            out = gz.read(cap + 1)
+    except (OSError, EOFError, zlib.error) as exc:
+        raise AdapterError(
+            f"{path}: truncated or corrupt gzip ({exc}); expected {_WHAT_XPLANE} (or a gzip of it)"
+        ) from None
+    if len(out) > cap:
+        raise AdapterError(
+            f"{path}: decompresses to more than {size_text(cap)}, the cap for one input; expected "
+            f"{_WHAT_XPLANE} (raise the cap with --opt max_bytes=N if the file is really that large)"
+        )
+    return out
+
+
 def read_json_file(path: str, cap: int = MAX_FILE_BYTES, json_cap: int = MAX_JSON_BYTES) -> Any:
     """Load a (possibly gzipped) JSON file within the size caps; one-line AdapterError if bad."""
     return decode_json(path, _read_bytes(path, cap, _WHAT_JSON), json_cap)
@@ -259,7 +280,7 @@ def read_profile(
         from ._xprof_xplane import parse_xspace, profile_from_xspaces
 
         blobs = [_read_bytes(f, cap, _WHAT_XPLANE) for f in files]
-        spaces = [(f, parse_xspace(b, f)) for f, b in zip(files, blobs, strict=True)]
+        spaces = [(f, parse_xspace(_xplane_bytes(f, b, cap), f)) for f, b in zip(files, blobs, strict=True)]
         return profile_from_xspaces(spaces), blobs
     from . import _xprof_json
 
@@ -450,7 +471,7 @@ def _record(op: OpAgg, info: DeviceInfo) -> KernelRecord:
             if intensity is not None and info.peak_flop_rate and info.peak_hbm_bandwidth:
                 optimal = min(info.peak_flop_rate, intensity * info.peak_hbm_bandwidth)
                 raw["optimal_flop_rate"] = _raw(optimal, "FLOP/s")
-    device = next(iter(op.devices)) if len(op.devices) == 1 else None
+    device = next(iter(op.devices))[1] if len(op.devices) == 1 else None
     if len(op.devices) > 1:
         raw["devices"] = _raw(len(op.devices), "count")
     return KernelRecord(
@@ -694,7 +715,10 @@ class XProfAdapter:
                 detail = " ".join(first[:3]) if first else type(exc).__name__
                 raise AdapterError(f"{group.label}: values out of range ({detail})") from None
             packets.append(packet.with_id())
-            warnings.extend(f"{group.label}: {w}" for w in profile.warnings)
+            # a warning that already names its file (trace JSON, tool JSON) is not prefixed again
+            warnings.extend(
+                w if w.startswith(f"{group.label}: ") else f"{group.label}: {w}" for w in profile.warnings
+            )
         return AdapterResult(packets=packets, warnings=warnings)
 
 
