@@ -628,7 +628,7 @@ SUPPORTED = (
         ),
         (
             "bad_array-lengths.json",
-            "{f}: per-request arrays have different lengths (1, 2); "
+            "{f}: per-request arrays have different lengths (1, 2: `ttfts` 2, `errors` 1); "
             "expected one entry per request in each array",
         ),
     ],

@@ -76,6 +76,11 @@ _SAMPLE_METRICS = ("ttft", "tpot", "itl", "e2el")
 #: the unit AIPerf / GenAI-Perf write for every latency metric object (``"unit": "ms"``)
 _AIPERF_TIME_UNIT = "ms"
 _DEFAULT_QS = (50.0, 90.0, 99.0)
+#: why a metric has no per-request sample although the arrays are there
+_NO_SAMPLES = {
+    "tpot": "no successful request with output_len > 1",
+    "itl": "no successful request with an inter-token gap",
+}
 
 
 @dataclass
@@ -467,6 +472,24 @@ def _stats(
     """A Stats in ms from the file's statistics and/or the samples (given in ``sample_unit``)."""
     summary = None
     factor = convert(1.0, sample_unit, "ms")
+    if samples is not None and not len(samples) and fs is not None and check:
+        # the arrays are there but give this metric no sample (no successful request with
+        # output_len > 1 for tpot, no chunk gap for itl): vLLM then writes
+        # `np.mean(x or 0)`, i.e. 0.0 placeholders, which are not statistics
+        stated = {stat: v for stat, v in fs.values.items() if v != 0.0}
+        if not stated:
+            ctx.warn(
+                f"{rec.where()}: `{metric}`: the per-request arrays hold no samples "
+                f"({_NO_SAMPLES.get(metric, 'no successful request')}); the file's 0.0 "
+                "placeholders are left out (kept in the `vllm:raw` extension)",
+                once=f"{rec.source}:nosamples:{rec.location}:{metric}",
+            )
+            return None, None
+        for stat, v in stated.items():
+            ctx.warn(
+                f"{rec.where()}: `{fs.keys[stat]}` is {v!r} in the file but the per-request "
+                f"arrays hold no {metric} samples"
+            )
     if samples is not None and len(samples):
         qs = sorted({_q(s) for s in (fs.values if fs else {}) if s.startswith("p")} or set(_DEFAULT_QS))
         summary = summarize(samples, qs, use_numpy=ctx.use_numpy)
@@ -906,6 +929,14 @@ def _build(rec: RunRecord, fmt: str, ctx: BuildContext) -> EvidencePacket:
             f"{rec.where('total_output_tokens')}: the file says {total_out} but the per-request "
             f"output_lens of successful requests sum to {sample_out}"
         )
+    sample_in = samples.total_input_tokens if samples is not None else None
+    if sample_in is not None and total_in is not None and sample_in != total_in:
+        ctx.warn(
+            f"{rec.where('total_input_tokens')}: the file says {total_in} but the per-request "
+            f"input_lens of successful requests sum to {sample_in}"
+        )
+    if fmt in ("serve", "sglang") and not all_failed and duration:
+        _check_throughputs(ctx, rec, r, duration, completed, total_in, total_out)
 
     def rate_of(path: str, cls: type) -> Any:
         unit = "req/s" if cls is RequestRate else "tok/s"
@@ -1057,6 +1088,41 @@ def _build(rec: RunRecord, fmt: str, ctx: BuildContext) -> EvidencePacket:
         extensions={"vllm:raw": _raw_extension(rec, fmt, raw_extra)},
     )
     return packet.with_id()
+
+
+def _check_throughputs(
+    ctx: BuildContext,
+    rec: RunRecord,
+    r: _Reader,
+    duration: float,
+    completed: int | None,
+    total_in: int | None,
+    total_out: int | None,
+) -> None:
+    """vLLM and SGLang divide by the benchmark duration: ``request_throughput = completed /
+    duration``, ``output_throughput = total_output_tokens / duration``,
+    ``total_token_throughput = (total_input_tokens + total_output_tokens) / duration``.
+    Warn when the file's rates disagree with its own counts."""
+    expected = {
+        "timing.serving.request_throughput": completed,
+        "timing.serving.output_throughput": total_out,
+        "timing.serving.total_token_throughput": (
+            total_in + total_out if total_in is not None and total_out is not None else None
+        ),
+    }
+    for path, count in expected.items():
+        if count is None:
+            continue
+        got = r.raw(path)
+        if got is None or isinstance(got[1], bool) or not isinstance(got[1], (int, float)):
+            continue
+        key, value = got[0], float(got[1])
+        want = count / duration
+        if not close(value, want):
+            ctx.warn(
+                f"{rec.where()}: `{key}` is {value!r} in the file but {count} / {duration!r} s "
+                f"= {want!r} from its own counts and duration"
+            )
 
 
 def _recompute_goodput(

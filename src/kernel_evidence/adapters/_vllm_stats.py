@@ -150,12 +150,17 @@ def collect_samples(
     request, tpot ``(latency - ttft) / (output_len - 1)`` for successful requests with
     ``output_len > 1``, and itl pools every chunk gap of the successful requests.
     """
-    lengths = {len(a) for a in (ttfts, itls, latencies, output_lens, input_lens, errors) if a is not None}
+    arrays = {
+        "ttfts": ttfts, "itls": itls, "latencies": latencies, "output_lens": output_lens,
+        "input_lens": input_lens, "errors": errors,
+    }  # fmt: skip
+    lengths = {len(a) for a in arrays.values() if a is not None}
     if not lengths:
         return None
     if len(lengths) != 1:
+        each = ", ".join(f"`{k}` {len(a)}" for k, a in arrays.items() if a is not None)
         raise ValueError(
-            f"per-request arrays have different lengths ({', '.join(map(str, sorted(lengths)))})"
+            f"per-request arrays have different lengths ({', '.join(map(str, sorted(lengths)))}: {each})"
         )
     n = lengths.pop()
     if errors is not None:
