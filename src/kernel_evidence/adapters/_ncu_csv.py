@@ -54,8 +54,10 @@ def _err(path: str, line: int | None, msg: str) -> InputError:
 def _last_profiler_error(lines: Sequence[str]) -> tuple[int, str] | None:
     last: tuple[int, str] | None = None
     for i, line in enumerate(lines, 1):
-        if line.startswith(("==ERROR==", "==WARNING==")) and (
-            last is None or line.startswith("==ERROR==") or not last[1].startswith("==ERROR==")
+        if (
+            line.startswith(("==ERROR==", "==WARNING=="))
+            and not line.rstrip().endswith(":")
+            and (last is None or line.startswith("==ERROR==") or not last[1].startswith("==ERROR=="))
         ):
             last = (i, line.strip())
     return last
@@ -182,11 +184,42 @@ def _read_all(path: str, data: bytes) -> list[Report]:
         'no Nsight Compute table found (expected a CSV header starting "ID","Process ID", '
         "a text page or a summary)"
     )
+    other = _other_page(lines)
+    if other is not None:
+        raise _err(
+            path,
+            other[0],
+            f"{other[1]}: not supported (supported: the details, raw, text and summary pages); {_EXPORT_HINT}",
+        )
     if last is not None:
         raise _err(path, last[0], f"{expected}; last profiler error: {last[1]}")
     if any(_PROFILER_LINE.match(line) for line in lines):
         raise _err(path, None, f"{expected}; the file holds only profiler status lines")
     raise _err(path, 1 if lines else None, f"{expected}; this does not look like ncu output")
+
+
+_EXPORT_HINT = "export launches with `ncu --import R.ncu-rep --csv --page raw` (or `--page details`)"
+
+
+def _other_page(lines: Sequence[str]) -> tuple[int, str] | None:
+    """(line, what it is) when the output is an ncu page without launches: the source page
+    (``--page source``: per-instruction SASS/source counters) or the session page (``--page
+    session``: launch settings and device attributes only)."""
+    for i, line in enumerate(lines[:200], 1):
+        head = line.lstrip("\ufeff").strip()
+        if not head or head.startswith("=="):
+            continue
+        cells = {c.strip().strip('"').lstrip("# ") for c in head.split(",")}
+        if "Address" in cells and cells & {"Source", "Sass", "SASS"}:
+            return i, "an ncu source page (`--page source`: counters per instruction, no launches)"
+        if {"Invocations", "Minimum", "Maximum", "Average"} <= cells and "Kernel Name" not in cells:
+            return (
+                i,
+                "an ncu summary CSV without a `Kernel Name` column (`--print-summary per-gpu` or `per-nvtx`)",
+            )
+        if head in ("Launch Settings", "Session", "Device Attributes"):
+            return i, "an ncu session page (`--page session`: settings and device attributes, no launches)"
+    return None
 
 
 # --------------------------------------------------------------------------------- CSV pages
@@ -302,7 +335,13 @@ def _header_at(data: bytes, at: int) -> int | None:
     names = {c.strip() for c in cells}
     if {"ID", "Process ID"} <= names and names & {"Kernel Name", "Range Name"}:
         return line_start
+    if names >= _SUMMARY_COLUMNS and names & {"Kernel Name", "Range Name"}:
+        return line_start  # ``--print-summary per-kernel --csv``: no ``ID`` column
     return None
+
+
+#: the columns of a ``--csv --print-summary`` table (one row per kernel x metric)
+_SUMMARY_COLUMNS = frozenset({"Process ID", "Invocations", "Metric Name", "Minimum", "Maximum", "Average"})
 
 
 def _read_csv(path: str, data: bytes, starts: list[int], clean: _Check | None) -> Iterator[Report]:
@@ -319,7 +358,12 @@ def _read_csv(path: str, data: bytes, starts: list[int], clean: _Check | None) -
             raise _err(
                 path, line_no, "the file ends inside the CSV header line: it is cut off before any row"
             )
-        if "Metric Name" in header or "Metric Value" in header:
+        if set(header) >= _SUMMARY_COLUMNS and "ID" not in header:
+            if clean is not None:
+                clean.require()
+            body = data[header_end + 1 : end] if nl >= 0 else b""
+            yield _read_summary_csv(path, line_no, header, body, quoted)
+        elif "Metric Name" in header or "Metric Value" in header:
             if clean is not None:
                 clean.require()
             body = data[header_end + 1 : end] if nl >= 0 else b""
@@ -538,6 +582,67 @@ def _read_details(path: str, line_no: int, header: list[str], body: bytes, quote
         launches=list(launches.values()),
         location=f"line {line_no}",
         warnings=warnings,
+    )
+
+
+def _read_summary_csv(path: str, line_no: int, header: list[str], body: bytes, quoted: bool) -> Report:
+    """``--csv --print-summary per-kernel``: one row per (kernel x launch shape) x metric with
+    ``Invocations`` and ``Minimum``/``Maximum``/``Average`` instead of ``ID``/``Metric Value``.
+    One record per kernel and shape, like the text summary page."""
+    idx = _index(header)
+    if "Kernel Name" not in idx:
+        raise _err(path, line_no, f"summary CSV header has no `Kernel Name` column; got {header[:16]}")
+    g = idx.get
+    width = len(header)
+    keys = ("Process ID", "Kernel Name", "Block Size", "Grid Size", "Device", "CC")
+    records: dict[tuple[str, ...], Launch] = {}
+    pending: list[tuple[dict[str, Any], str, str, str | None]] = []
+    skipped = 0
+    for _lno, row in _rows(path, _body_lines(body, line_no + 1, quoted=quoted)):
+        if len(row) < width:
+            row.extend([""] * (width - len(row)))
+        name = row[idx["Metric Name"]].strip()
+        kernel = _cell(row, g("Kernel Name"))
+        if not name or not kernel or kernel == "Kernel Name":
+            skipped += 1
+            continue
+        key = tuple(_cell(row, g(k)).strip() for k in keys)
+        launch = records.get(key)
+        if launch is None:
+            launch = records[key] = _new_launch(row, idx)
+            launch.id = str(len(records) - 1)
+            inv = _cell(row, g("Invocations")).strip().replace(",", "")
+            if inv.isdigit():
+                launch.raw["invocations"] = (float(inv), None)
+        unit = _cell(row, g("Metric Unit")).strip() or None
+        metric = name if name not in launch.raw else f"{_cell(row, g('Section Name')).strip()}/{name}"
+        for k, col in (
+            (metric, "Average"),
+            (f"{metric}.minimum", "Minimum"),
+            (f"{metric}.maximum", "Maximum"),
+        ):
+            launch.raw[k] = (None, unit)
+            pending.append((launch.raw, k, row[idx[col]], unit))
+    if not records:
+        raise _err(path, line_no, "the summary CSV has a header but no metric rows")
+    warnings: list[str] = []
+    comma = decimal_comma_locale(cell for _raw, _key, cell, _unit in pending)
+    decimal_commas: list[str] = []
+    for raw, raw_key, cell, cell_unit in pending:
+        raw[raw_key] = (parse_value(cell, decimal_commas, comma is not None), cell_unit)
+    if comma is not None:
+        warnings.append(_comma_locale_warning(comma))
+    elif decimal_commas:
+        warnings.append(
+            f"{len(decimal_commas)} value(s) written with a decimal comma (e.g. `{decimal_commas[0]}`) were read as decimals"
+        )
+    if skipped:
+        warnings.append(f"{skipped} row(s) without a kernel name or metric were skipped")
+    warnings.append(
+        "a --print-summary page: one record per kernel name, metric values are averages over its invocations"
+    )
+    return Report(
+        page="summary", launches=list(records.values()), location=f"line {line_no}", warnings=warnings
     )
 
 
