@@ -57,6 +57,8 @@ _OMNI1 = {
     "hbmBW": "hbm_bw",
 }
 _MISSING = {"", "n/a", "na", "none", "nan", "null"}
+#: gfx archs with several XCDs per device (gfx940/941/942 MI300, gfx950 MI350)
+_MULTI_XCD = re.compile(r"^gfx9(4[0-9]|5[0-9])\b")
 
 
 @dataclass
@@ -93,6 +95,26 @@ class SysInfo:
         """XCDs per GPU; 1 when sysinfo does not say (every pre-MI300 part has one)."""
         return self.positive("num_xcd") or 1.0
 
+    def xcd_unknown(self) -> str | None:
+        """Why ``num_xcd`` cannot be taken as 1, or None when it can.
+
+        gfx940/941/942 (MI300) and gfx950 (MI350) have several XCDs per device (MI300X 8,
+        MI300A 6, one per CPX partition), so a missing or zero ``num_xcd`` there would make
+        every ``GRBM_GUI_ACTIVE / num_xcd`` utilisation up to 8x too low.
+        """
+        if self.positive("num_xcd") is not None:
+            return None
+        arch = (self.text("gpu_arch") or "").lower()
+        if not _MULTI_XCD.match(arch):
+            return None
+        src = self.source or "sysinfo"
+        got = self.text("num_xcd")
+        what = "is missing" if got is None else f"is `{got}`"
+        return (
+            f"num_xcd {what} in {src} and {arch} has several XCDs per device (MI300X 8, MI300A 6, "
+            "1 per CPX partition); not taken as 1"
+        )
+
     def peak_hbm(self) -> tuple[float | None, str]:
         """Theoretical peak HBM bandwidth in GB/s and how it was obtained (or why not)."""
         bw = self.positive("hbm_bw")
@@ -117,7 +139,7 @@ class SysInfo:
 
     def variables(self) -> dict[str, float]:
         """The ``$`` variables formulas may use (only those known)."""
-        out: dict[str, float] = {"num_xcd": self.num_xcd}
+        out: dict[str, float] = {} if self.xcd_unknown() else {"num_xcd": self.num_xcd}
         for key in ("cu_per_gpu", "max_waves_per_cu", "max_sclk", "max_mclk", "wave_size",
                     "lds_banks_per_cu", "total_l2_chan", "sqc_per_gpu", "num_hbm_channels",
                     "simd_per_cu", "se_per_gpu"):  # fmt: skip
@@ -257,6 +279,8 @@ def read_sysinfo(path: Path, cap: int = DEFAULT_MAX_BYTES) -> SysInfo:
         )
         return info
     raw = {h.strip(): v for h, v in zip(header, data, strict=True)}
+    if len(rows) > 2:
+        info.warnings.append(_extra_rows_warning(path, line, header, raw, rows[2:]))
     if "gpu_soc" in raw or "numCU" in raw:
         info.layout = "omniperf-1"
         info.values = {_OMNI1.get(k, k): v for k, v in raw.items()}
@@ -265,6 +289,27 @@ def read_sysinfo(path: Path, cap: int = DEFAULT_MAX_BYTES) -> SysInfo:
         ver = info.number("version")
         info.layout = f"v{int(ver)}" if ver is not None else "unknown"
     return info
+
+
+def _extra_rows_warning(
+    path: Path, line: int, header: list[str], first: dict[str, str], extra: list[tuple[int, list[str]]]
+) -> str:
+    """sysinfo.csv holds one data row; several (one per GPU?) are named, and the fields in
+    which they differ from the first, since only the first is used."""
+    differ: list[str] = []
+    for _, row in extra:
+        if len(row) != len(header):
+            continue
+        for h, v in zip(header, row, strict=True):
+            key = h.strip()
+            if key not in differ and v.strip() != first.get(key, "").strip():
+                differ.append(key)
+    shown_ = ", ".join(differ[:6]) + (f" (+{len(differ) - 6} more)" if len(differ) > 6 else "")
+    how = f"the others differ in {shown_}" if differ else "the others are identical"
+    return (
+        f"{path.name}: {1 + len(extra)} data rows (expected one); only the first (line {line}) "
+        f"is used for hardware, peaks and XCD count; {how}"
+    )
 
 
 def read_agent_info(path: Path, agent: int | None = None, cap: int = DEFAULT_MAX_BYTES) -> SysInfo:

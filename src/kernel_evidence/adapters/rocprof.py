@@ -452,14 +452,24 @@ def _derive(d: Dispatches, sysinfo: SysInfo) -> tuple[dict[str, tuple[list[float
                 missing_cols = sorted(s.formula.columns - names.keys())
                 missing_vars = sorted(s.formula.variables - variables.keys())
                 if missing_cols:
+                    empty = [c for c in missing_cols if c in d.raw]
+                    if empty:  # the column is there, but no cell holds a number
+                        reason = (
+                            reason or f"{empty[0]} is empty or not numeric in every dispatch of {d.source}"
+                        )
+                        continue
                     shown = [c for c in missing_cols if not c.startswith("metrics.")] or missing_cols
                     reason = reason or f"{d.source} has no {', '.join(shown[:3])}" + (
                         f" (+{len(shown) - 3} more)" if len(shown) > 3 else ""
                     )
                     continue
                 if missing_vars:
+                    if reason is not None and reason.startswith(f"{d.source} has no"):
+                        reason = None  # the counters of this source are there: name the variable
                     if "hbm_bw" in missing_vars:
                         reason = reason or sysinfo.peak_hbm()[1]
+                    elif "num_xcd" in missing_vars and sysinfo.xcd_unknown():
+                        reason = reason or sysinfo.xcd_unknown()
                     else:
                         reason = (
                             reason
@@ -472,6 +482,9 @@ def _derive(d: Dispatches, sysinfo: SysInfo) -> tuple[dict[str, tuple[list[float
             factor = convert(1.0, s.unit, m.unit) * s.scale if s.unit != m.unit else s.scale
             if factor != 1.0:
                 result = pc.multiply(result, factor)
+            result, problem = _in_range(m.name, m.unit, result, d)
+            if problem:
+                warnings.append(problem)
             values = pc.add(result, 0.0).to_pylist()  # -0.0 + 0.0 is 0.0: one zero per metric
             if all(v is None for v in values):
                 if s.formula is None:
@@ -501,6 +514,35 @@ def _derive(d: Dispatches, sysinfo: SysInfo) -> tuple[dict[str, tuple[list[float
     else:
         warnings.extend(f"{name} not derived: {r}" for name, r in lacking)
     return out, warnings
+
+
+def _in_range(name: str, unit: str, result: Any, d: Dispatches) -> tuple[Any, str | None]:
+    """Null the values no dispatch can physically have, with a warning saying how many.
+
+    Every canonical metric derived from counters is a count, a size, a time or a rate, so
+    never negative; a percentage (a utilisation, occupancy, hit rate or fraction of peak) is
+    at most 100. Values outside come from inconsistent inputs (counters of different passes,
+    a wrong ``cu_per_gpu``/``num_xcd``, a damaged cell) and are left out, not clipped.
+    """
+    if isinstance(result, pa.ChunkedArray):
+        result = result.combine_chunks()
+    low = pc.less(result, 0.0)
+    high = pc.greater(result, 100.0) if unit == "%" else None
+    n_low = pc.sum(low).as_py() or 0
+    n_high = (pc.sum(high).as_py() or 0) if high is not None else 0
+    if not n_low and not n_high:
+        return result, None
+    bad = pc.or_kleene(low, high) if high is not None else low
+    parts = []
+    if n_low:
+        parts.append(f"negative in {n_low} (min {pc.min(result).as_py():.6g} {unit})")
+    if n_high:
+        parts.append(f"above 100 % in {n_high} (max {pc.max(result).as_py():.6g} %)")
+    out = pc.if_else(bad, pa.scalar(None, pa.float64()), result)
+    return out, (
+        f"{name}: {' and '.join(parts)} of {d.n} dispatches of {d.source}, which is not physically "
+        "possible (inconsistent counters or sysinfo values); left out for them"
+    )
 
 
 def _kernel_records(d: Dispatches, derived: dict[str, tuple[list[float | None], str]]) -> list[KernelRecord]:
