@@ -275,3 +275,35 @@ def test_a_skipped_packet_carries_no_timing() -> None:
     d["status"] = "passed"  # a passed run may carry timing
     d["timing"] = example_packet().to_dict()["timing"]
     assert "KE408" not in {f.rule_id for f in validate(d).findings}
+
+
+@pytest.mark.parametrize(
+    ("created_at", "rule"),
+    [
+        ("2026-02-30T12:00:00Z", "KE007"),
+        ("2023-02-29T12:00:00Z", "KE007"),
+        ("2026-04-31T00:00:00Z", "KE007"),
+        ("2026-06-30T12:00:60Z", "KE007"),
+        ("2026-13-01T00:00:00Z", "KE001"),
+        ("2026-12-01T24:00:00Z", "KE001"),
+        ("2026-12-01T12:60:00Z", "KE001"),
+        ("2024-02-29T12:00:00Z", None),
+        ("2000-02-29T12:00:00Z", None),
+        ("2016-12-31T23:59:60Z", None),
+        ("2026-01-31T23:59:59.999999999Z", None),
+    ],
+)
+def test_created_at_is_a_real_calendar_time(created_at: str, rule: str | None) -> None:
+    """Both paths (JSON bytes, dict) agree: fields out of range break the pattern (KE001),
+    a day that its month lacks or a misplaced leap second is KE007."""
+    from kernel_evidence.strategies import example_packet
+
+    d = example_packet().to_dict()
+    d.pop("packet_id", None)
+    d["created_at"] = created_at
+    for report in (validate(json.dumps(d).encode()), validate(d)):
+        rules = {f.rule_id for f in report.errors}
+        if rule is None:
+            assert report.ok, report.findings
+        else:
+            assert rule in rules, report.findings

@@ -131,20 +131,27 @@ def _created_micros(s: str) -> int | None:
         return None
     y, mo, d, h, mi, se, frac = m.groups()
     day = _day_seconds(y, mo, d)
-    if day is None or not (int(h) < 24 and int(mi) < 60):
+    if day is None or not (int(h) < 24 and int(mi) < 60 and int(se) <= 60):
         return None
+    # a leap second (:60) stays in its minute, as :59, so the time stays in its month
     micros = int(frac.ljust(6, "0")[:6]) if frac else 0
     # what calendar.timegm gives for the whole time: linear in hours, minutes and seconds
-    return (day + int(h) * 3600 + int(mi) * 60 + int(se)) * 1_000_000 + micros
+    return (day + int(h) * 3600 + int(mi) * 60 + min(int(se), 59)) * 1_000_000 + micros
 
 
 @lru_cache(maxsize=4096)
 def _day_seconds(y: str, mo: str, d: str) -> int | None:
-    """Seconds since the epoch at the start of a day (a few distinct days per archive)."""
-    if not (1 <= int(mo) <= 12 and 1 <= int(d) <= 31):
+    """Seconds since the epoch at the start of a day (a few distinct days per archive), or
+    ``None`` for a day the month does not have (``2026-02-30``: ``timegm`` would quietly
+    make it the 2nd of March, a time the packet never states)."""
+    year, month, day = int(y), int(mo), int(d)
+    if not 1 <= month <= 12:
+        return None
+    days = (31, 29 if calendar.isleap(year) else 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)[month - 1]
+    if not 1 <= day <= days:
         return None
     try:
-        return calendar.timegm((int(y), int(mo), int(d), 0, 0, 0, 0, 0, 0))
+        return calendar.timegm((year, month, day, 0, 0, 0, 0, 0, 0))
     except (ValueError, OverflowError):
         return None
 
@@ -367,7 +374,13 @@ def partition_from(vendor: object, created_at: object) -> tuple[str, str]:
         v = "unknown"
     else:
         v = vendor if isinstance(vendor, str) and vendor in VENDORS else "invalid"
-    month = created_at[:7] if isinstance(created_at, str) and _TS_RE.match(created_at) else "unknown"
+    # the month of a time that the created_at column holds too: a string that only looks
+    # like one (``2026-02-30``, ``25:00``) is in neither
+    month = (
+        created_at[:7]
+        if isinstance(created_at, str) and created_micros(created_at) is not None
+        else "unknown"
+    )
     return v, month
 
 

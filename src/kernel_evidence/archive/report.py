@@ -446,6 +446,51 @@ def _speedup_table(rows: list[dict[str, Any]]) -> str:
     return "".join(out)
 
 
+def _vendor_rows(table: pa.Table) -> list[dict[str, Any]]:
+    """Packets per vendor partition: every vendor in the archive, also those without a
+    speedup or a speed-of-light fraction (serving, failed or unidentified packets), which
+    no chart shows."""
+    if table.num_rows == 0:
+        return []
+    t = table.select(["vendor", "status", "valid", "device"])
+    t = t.append_column("passed", pc.equal(t["status"], "passed"))
+    t = t.append_column("failing", pc.is_in(t["status"], pa.array(["failed", "error"])))
+    g = t.group_by("vendor").aggregate(
+        [
+            ("vendor", "count"),
+            ("passed", "sum"),
+            ("failing", "sum"),
+            ("valid", "sum"),
+            ("device", "count_distinct"),
+        ]
+    )
+    rows = [
+        {
+            "vendor": r["vendor"],
+            "n": r["vendor_count"],
+            "passed": r["passed_sum"] or 0,
+            "failing": r["failing_sum"] or 0,
+            "valid": r["valid_sum"] or 0,
+            "devices": r["device_count_distinct"],
+        }
+        for r in g.to_pylist()
+    ]
+    return sorted(rows, key=lambda r: (-r["n"], str(r["vendor"])))
+
+
+def _vendor_table(rows: list[dict[str, Any]]) -> str:
+    out = [
+        "<table><tr><th>vendor</th><th>packets</th><th>passed</th><th>failed or error</th><th>valid</th><th>devices</th></tr>"
+    ]
+    for r in rows:
+        out.append(
+            f'<tr><td>{_e(r["vendor"])}</td><td class="num">{r["n"]:,}</td><td class="num">{r["passed"]:,}</td>'
+            f'<td class="num">{r["failing"]:,}</td><td class="num">{r["valid"]:,}</td><td class="num">{r["devices"]}</td></tr>'
+        )
+    out.append("</table>")
+    return "".join(out)
+
+
 def _tiles(table: pa.Table) -> str:
     statuses = dict(_counts(table, "status"))
     valid = pc.sum(pc.cast(table["valid"], pa.int64())).as_py() or 0 if table.num_rows else 0
@@ -487,6 +532,7 @@ def build_report(
         key=lambda r: (str(r["vendor"]), str(r["device"])),
     )
     failures = _counts(table, "failure_class")
+    vendors = _vendor_rows(table)
     labels, series = _pass_rate_series(table)
     best, worst = _evidence_rows(root, table, expr)
     when = generated_at or datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -503,6 +549,7 @@ def build_report(
         "<body><main>",
         f'<h1>{_e(title)}</h1><p class="sub">Archive <code>{_e(Path(root).name)}</code> · generated {_e(when)} by kernel-evidence {_e(__version__)}</p>',
         _tiles(table),
+        section("Packets by vendor", _vendor_table(vendors) if vendors else "", "No packets."),
         section(
             "Speedup against the named baseline",
             (_speedup_chart(speed) + _speedup_table(speed)) if speed else "",

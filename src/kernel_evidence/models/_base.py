@@ -44,7 +44,11 @@ Digest = Annotated[str, Strict(), Field(pattern=r"^sha256:[0-9a-f]{64}$")]
 UtcTimestamp = Annotated[
     str,
     Strict(),
-    Field(pattern=r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?Z$"),
+    # fields in range (month 01-12, day 01-31, hour 00-23, minute 00-59, second 00-60); that
+    # the day exists in its month is rule KE007
+    Field(
+        pattern=r"^\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])T([01]\d|2[0-3]):[0-5]\d:([0-5]\d|60)(\.\d{1,9})?Z$"
+    ),
 ]
 
 TimeUnit = Literal["ns", "us", "ms", "s"]

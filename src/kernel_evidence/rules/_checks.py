@@ -50,6 +50,10 @@ _RULES: tuple[tuple[str, str, str, str, str], ...] = (
     ("KE006", "warning", "created_at is not in the future",
      "record the time in UTC when the packet was made",
      "`created_at` more than a day in the future means a wrong clock or timezone."),
+    ("KE007", "error", "created_at is a real calendar time",
+     "record the time the packet was made, in UTC (e.g. 2026-02-28T12:00:00Z)",
+     "`created_at` names a day that exists in its month (no 30 February, 29 February only in "
+     "leap years) and a leap second only at 23:59:60."),
     ("KE101", "error", "replay command present",
      "record the exact argv that reproduces the run in /replay/command",
      "Every packet, whatever its status, MUST carry `replay.command`: a non-empty argv whose "
@@ -327,6 +331,11 @@ def check_packet(p: Any) -> list[tuple[str, str, str]]:
         _future_cache[1] if time.monotonic() - _future_cache[0] <= 60 else _future_limit()
     ):
         add(("KE006", "/created_at", f"created_at {p.created_at} is in the future"))
+    ts = p.created_at
+    if ts[8:10] > "28" or ts[17:19] == "60":  # the pattern checked the ranges; rarely needed
+        why = _not_a_calendar_time(ts)
+        if why:
+            add(("KE007", "/created_at", f"created_at {ts} is not a real time: {why}"))
 
     r = p.replay
     # the helpers below re-check in full; these guards only skip them when they have
@@ -390,6 +399,21 @@ def _names_no_model(device: str) -> bool:
         return True
     words = _WORD.findall(d)
     return all(w in _VENDOR_WORDS or w in _GENERIC_WORDS or w.isdigit() for w in words)
+
+
+_MONTH_DAYS = (31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
+
+
+def _not_a_calendar_time(ts: str) -> str | None:
+    """Why a timestamp that matches the pattern names no real time (None when it does)."""
+    year, month, day = int(ts[0:4]), int(ts[5:7]), int(ts[8:10])
+    leap = year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)
+    days = 29 if month == 2 and leap else _MONTH_DAYS[month - 1]
+    if day > days:
+        return f"month {ts[5:7]} of {ts[0:4]} has {days} days"
+    if ts[17:19] == "60" and ts[11:16] != "23:59":
+        return "a leap second is only at 23:59:60"
+    return None
 
 
 def _profiler(captures: Any, add: Add) -> None:
