@@ -48,7 +48,10 @@ def quantile(sorted_values: Sequence[float], q: float) -> float:
 def _median_sorted(s: Sequence[float]) -> float:
     n = len(s)
     mid = n // 2
-    return float(s[mid]) if n % 2 else (s[mid - 1] + s[mid]) / 2.0
+    if n % 2:
+        return float(s[mid])
+    m = (s[mid - 1] + s[mid]) / 2.0
+    return m if math.isfinite(m) else s[mid - 1] / 2.0 + s[mid] / 2.0  # no overflow near max
 
 
 def median_ci(sorted_values: Sequence[float], level: float = 0.95) -> tuple[float, float, float]:
@@ -121,13 +124,26 @@ class Summary:
 
 
 def summarize(values: Sequence[float], level: float = 0.95) -> Summary:
-    """Median, mean, sample standard deviation, p5/p25/p75/p95/p99 and the median CI."""
+    """Median, mean, sample standard deviation, p5/p25/p50/p75/p95/p99 and the median CI.
+
+    The standard deviation is the sample one (``ddof=1``, numpy's ``np.std(x, ddof=1)``; 0
+    for one value); percentiles are numpy's default ``method="linear"`` (Hyndman-Fan type 7).
+    Mean and deviation are computed on values scaled by the largest, so huge values do not
+    overflow; the mean is clamped to ``[min, max]`` against rounding.
+    """
     if not values:
         raise ValueError("summary of no values")
     s = sorted(values)
     n = len(s)
-    mean = math.fsum(s) / n
-    std = math.sqrt(math.fsum((v - mean) ** 2 for v in s) / (n - 1)) if n > 1 else 0.0
+    # scaled by the largest magnitude, so that neither the sum nor the squares overflow
+    scale = max(abs(s[0]), abs(s[-1]))
+    if scale == 0 or not math.isfinite(scale):
+        mean, std = (0.0 if scale == 0 else math.fsum(s) / n), 0.0
+    else:
+        mean_scaled = math.fsum(v / scale for v in s) / n
+        mean = min(max(mean_scaled * scale, float(s[0])), float(s[-1]))
+        var = math.fsum((v / scale - mean_scaled) ** 2 for v in s) / (n - 1) if n > 1 else 0.0
+        std = math.sqrt(var) * scale
     lo, hi, achieved = median_ci(s, level)
     pct = {f"p{p:g}": quantile(s, p / 100.0) for p in (5, 25, 50, 75, 95, 99)}
     return Summary(

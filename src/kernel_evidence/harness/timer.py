@@ -26,15 +26,18 @@ The rules, and why (see ``docs/harness.md``):
 
 from __future__ import annotations
 
+import inspect
+import itertools
 import math
 import sys
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ..models import Baseline, Speedup, Stats, Timing
-from ..units import convert
+from ..units import convert, to_base
 from ._stats import Summary, summarize
 
 __all__ = ["Measurement", "MeasurementTimeout", "StopRule", "Timer"]
@@ -103,6 +106,8 @@ class Measurement:
     interleaved: bool = False
     inputs_regenerated: bool = False
     ci_level: float = 0.95
+    #: which :meth:`Timer.compare` call measured this (set by the timer; None when unknown)
+    pair: int | None = field(default=None, repr=False)
     _summary: Summary | None = field(default=None, repr=False)
 
     @property
@@ -141,6 +146,19 @@ class Measurement:
             ci_level=round(s.ci_level, 6),
         )
 
+    def interleaved_with(self, baseline: Measurement) -> bool:
+        """True when this measurement and ``baseline`` were interleaved with each other.
+
+        Both must say so, and when the timer paired them (:meth:`Timer.compare` sets
+        :attr:`pair`), it must be the same :meth:`Timer.compare` call: two measurements
+        each interleaved with something else were not interleaved with each other.
+        """
+        if baseline is self or not (self.interleaved and baseline.interleaved):
+            return False
+        if self.pair is None and baseline.pair is None:
+            return True  # built by hand: the flags are all there is
+        return self.pair == baseline.pair
+
     def timing(
         self,
         *,
@@ -160,17 +178,24 @@ class Measurement:
         """
         base = None
         speedup = None
+        stats = self.stats(unit)
+        interleaved = self.interleaved
+        if baseline is not None:
+            interleaved = self.interleaved_with(baseline)
         if baseline is not None or provider is not None:
+            base_stats = baseline.stats(unit) if baseline is not None else None
             base = Baseline(
                 provider=provider,
                 version=version,
                 call=call,
                 same_session=True if baseline is not None else None,
-                interleaved=(self.interleaved and baseline.interleaved) if baseline is not None else None,
-                stats=baseline.stats(unit) if baseline is not None else None,
+                interleaved=interleaved if baseline is not None else None,
+                stats=base_stats,
             )
-            if baseline is not None and provider and claim_speedup and self.median_ns > 0:
-                speedup = Speedup(value=baseline.median_ns / self.median_ns, basis="median")
+            if base_stats is not None and provider and claim_speedup:
+                value = _median_ratio(base_stats, stats)
+                if value is not None:
+                    speedup = Speedup(value=value, basis="median")
         notes = f"stopped: {self.stop_reason}"
         if self.inputs_regenerated:
             notes += "; inputs regenerated before every timed call"
@@ -179,11 +204,11 @@ class Measurement:
             warmup=self.warmup,
             repeats=self.repeats,
             shape_id=shape_id,
-            stats=self.stats(unit),
+            stats=stats,
             cache_policy=self.cache_policy,
             clock_policy="unknown",
             synchronized=self.synchronized,
-            interleaved=self.interleaved,
+            interleaved=interleaved,
             stop_rule=self.stop_rule,
             notes=notes,
             baseline=base,
@@ -191,7 +216,29 @@ class Measurement:
         )
 
 
+def _median_ratio(base: Stats, cand: Stats) -> float | None:
+    """``baseline median / candidate median`` from the recorded statistics, in seconds (as
+    the validator's KE301 check computes it); None when that is not a positive finite number
+    (a median of zero, or one that underflows)."""
+    if base.median is None or cand.median is None:
+        return None
+    den = to_base(cand.median, cand.unit)
+    num = to_base(base.median, base.unit)
+    if not (den > 0 and num > 0):
+        return None
+    value = num / den
+    return value if 0 < value < math.inf else None
+
+
 Fn = Callable[..., Any]
+
+#: a distinct number per :meth:`Timer.compare` call, to pair its two measurements
+_PAIRS = itertools.count(1)
+
+
+def _is_lazy(result: Any) -> bool:
+    """A result whose work has not run yet: a generator, coroutine or async generator."""
+    return inspect.isgenerator(result) or inspect.iscoroutine(result) or inspect.isasyncgen(result)
 
 
 class _Clock:
@@ -202,15 +249,16 @@ class _Clock:
     def __init__(self, synchronize: Callable[[], None] | None) -> None:
         self._sync = synchronize
 
-    def time_ns(self, fn: Fn, args: tuple[Any, ...]) -> float:
+    def time_ns(self, fn: Fn, args: tuple[Any, ...]) -> tuple[float, Any]:
+        """The time of one call in nanoseconds, and what it returned."""
         sync = self._sync
         if sync is not None:
             sync()
         t0 = time.perf_counter_ns()
-        fn(*args)
+        result = fn(*args)
         if sync is not None:
             sync()
-        return float(time.perf_counter_ns() - t0)
+        return float(time.perf_counter_ns() - t0), result
 
 
 class _CudaEventClock(_Clock):
@@ -220,16 +268,16 @@ class _CudaEventClock(_Clock):
         super().__init__(torch.cuda.synchronize)
         self._torch = torch
 
-    def time_ns(self, fn: Fn, args: tuple[Any, ...]) -> float:
+    def time_ns(self, fn: Fn, args: tuple[Any, ...]) -> tuple[float, Any]:
         cuda = self._torch.cuda
         start = cuda.Event(enable_timing=True)
         end = cuda.Event(enable_timing=True)
         cuda.synchronize()
         start.record()
-        fn(*args)
+        result = fn(*args)
         end.record()
         end.synchronize()
-        return float(start.elapsed_time(end)) * 1e6  # ms -> ns
+        return float(start.elapsed_time(end)) * 1e6, result  # ms -> ns
 
 
 def _torch_cuda() -> Any | None:
@@ -274,6 +322,7 @@ class Timer:
         self.stop = stop or StopRule()
         self.flush = flush
         self.call_timeout_s = call_timeout_s
+        self._lazy_warned: set[int] = set()  # functions warned about in the current call
         torch = _torch_cuda() if clock in ("auto", "cuda_events") else None
         if clock == "cuda_events" and torch is None:
             raise ValueError("clock='cuda_events' needs torch (already imported) with CUDA available")
@@ -284,13 +333,35 @@ class Timer:
         """``cuda_events`` or ``host_clock``."""
         return self._clock.method
 
-    def _one(self, fn: Fn, args: tuple[Any, ...]) -> float:
-        if self.flush is not None:
-            self.flush()
-        ns = self._clock.time_ns(fn, args)
-        if self.call_timeout_s is not None and ns > self.call_timeout_s * 1e9:
-            raise MeasurementTimeout(
-                f"one call took {ns / 1e9:.3g} s, over the {self.call_timeout_s:g} s limit per call"
+    def _one(self, fn: Fn, args: tuple[Any, ...], what: str) -> float:
+        """One flushed, timed call; ``what`` ("warmup call 1 of 3", "timed call 4") is
+        added as a note to an exception it raises (Python 3.11+), so a failure packet says
+        whether warmup or a timed repeat failed."""
+        try:
+            if self.flush is not None:
+                self.flush()
+            ns, result = self._clock.time_ns(fn, args)
+            if self.call_timeout_s is not None and ns > self.call_timeout_s * 1e9:
+                raise MeasurementTimeout(
+                    f"one call took {ns / 1e9:.3g} s, over the {self.call_timeout_s:g} s limit per call"
+                    f" ({what})"
+                )
+        except Exception as exc:
+            if hasattr(exc, "add_note") and not isinstance(exc, MeasurementTimeout):
+                exc.add_note(f"raised by the timer during {what}")
+            raise
+        if _is_lazy(result):
+            if inspect.iscoroutine(result):
+                result.close()  # never awaited: close it to avoid a second warning
+            if id(fn) in self._lazy_warned:
+                return ns
+            self._lazy_warned.add(id(fn))
+            name = getattr(fn, "__qualname__", None) or type(fn).__name__
+            warnings.warn(
+                f"{name} returned a {type(result).__name__}: its work runs lazily, after the"
+                " timed region, so the time measured is not the time of that work",
+                RuntimeWarning,
+                stacklevel=3,
             )
         return ns
 
@@ -311,13 +382,23 @@ class Timer:
         if rule.time_budget_s is not None and time.perf_counter() - started >= rule.time_budget_s:
             return f"time budget ({rule.time_budget_s:g} s) spent after {n} repeats"
         if rule.target_rel_ci is not None and (n == rule.min_repeats or n % 5 == 0):
-            widths = [_rel_half_width(summarize(s, rule.ci_level)) for s in series]
-            if max(widths) < rule.target_rel_ci:
+            summaries = [summarize(s, rule.ci_level) for s in series]
+            # too few samples for the level: the interval is the full range at a lower
+            # level, and a narrow one (constant samples) says nothing at the asked level
+            reached = all(sm.ci_level >= rule.ci_level - 1e-9 for sm in summaries)
+            widths = [_rel_half_width(sm) for sm in summaries]
+            if reached and max(widths) < rule.target_rel_ci:
                 return f"CI half-width {max(widths):.2%} < {rule.target_rel_ci:.2%} after {n} repeats"
         return None
 
     def _measurement(
-        self, samples: list[float], reason: str, *, interleaved: bool, regenerated: bool
+        self,
+        samples: list[float],
+        reason: str,
+        *,
+        interleaved: bool,
+        regenerated: bool,
+        pair: int | None = None,
     ) -> Measurement:
         # CUDA events synchronise; a host clock is synchronised by the hook, or needs none
         # when no device framework is in use (the call is CPU work, done when it returns)
@@ -335,16 +416,22 @@ class Timer:
             interleaved=interleaved,
             inputs_regenerated=regenerated,
             ci_level=self.stop.ci_level,
+            pair=pair,
         )
 
     def measure(self, fn: Fn, *, setup: Callable[[], Any] | None = None) -> Measurement:
-        """Time ``fn(*setup())`` (or ``fn()``) under the stop rule."""
-        for _ in range(self.warmup):
-            self._one(fn, self._args(setup))
+        """Time ``fn(*setup())`` (or ``fn()``) under the stop rule.
+
+        A function that returns a generator or coroutine (work that runs lazily, after the
+        timed region) gets a ``RuntimeWarning``: its time is not the time of that work.
+        """
+        self._lazy_warned = set()
+        for i in range(self.warmup):
+            self._one(fn, self._args(setup), f"warmup call {i + 1} of {self.warmup}")
         samples: list[float] = []
         started = time.perf_counter()
         while True:
-            samples.append(self._one(fn, self._args(setup)))
+            samples.append(self._one(fn, self._args(setup), f"timed call {len(samples) + 1}"))
             reason = self._should_stop([samples], started)
             if reason:
                 return self._measurement(samples, reason, interleaved=False, regenerated=setup is not None)
@@ -355,29 +442,35 @@ class Timer:
         """Time candidate and baseline interleaved (ABBA), each round on the same fresh inputs.
 
         The stop rule applies to both: it stops when both medians are tight enough, or at
-        the shared budget or repeat cap. Returns ``(candidate, baseline)``.
+        the shared budget or repeat cap. Returns ``(candidate, baseline)``, paired: their
+        :attr:`Measurement.pair` is the same, so :meth:`Measurement.timing` records them as
+        interleaved with each other (and a measurement from another call as not).
         """
-        for _ in range(self.warmup):
+        self._lazy_warned = set()
+        for i in range(self.warmup):
             args = self._args(setup)
-            self._one(candidate, args)
-            self._one(baseline, args)
+            what = f"warmup call {i + 1} of {self.warmup}"
+            self._one(candidate, args, f"candidate {what}")
+            self._one(baseline, args, f"baseline {what}")
         cand: list[float] = []
         base: list[float] = []
         started = time.perf_counter()
         rnd = 0
         while True:
             args = self._args(setup)
+            what = f"timed call {rnd + 1}"
             if rnd % 2 == 0:
-                cand.append(self._one(candidate, args))
-                base.append(self._one(baseline, args))
+                cand.append(self._one(candidate, args, f"candidate {what}"))
+                base.append(self._one(baseline, args, f"baseline {what}"))
             else:
-                base.append(self._one(baseline, args))
-                cand.append(self._one(candidate, args))
+                base.append(self._one(baseline, args, f"baseline {what}"))
+                cand.append(self._one(candidate, args, f"candidate {what}"))
             rnd += 1
             reason = self._should_stop([cand, base], started)
             if reason:
                 regen = setup is not None
+                pair = next(_PAIRS)
                 return (
-                    self._measurement(cand, reason, interleaved=True, regenerated=regen),
-                    self._measurement(base, reason, interleaved=True, regenerated=regen),
+                    self._measurement(cand, reason, interleaved=True, regenerated=regen, pair=pair),
+                    self._measurement(base, reason, interleaved=True, regenerated=regen, pair=pair),
                 )
