@@ -330,3 +330,15 @@ def test_refresh_clocks_keeps_the_device() -> None:
     with rec.candidate("k"):
         pass
     assert rec.packets[-1].hardware == after
+
+
+def test_timing_arguments_with_a_ready_timing_are_refused() -> None:
+    """`c.timing(Timing(...), baseline=m)` ignored the baseline; it is a TypeError now,
+    raised at the call (the Timing names its own baseline)."""
+    from kernel_evidence.models import Timing
+
+    rec = _rec()
+    with rec.candidate("t") as c:
+        with pytest.raises(TypeError, match="baseline apply to a Measurement"):
+            c.timing(Timing(method="host_clock"), baseline=object())  # type: ignore[arg-type]
+        c.timing(Timing(method="host_clock"))  # without them: taken as it is

@@ -452,8 +452,26 @@ class CandidateRecord:
         call: str | None = None,
         shape_id: str | None = None,
     ) -> CandidateRecord:
-        """Record the timing (and the baseline measured in the same session, if any)."""
+        """Record the timing (and the baseline measured in the same session, if any).
+
+        The keyword arguments describe the baseline of a :class:`Measurement`; a ready
+        :class:`Timing` carries its own, so passing them with one is a TypeError (they
+        were ignored).
+        """
         if isinstance(measurement, Timing):
+            given = {
+                k: v
+                for k, v in (
+                    ("baseline", baseline), ("provider", provider), ("version", version),
+                    ("call", call), ("shape_id", shape_id),
+                )
+                if v is not None
+            }  # fmt: skip
+            if given:
+                raise TypeError(
+                    f"timing(): {', '.join(given)} apply to a Measurement; a Timing carries its own "
+                    "baseline and shape_id (set them on the Timing)"
+                )
             self._timing = measurement
         else:
             self._timing = measurement.timing(
