@@ -15,6 +15,7 @@ Two entry points, with the same rules:
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -79,10 +80,40 @@ def _report_for(item: Decoded, source: str | None) -> Report:
     return Report(source, item.location, None, [f], Grade("F", (f"invalid: {f.rule_id}",)))
 
 
-def _pydantic_findings(exc: ValidationError) -> list[Finding]:
+def _data_path(data: Any, loc: tuple[int | str, ...]) -> tuple[int | str, ...]:
+    """The steps of a pydantic error location that exist in the data: pydantic adds the
+    member of a union it tried (``constrained-float``, ``literal['inf']``) and ``[key]``
+    for a bad dict key, which are not JSON Pointer segments. A step is kept when the data
+    has it; the rest of the location after a missing member (a missing field) is kept."""
+    out: list[int | str] = []
+    node: Any = data
+    for i, step in enumerate(loc):
+        if isinstance(node, dict):
+            if step in node:
+                out.append(step)
+                node = node[step]
+                continue
+            if i == len(loc) - 1 and not (isinstance(step, str) and _TAG.match(step)):
+                out.append(step)  # the missing (or unknown) member itself
+            continue
+        if isinstance(node, list) and isinstance(step, int) and 0 <= step < len(node):
+            out.append(step)
+            node = node[step]
+            continue
+        if isinstance(step, str) and _TAG.match(step):
+            continue  # a union member or a key marker, not a step in the data
+        out.append(step)
+        node = None
+    return tuple(out)
+
+
+_TAG = re.compile(r"^(\[key\]|[a-z-]+\[.*\]|[a-z]+(-[a-z]+)+|int|float|str|bool|list|dict|none)$")
+
+
+def _pydantic_findings(exc: ValidationError, data: Any = None) -> list[Finding]:
     out = []
     for err in exc.errors(include_url=False):
-        loc = err["loc"]
+        loc = _data_path(data, err["loc"])
         pointer = "".join("/" + str(x).replace("~", "~0").replace("/", "~1") for x in loc)
         msg = err["msg"]
         typ = err["type"]
@@ -121,7 +152,7 @@ def validate(packet: EvidencePacket | dict[str, Any] | bytes | str) -> Report:
         try:
             model = EvidencePacket.model_validate(packet)
         except ValidationError as exc:
-            fs = _pydantic_findings(exc)
+            fs = _pydantic_findings(exc, packet)
             return Report(
                 None,
                 None,

@@ -131,14 +131,14 @@ _RULES: tuple[tuple[str, str, str, str, str], ...] = (
      "recompute the statistics from the measurements",
      "For every statistics block: min <= median <= max, min <= mean <= max, percentiles named "
      "`pNN` and non-decreasing with NN and within [min, max], `p50` equal to the median (1%), "
-     "ci_low <= median <= ci_high."),
+     "ci_low <= median <= ci_high (ci_low <= ci_high when there is no median)."),
     ("KE502", "error", "at least one repeat",
      "time the kernel at least once; record warmup and repeats",
      "`timing.repeats`, when given, MUST be at least 1, and a statistics block's `n` at least 1."),
     ("KE503", "error", "raw samples agree with the summary",
      "recompute median, min and max from the samples you kept",
      "When raw `samples` are kept, their median (1%), min and max MUST match the stated "
-     "statistics and `n` MUST equal their count."),
+     "statistics (those given; a block may lack a median) and `n` MUST equal their count."),
     ("KE504", "warning", "repeats agree with the samples",
      "record repeats equal to the number of timed runs",
      "When both are given, `timing.repeats` SHOULD equal the number of samples of `timing.stats`."),
@@ -679,22 +679,28 @@ def _stats(ptr: str, s: Any, add: Add) -> None:
     n = s.n
     if n is not None and n < 1:
         add(("KE502", f"{ptr}/n", f"n is {n}; expected at least 1"))
+    if s.samples:
+        _samples(ptr, s, med, add)
+
+
+def _samples(ptr: str, s: Any, med: float | None, add: Add) -> None:
+    """KE503: raw samples agree with n, the median (when given), min and max."""
     xs = s.samples
-    if xs:
-        count = len(xs)
-        if n is not None and n != count:
-            add(("KE503", f"{ptr}/n", f"n is {n} but {count} samples are kept"))
-        ys = sorted(xs)
-        mid = count // 2
-        smed = ys[mid] if count % 2 else (ys[mid - 1] + ys[mid]) / 2
-        # all values are >= 0 (the schema says so): the larger one bounds the relative difference
-        if abs(smed - med) > 0.01 * (smed if smed > med else med):
-            add(("KE503", f"{ptr}/median", f"median {med:g} does not match the samples' median {smed:g}"))
-        y0, y1 = ys[0], ys[-1]
-        if lo is not None and abs(y0 - lo) > 1e-6 * (y0 if y0 > lo else lo):
-            add(("KE503", f"{ptr}/min", f"min {lo:g} does not match the samples' min {y0:g}"))
-        if hi is not None and abs(y1 - hi) > 1e-6 * (y1 if y1 > hi else hi):
-            add(("KE503", f"{ptr}/max", f"max {hi:g} does not match the samples' max {y1:g}"))
+    n, lo, hi = s.n, s.min, s.max
+    count = len(xs)
+    if n is not None and n != count:
+        add(("KE503", f"{ptr}/n", f"n is {n} but {count} samples are kept"))
+    ys = sorted(xs)
+    mid = count // 2
+    smed = ys[mid] if count % 2 else (ys[mid - 1] + ys[mid]) / 2
+    # all values are >= 0 (the schema says so): the larger one bounds the relative difference
+    if med is not None and abs(smed - med) > 0.01 * (smed if smed > med else med):
+        add(("KE503", f"{ptr}/median", f"median {med:g} does not match the samples' median {smed:g}"))
+    y0, y1 = ys[0], ys[-1]
+    if lo is not None and abs(y0 - lo) > 1e-6 * (y0 if y0 > lo else lo):
+        add(("KE503", f"{ptr}/min", f"min {lo:g} does not match the samples' min {y0:g}"))
+    if hi is not None and abs(y1 - hi) > 1e-6 * (y1 if y1 > hi else hi):
+        add(("KE503", f"{ptr}/max", f"max {hi:g} does not match the samples' max {y1:g}"))
 
 
 def _mean_within(ptr: str, mean: float, lo: float | None, hi: float | None, add: Add) -> None:
@@ -744,8 +750,18 @@ def _stats_without_median(ptr: str, s: Any, add: Add) -> None:
         _mean_within(ptr, mean, lo, hi, add)
     if s.percentiles:
         _percentiles(ptr, s.percentiles, None, lo, hi, add)
+    if s.ci_low is not None and s.ci_high is not None and s.ci_low > s.ci_high * _HI:
+        add(
+            (
+                "KE501",
+                f"{ptr}/ci_low",
+                f"confidence interval low {s.ci_low:g} is above its high {s.ci_high:g}",
+            )
+        )
     if s.n is not None and s.n < 1:
         add(("KE502", f"{ptr}/n", f"n is {s.n}; expected at least 1"))
+    if s.samples:
+        _samples(ptr, s, None, add)
 
 
 def _ceiling(peaks: Any, table: float | None, recorded: Any, field: str) -> tuple[float | None, str]:

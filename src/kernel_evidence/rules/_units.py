@@ -13,6 +13,8 @@ _DIMENSION_TEXT = {
     "energy": "an energy unit (J, kJ, Wh, kWh)",
     "power": "a power unit (mW, W, kW)",
     "frequency": "a frequency unit (Hz, kHz, MHz, GHz)",
+    "request_rate": "the request-rate unit `req/s`",
+    "token_rate": "the token-rate unit `tok/s`",
 }
 
 # which dimension each unit-carrying field expects, by the last named segment before /unit
@@ -24,6 +26,9 @@ _FIELD_DIMENSION = {
     "energy": "energy", "power_limit": "power",
     "sm_requested": "frequency", "sm_observed": "frequency",
     "memory_requested": "frequency", "memory_observed": "frequency",
+    "request_throughput": "request_rate", "request_goodput": "request_rate",
+    "output_throughput": "token_rate", "total_token_throughput": "token_rate",
+    "max_output_throughput": "token_rate",
 }  # fmt: skip
 
 

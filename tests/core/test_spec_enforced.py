@@ -1,0 +1,491 @@
+"""Every MUST / MUST NOT of docs/spec.md is enforced: one minimal violation per statement,
+built from ``example_packet()``, fails with the named rule at the right JSON Pointer, on the
+model path (a dict) and on the fast path (JSON bytes)."""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from kernel_evidence import validate
+from kernel_evidence.strategies import example_packet
+
+_DEL = object()
+
+
+def _base() -> dict[str, Any]:
+    d = example_packet().to_dict()
+    del d["packet_id"]  # every mutation changes the content; KE005 is filtered out
+    return d
+
+
+def _set(*path: Any, value: Any = _DEL) -> Callable[[dict[str, Any]], None]:
+    def apply(d: dict[str, Any]) -> None:
+        node: Any = d
+        for k in path[:-1]:
+            node = node[k]
+        if value is _DEL:
+            del node[path[-1]]
+        else:
+            node[path[-1]] = value
+
+    return apply
+
+
+def _all(*fs: Callable[[dict[str, Any]], None]) -> Callable[[dict[str, Any]], None]:
+    def apply(d: dict[str, Any]) -> None:
+        for f in fs:
+            f(d)
+
+    return apply
+
+
+def _fail(cls: str, status: str = "failed") -> Callable[[dict[str, Any]], None]:
+    return _all(
+        _set("status", value=status),
+        _set("failure", value={"failure_class": cls}),
+        _set("timing", "speedup"),
+        _set("validation"),
+    )
+
+
+_S = ("timing", "stats")
+_B = ("timing", "baseline")
+_NO_CLAIM = _set("timing", "speedup")
+
+# (spec statement, mutation, rule, pointer)
+CASES: list[tuple[str, Callable[[dict[str, Any]], None], str, str]] = [
+    # §1 encoding
+    ("1 integers fit in int64", _set("timing", "repeats", value=2**63), "KE001", "/timing/repeats"),
+    ("1 unknown fields MUST NOT appear", _set("foo", value=1), "KE001", ""),
+    ("1 unknown nested field", _set(*_S, "foo", value=1), "KE001", "/timing/stats"),
+    (
+        "1 extensions keyed by a URI",
+        _set("extensions", value={"mine": {"a": 1}}),
+        "KE001",
+        "/extensions/mine",
+    ),
+    (
+        "1.1 packet_id sha256 lowercase hex",
+        _set("packet_id", value="sha256:" + "A" * 64),
+        "KE001",
+        "/packet_id",
+    ),
+    ("1.1 packet_id matches content", _set("packet_id", value="sha256:" + "0" * 64), "KE004", "/packet_id"),
+    # §2 units
+    ("2 stats unit is a time", _set(*_S, "unit", value="GB/s"), "KE001", "/timing/stats/unit"),
+    (
+        "2 flops unit is work",
+        _set("task", "shapes", 0, "work", "flops", "unit", value="s"),
+        "KE001",
+        "/task/shapes/0/work/flops/unit",
+    ),
+    (
+        "2 peak_bandwidth unit is bandwidth",
+        _set("hardware", "peak_bandwidth", value={"value": 1.0, "unit": "GB"}),
+        "KE001",
+        "/hardware/peak_bandwidth/unit",
+    ),
+    (
+        "2 request_throughput is req/s",
+        _set("timing", "serving", value={"request_throughput": {"value": 1.0, "unit": "tok/s"}}),
+        "KE001",
+        "/timing/serving/request_throughput/unit",
+    ),
+    (
+        "2 output_throughput is tok/s",
+        _set("timing", "serving", value={"output_throughput": {"value": 1.0, "unit": "req/s"}}),
+        "KE001",
+        "/timing/serving/output_throughput/unit",
+    ),
+    # §3 envelope
+    ("3 schema_version is 0.1", _set("schema_version", value="0.2"), "KE001", "/schema_version"),
+    ("3 created_at required", _set("created_at"), "KE001", "/created_at"),
+    ("3 created_at ends in Z", _set("created_at", value="2026-11-01T12:00:00+00:00"), "KE001", "/created_at"),
+    ("3 created_at day exists", _set("created_at", value="2026-02-30T12:00:00Z"), "KE007", "/created_at"),
+    ("3 created_at leap second", _set("created_at", value="2026-06-30T12:00:60Z"), "KE007", "/created_at"),
+    ("3 producer required", _set("producer"), "KE001", "/producer"),
+    ("3 producer version", _set("producer", "version"), "KE001", "/producer/version"),
+    ("3 subject required", _set("subject"), "KE001", "/subject"),
+    ("3 subject kind", _set("subject", "kind", value="program"), "KE001", "/subject/kind"),
+    ("3 subject name", _set("subject", "name"), "KE001", "/subject/name"),
+    ("3 status required", _set("status"), "KE001", "/status"),
+    ("3 status enum", _set("status", value="ok"), "KE001", "/status"),
+    (
+        "3.1 request_rate number or inf",
+        _set("task", "serving", value={"request_rate": "fast"}),
+        "KE001",
+        "/task/serving/request_rate",
+    ),
+    ("3.4 stats median or mean", _set(*_B, "stats", "median"), "KE501", "/timing/baseline/stats"),
+    (
+        "3.5 raw_columns align",
+        _set("profiler", value=[{"tool": "ncu", "kernels": [{"name": "k"}], "raw_columns": {"a/b": [1, 2]}}]),
+        "KE901",
+        "/profiler/0/raw_columns/a~1b",
+    ),  # fmt: skip
+    (
+        "3.7 replay command is a list",
+        _set("replay", "command", value="python b.py"),
+        "KE001",
+        "/replay/command",
+    ),
+    # §4 taxonomy
+    (
+        "4 error status takes no compile_error",
+        _fail("compile_error", "error"),
+        "KE403",
+        "/failure/failure_class",
+    ),
+    ("4 failed status takes no infra_error", _fail("infra_error"), "KE403", "/failure/failure_class"),
+    # §5 status table
+    (
+        "5 passed MUST NOT carry failure",
+        _set("failure", value={"failure_class": "compile_error"}),
+        "KE402",
+        "/failure",
+    ),
+    (
+        "5 failed MUST carry failure",
+        _all(
+            _set("status", value="failed"),
+            _NO_CLAIM,
+            _set("validation", "verdict", value="failed"),
+            _set("validation", "shapes", 0, "passed", value=False),
+        ),
+        "KE402",
+        "/failure",
+    ),  # fmt: skip
+    (
+        "5 error MUST carry failure",
+        _all(_set("status", value="error"), _NO_CLAIM, _set("validation")),
+        "KE402",
+        "/failure",
+    ),  # fmt: skip
+    ("5 replay MUST be present", _set("replay"), "KE101", "/replay"),
+    ("5 replay.command MUST be present", _set("replay", "command"), "KE101", "/replay/command"),
+    ("5 replay.command non-empty", _set("replay", "command", value=[]), "KE101", "/replay/command"),
+    ("5 replay argv[0] non-blank", _set("replay", "command", value=[" ", "x"]), "KE101", "/replay/command/0"),
+    (
+        "5 skipped MUST carry replay",
+        _all(_set("status", value="skipped"), _set("timing"), _set("validation"), _set("replay")),
+        "KE101",
+        "/replay",
+    ),  # fmt: skip
+    ("5 kernel claim MUST carry validation", _set("validation"), "KE404", "/validation"),
+    (
+        "5 passed MUST NOT carry failed validation",
+        _all(
+            _NO_CLAIM,
+            _set("validation", "verdict", value="failed"),
+            _set("validation", "shapes", 0, "passed", value=False),
+        ),
+        "KE405",
+        "/validation/verdict",
+    ),  # fmt: skip
+    *[
+        (f"5 {c} MUST carry failed validation", _fail(c), "KE406", "/validation")
+        for c in ("incorrect_shape", "incorrect_dtype", "incorrect_numerical", "nan_inf")
+    ],
+    (
+        "5 correctness failure verdict failed",
+        _all(_fail("nan_inf"), _set("validation", value={"verdict": "passed"})),
+        "KE406",
+        "/validation/verdict",
+    ),  # fmt: skip
+    (
+        "5 skipped MUST NOT carry timing",
+        _all(_set("status", value="skipped"), _NO_CLAIM, _set("validation")),
+        "KE408",
+        "/timing",
+    ),  # fmt: skip
+    *[
+        (
+            f"5 {s} MUST NOT claim",
+            _all(_set("status", value=s), _set("failure", value={"failure_class": "runtime_error"})),
+            "KE401",
+            "/timing/speedup",
+        )  # fmt: skip
+        for s in ("failed", "error", "skipped")
+    ],
+    ("5 claim MUST name a baseline", _set(*_B), "KE201", "/timing/baseline"),
+    ("5 timing MUST identify hardware", _set("hardware"), "KE801", "/hardware"),
+    (
+        "5 profiler MUST identify hardware",
+        _all(_set("timing"), _set("hardware"), _set("profiler", value=[{"tool": "ncu"}])),
+        "KE801",
+        "/hardware",
+    ),  # fmt: skip
+    (
+        "5 device is a model, not a vendor",
+        _set("hardware", "device", value="NVIDIA GPU"),
+        "KE801",
+        "/hardware/device",
+    ),
+    # §6 baselines and §7 rules
+    (
+        "6 kernel baseline in registry",
+        _set(*_B, "provider", value="ours"),
+        "KE202",
+        "/timing/baseline/provider",
+    ),
+    ("6 kernel baseline has provider", _set(*_B, "provider"), "KE202", "/timing/baseline/provider"),
+    ("7 KE203 baseline version", _set(*_B, "version"), "KE203", "/timing/baseline/version"),
+    ("7 KE203 baseline call", _set(*_B, "call", value=" "), "KE203", "/timing/baseline/call"),
+    (
+        "7 KE205 serving baseline engine",
+        _set("subject", "kind", value="serving"),
+        "KE205",
+        "/timing/baseline/engine",
+    ),
+    (
+        "7 KE301 claim matches timings",
+        _set("timing", "speedup", "value", value=1.85),
+        "KE301",
+        "/timing/speedup/value",
+    ),
+    (
+        "7 KE302 claim can be checked",
+        _all(_set(*_B, "stats", "median"), _set(*_B, "stats", "mean", value=200.0)),
+        "KE302",
+        "/timing/speedup",
+    ),  # fmt: skip
+    (
+        "7 KE407 passed verdict, failed shape",
+        _set("validation", "shapes", 0, "passed", value=False),
+        "KE407",
+        "/validation/shapes/0",
+    ),  # fmt: skip
+    (
+        "7 KE407 passed verdict, NaN seen",
+        _set("validation", "shapes", 0, "nan_seen", value=True),
+        "KE407",
+        "/validation/shapes/0",
+    ),  # fmt: skip
+    (
+        "7 KE407 failed verdict, no failed shape",
+        _all(
+            _NO_CLAIM,
+            _set("status", value="failed"),
+            _set("failure", value={"failure_class": "incorrect_numerical"}),
+            _set("validation", "verdict", value="failed"),
+        ),
+        "KE407",
+        "/validation/verdict",
+    ),  # fmt: skip
+    ("7 KE501 min <= median", _set(*_S, "min", value=185.0), "KE501", "/timing/stats/min"),
+    ("7 KE501 median <= max", _set(*_S, "max", value=179.0), "KE501", "/timing/stats/max"),
+    ("7 KE501 mean <= max", _set(*_S, "mean", value=200.0), "KE501", "/timing/stats/mean"),
+    (
+        "7 KE501 percentile keys",
+        _set(*_S, "percentiles", value={"median": 180.0}),
+        "KE501",
+        "/timing/stats/percentiles/median",
+    ),  # fmt: skip
+    (
+        "7 KE501 percentiles non-decreasing",
+        _set(*_S, "percentiles", value={"p90": 185.0, "p99": 184.0}),
+        "KE501",
+        "/timing/stats/percentiles/p99",
+    ),  # fmt: skip
+    (
+        "7 KE501 percentiles within max",
+        _set(*_S, "percentiles", value={"p99": 191.0}),
+        "KE501",
+        "/timing/stats/percentiles/p99",
+    ),  # fmt: skip
+    (
+        "7 KE501 p50 = median",
+        _set(*_S, "percentiles", value={"p50": 185.0}),
+        "KE501",
+        "/timing/stats/percentiles/p50",
+    ),  # fmt: skip
+    ("7 KE501 ci_low <= median", _set(*_S, "ci_low", value=181.0), "KE501", "/timing/stats/ci_low"),
+    ("7 KE501 median <= ci_high", _set(*_S, "ci_high", value=179.0), "KE501", "/timing/stats/ci_high"),
+    (
+        "7 KE501 ci_low <= ci_high without median",
+        _all(
+            _set(*_S, "median"),
+            _set(*_S, "mean", value=180.0),
+            _set(*_S, "ci_low", value=185.0),
+            _set(*_S, "ci_high", value=182.0),
+        ),
+        "KE501",
+        "/timing/stats/ci_low",
+    ),  # fmt: skip
+    (
+        "7 KE501 serving latency blocks",
+        _set("timing", "serving", value={"ttft": {"unit": "ms", "median": 5.0, "min": 6.0}}),
+        "KE501",
+        "/timing/serving/ttft/min",
+    ),  # fmt: skip
+    ("7 KE502 repeats >= 1", _set("timing", "repeats", value=0), "KE502", "/timing/repeats"),
+    ("7 KE502 n >= 1", _set(*_S, "n", value=0), "KE502", "/timing/stats/n"),
+    (
+        "7 KE503 samples median",
+        _set(*_S, "samples", value=[178.0, 190.0, 190.0]),
+        "KE503",
+        "/timing/stats/median",
+    ),
+    (
+        "7 KE503 samples n",
+        _all(_set(*_S, "samples", value=[178.0, 180.0, 190.0]), _set(*_S, "n", value=4)),
+        "KE503",
+        "/timing/stats/n",
+    ),  # fmt: skip
+    (
+        "7 KE503 samples max without median",
+        _all(
+            _set(*_S, "median"),
+            _set(*_S, "mean", value=182.0),
+            _set(*_S, "samples", value=[178.0, 180.0, 195.0]),
+        ),
+        "KE503",
+        "/timing/stats/max",
+    ),  # fmt: skip
+    (
+        "7 KE601 FLOP/s within peak",
+        _set("task", "shapes", 0, "work", "flops", "value", value=1.374e13),
+        "KE601",
+        "/timing/stats/median",
+    ),  # fmt: skip
+    (
+        "7 KE602 bandwidth within peak",
+        _set("task", "shapes", 0, "work", "bytes", value={"value": 1e9, "unit": "B"}),
+        "KE602",
+        "/timing/stats/median",
+    ),  # fmt: skip
+    (
+        "7 KE701 reference below atol",
+        _set("validation", "shapes", 0, "reference_max_abs", value=0.005),
+        "KE701",
+        "/validation/shapes/0",
+    ),  # fmt: skip
+    (
+        "7 KE701 rtol >= 1",
+        _set("validation", "shapes", 0, "rtol", value=1.0),
+        "KE701",
+        "/validation/shapes/0",
+    ),
+]
+
+# SHOULD statements that have a warning
+WARNINGS: list[tuple[str, Callable[[dict[str, Any]], None], str, str]] = [
+    ("1.1 packet_id SHOULD be present", lambda d: None, "KE005", "/packet_id"),
+    (
+        "3 created_at SHOULD NOT be in the future",
+        _set("created_at", value="2099-01-01T00:00:00Z"),
+        "KE006",
+        "/created_at",
+    ),  # fmt: skip
+    (
+        "3.1 serving SHOULD carry task.serving",
+        _all(_set("subject", "kind", value="serving"), _NO_CLAIM),
+        "KE804",
+        "/task/serving",
+    ),  # fmt: skip
+    ("5 hardware SHOULD otherwise", _all(_set("timing"), _set("hardware")), "KE802", "/hardware"),
+    ("7 KE102 replay pins the code", _set("replay", "repository"), "KE102", "/replay"),
+    ("7 KE206 same session", _set(*_B, "same_session"), "KE206", "/timing/baseline/same_session"),
+    (
+        "7 KE504 repeats = samples",
+        _set(*_S, "samples", value=[178.0, 180.0, 190.0]),
+        "KE504",
+        "/timing/repeats",
+    ),
+    (
+        "7 KE603 warm caches",
+        _all(
+            _set("task", "shapes", 0, "work", "bytes", value={"value": 1e9, "unit": "B"}),
+            _set("timing", "cache_policy", value="warm"),
+        ),
+        "KE603",
+        "/timing/stats/median",
+    ),  # fmt: skip
+    (
+        "7 KE604 peaks known",
+        _all(_set("hardware", "device", value="Acme Z9"), _set("hardware", "arch")),
+        "KE604",
+        "/hardware/device",
+    ),  # fmt: skip
+    ("7 KE803 clocks recorded", _set("hardware", "clocks"), "KE803", "/hardware/clocks"),
+]
+
+
+def _found(report: Any) -> set[tuple[str, str]]:
+    return {(f.rule_id, f.pointer) for f in report.findings}
+
+
+def _check(mutate: Callable[[dict[str, Any]], None], rule: str, pointer: str, *, error: bool) -> None:
+    d = _base()
+    mutate(d)
+    slow = validate(copy.deepcopy(d))
+    fast = validate(json.dumps(d).encode())
+    for report in (slow, fast):
+        assert report.ok is not error, report.findings
+    if rule == "KE001":
+        # the two decoders word structural errors differently and msgspec stops at the first
+        assert (rule, pointer) in _found(slow), slow.findings
+        assert any(
+            r == rule and (p == pointer or p.startswith(pointer + "/") or pointer.startswith(p + "/"))
+            for r, p in _found(fast)
+        ), fast.findings
+    else:
+        assert (rule, pointer) in _found(slow), slow.findings
+        key = sorted((f.rule_id, f.pointer, f.message) for f in slow.findings)
+        assert key == sorted((f.rule_id, f.pointer, f.message) for f in fast.findings)
+
+
+def test_the_example_is_valid_and_clean() -> None:
+    d = _base()
+    assert [f.rule_id for f in validate(d).findings] == ["KE005"]
+
+
+@pytest.mark.parametrize(("statement", "mutate", "rule", "pointer"), CASES, ids=[c[0] for c in CASES])
+def test_must_is_enforced(statement: str, mutate: Any, rule: str, pointer: str) -> None:
+    _check(mutate, rule, pointer, error=True)
+
+
+@pytest.mark.parametrize(("statement", "mutate", "rule", "pointer"), WARNINGS, ids=[c[0] for c in WARNINGS])
+def test_should_warns(statement: str, mutate: Any, rule: str, pointer: str) -> None:
+    _check(mutate, rule, pointer, error=False)
+
+
+@pytest.mark.parametrize(
+    ("statement", "raw", "rule"),
+    [
+        (
+            "1 UTF-8",
+            json.dumps(_base()).replace("gemm_bf16", "gemm\\u00e9").encode().replace(b"\\u00e9", b"\xff"),
+            "KE001",
+        ),  # fmt: skip
+        ("1 no NaN", json.dumps(_base()).replace("180.0", "NaN", 1).encode(), "KE001"),
+        ("1 no Infinity", json.dumps(_base()).replace("190.0", "Infinity", 1).encode(), "KE001"),
+        (
+            "1 no duplicate keys",
+            json.dumps(_base())
+            .replace('"status": "passed"', '"status": "passed", "status": "passed"')
+            .encode(),
+            "KE003",
+        ),  # fmt: skip
+        ("1 a JSON object", b"[1]", "KE001"),
+    ],
+    ids=lambda x: x if isinstance(x, str) and x[:1].isdigit() else "",
+)
+def test_encoding_must_is_enforced(statement: str, raw: bytes, rule: str) -> None:
+    report = validate(raw)
+    assert not report.ok
+    assert rule in {f.rule_id for f in report.findings}, report.findings
+
+
+@pytest.mark.parametrize(("field", "given", "wanted"), [("request_throughput", "tok/s", "`req/s`"), ("output_throughput", "req/s", "`tok/s`")])  # fmt: skip
+def test_serving_rate_unit_message_names_the_unit(field: str, given: str, wanted: str) -> None:
+    d = _base()
+    d["timing"]["serving"] = {field: {"value": 1.0, "unit": given}}
+    for report in (validate(d), validate(json.dumps(d).encode())):
+        (f,) = report.findings
+        assert wanted in f.message and f"got `{given}`" in f.message, f.message
