@@ -155,6 +155,7 @@ _PATTERN_FIELDS = {
     "sha256",
     "digest",
     "price_date",
+    "currency",
 }
 
 

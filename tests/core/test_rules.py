@@ -307,3 +307,27 @@ def test_created_at_is_a_real_calendar_time(created_at: str, rule: str | None) -
             assert report.ok, report.findings
         else:
             assert rule in rules, report.findings
+
+
+@pytest.mark.parametrize(
+    ("replay", "money", "rule"),
+    [
+        ({"command": ["python bench.py | tee log"], "shell": True}, None, None),
+        ({"command": ["python", "bench.py"], "shell": True}, None, "KE101"),
+        (None, {"amount": 1.5, "currency": "USD"}, None),
+        (None, {"amount": 1.5, "currency": "dollars"}, "KE001"),
+        (None, {"amount": 1.5, "currency": "usd"}, "KE001"),
+    ],
+)
+def test_shell_commands_are_one_string_and_currencies_are_iso_codes(replay, money, rule) -> None:  # type: ignore[no-untyped-def]
+    from kernel_evidence.strategies import example_packet
+
+    d = example_packet().to_dict()
+    d.pop("packet_id", None)
+    if replay is not None:
+        d["replay"].update(replay)
+    if money is not None:
+        d["cost"] = {"money": money}
+    for report in (validate(json.dumps(d).encode()), validate(d)):
+        rules = {f.rule_id for f in report.errors}
+        assert (rule in rules) if rule else report.ok, report.findings

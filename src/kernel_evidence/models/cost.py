@@ -24,7 +24,7 @@ class Money(Model):
     """A price, with where it came from and when."""
 
     amount: NonNegFloat
-    currency: NonEmptyStr
+    currency: Annotated[str, Strict(), Field(pattern=r"^[A-Z]{3}$")]  # ISO 4217 code: USD, EUR
     price_source: Str | None = None
     price_date: Annotated[str, Strict(), Field(pattern=r"^\d{4}-\d{2}-\d{2}$")] | None = None
 

@@ -344,6 +344,7 @@ def check_packet(p: Any) -> list[tuple[str, str, str]]:
         r is not None
         and r.command
         and r.command[0].strip()
+        and not (r.shell and len(r.command) != 1)
         and (
             (r.repository is not None and r.repository.commit)
             or (r.container is not None and r.container.digest)
@@ -401,6 +402,11 @@ def _names_no_model(device: str) -> bool:
     return all(w in _VENDOR_WORDS or w in _GENERIC_WORDS or w.isdigit() for w in words)
 
 
+def _a(word: str) -> str:
+    """The indefinite article for ``word`` (a failed packet, an error packet)."""
+    return "an" if word[:1] in "aeiou" else "a"
+
+
 _MONTH_DAYS = (31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
 
 
@@ -439,6 +445,15 @@ def _replay(r: Any, add: Add) -> None:
         return
     if not r.command[0].strip():
         add(("KE101", "/replay/command/0", "replay command's program (argv[0]) is empty"))
+    if r.shell and len(r.command) != 1:
+        add(
+            (
+                "KE101",
+                "/replay/command",
+                f"replay.shell is true but the command holds {len(r.command)} strings; a shell "
+                "command is one string",
+            )
+        )
     if not (r.repository is not None and r.repository.commit) and not (
         r.container is not None and r.container.digest
     ):
@@ -449,7 +464,7 @@ def _claim(p: Any, t: Any, status: str, add: Add) -> None:
     b = t.baseline
     kernel = p.subject.kind == "kernel"
     if status != "passed":
-        add(("KE401", "/timing/speedup", f"a {status} packet claims a speedup"))
+        add(("KE401", "/timing/speedup", f"{_a(status)} {status} packet claims a speedup"))
     if b is None:
         add(("KE201", "/timing/baseline", "claims a speedup but names no baseline"))
     else:
@@ -536,7 +551,7 @@ def _status(p: Any, status: str, claim: bool, add: Add) -> None:
         add(("KE408", "/timing", "a skipped packet carries timing; a skipped run measured nothing"))
     if f is None:
         if status in ("failed", "error"):
-            add(("KE402", "/failure", f"a {status} packet has no failure class"))
+            add(("KE402", "/failure", f"{_a(status)} {status} packet has no failure class"))
     else:
         fc = f.failure_class._value_
         if status == "passed":
@@ -559,9 +574,15 @@ def _status(p: Any, status: str, claim: bool, add: Add) -> None:
             )
         if fc in _NEEDS_VALIDATION:
             if v is None:
-                add(("KE406", "/validation", f"a {fc} failure without validation results"))
+                add(("KE406", "/validation", f"{_a(fc)} {fc} failure without validation results"))
             elif v.verdict != "failed":
-                add(("KE406", "/validation/verdict", f"a {fc} failure whose validation verdict is passed"))
+                add(
+                    (
+                        "KE406",
+                        "/validation/verdict",
+                        f"{_a(fc)} {fc} failure whose validation verdict is passed",
+                    )
+                )
     if v is None:
         return
     if status == "passed" and v.verdict == "failed":
