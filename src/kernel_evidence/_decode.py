@@ -47,7 +47,7 @@ _any_decoder = msgspec.json.Decoder()
 _fast_decoder = msgspec.json.Decoder(struct_for(EvidencePacket, patterns=False))
 _patterns_match = pattern_checker(EvidencePacket, skip=frozenset({"packet_id"}))[0]
 
-_PATH_RE = re.compile(r" - at `\$(.*)`$")
+_PATH_RE = re.compile(r" - at (?:`key` in )?`\$(.*)`$")
 _SEG_RE = re.compile(r"\.([A-Za-z_][A-Za-z0-9_]*)|\[(\d+)\]|\[('(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\")\]")
 
 
@@ -69,7 +69,8 @@ def _escape(seg: str) -> str:
 
 
 def msgspec_path_to_pointer(path: str) -> str:
-    """``$.timing.stats[0]`` style path (without ``$``) -> JSON Pointer ``/timing/stats/0``."""
+    """``$.timing.stats[0]`` style path (without ``$``) -> JSON Pointer ``/timing/stats/0``
+    (a ``[...]`` segment, a dict key msgspec does not name, is left out)."""
     out = []
     for m in _SEG_RE.finditer(path):
         name, idx, key = m.groups()
@@ -82,11 +83,18 @@ def msgspec_path_to_pointer(path: str) -> str:
     return "/" + "/".join(out) if out else ""
 
 
-def _split_msgspec_error(msg: str) -> tuple[str, str]:
+def _split_msgspec_error(msg: str) -> tuple[str, str, str | None]:
+    """(message, pointer, reported pointer): msgspec writes ``[...]`` for a dict key it
+    does not name; the finding then points at that dict (``/profiler/0/kernels/0/metrics``),
+    not at a field path that skips the key, while the message is still worded from the
+    field (``.../unit``)."""
     m = _PATH_RE.search(msg)
     if not m:
-        return msg, ""
-    return msg[: m.start()], msgspec_path_to_pointer(m.group(1))
+        return msg, "", None
+    path = m.group(1)
+    cut = path.find("[...]")
+    at = msgspec_path_to_pointer(path[:cut]) if cut >= 0 else None
+    return msg[: m.start()], msgspec_path_to_pointer(path), at
 
 
 def _pairs_hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -143,6 +151,8 @@ def _structural_message(msg: str, pointer: str) -> tuple[str, str]:
         return "number too large or too small to represent; expected a finite float64", pointer
     if msg.startswith("Integer value out of range"):
         return "integer out of range; expected a 64-bit integer", pointer
+    if pointer == "/extensions" and msg.startswith("Expected `str` matching regex"):
+        return "an extension key is not a URI; expected `scheme:rest` (e.g. `vendor:name`)", pointer
     if pointer.endswith("/schema_version"):
         return f"unsupported schema_version; this validator reads 0.1 ({msg})", pointer
     if pointer.endswith("/unit") and msg.startswith("Invalid enum value"):
@@ -275,12 +285,13 @@ def decode_document(record: Any) -> Iterator[Decoded]:
             packets = [_packet_decoder.decode(raw)]
             multi = False
     except msgspec.ValidationError as exc:
-        msg, pointer = _split_msgspec_error(str(exc))
+        msg, pointer, at = _split_msgspec_error(str(exc))
+        msg, pointer = _structural_message(msg, pointer)
+        pointer = at if at is not None else pointer
         if head == b"[" and pointer.startswith("/"):
             first, _, rest = pointer[1:].partition("/")
             loc = f"{loc + ', ' if loc else ''}item {first}"
             pointer = "/" + rest if rest else ""
-        msg, pointer = _structural_message(msg, pointer)
         yield Decoded(loc, rule_id="KE001", error=msg, pointer=pointer)
         return
     except msgspec.DecodeError as exc:

@@ -331,3 +331,27 @@ def test_long_strings_from_packets_are_not_held_by_caches() -> None:
     before = _tables._cached_device_peaks.cache_info().currsize
     _tables.device_peaks(long_device, "sm_90a")
     assert _tables._cached_device_peaks.cache_info().currsize == before
+
+
+def test_fast_path_pointers_name_the_dict_when_msgspec_does_not_name_the_key() -> None:
+    """msgspec reports a bad dict key as "`key` in `$.extensions`" and a bad value under an
+    unnamed key as `$.…metrics[...].unit`: the finding points at the dict (it pointed at
+    "" or at `…/metrics/unit`, a field that does not exist)."""
+    import json
+
+    from kernel_evidence import validate
+    from kernel_evidence.strategies import example_packet
+
+    d = example_packet().to_dict()
+    d.pop("packet_id", None)
+    d["extensions"] = {"mine": {"a": 1}}
+    (f,) = validate(json.dumps(d).encode()).errors
+    assert (f.rule_id, f.pointer) == ("KE001", "/extensions") and "not a URI" in f.message
+    d = example_packet().to_dict()
+    d.pop("packet_id", None)
+    d["profiler"] = [
+        {"tool": "ncu", "kernels": [{"name": "k", "metrics": {"t": {"value": 1, "unit": "parsec"}}}]}
+    ]
+    (f,) = validate(json.dumps(d).encode()).errors
+    assert (f.rule_id, f.pointer) == ("KE001", "/profiler/0/kernels/0/metrics")
+    assert "expected one of the units" in f.message and "`parsec`" in f.message
