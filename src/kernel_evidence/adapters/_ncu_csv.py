@@ -626,16 +626,7 @@ def _read_summary_csv(path: str, line_no: int, header: list[str], body: bytes, q
     if not records:
         raise _err(path, line_no, "the summary CSV has a header but no metric rows")
     warnings: list[str] = []
-    comma = decimal_comma_locale(cell for _raw, _key, cell, _unit in pending)
-    decimal_commas: list[str] = []
-    for raw, raw_key, cell, cell_unit in pending:
-        raw[raw_key] = (parse_value(cell, decimal_commas, comma is not None), cell_unit)
-    if comma is not None:
-        warnings.append(_comma_locale_warning(comma))
-    elif decimal_commas:
-        warnings.append(
-            f"{len(decimal_commas)} value(s) written with a decimal comma (e.g. `{decimal_commas[0]}`) were read as decimals"
-        )
+    warnings.extend(_parse_pending(pending))
     if skipped:
         warnings.append(f"{skipped} row(s) without a kernel name or metric were skipped")
     warnings.append(
@@ -644,6 +635,22 @@ def _read_summary_csv(path: str, line_no: int, header: list[str], body: bytes, q
     return Report(
         page="summary", launches=list(records.values()), location=f"line {line_no}", warnings=warnings
     )
+
+
+def _parse_pending(pending: list[tuple[dict[str, Any], str, str, str | None]]) -> list[str]:
+    """Parse the cells a page collected, once its locale is known (decimal comma or point,
+    judged on all of them), into their raw dicts; returns the warnings to add."""
+    comma = decimal_comma_locale(cell for _raw, _key, cell, _unit in pending)
+    decimal_commas: list[str] = []
+    for raw, raw_key, cell, cell_unit in pending:
+        raw[raw_key] = (parse_value(cell, decimal_commas, comma is not None), cell_unit)
+    if comma is not None:
+        return [_comma_locale_warning(comma)]
+    if decimal_commas:
+        return [
+            f"{len(decimal_commas)} value(s) written with a decimal comma (e.g. `{decimal_commas[0]}`) were read as decimals"
+        ]
+    return []
 
 
 def _comma_locale_warning(example: str) -> str:
@@ -1312,16 +1319,7 @@ def _read_text_page(path: str, lines: list[str], cut: bool = False) -> list[Repo
                 pending.append((current.raw, k, cell, unit or None))
     if not launches:
         return []
-    comma = decimal_comma_locale(cell for _raw, _key, cell, _unit in pending)
-    decimal_commas: list[str] = []
-    for raw, raw_key, cell, cell_unit in pending:
-        raw[raw_key] = (parse_value(cell, decimal_commas, comma is not None), cell_unit)
-    if comma is not None:
-        warnings.append(_comma_locale_warning(comma))
-    elif decimal_commas:
-        warnings.append(
-            f"{len(decimal_commas)} value(s) written with a decimal comma (e.g. `{decimal_commas[0]}`) were read as decimals"
-        )
+    warnings.extend(_parse_pending(pending))
     last = current or launches[-1]
     who = f"launch ID {last.id}" + (f" (process {last.pid})" if last.pid else "")
     if cut_row or (in_table and not summary_mode):
