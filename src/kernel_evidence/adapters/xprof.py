@@ -200,19 +200,18 @@ def _read_bytes(path: str, cap: int = MAX_FILE_BYTES, what: str = _WHAT_XPLANE) 
     return read_capped(path, cap, what=what)
 
 
-def _gunzip(path: str, data: bytes, cap: int) -> bytes:
-    """The decompressed bytes of a gzip file, at most ``cap`` of them."""
+def _gunzip(path: str, data: bytes, cap: int, what: str = _WHAT_JSON) -> bytes:
+    """The decompressed bytes of a gzip file, at most ``cap`` of them (``what``: what the
+    file was expected to hold, for the one-line errors)."""
     try:
         with gzip.GzipFile(fileobj=io.BytesIO(data)) as gz:
             out = gz.read(cap + 1)
     except (OSError, EOFError, zlib.error) as exc:
-        raise AdapterError(
-            f"{path}: truncated or corrupt gzip ({exc}); expected gzip-compressed JSON"
-        ) from None
+        raise AdapterError(f"{path}: truncated or corrupt gzip ({exc}); expected {what}") from None
     if len(out) > cap:
         raise AdapterError(
             f"{path}: decompresses to more than {size_text(cap)}, the cap for one input; expected "
-            f"{_WHAT_JSON} (raise the cap with --opt max_bytes=N if the file is really that large)"
+            f"{what} (raise the cap with --opt max_bytes=N if the file is really that large)"
         )
     return out
 
@@ -251,19 +250,7 @@ def _xplane_bytes(path: str, data: bytes, cap: int) -> bytes:
     with the gzip magic (its first byte is the tag of field 1, 0x0a)."""
     if data[:2] != b"\x1f\x8b":
         return data
-    try:
-        with gzip.GzipFile(fileobj=io.BytesIO(data)) as gz:
-            out = gz.read(cap + 1)
-    except (OSError, EOFError, zlib.error) as exc:
-        raise AdapterError(
-            f"{path}: truncated or corrupt gzip ({exc}); expected {_WHAT_XPLANE} (or a gzip of it)"
-        ) from None
-    if len(out) > cap:
-        raise AdapterError(
-            f"{path}: decompresses to more than {size_text(cap)}, the cap for one input; expected "
-            f"{_WHAT_XPLANE} (raise the cap with --opt max_bytes=N if the file is really that large)"
-        )
-    return out
+    return _gunzip(path, data, cap, f"{_WHAT_XPLANE} (or a gzip of it)")
 
 
 def read_json_file(path: str, cap: int = MAX_FILE_BYTES, json_cap: int = MAX_JSON_BYTES) -> Any:
