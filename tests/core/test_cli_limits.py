@@ -32,24 +32,6 @@ def test_the_largest_size_limit_is_accepted(capsys) -> None:
     assert code == 0 and "7 valid" in capsys.readouterr().out
 
 
-def test_jobs_never_exceed_the_cpus(capsys, monkeypatch) -> None:
-    import kernel_evidence.cli.validate as cli_validate
-
-    asked: list[int] = []
-    real = cli_validate.validate_paths
-
-    def spy(paths, limits=None, *, jobs=1):  # type: ignore[no-untyped-def]
-        asked.append(jobs)
-        return real(paths, limits, jobs=jobs)
-
-    monkeypatch.setattr(cli_validate, "validate_paths", spy)
-    monkeypatch.setattr(cli_validate, "_cpus", lambda: 2)
-    for jobs in ("100000", str(2**40), "3", "2", "1", "0"):
-        assert main(["validate", "--jobs", jobs, ONE]) == 0
-    capsys.readouterr()
-    assert asked == [2, 2, 2, 2, 1, 0]
-
-
 class _Full(io.StringIO):
     """A standard output on a full disk."""
 

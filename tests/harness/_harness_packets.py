@@ -5,9 +5,26 @@ from __future__ import annotations
 import random
 from typing import Any
 
+from kernel_evidence.harness.timer import Measurement
 from kernel_evidence.models import EvidencePacket
 
-__all__ = ["lognormal", "timed_packet"]
+__all__ = ["fixed_measurement", "lognormal", "timed_packet"]
+
+
+def fixed_measurement(samples: list[float], **fields: Any) -> Measurement:
+    """A measurement of the given samples (ns) as the host clock would record it; ``fields``
+    override any of its other fields."""
+    given: dict[str, Any] = {
+        "method": "host_clock",
+        "warmup": 0,
+        "stop_rule": "fixed",
+        "stop_reason": "test",
+        "cache_policy": "warm",
+        "synchronized": True,
+        "interleaved": True,
+        **fields,
+    }
+    return Measurement(samples_ns=samples, **given)
 
 
 def lognormal(median: float, n: int, seed: int, sigma: float = 0.05) -> list[float]:

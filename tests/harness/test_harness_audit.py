@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _harness_packets import fixed_measurement
 
 from kernel_evidence.harness import (
     CandidateFailure,
@@ -27,7 +28,6 @@ from kernel_evidence.harness import (
     sink,
     speed_of_light_fraction,
 )
-from kernel_evidence.harness.timer import Measurement
 from kernel_evidence.io import iter_records
 from kernel_evidence.models import EvidencePacket
 from kernel_evidence.rules import validate
@@ -47,19 +47,6 @@ def _valid(p: EvidencePacket | None) -> EvidencePacket:
     errors = [(f.rule_id, f.message) for f in report.findings if f.severity == "error"]
     assert report.ok, errors
     return p
-
-
-def _measurement(samples: list[float]) -> Measurement:
-    return Measurement(
-        samples_ns=samples,
-        method="host_clock",
-        warmup=0,
-        stop_rule="fixed",
-        stop_reason="test",
-        cache_policy="warm",
-        synchronized=True,
-        interleaved=True,
-    )
 
 
 # ---------------------------------------------------------------- exceptions in the block
@@ -224,7 +211,9 @@ def test_speedup_without_validation_is_not_stated() -> None:
     """CandidateRecord._build: a kernel speedup without validation was refused (KE404)."""
     rec = _rec()
     with rec.candidate("k") as c:
-        c.timing(_measurement([10.0] * 5), baseline=_measurement([20.0] * 5), provider="numpy", call="x")
+        c.timing(
+            fixed_measurement([10.0] * 5), baseline=fixed_measurement([20.0] * 5), provider="numpy", call="x"
+        )
     p = _valid(c.packet)
     assert p.status.value == "passed"
     assert p.timing is not None and p.timing.speedup is None

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from _harness_packets import fixed_measurement
 
 from kernel_evidence.harness import Recorder, StopRule, Timer
 from kernel_evidence.harness import timer as timer_mod
@@ -49,20 +50,6 @@ def clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
     fake = FakeClock()
     monkeypatch.setattr(timer_mod, "time", fake)
     return fake
-
-
-def _m(samples: list[float], **kw: Any) -> Measurement:
-    fields: dict[str, Any] = dict(
-        method="host_clock",
-        warmup=0,
-        stop_rule="fixed",
-        stop_reason="test",
-        cache_policy="warm",
-        synchronized=True,
-        interleaved=True,
-    )
-    fields.update(kw)
-    return Measurement(samples_ns=samples, **fields)
 
 
 def _errors(p: Any) -> list[str]:
@@ -194,7 +181,9 @@ def test_interleaved_only_with_the_measurement_of_the_same_compare(clock: FakeCl
 
 def test_zero_baseline_median_makes_no_claim() -> None:
     # failed before: a speedup of 0 was claimed, which KE301 rejects
-    t = _m([1000.0, 1000.0]).timing(baseline=_m([0.0, 0.0, 1.0]), provider="numpy", version="2", call="x")
+    t = fixed_measurement([1000.0, 1000.0]).timing(
+        baseline=fixed_measurement([0.0, 0.0, 1.0]), provider="numpy", version="2", call="x"
+    )
     assert t.speedup is None
 
 
@@ -221,7 +210,10 @@ def test_random_outcomes_always_give_valid_packets() -> None:
 
     kinds = ["lognormal", "constant", "zeros", "tiny", "huge", "outlier"]
     for i in range(300):
-        cand, base = _m(outcome(rng.choice(kinds))), _m(outcome(rng.choice(kinds)))
+        cand, base = (
+            fixed_measurement(outcome(rng.choice(kinds))),
+            fixed_measurement(outcome(rng.choice(kinds))),
+        )
         unit = rng.choice(["ns", "us", "ms", "s"])
         with rec.candidate(f"c{i}") as c:
             c.shape_result("s1", passed=True)
