@@ -38,6 +38,7 @@ _LAZY = {
     "archive_packets": (".archive", "archive_packets"),
     "export_packets": (".archive", "export_packets"),
     "ingest": ("._ingest", "ingest"),
+    "read_raw_table": (".rawtable", "read_raw_table"),
 }
 
 
@@ -80,6 +81,7 @@ __all__ = [
     "load_schema",
     "models",
     "read_packets",
+    "read_raw_table",
     "reward",
     "strategies",
     "validate",

@@ -16,9 +16,11 @@ Also here: the joined cross-vendor canonical-metric table behind ``kevidence met
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import math
+import os
 import re
 import shlex
 from collections.abc import Iterable, Mapping, Sequence
@@ -59,6 +61,8 @@ class IngestResult:
 
     packets: list[EvidencePacket]
     warnings: list[str] = field(default_factory=list)
+    #: side files the adapters wrote (raw metric tables), in ``side_dir``
+    side_files: list[str] = field(default_factory=list)
 
 
 # ----------------------------------------------------------------------------- option parsing
@@ -425,6 +429,9 @@ def ingest(
     created_at: str | None = None,
     extra: Mapping[str, Any] | None = None,
     ids: bool = True,
+    side_dir: str | Path | None = None,
+    side_base: str | Path | None = None,
+    inline_max_cells: int | None = None,
 ) -> IngestResult:
     """Read ``inputs`` with the adapter ``tool`` and complete the packets.
 
@@ -437,6 +444,12 @@ def ingest(
     Raises :class:`~kernel_evidence.errors.KernelEvidenceError` for unreadable inputs and
     :class:`OptionError` for malformed options. ``ids=False`` leaves ``packet_id`` unset
     (:func:`ingest_json` computes it while encoding).
+
+    ``side_dir``: where a capture with more than ``inline_max_cells`` raw values (default
+    :data:`~kernel_evidence.rawtable.INLINE_MAX_CELLS`) keeps them, as an Arrow IPC file the
+    packet references by sha256; paths are recorded relative to ``side_base`` (the directory
+    the packets go to) when given. Without ``side_dir`` every value stays in the packet. The
+    files written are listed in the result's ``side_files``, and removed when ingest fails.
     """
     replay, shell = _parse_replay(replay_cmd) if replay_cmd is not None else (None, False)
     if isinstance(into, (str, Path)) and str(into) == "-" and "-" in inputs:
@@ -455,21 +468,38 @@ def ingest(
     options = AdapterOptions(
         created_at=created_at,
         extra={**({"packet_ids": False} if edits or not ids else {}), **(extra or {})},
+        side_dir=None if side_dir is None else str(side_dir),
+        side_base=None if side_base is None else str(side_base),
     )
-    with paused_gc():
-        return _complete(
-            adapter,
-            inputs,
-            options,
-            replay,
-            base_line,
-            changes,
-            base,
-            created_at,
-            ids=ids,
-            shell=shell,
-            base_name=str(into) if isinstance(into, (str, Path)) else None,
-        )
+    if inline_max_cells is not None:
+        options.inline_max_cells = inline_max_cells
+    try:
+        with paused_gc():
+            result = _complete(
+                adapter,
+                inputs,
+                options,
+                replay,
+                base_line,
+                changes,
+                base,
+                created_at,
+                ids=ids,
+                shell=shell,
+                base_name=str(into) if isinstance(into, (str, Path)) else None,
+            )
+    except BaseException:
+        remove_side_files(options.side_files)
+        raise
+    result.side_files = list(options.side_files)
+    return result
+
+
+def remove_side_files(paths: Iterable[str]) -> None:
+    """Remove side files an ingest wrote (it failed after writing them); best effort."""
+    for path in paths:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
 
 
 def _check_adapter_options(adapter: Any, extra: Mapping[str, Any]) -> None:
@@ -497,7 +527,7 @@ def ingest_json(tool: str, inputs: Sequence[str], **kwargs: Any) -> tuple[Ingest
             p, data = p._with_id_json()
             packets.append(p)
             encoded.append(data)
-    return IngestResult(packets=packets, warnings=result.warnings), encoded
+    return IngestResult(packets=packets, warnings=result.warnings, side_files=result.side_files), encoded
 
 
 def _complete(

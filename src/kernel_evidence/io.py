@@ -93,8 +93,11 @@ def _is_packet_file(path: Path) -> bool:
     return any(name.endswith(s) for s in PACKET_SUFFIXES)
 
 
-def discover(paths: Iterable[str | os.PathLike[str]]) -> Iterator[str]:
-    """Expand files and directories (recursively, sorted) into input names; ``-`` is stdin."""
+def discover(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]]) -> Iterator[str]:
+    """Expand files and directories (recursively, sorted) into input names; ``-`` is stdin.
+    One name may be given on its own (not a list)."""
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
     for p in paths:
         s = os.fspath(p)
         if s == "-":
@@ -533,8 +536,11 @@ def _iter_line_range(
         )
 
 
-def read_packets(paths: Iterable[str | os.PathLike[str]], limits: Limits | None = None) -> Iterator[Any]:
-    """Yield validated :class:`~kernel_evidence.models.EvidencePacket` objects from inputs.
+def read_packets(
+    paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]], limits: Limits | None = None
+) -> Iterator[Any]:
+    """Yield validated :class:`~kernel_evidence.models.EvidencePacket` objects from inputs
+    (a file, directory or ``-``, or a list of them).
 
     Raises :class:`~kernel_evidence.errors.InputError` at the first unreadable or
     structurally invalid document. Use :func:`kernel_evidence.validate_paths` to collect

@@ -129,6 +129,85 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], str, str]] = [
         "/profiler/0/raw_columns/a~1b",
     ),  # fmt: skip
     (
+        "3.5 raw_table replaces raw_columns",
+        _set(
+            "profiler",
+            value=[
+                {
+                    "tool": "ncu",
+                    "kernels": [{"name": "k"}],
+                    "raw_columns": {"a": [1]},
+                    "raw_table": {
+                        "kind": "profile",
+                        "path": "r.arrow",
+                        "sha256": "sha256:" + "0" * 64,
+                        "media_type": "application/vnd.apache.arrow.file",
+                    },
+                }
+            ],
+        ),
+        "KE902",
+        "/profiler/0/raw_columns",
+    ),  # fmt: skip
+    (
+        "3.5 raw_table gives its sha256",
+        _set(
+            "profiler",
+            value=[
+                {
+                    "tool": "ncu",
+                    "kernels": [{"name": "k"}],
+                    "raw_table": {
+                        "kind": "profile",
+                        "path": "r.arrow",
+                        "media_type": "application/vnd.apache.arrow.file",
+                    },
+                }
+            ],
+        ),
+        "KE902",
+        "/profiler/0/raw_table/sha256",
+    ),  # fmt: skip
+    (
+        "3.5 raw_table gives a path or uri",
+        _set(
+            "profiler",
+            value=[
+                {
+                    "tool": "ncu",
+                    "kernels": [{"name": "k"}],
+                    "raw_table": {
+                        "kind": "profile",
+                        "sha256": "sha256:" + "0" * 64,
+                        "media_type": "application/vnd.apache.arrow.file",
+                    },
+                }
+            ],
+        ),
+        "KE902",
+        "/profiler/0/raw_table",
+    ),  # fmt: skip
+    (
+        "3.5 raw_table is an Arrow IPC file",
+        _set(
+            "profiler",
+            value=[
+                {
+                    "tool": "ncu",
+                    "kernels": [{"name": "k"}],
+                    "raw_table": {
+                        "kind": "profile",
+                        "path": "r.csv",
+                        "sha256": "sha256:" + "0" * 64,
+                        "media_type": "text/csv",
+                    },
+                }
+            ],
+        ),
+        "KE902",
+        "/profiler/0/raw_table/media_type",
+    ),  # fmt: skip
+    (
         "3.7 replay command is a list",
         _set("replay", "command", value="python b.py"),
         "KE001",

@@ -11,13 +11,15 @@ group, each entry point naming an object with the same interface.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Sequence
+import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from typing import Any, Protocol, runtime_checkable
 
 from ..errors import AdapterError
-from ..models import EvidencePacket
+from ..models import Artifact, EvidencePacket
+from ..rawtable import INLINE_MAX_CELLS
 
 __all__ = [
     "Adapter",
@@ -44,10 +46,33 @@ class AdapterOptions:
     """What the user tells an adapter that the source cannot know.
 
     ``producer`` is filled by the caller; ``extra`` carries adapter-specific options.
+
+    ``side_dir`` is where adapters may write side files (see :mod:`kernel_evidence.rawtable`):
+    a capture with more than ``inline_max_cells`` raw values keeps them in an Arrow IPC file
+    there instead of inline. Without it every value stays in the packet. ``side_base`` is
+    the directory the packets will be written to: side file paths are recorded relative to
+    it. ``side_files`` lists the files written, so a caller that fails later can remove them.
     """
 
     created_at: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    side_dir: str | None = None
+    side_base: str | None = None
+    inline_max_cells: int = INLINE_MAX_CELLS
+    side_files: list[str] = field(default_factory=list)
+
+    def raw_table(
+        self, columns: Mapping[str, Any], units: Mapping[str, str] | None, rows: int, stem: str
+    ) -> Artifact | None:
+        """A side file for a capture's raw columns (``rows`` values each), or None when they
+        stay inline: no ``side_dir``, or no more than ``inline_max_cells`` values."""
+        if self.side_dir is None or rows * len(columns) <= self.inline_max_cells:
+            return None
+        from ..rawtable import write_raw_table
+
+        ref = write_raw_table(columns, units, rows, self.side_dir, stem, relative_to=self.side_base)
+        self.side_files.append(os.path.join(self.side_dir, ref.name or ""))
+        return ref
 
 
 @dataclass

@@ -7,11 +7,13 @@ arrays are read in seconds and converted, throughputs carry ``req/s`` / ``tok/s`
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import math
 import os
 import re
 import shlex
+import tempfile
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -101,6 +103,10 @@ class BuildContext:
     current: tuple[str, bytes] | None = None
     #: the ``max_bytes`` cap on any file read (see :func:`.._read.read_capped`)
     max_bytes: int = DEFAULT_MAX_BYTES
+    #: sidecar paths are recorded relative to this directory (where the packets go), if set
+    side_base: str | None = None
+    #: every sidecar written (``AdapterOptions.side_files``: removed if the ingest fails)
+    side_files: list[str] = field(default_factory=list)
 
     def warn(self, message: str, *, once: str | None = None) -> None:
         """Record a warning (``once``: a key; the same key warns only once)."""
@@ -696,20 +702,28 @@ def _write_sidecar(ctx: BuildContext, rec: RunRecord, cols: dict[str, Any]) -> A
         stem = stem.removesuffix(suffix)
     if rec.location:
         stem += "." + re.sub(r"[^0-9A-Za-z]+", "", rec.location)
-    tmp = out_dir / f".{stem}.samples.parquet.tmp"
-    pq.write_table(pa.table(table), tmp, compression="zstd")
-    h = hashlib.sha256()
-    size = 0
-    with open(tmp, "rb") as fh:
-        while chunk := fh.read(1 << 22):
-            h.update(chunk)
-            size += len(chunk)
-    final = out_dir / f"{stem}.samples-{h.hexdigest()[:12]}.parquet"
-    os.replace(tmp, final)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{stem}.", suffix=".samples.parquet.tmp", dir=out_dir)
+    os.close(fd)
+    tmp = Path(tmp_name)
+    try:
+        pq.write_table(pa.table(table), tmp, compression="zstd")
+        h = hashlib.sha256()
+        size = 0
+        with open(tmp, "rb") as fh:
+            while chunk := fh.read(1 << 22):
+                h.update(chunk)
+                size += len(chunk)
+        final = out_dir / f"{stem}.samples-{h.hexdigest()[:12]}.parquet"
+        os.replace(tmp, final)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
+    ctx.side_files.append(str(final))
     return Artifact(
         kind="output",
         name=final.name,
-        path=str(final),
+        path=str(final) if ctx.side_base is None else os.path.relpath(final, ctx.side_base),
         sha256=f"sha256:{h.hexdigest()}",
         size=ByteSize(value=float(size), unit="B"),
         media_type="application/vnd.apache.parquet",

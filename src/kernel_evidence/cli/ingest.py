@@ -60,6 +60,15 @@ def register(app: typer.Typer) -> None:
             None, "--created-at", help="RFC 3339 UTC time for created_at (default: now)."
         ),
         force: bool = typer.Option(False, "--force", help="Overwrite an existing output file."),
+        side_dir: str | None = typer.Option(
+            None,
+            "--side-dir",
+            help="Where captures with more than a million raw values keep them, as Arrow IPC files the "
+            "packet references by sha256. Default: beside -o (stdout: every value stays inline).",
+        ),
+        inline_raw: bool = typer.Option(
+            False, "--inline-raw", help="Keep every raw value inside the packet, however many there are."
+        ),
     ) -> None:
         """Turn what a profiler or benchmark wrote into evidence packets."""
         raise typer.Exit(
@@ -74,6 +83,8 @@ def register(app: typer.Typer) -> None:
                 into=into,
                 created_at=created_at,
                 force=force,
+                side_dir=side_dir,
+                inline_raw=inline_raw,
             )
         )
 
@@ -90,10 +101,12 @@ def run(
     into: str | None = None,
     created_at: str | None = None,
     force: bool = False,
+    side_dir: str | None = None,
+    inline_raw: bool = False,
 ) -> int:
     """The command body; returns the exit code."""
     # here, not at start-up: the adapters' imports are only paid by `kevidence ingest`
-    from .._ingest import OptionError, ingest_json, missing_for_validation, parse_opts
+    from .._ingest import OptionError, ingest_json, missing_for_validation, parse_opts, remove_side_files
 
     if output == "":
         fail("-o/--output expects a file name, got an empty one", EXIT_USAGE)
@@ -108,6 +121,18 @@ def run(
             fail(f"{output}: already exists; refusing to overwrite it (use --force)")
         if exists and any(_same_file(output, i) for i in [*inputs, *([into] if into else [])]):
             fail(f"{output}: is one of the inputs; write the packets to another file", EXIT_USAGE)
+    if inline_raw and side_dir is not None:
+        fail("--inline-raw and --side-dir contradict each other; give one", EXIT_USAGE)
+    side_base: str | None = None
+    if side_dir == "":
+        fail("--side-dir expects a directory, got an empty name", EXIT_USAGE)
+    if side_dir is None and not inline_raw and output is not None and not _streams(output):
+        side_dir = os.path.dirname(os.path.abspath(output))
+    if side_dir is not None:
+        if os.path.exists(side_dir) and not os.path.isdir(side_dir):
+            fail(f"{side_dir}: --side-dir is not a directory", EXIT_USAGE)
+        if output is not None and not _streams(output):
+            side_base = os.path.dirname(os.path.abspath(output))
     try:
         extra = parse_opts(opts or ())
         # each packet's id and JSON bytes from one encoding; the same bytes are written out
@@ -121,6 +146,8 @@ def run(
             into=into,
             created_at=created_at,
             extra=extra,
+            side_dir=side_dir,
+            side_base=side_base,
         )
     except OptionError as exc:
         fail(str(exc), EXIT_USAGE)
@@ -132,6 +159,7 @@ def run(
     from ..io import output_streams_jsonl
 
     if output is not None and len(packets) > 1 and not output_streams_jsonl(output):
+        remove_side_files(result.side_files)
         fail(
             f"{output}: {len(packets)} packets need a .jsonl (or .jsonl.zst) output name; a .json file holds one",
             EXIT_USAGE,
@@ -156,8 +184,13 @@ def run(
         try:
             write_packets(output, (msgspec.Raw(b) for b in encoded), overwrite=force)
         except (OSError, ValueError) as exc:
+            remove_side_files(result.side_files)
             fail(str(exc))
         sys.stderr.write(f"kevidence: wrote {len(packets)} packet(s) to {output}\n")
+    for side in result.side_files:
+        sys.stderr.write(
+            f"kevidence: raw metrics kept in {side} (referenced by sha256; keep it beside the packet)\n"
+        )
     with paused_gc():
         lacks = missing_for_validation(encoded)
     if lacks:
@@ -166,6 +199,18 @@ def run(
         for line in lacks:
             sys.stderr.write(f"  {line}\n")
     return EXIT_OK
+
+
+def _streams(output: str) -> bool:
+    """``-`` or a device, pipe or descriptor name: not a file side files can sit beside."""
+    if output == "-":
+        return True
+    from ..io import _output_target
+
+    try:
+        return _output_target(output)[1]
+    except OSError:
+        return False  # refused with its reason when it is opened
 
 
 def _same_file(a: str, b: str) -> bool:

@@ -42,7 +42,10 @@ class ProfilerCapture(Model):
     Raw source metrics are kept either per record (``KernelRecord.raw``) or, for captures
     with many launches and metrics, as a table: ``raw_columns`` maps a source metric name to
     one value per entry of ``kernels`` (same order, ``null`` where the launch has none) and
-    ``raw_units`` gives each column's unit as the source spelled it.
+    ``raw_units`` gives each column's unit as the source spelled it. A capture too large to
+    keep inline holds ``raw_table`` instead of ``raw_columns``: a reference (with sha256) to
+    an Arrow IPC file with the same columns, one row per entry of ``kernels``
+    (see :mod:`kernel_evidence.rawtable`).
     """
 
     tool: NonEmptyStr
@@ -50,6 +53,7 @@ class ProfilerCapture(Model):
     source: Artifact | None = None
     kernels: list[KernelRecord] | None = None
     raw_columns: dict[str, list[Float | Str | None]] | None = None
+    raw_table: Artifact | None = None
     raw_units: dict[str, Str] | None = None
     summary: dict[str, Quantity] | None = None
     attributes: dict[str, Str | Float | Int] | None = None

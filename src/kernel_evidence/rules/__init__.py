@@ -182,7 +182,7 @@ def report_record(rec: Record) -> Iterator[Report]:
 
 
 def validate_paths(
-    paths: Iterable[str | os.PathLike[str]],
+    paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
     limits: Limits | None = None,
     *,
     jobs: int = 1,

@@ -181,6 +181,12 @@ _RULES: tuple[tuple[str, str, str, str, str], ...] = (
      "give every column of /profiler/N/raw_columns one value per kernel record, null where a launch has none",
      "In a profiler capture, each list of `raw_columns` MUST have exactly one entry per element of "
      "`kernels`, in the same order, so that a value can be traced to its launch."),
+    ("KE902", "error", "a raw metrics side file is a verifiable reference",
+     "give /profiler/N/raw_table a path or uri, its sha256 and the Arrow IPC media type, and drop raw_columns",
+     "A capture whose raw metrics are in a side file (`raw_table`) MUST NOT also carry "
+     "`raw_columns`, and the reference MUST give the file's sha256, a path or uri, and the media "
+     "type `application/vnd.apache.arrow.file`: the packet id covers the raw values only through "
+     "the digest."),
     ("KE804", "warning", "serving packets describe the workload",
      "record /task/serving: model, engine and traffic",
      "A serving packet SHOULD carry `task.serving` (model, engine with version, traffic shape)."),
@@ -425,6 +431,23 @@ def _not_a_calendar_time(ts: str) -> str | None:
 def _profiler(captures: Any, add: Add) -> None:
     for i, cap in enumerate(captures):
         cols = cap.raw_columns
+        ref = cap.raw_table
+        if ref is not None:
+            ptr = f"/profiler/{i}/raw_table"
+            if cols is not None:
+                add(("KE902", f"/profiler/{i}/raw_columns", "raw metrics both inline and in a side file"))
+            if ref.sha256 is None:
+                add(("KE902", ptr + "/sha256", "raw metrics side file without a sha256"))
+            if not ref.path and not ref.uri:
+                add(("KE902", ptr, "raw metrics side file with neither path nor uri"))
+            if ref.media_type != "application/vnd.apache.arrow.file":
+                add(
+                    (
+                        "KE902",
+                        ptr + "/media_type",
+                        f"raw metrics side file of media type {ref.media_type!r}; expected an Arrow IPC file",
+                    )
+                )
         if not cols:
             continue
         n = len(cap.kernels) if cap.kernels else 0

@@ -1,0 +1,240 @@
+"""Raw profiler metrics in a columnar side file, for captures too large to keep inline.
+
+A profiler capture keeps every source metric raw. For a few thousand values they sit in the
+packet (``ProfilerCapture.raw_columns``); an ncu raw page of 20,000 launches by 500 metrics
+is ten million values, and a JSON packet that spells each one is slow to write, slow to
+hash and slow to read. Such a capture holds ``raw_table`` instead: an
+:class:`~kernel_evidence.models.Artifact` naming an Arrow IPC file (the format pandas calls
+Feather v2; Polars, DuckDB and Spark read it) by sha256 and size. The file has the same
+columns ``raw_columns`` would have, one row per entry of ``kernels`` in the same order:
+
+- numbers as ``float64`` and text as ``string`` (``null`` where a launch has none);
+- a column that mixes numbers and text as ``string`` cells each holding one JSON value
+  (``1.5`` or ``"n/a"``), marked with the field metadata ``kevidence.cells = json``;
+- each column's unit, as the source spelled it, in the field metadata ``unit`` (the packet's
+  ``raw_units`` says the same);
+- the schema metadata ``kevidence.raw_table`` = ``1`` (the layout version) and
+  ``kevidence.rows``.
+
+The packet's id covers the file through its sha256: changing one value changes the id.
+:func:`read_raw_table` checks the digest, the size and the row count before it returns a
+table, so a damaged or substituted file is refused, not read.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .errors import InputError, MissingExtra
+from .models import Artifact
+from .models._base import ByteSize
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pyarrow as pa
+
+    from .models import ProfilerCapture
+
+__all__ = [
+    "INLINE_MAX_CELLS",
+    "RAW_TABLE_MEDIA_TYPE",
+    "RAW_TABLE_VERSION",
+    "raw_columns_of",
+    "read_raw_table",
+    "write_raw_table",
+]
+
+#: the IANA media type of an Arrow IPC file
+RAW_TABLE_MEDIA_TYPE = "application/vnd.apache.arrow.file"
+#: the layout version written to the schema metadata ``kevidence.raw_table``
+RAW_TABLE_VERSION = 1
+#: captures with more raw values than this go to a side file when the caller gives a place
+#: for side files (``AdapterOptions.side_dir``, ``kevidence ingest --side-dir``)
+INLINE_MAX_CELLS = 1_000_000
+
+_META_VERSION = b"kevidence.raw_table"
+_META_ROWS = b"kevidence.rows"
+_META_CELLS = b"kevidence.cells"
+_META_UNIT = b"unit"
+
+
+def _pyarrow() -> Any:
+    try:
+        import pyarrow as pa
+        import pyarrow.ipc  # noqa: F401
+    except ImportError:  # pragma: no cover - pyarrow is a core dependency
+        raise MissingExtra("pyarrow", "archive", "reading or writing a raw-metrics side file") from None
+    return pa
+
+
+def _column(pa: Any, values: Any) -> tuple[Any, bool]:
+    """(Arrow array, holds JSON cells) for one raw column: an Arrow array as it is, a list of
+    floats, texts and Nones as float64, string, or JSON cells when it mixes both."""
+    if isinstance(values, (pa.Array, pa.ChunkedArray)):
+        if pa.types.is_null(values.type):
+            return values.cast(pa.float64()), False
+        return values, False
+    kinds = {type(v) for v in values} - {type(None)}
+    if not kinds:
+        return pa.nulls(len(values), pa.float64()), False
+    if kinds <= {float, int}:
+        return pa.array(values, type=pa.float64()), False
+    if kinds == {str}:
+        return pa.array(values, type=pa.string()), False
+    return pa.array([None if v is None else json.dumps(v) for v in values], type=pa.string()), True
+
+
+def write_raw_table(
+    columns: Mapping[str, Any],
+    units: Mapping[str, str] | None,
+    rows: int,
+    directory: str | os.PathLike[str],
+    stem: str,
+    *,
+    relative_to: str | os.PathLike[str] | None = None,
+) -> Artifact:
+    """Write ``columns`` (name -> Arrow array or list of float/str/None, ``rows`` values
+    each) as ``<directory>/<stem>.raw-<sha256 prefix>.arrow`` and return its reference.
+
+    The file is written to a temporary name and renamed into place, so a reader never sees
+    half of it; a file of the same name already there holds the same bytes (the name carries
+    the digest). The reference's ``path`` is relative to ``relative_to`` when given (the
+    directory the packet will be written to), else as the file was written.
+    """
+    pa = _pyarrow()
+    units = units or {}
+    fields = []
+    arrays = []
+    for name, values in columns.items():
+        array, json_cells = _column(pa, values)
+        if len(array) != rows:
+            raise ValueError(f"raw column `{name}` has {len(array)} values for {rows} rows")
+        meta: dict[bytes, bytes] = {}
+        if units.get(name):
+            meta[_META_UNIT] = str(units[name]).encode()
+        if json_cells:
+            meta[_META_CELLS] = b"json"
+        fields.append(pa.field(name, array.type, metadata=meta or None))
+        arrays.append(array)
+    schema = pa.schema(
+        fields, metadata={_META_VERSION: str(RAW_TABLE_VERSION).encode(), _META_ROWS: str(rows).encode()}
+    )
+    table = pa.Table.from_arrays(arrays, schema=schema) if arrays else schema.empty_table()
+    out_dir = Path(directory)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{stem}.", suffix=".arrow.tmp", dir=out_dir)
+    try:
+        sink = pa.BufferOutputStream()
+        options = pa.ipc.IpcWriteOptions(compression="zstd")
+        with pa.ipc.new_file(sink, schema, options=options) as writer:
+            writer.write_table(table)
+        data = sink.getvalue()
+        digest = hashlib.sha256(data).hexdigest()
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        final = out_dir / f"{stem}.raw-{digest[:16]}.arrow"
+        os.replace(tmp, final)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    path = str(final)
+    if relative_to is not None:
+        path = os.path.relpath(final, relative_to)
+    return Artifact(
+        kind="profile",
+        name=final.name,
+        path=path,
+        sha256=f"sha256:{digest}",
+        size=ByteSize(value=float(data.size), unit="B"),
+        media_type=RAW_TABLE_MEDIA_TYPE,
+    )
+
+
+def _where(ref: Artifact, base_dir: str | os.PathLike[str] | None) -> Path:
+    if not ref.path:
+        where = ref.uri or "no path"
+        raise InputError(
+            ref.name or "raw table", None, f"only a uri ({where}) is recorded; fetch the file first"
+        )
+    p = Path(ref.path)
+    if not p.is_absolute() and base_dir is not None:
+        p = Path(base_dir) / p
+    return p
+
+
+def read_raw_table(
+    capture: ProfilerCapture, base_dir: str | os.PathLike[str] | None = None, *, verify: bool = True
+) -> pa.Table:
+    """The capture's raw metrics as an Arrow table: from its side file (``raw_table``; a
+    relative path is taken from ``base_dir``, the directory of the packet file) or from its
+    inline ``raw_columns``. The side file's sha256, size, layout and row count are checked
+    first (``verify=False`` skips the digest); any mismatch is an :class:`InputError`."""
+    pa = _pyarrow()
+    rows = len(capture.kernels or ())
+    ref = capture.raw_table
+    if ref is None:
+        cols = capture.raw_columns or {}
+        arrays = {name: _column(pa, values) for name, values in cols.items()}
+        units = capture.raw_units or {}
+        fields = [
+            pa.field(
+                name,
+                a.type,
+                metadata={
+                    **({_META_UNIT: units[name].encode()} if units.get(name) else {}),
+                    **({_META_CELLS: b"json"} if j else {}),
+                }
+                or None,
+            )
+            for name, (a, j) in arrays.items()
+        ]
+        return pa.Table.from_arrays([a for a, _ in arrays.values()], schema=pa.schema(fields))
+    path = _where(ref, base_dir)
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise InputError(str(path), None, f"raw table cannot be read: {exc.strerror or exc}") from None
+    if ref.size is not None and ref.size.value != len(data):
+        raise InputError(
+            str(path), None, f"raw table is {len(data)} bytes; the packet says {int(ref.size.value)}"
+        )
+    if verify and ref.sha256 is not None:
+        got = "sha256:" + hashlib.sha256(data).hexdigest()
+        if got != ref.sha256:
+            raise InputError(str(path), None, f"raw table's sha256 is {got}; the packet says {ref.sha256}")
+    try:
+        table = pa.ipc.open_file(pa.py_buffer(data)).read_all()
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise InputError(
+            str(path), None, f"not an Arrow IPC file: {' '.join(str(exc).split())[:200]}"
+        ) from None
+    meta = table.schema.metadata or {}
+    if meta.get(_META_VERSION) != str(RAW_TABLE_VERSION).encode():
+        got_v = meta.get(_META_VERSION, b"none").decode(errors="replace")[:20]
+        raise InputError(str(path), None, f"raw table layout {got_v}; this version reads {RAW_TABLE_VERSION}")
+    if table.num_rows != rows:
+        raise InputError(str(path), None, f"raw table has {table.num_rows} rows for {rows} kernel records")
+    return table
+
+
+def raw_columns_of(table: pa.Table) -> tuple[dict[str, list[Any]], dict[str, str]]:
+    """``(raw_columns, raw_units)`` as a packet keeps them inline, from a raw table (JSON
+    cells decoded back into numbers and text)."""
+    columns: dict[str, list[Any]] = {}
+    units: dict[str, str] = {}
+    for field, col in zip(table.schema, table.columns, strict=True):
+        meta = field.metadata or {}
+        values = col.to_pylist()
+        if meta.get(_META_CELLS) == b"json":
+            values = [None if v is None else json.loads(v) for v in values]
+        columns[field.name] = values
+        if meta.get(_META_UNIT):
+            units[field.name] = meta[_META_UNIT].decode()
+    return columns, units

@@ -1,0 +1,159 @@
+"""Raw metrics in an Arrow IPC side file: written, referenced by sha256, read back checked."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+import kernel_evidence as ke
+from kernel_evidence.adapters import AdapterOptions
+from kernel_evidence.errors import InputError
+from kernel_evidence.models import ProfilerCapture
+from kernel_evidence.rawtable import (
+    RAW_TABLE_MEDIA_TYPE,
+    raw_columns_of,
+    read_raw_table,
+    write_raw_table,
+)
+
+COLUMNS = {
+    "gpu__time_duration.sum": [1200.0, 1300.5, None],
+    "launch__grid_size": [128.0, 128.0, 256.0],
+    "Kernel Name": ["gemm", "gemm, <T>", None],
+    "sm__warps_active.avg.pct_of_peak_sustained_active": [41.5, "n/a", None],
+    "empty": [None, None, None],
+}
+UNITS = {"gpu__time_duration.sum": "nsecond", "sm__warps_active.avg.pct_of_peak_sustained_active": "%"}
+
+
+def _capture(ref: ke.models.Artifact, rows: int = 3) -> ProfilerCapture:
+    return ProfilerCapture(tool="ncu", kernels=[{"name": f"k{i}"} for i in range(rows)], raw_table=ref)
+
+
+def test_round_trip_keeps_names_values_types_and_units(tmp_path: Path) -> None:
+    ref = write_raw_table(COLUMNS, UNITS, 3, tmp_path, "report")
+    assert ref.media_type == RAW_TABLE_MEDIA_TYPE
+    assert ref.sha256 is not None and ref.name is not None
+    assert ref.name.startswith("report.raw-") and ref.name.endswith(".arrow")
+    assert ref.size is not None and ref.size.value == os.path.getsize(tmp_path / ref.name)
+    table = read_raw_table(_capture(ref))
+    assert table.schema.field("gpu__time_duration.sum").type == pa.float64()
+    assert table.schema.field("Kernel Name").type == pa.string()
+    columns, units = raw_columns_of(table)
+    assert columns == COLUMNS
+    assert list(columns) == list(COLUMNS)  # column order kept
+    assert units == UNITS
+    # the mixed column keeps 41.5 a number and "n/a" text
+    assert columns["sm__warps_active.avg.pct_of_peak_sustained_active"][:2] == [41.5, "n/a"]
+
+
+def test_arrow_arrays_are_written_as_they_are(tmp_path: Path) -> None:
+    arrays = {"a": pa.array([1.0, 2.0]), "b": pa.chunked_array([["x"], ["y"]]), "c": pa.nulls(2)}
+    ref = write_raw_table(arrays, None, 2, tmp_path, "arr")
+    columns, _ = raw_columns_of(read_raw_table(_capture(ref, 2)))
+    assert columns == {"a": [1.0, 2.0], "b": ["x", "y"], "c": [None, None]}
+
+
+def test_inline_columns_read_as_the_same_table(tmp_path: Path) -> None:
+    inline = ProfilerCapture(tool="ncu", kernels=[{"name": "k"}] * 3, raw_columns=COLUMNS, raw_units=UNITS)
+    ref = write_raw_table(COLUMNS, UNITS, 3, tmp_path, "r")
+    assert read_raw_table(inline).equals(read_raw_table(_capture(ref)))
+
+
+def test_same_content_same_name_and_no_temp_files_left(tmp_path: Path) -> None:
+    a = write_raw_table(COLUMNS, UNITS, 3, tmp_path, "r")
+    b = write_raw_table(COLUMNS, UNITS, 3, tmp_path, "r")
+    assert a == b
+    changed = dict(COLUMNS, launch__grid_size=[128.0, 128.0, 512.0])
+    c = write_raw_table(changed, UNITS, 3, tmp_path, "r")
+    assert c.sha256 != a.sha256 and c.name != a.name
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([a.name, c.name])
+
+
+def test_a_changed_value_changes_the_packet_id(tmp_path: Path) -> None:
+    def packet(ref: ke.models.Artifact) -> ke.EvidencePacket:
+        base = ke.strategies.example_packet().to_dict()
+        base.pop("packet_id", None)
+        base["profiler"] = [_capture(ref).model_dump(mode="json", exclude_none=True)]
+        return ke.EvidencePacket.model_validate(base)
+
+    a = write_raw_table(COLUMNS, UNITS, 3, tmp_path / "a", "r")
+    b = write_raw_table(dict(COLUMNS, launch__grid_size=[1.0, 1.0, 1.0]), UNITS, 3, tmp_path / "b", "r")
+    assert packet(a).compute_id() != packet(b).compute_id()
+    assert ke.validate(packet(a)).ok
+
+
+def test_relative_paths_are_read_from_the_packet_directory(tmp_path: Path) -> None:
+    ref = write_raw_table(COLUMNS, UNITS, 3, tmp_path / "out", "r", relative_to=tmp_path / "out")
+    assert ref.path == ref.name  # beside the packet
+    with pytest.raises(InputError, match="cannot be read"):
+        read_raw_table(_capture(ref))  # not found from the current directory
+    assert read_raw_table(_capture(ref), tmp_path / "out").num_rows == 3
+
+
+@pytest.mark.parametrize("damage", ["flip", "truncate", "rows", "not_arrow", "layout"])
+def test_a_damaged_or_substituted_file_is_refused(tmp_path: Path, damage: str) -> None:
+    ref = write_raw_table(COLUMNS, UNITS, 3, tmp_path, "r")
+    path = tmp_path / str(ref.name)
+    data = bytearray(path.read_bytes())
+    capture = _capture(ref)
+    if damage == "flip":
+        data[len(data) // 2] ^= 0xFF
+        expect = "sha256"
+    elif damage == "truncate":
+        del data[-10:]
+        expect = "bytes; the packet says"
+    elif damage == "rows":
+        capture = _capture(ref, rows=4)
+        expect = "3 rows for 4 kernel records"
+    elif damage == "not_arrow":
+        data = bytearray(b"x" * len(data))
+        ref2 = ref.model_copy(update={"sha256": None})
+        capture = _capture(ref2)
+        expect = "not an Arrow IPC file"
+    else:  # a valid Arrow file without our layout marker, digest and size made to match
+        import hashlib
+
+        table = pa.table({"a": [1.0, 2.0, 3.0]})
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_file(sink, table.schema) as w:
+            w.write_table(table)
+        data = bytearray(sink.getvalue().to_pybytes())
+        ref2 = ref.model_copy(
+            update={
+                "sha256": "sha256:" + hashlib.sha256(data).hexdigest(),
+                "size": ke.models.ByteSize(value=float(len(data)), unit="B"),
+            }
+        )
+        capture = _capture(ref2)
+        expect = "raw table layout none"
+    path.write_bytes(bytes(data))
+    with pytest.raises(InputError, match=expect):
+        read_raw_table(capture)
+
+
+def test_a_uri_only_reference_says_to_fetch_it(tmp_path: Path) -> None:
+    ref = write_raw_table(COLUMNS, UNITS, 3, tmp_path, "r")
+    remote = ref.model_copy(update={"path": None, "uri": "s3://bucket/r.arrow"})
+    with pytest.raises(InputError, match="only a uri"):
+        read_raw_table(_capture(remote))
+
+
+def test_a_column_of_the_wrong_length_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="has 2 values for 3 rows"):
+        write_raw_table({"a": [1.0, 2.0]}, None, 3, tmp_path, "r")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_adapter_options_write_only_above_the_threshold_and_only_with_a_directory(tmp_path: Path) -> None:
+    cols = {"a": [1.0, 2.0, 3.0], "b": [4.0, 5.0, 6.0]}  # 6 cells
+    assert AdapterOptions().raw_table(cols, None, 3, "r") is None  # no side_dir: inline
+    opts = AdapterOptions(side_dir=str(tmp_path), side_base=str(tmp_path), inline_max_cells=6)
+    assert opts.raw_table(cols, None, 3, "r") is None  # at the threshold: inline
+    opts.inline_max_cells = 5
+    ref = opts.raw_table(cols, None, 3, "r")
+    assert ref is not None and ref.path == ref.name
+    assert opts.side_files == [str(tmp_path / str(ref.name))]
