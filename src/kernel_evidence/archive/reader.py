@@ -11,10 +11,12 @@ means a missing value. Several filters must all hold.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import sys
-from collections.abc import Iterable, Iterator
+import warnings
+from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -28,6 +30,7 @@ import zstandard
 from ..errors import ArchiveError
 from ..io import _output_target, open_output, replaces_file
 from . import _layout
+from ._raw import RAW_DIR, digest_hex, export_raw_tables, has_raw_table, raw_refs_of
 from .schema import DATASET_SCHEMA, META_LAYOUT_VERSION, PARTITION_SCHEMA
 
 __all__ = [
@@ -168,9 +171,19 @@ def export_packets(
     *,
     where: Iterable[str] | pc.Expression | None = None,
     overwrite: bool = False,
+    on_warning: Callable[[str], None] | None = None,
 ) -> int:
     """Write the archived packets (filtered) to JSONL, zstd-compressed when ``out`` ends in
     ``.zst``; ``-`` is standard output. Atomic; returns the number of packets written.
+
+    Raw tables: when ``out`` is a file, each exported capture's side file is copied from the
+    archive's ``_raw/`` folder to beside ``out``, under the reference's ``path`` when that
+    is a plain file name (``name.arrow``: no folder, not hidden); an existing file of the
+    same name is never replaced (the same content: skipped; other content: warned about).
+    A raw table that cannot be copied (another path, not in the archive, a name taken) and,
+    once, a stream output (``-``, a device) with raw tables are reported to ``on_warning``
+    as one line each (default: :func:`warnings.warn`); the packets are exported all the
+    same. The copies are part of the export: when it fails they are removed.
 
     As with :func:`kernel_evidence.io.write_packets`, a name not ending in ``.jsonl`` (or
     ``.jsonl.zst``; ``.json`` for one) holds one packet: more matching packets raise
@@ -180,12 +193,16 @@ def export_packets(
     """
     expr = where if isinstance(where, pc.Expression) or where is None else parse_where(where)
     target = str(out)
+    warn = on_warning if on_warning is not None else _warn
     if target != "-":
         check_output(root, target)
     # resolve everything that can fail on the archive before creating the output
     open_archive(root)
+    refs: dict[tuple[str | None, str | None], Any] = {}
     if target == "-":
-        return _write(sys.stdout.buffer, root, expr, zst=False)
+        n = _write(sys.stdout.buffer, root, expr, zst=False, refs=refs)
+        _not_copied(root, refs, "standard output", warn)
+        return n
     if not overwrite and replaces_file(target):  # a device or a pipe is written to, not replaced
         raise FileExistsError(f"{target}: already exists; refusing to overwrite it (use --force)")
     stream = _output_target(target)[1]  # a device or a pipe: JSONL, whatever its name
@@ -196,24 +213,69 @@ def export_packets(
                 f"{target}: {count} packets need a .jsonl (or .jsonl.zst) output name; a .json file holds one"
             )
     fh, commit = open_output(target)
-    ok = False
+    copied: list[Path] = []
     try:
-        n = _write(fh, root, expr, zst=target.lower().endswith(".zst"))
-        ok = True
-    finally:
-        commit(ok)
+        n = _write(fh, root, expr, zst=target.lower().endswith(".zst"), refs=refs)
+        if stream:
+            _not_copied(root, refs, target, warn)
+        elif refs:
+            copied = export_raw_tables(Path(root), Path(target), refs, warn)
+        commit(True)
+    except BaseException:
+        for path in copied:
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+        with contextlib.suppress(OSError):
+            commit(False)
+        raise
     return n
 
 
-def _write(fh: Any, root: str | os.PathLike[str], expr: pc.Expression | None, *, zst: bool) -> int:
+def _warn(message: str) -> None:
+    warnings.warn(message, UserWarning, stacklevel=3)
+
+
+def _not_copied(
+    root: str | os.PathLike[str],
+    refs: dict[tuple[str | None, str | None], Any],
+    output: str,
+    warn: Callable[[str], None],
+) -> None:
+    """One warning when packets with raw tables went to a stream (no folder beside it)."""
+    if any(path is not None and digest is not None for path, digest in refs):
+        raw = Path(root) / RAW_DIR
+        warn(
+            f"{output}: raw tables of the exported packets were not copied (the output is a stream); "
+            f"they are in {raw}{os.sep}, named by sha256"
+        )
+
+
+def _write(
+    fh: Any,
+    root: str | os.PathLike[str],
+    expr: pc.Expression | None,
+    *,
+    zst: bool,
+    refs: dict[tuple[str | None, str | None], Any] | None = None,
+) -> int:
+    """Write the packets; with ``refs``, collect their raw table references into it
+    (``(path, sha256 hex)`` -> the first packet id naming it)."""
     sink: Any = zstandard.ZstdCompressor(level=3).stream_writer(fh, closefd=False) if zst else fh
     n = 0
     for batch in scan(root, ["packet"], expr, batch_size=4096):
         values = batch.column(0).to_pylist()
         if values:
-            sink.write(b"\n".join(values))
+            joined = b"\n".join(values)
+            sink.write(joined)
             sink.write(b"\n")
             n += len(values)
+            if refs is not None and has_raw_table(joined):
+                for value in values:
+                    pid, found = raw_refs_of(value)
+                    for ref in found:
+                        path = ref.get("path") if isinstance(ref, dict) else None
+                        key = (path if isinstance(path, str) and path else None, digest_hex(ref))
+                        refs.setdefault(key, pid if isinstance(pid, str) else None)
     if zst:
         sink.close()
     else:

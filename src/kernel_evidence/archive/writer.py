@@ -26,6 +26,13 @@ permission error, an interrupt) removes the temporary files, so readers never se
 file and the dataset is exactly as it was. A failure during the final renames removes the
 files already renamed; a process killed during them leaves whole files only, and running
 the same archive command again adds what is missing.
+
+Raw tables: a profiler capture may keep its raw metrics in an Arrow IPC side file
+(``raw_table``, see :mod:`kernel_evidence.rawtable`) that the packet names by sha256 and a
+path relative to the packet file. The run copies each such file, checked against its
+reference, into ``_raw/<sha256 hex>.arrow`` (see :mod:`._raw`), staged and committed with
+the Parquet files; a file that is missing or differs is reported as a
+:class:`RawTableWarning` and the packet archived all the same.
 """
 
 from __future__ import annotations
@@ -60,6 +67,7 @@ from ..rules._tables import peak_flops_for
 from . import _layout
 from ._check import check
 from ._ids import IdIndex
+from ._raw import RawStore, has_raw_table, raw_refs, raw_refs_of
 from ._rows import extract, partition_of
 from ._worker import analyse, not_json
 from .reader import OutputError
@@ -74,7 +82,7 @@ from .schema import (
     META_SCHEMA_VERSION,
 )
 
-__all__ = ["ArchiveSummary", "Refusal", "archive_packets"]
+__all__ = ["ArchiveSummary", "RawTableWarning", "Refusal", "archive_packets"]
 
 #: rows per row group, and the packet bytes that close a row group early
 ROW_GROUP_ROWS = 65_536
@@ -101,6 +109,7 @@ PARALLEL_BYTES = 32 << 20
 #: rows per file before a partition starts a new file
 FILE_ROWS = 1_048_576
 _MAX_KEPT_REFUSALS = 1000
+_MAX_KEPT_WARNINGS = 1000
 
 _decoder = msgspec.json.Decoder()
 _encoder = msgspec.json.Encoder()
@@ -128,6 +137,22 @@ class Refusal:
         return f"{where}: " + "; ".join(self.reasons)
 
 
+@dataclass(frozen=True)
+class RawTableWarning:
+    """A raw table (a capture's side file) that was not copied into the archive, though its
+    packet was archived: the packet's source and location, the reference's path (or uri),
+    and what is wrong."""
+
+    source: str
+    location: str | None
+    table: str
+    reason: str
+
+    def line(self) -> str:
+        where = f"{self.source}:{self.location}" if self.location else self.source
+        return f"{where}: raw table {self.table} not archived: {self.reason}"
+
+
 @dataclass
 class ArchiveSummary:
     """What one archive run did."""
@@ -139,6 +164,11 @@ class ArchiveSummary:
     refused: list[Refusal] = field(default_factory=list)
     #: files added to the dataset, relative to its root
     files: list[str] = field(default_factory=list)
+    #: raw tables copied into the archive, relative to its root (``_raw/<sha256 hex>.arrow``)
+    raw_files: list[str] = field(default_factory=list)
+    warning_count: int = 0
+    #: the first raw tables that could not be copied (at most 1000), in input order
+    warnings: list[RawTableWarning] = field(default_factory=list)
 
 
 class _FdWriter(io.RawIOBase):
@@ -445,6 +475,7 @@ class _Writer:
         self.summary = ArchiveSummary()
         self.created_dirs: list[Path] = []
         self.renamed: list[Path] = []
+        self.raw = RawStore(root)
         #: partitions with a file open
         self.open_files = 0
         self.metadata = {
@@ -522,11 +553,14 @@ class _Writer:
                 return self.refuse(item.source, item.location, lines)
         part = self._partition(partition_of(data))
         digest = _digest(data["packet_id"])
+        refs = raw_refs(data)
         if self._seen(part, digest):
+            self._raw_tables(item, refs)
             return None
         packet = _encoder.encode(data) if item.raw is None else item.raw
         row = extract(data, self.peaks)
         self._keep(part, digest, row, checked.ok, checked.grade, checked.reasons, checked.findings, packet)
+        self._raw_tables(item, refs)
         return None
 
     def _resolve_struct(self, item: _Item, answer: Any) -> Refusal | None:
@@ -538,11 +572,23 @@ class _Writer:
             return self.refuse(item.source, item.location, lines or ["invalid packet"])
         part = self._partition((vendor, month))
         digest = _digest(row[0])
-        if self._seen(part, digest):
-            return None
         assert item.raw is not None
-        self._keep(part, digest, row, ok, grade, reasons, findings, item.raw)
+        if not self._seen(part, digest):
+            self._keep(part, digest, row, ok, grade, reasons, findings, item.raw)
+        if has_raw_table(item.raw):
+            self._raw_tables(item, raw_refs_of(item.raw)[1])
         return None
+
+    def _raw_tables(self, item: _Item, refs: list[Any]) -> None:
+        """Copy the packet's raw tables into the archive unless it has them (for a packet
+        kept now, or one already archived whose raw table the archive lacks); report those
+        that cannot be copied."""
+        if not refs:
+            return
+        for table, reason in self.raw.add(item.source, refs):
+            self.summary.warning_count += 1
+            if len(self.summary.warnings) < _MAX_KEPT_WARNINGS:
+                self.summary.warnings.append(RawTableWarning(item.source, item.location, table, reason))
 
     def _seen(self, part: _Partition, digest: bytes) -> bool:
         """Whether the packet is in the dataset already, or was earlier in this input."""
@@ -635,6 +681,8 @@ class _Writer:
         # faster here, and held two row groups and their spills in memory at once
         for part in parts:
             self._write_partition(part)
+        # raw tables first: a packet never appears before its raw table
+        self.summary.raw_files.extend(self.raw.commit())
         for part in self.parts.values():
             for f in part.files:
                 if f.final.exists():  # a name clash is next to impossible; never replace a file
@@ -651,6 +699,7 @@ class _Writer:
         for path in self.renamed:
             with contextlib.suppress(OSError):
                 os.unlink(path)
+        self.raw.abort()
         for part in self.parts.values():
             if part.spill is not None:
                 part.spill.remove()

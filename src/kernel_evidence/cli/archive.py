@@ -10,6 +10,7 @@ import typer
 from ..errors import ArchiveError
 from ..io import Limits
 from ._common import EXIT_INVALID, EXIT_OK, EXIT_USAGE, MAX_SIZE_LIMIT, fail
+from ._common import shown as printable
 
 #: refusals listed one per line; the rest are counted
 _SHOWN_REFUSALS = 1000
@@ -45,7 +46,8 @@ def register(app: typer.Typer) -> None:
 
         Exit 0 when every packet was archived or already present, 1 when any was refused, none
         was found, or the archive could not be written. A run that adds nothing leaves no new
-        archive behind.
+        archive behind. Raw metric side files (raw_table) are copied into DIR/_raw/; one that
+        is missing or differs is a warning (its packet is archived all the same).
         """
         from ..archive import archive_packets
         from ..archive.reader import OutputError
@@ -71,8 +73,20 @@ def register(app: typer.Typer) -> None:
             fail(f"{' '.join(paths)}: no packets found; expected .json, .jsonl or .ndjson files (zstd: .zst)")
         if not quiet and shown[0] > _SHOWN_REFUSALS:
             sys.stderr.write(f"refused: ... and {shown[0] - _SHOWN_REFUSALS} more (not listed)\n")
+        if not quiet:
+            # a raw table that was not archived: the packet was, so it is a warning (exit 0)
+            for warning in summary.warnings:
+                sys.stderr.write(f"kevidence: warning: {printable(' '.join(warning.line().split()))}\n")
+            if summary.warning_count > len(summary.warnings):
+                more = summary.warning_count - len(summary.warnings)
+                sys.stderr.write(
+                    f"kevidence: warning: ... and {more} more raw tables not archived (not listed)\n"
+                )
+        raw = ""
+        if summary.raw_files or summary.warning_count:
+            raw = f"; raw tables: {len(summary.raw_files)} copied, {summary.warning_count} not archived"
         sys.stdout.write(
             f"{to}: {summary.added} added, {summary.duplicates} already present, "
-            f"{summary.refused_count} refused, {len(summary.files)} files written\n"
+            f"{summary.refused_count} refused, {len(summary.files)} files written{raw}\n"
         )
         raise typer.Exit(EXIT_INVALID if summary.refused_count else EXIT_OK)

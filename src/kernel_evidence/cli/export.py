@@ -8,7 +8,7 @@ import sys
 import typer
 
 from ..errors import ArchiveError
-from ._common import EXIT_OK, EXIT_USAGE, fail, stdout_failed
+from ._common import EXIT_OK, EXIT_USAGE, fail, shown, stdout_failed
 
 
 def register(app: typer.Typer) -> None:
@@ -29,15 +29,24 @@ def register(app: typer.Typer) -> None:
         ),
         force: bool = typer.Option(False, "--force", help="Replace an existing output file."),
     ) -> None:
-        """Export archived packets, byte for byte as they were archived (compact JSON)."""
+        """Export archived packets, byte for byte as they were archived (compact JSON).
+
+        Raw metric side files (raw_table) are copied from the archive to beside a file output,
+        under their plain file names; an existing file is never replaced. What is not copied
+        is a warning on stderr.
+        """
         from ..archive.reader import OutputError, WhereError, export_packets, parse_where
 
         try:
             expr = parse_where(where)
         except WhereError as exc:
             fail(f"--where: {exc}", EXIT_USAGE)
+
+        def warn(message: str) -> None:
+            sys.stderr.write(f"kevidence: warning: {shown(' '.join(message.split()))}\n")
+
         try:
-            n = export_packets(archive, output, where=expr, overwrite=force)
+            n = export_packets(archive, output, where=expr, overwrite=force, on_warning=warn)
         except OutputError as exc:
             fail(str(exc), EXIT_USAGE)
         except FileExistsError as exc:
