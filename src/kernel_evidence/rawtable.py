@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .errors import InputError, MissingExtra
+from .io import _UMASK
 from .models import Artifact
 from .models._base import ByteSize
 
@@ -136,6 +137,7 @@ def write_raw_table(
             writer.write_table(table)
         data = sink.getvalue()
         digest = hashlib.sha256(data).hexdigest()
+        os.chmod(tmp, 0o666 & ~_UMASK)  # as any file the user writes (mkstemp makes it 0600)
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
         final = out_dir / f"{stem}.raw-{digest[:16]}.arrow"

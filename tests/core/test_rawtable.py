@@ -157,3 +157,20 @@ def test_adapter_options_write_only_above_the_threshold_and_only_with_a_director
     ref = opts.raw_table(cols, None, 3, "r")
     assert ref is not None and ref.path == ref.name
     assert opts.side_files == [str(tmp_path / str(ref.name))]
+
+
+def test_side_files_get_the_usual_permissions(tmp_path: Path) -> None:
+    old = os.umask(0o022)
+    try:
+        ref = write_raw_table(COLUMNS, UNITS, 3, tmp_path, "r")
+    finally:
+        os.umask(old)
+    assert (tmp_path / str(ref.name)).stat().st_mode & 0o777 == 0o644
+
+
+def test_a_side_directory_that_cannot_be_written_is_one_adapter_error(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("x")
+    opts = AdapterOptions(side_dir=str(tmp_path / "file" / "sub"), inline_max_cells=0)
+    with pytest.raises(ke.AdapterError, match="cannot write the raw metrics side file for r: "):
+        opts.raw_table({"a": [1.0]}, None, 1, "r")
+    assert opts.side_files == []

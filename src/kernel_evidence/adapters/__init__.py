@@ -70,7 +70,13 @@ class AdapterOptions:
             return None
         from ..rawtable import write_raw_table
 
-        ref = write_raw_table(columns, units, rows, self.side_dir, stem, relative_to=self.side_base)
+        try:
+            ref = write_raw_table(columns, units, rows, self.side_dir, stem, relative_to=self.side_base)
+        except OSError as exc:  # a full disk, a read-only or missing directory: one line
+            why = exc.strerror or str(exc)
+            raise AdapterError(
+                f"{self.side_dir}: cannot write the raw metrics side file for {stem}: {why}"
+            ) from None
         self.side_files.append(os.path.join(self.side_dir, ref.name or ""))
         return ref
 

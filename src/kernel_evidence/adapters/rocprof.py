@@ -12,8 +12,12 @@ Inputs (paths; folders are searched for what they hold, up to four levels down):
 
 Each dispatch becomes a :class:`~kernel_evidence.models.KernelRecord` with the canonical
 metrics of ``adapters/rocprof.toml`` computed with rocprof-compute's published formulas;
-every source column is kept, one value per record, in ``ProfilerCapture.raw_columns``. What cannot be derived (rounded timestamps, zero
-clocks, missing files or counters) becomes a warning naming it; partial inputs never crash.
+every source column is kept, one value per record, in ``ProfilerCapture.raw_columns``, or,
+for a capture of more than ``AdapterOptions.inline_max_cells`` values when the caller gives a
+``side_dir``, in an Arrow IPC side file (``ProfilerCapture.raw_table``) written from the
+Arrow columns in a worker thread, so no raw cell becomes a Python object. What cannot be
+derived (rounded timestamps, zero clocks, missing files or counters) becomes a warning
+naming it; partial inputs never crash.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import csv
 import hashlib
 import io
 import math
+import re
 import shlex
 import statistics
 import zlib
@@ -35,6 +40,7 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
+from pydantic import BaseModel
 
 from .. import _version
 from .._gc import PROMOTE_CELLS, paused_gc, promote_survivors, raw_cell_count
@@ -296,6 +302,21 @@ _TEMPLATES: dict[type[Any], dict[str, None]] = {
 }
 
 
+def _slot_setter(name: str) -> Any:
+    """The setter of one of pydantic's ``BaseModel`` slots (``__pydantic_fields_set__``...):
+    the slot's own descriptor, which skips the attribute lookup of ``object.__setattr__``
+    (10^5..10^6 calls per workload); ``object.__setattr__`` if it is not a slot."""
+    slot: Any = vars(BaseModel).get(name)
+    if type(slot).__name__ == "member_descriptor":
+        return slot.__set__
+    return lambda obj, value: _set(obj, name, value)
+
+
+_SET_FIELDS = _slot_setter("__pydantic_fields_set__")
+_SET_EXTRA = _slot_setter("__pydantic_extra__")
+_SET_PRIVATE = _slot_setter("__pydantic_private__")
+
+
 def _built(cls: type[Any], fields: dict[str, Any]) -> Any:
     """A model instance from already-checked values (what ``model_construct`` does, faster).
 
@@ -305,33 +326,34 @@ def _built(cls: type[Any], fields: dict[str, Any]) -> Any:
     """
     obj = _new(cls)
     _set(obj, "__dict__", {**_TEMPLATES[cls], **fields})
-    _set(obj, "__pydantic_fields_set__", set(fields))
-    _set(obj, "__pydantic_extra__", None)
-    _set(obj, "__pydantic_private__", None)
+    _SET_FIELDS(obj, set(fields))
+    _SET_EXTRA(obj, None)
+    _SET_PRIVATE(obj, None)
     return obj
 
 
 _BOTH_SET = {"value", "unit"}
 
 
-def _quantities(values: list[float | None], unit: str) -> list[Quantity | None]:
-    """One Quantity per value (None stays None); equal values share one object."""
-    cache: dict[float, Quantity] = {}
-    out: list[Quantity | None] = []
-    append, get, new, set_ = out.append, cache.get, _new, _set
-    for v in values:
-        if v is None:
-            append(None)
-            continue
-        q = get(v)
-        if q is None:  # _quantity, inlined: this loop runs once per dispatch and metric
-            q = cache[v] = new(Quantity)
-            set_(q, "__dict__", {"value": float(v), "unit": unit})
-            set_(q, "__pydantic_fields_set__", _BOTH_SET)
-            set_(q, "__pydantic_extra__", None)
-            set_(q, "__pydantic_private__", None)
+def _quantities(col: pa.Array, unit: str) -> list[Quantity | None]:
+    """One Quantity per value of a float64 column (None where empty); equal values share
+    one object, made once per distinct value (found by Arrow's dictionary encoding)."""
+    enc = pc.dictionary_encode(col)
+    objs: list[Quantity | None] = []
+    append, new, set_ = objs.append, _new, _set
+    set_fields, set_extra, set_private = _SET_FIELDS, _SET_EXTRA, _SET_PRIVATE
+    for v in _floats(enc.dictionary):  # _built, inlined: 10^5..10^6 quantities per workload
+        q = new(Quantity)
+        set_(q, "__dict__", {"value": v, "unit": unit})
+        set_fields(q, _BOTH_SET)
+        set_extra(q, None)
+        set_private(q, None)
         append(q)
-    return out
+    indices = enc.indices
+    if indices.null_count:
+        append(None)
+        indices = pc.fill_null(indices, len(objs) - 1)
+    return list(map(objs.__getitem__, indices.to_pylist()))
 
 
 def _raw_column(col: pa.Array) -> list[float | str | None]:
@@ -377,6 +399,45 @@ def _floats(col: pa.Array) -> list[float | str | None]:
     return data.cast("d").tolist()  # type: ignore[return-value]
 
 
+def _raw_arrow(col: pa.Array) -> pa.Array | list[float | str | None]:
+    """A source column for a raw-metrics side file: what :func:`_raw_column` gives, left in
+    Arrow (float64 numbers, text as string), so no cell becomes a Python object.
+
+    Only a float column with an infinite value (JSON text ``inf`` inline, a JSON cell in the
+    side file) is made Python values, by :func:`_raw_column` itself.
+    """
+    t = col.type
+    if pa.types.is_integer(t):
+        if len(col) - col.null_count:
+            lo, hi = pc.min_max(col).values()
+            if max(-lo.as_py(), hi.as_py()) >= _INT_EXACT:
+                return pc.cast(col, pa.string())
+        return pc.cast(col, pa.float64())
+    if pa.types.is_floating(t):
+        if pc.all(pc.is_finite(col)).as_py() is False:
+            return _raw_column(col)
+        return col if t == pa.float64() else pc.cast(col, pa.float64())
+    if pa.types.is_null(t) or pa.types.is_string(t) or pa.types.is_large_string(t):
+        return col
+    return pc.cast(col, pa.string())
+
+
+_STEM_UNSAFE = re.compile(r"[^A-Za-z0-9_.+-]+")
+
+
+def _side_stem(name: str) -> str:
+    """The stem of an input's side file (``<stem>.raw-<digest>.arrow``): the input's name
+    (workload folder, analyze folder, CSV file without ``.csv``), reduced to safe characters."""
+    name = name.removesuffix(".gz").removesuffix(".csv")
+    return _STEM_UNSAFE.sub("_", name).strip("._-")[:64] or "rocprof"
+
+
+def _side_worth(options: AdapterOptions, rows: int, columns: int) -> bool:
+    """Whether :meth:`AdapterOptions.raw_table` will write a side file for this capture: the
+    raw columns are then left in Arrow (if it does not, they are made Python values after)."""
+    return options.side_dir is not None and rows * columns > options.inline_max_cells
+
+
 def _int_or_none(v: object) -> int | None:
     if isinstance(v, bool):
         return None
@@ -415,12 +476,28 @@ _LAUNCH_METRICS = frozenset({
 })  # fmt: skip
 
 
-def _derive(d: Dispatches, sysinfo: SysInfo) -> tuple[dict[str, tuple[list[float | None], str]], list[str]]:
-    """Canonical metric columns for every dispatch, and what could not be derived."""
+@lru_cache(maxsize=1)
+def _dispatch_columns() -> frozenset[str]:
+    """Every column a per-dispatch source of the mapping table reads (formula or direct)."""
+    return frozenset(
+        c
+        for m in load_mapping()
+        for s in m.sources
+        if s.table is None
+        for c in (s.formula.columns if s.formula is not None else s.metrics)
+    )
+
+
+def _derive(d: Dispatches, sysinfo: SysInfo) -> tuple[dict[str, tuple[pa.Array, str]], list[str]]:
+    """Canonical metric columns for every dispatch (float64, null where not derived) with
+    their units, and what could not be derived."""
     variables = sysinfo.variables()
     names: dict[str, pa.Array] = {}
+    read = _dispatch_columns()
     for name, col in d.counters.items():
-        f = _float_column(col)
+        # only the counters a formula reads are cast (a workload has hundreds of counters);
+        # formulas look up no other name, so the result is as if every one were there
+        f = _float_column(col) if name in read else None
         if f is not None:
             names[name] = f
     for canon in d.resolved:
@@ -432,7 +509,7 @@ def _derive(d: Dispatches, sysinfo: SysInfo) -> tuple[dict[str, tuple[list[float
     hardware_counters = any(
         n[:3] in {"SQ_", "TCC", "GRB", "TCP", "TA_", "TD_", "SPI", "CPC", "CPF"} for n in d.counters
     )
-    out: dict[str, tuple[list[float | None], str]] = {}
+    out: dict[str, tuple[pa.Array, str]] = {}
     warnings: list[str] = []
     no_duration = all(x is None for x in d.duration)
     lacking: list[tuple[str, str]] = []
@@ -485,8 +562,8 @@ def _derive(d: Dispatches, sysinfo: SysInfo) -> tuple[dict[str, tuple[list[float
             result, problem = _in_range(m.name, m.unit, result, d)
             if problem:
                 warnings.append(problem)
-            values = pc.add(result, 0.0).to_pylist()  # -0.0 + 0.0 is 0.0: one zero per metric
-            if all(v is None for v in values):
+            result = pc.add(result, 0.0)  # -0.0 + 0.0 is 0.0: one zero per metric
+            if result.null_count == len(result):
                 if s.formula is None:
                     reason = f"{s.metrics[0]} is empty or not finite in every dispatch of {d.source}"
                 elif "Duration" in s.formula.columns and no_duration:
@@ -494,8 +571,8 @@ def _derive(d: Dispatches, sysinfo: SysInfo) -> tuple[dict[str, tuple[list[float
                 else:
                     reason = f"zero denominators or empty counters in every dispatch of {d.source}"
                 continue
-            out[m.name] = (values, m.unit)
-            names[f"metrics.{m.name}"] = pa.array(values, pa.float64())
+            out[m.name] = (result, m.unit)
+            names[f"metrics.{m.name}"] = result
             reason = None
             break
         if m.name not in out and reason and d.n:
@@ -545,14 +622,24 @@ def _in_range(name: str, unit: str, result: Any, d: Dispatches) -> tuple[Any, st
     )
 
 
-def _kernel_records(d: Dispatches, derived: dict[str, tuple[list[float | None], str]]) -> list[KernelRecord]:
+def _texts(col: pa.Array | None, n: int) -> list[str | None]:
+    """A column as the text a record keeps (:func:`_text` of each cell, None where empty);
+    integers are formatted by Arrow, as ``str()`` would."""
+    if col is None:
+        return [None] * n
+    if pa.types.is_integer(col.type):
+        return pc.cast(col, pa.string()).to_pylist()  # type: ignore[no-any-return]
+    return [_text(v) for v in col.to_pylist()]
+
+
+def _kernel_records(d: Dispatches, derived: dict[str, tuple[pa.Array, str]]) -> list[KernelRecord]:
     """One record per dispatch: identity, launch shape and canonical metrics (raw is columnar)."""
     n = d.n
     kernel = d.values("Kernel_Name")
-    ids = d.values("Dispatch_ID")
+    ids = _texts(d.column("Dispatch_ID"), n)
     gpus = d.values("GPU_ID")
-    pids = d.values("PID")
-    queues = d.values("Queue_ID")
+    pids = _texts(d.column("PID"), n)
+    queues = _texts(d.column("Queue_ID"), n)
     if "Grid_Size_X" in d.resolved:
         gx, gy, gz = (d.values(f"Grid_Size_{a}") for a in "XYZ")
         grids: list[list[int] | None] = [_dims(x, y, z) for x, y, z in zip(gx, gy, gz, strict=False)]
@@ -564,12 +651,14 @@ def _kernel_records(d: Dispatches, derived: dict[str, tuple[list[float | None], 
     else:
         blocks = _dims_column(d.values("Workgroup_Size"))
     metric_names = list(derived)
-    metric_objs = [_quantities(vals, unit) for vals, unit in derived.values()]
+    metric_objs = [_quantities(col, unit) for col, unit in derived.values()]
     metric_rows = zip(*metric_objs, strict=False) if metric_objs else iter([()] * n)
     records: list[KernelRecord] = []
     names: dict[str, str] = {}
-    texts: dict[object, str | None] = {}
     devices: dict[object, int | None] = {}
+    template = _TEMPLATES[KernelRecord]
+    new, set_ = _new, _set
+    set_fields, set_extra, set_private = _SET_FIELDS, _SET_EXTRA, _SET_PRIVATE
     for i, mrow in enumerate(metric_rows):
         raw_name = kernel[i]
         raw_text = raw_name if isinstance(raw_name, str) else None
@@ -577,8 +666,6 @@ def _kernel_records(d: Dispatches, derived: dict[str, tuple[list[float | None], 
         if raw_text:
             name = names.get(raw_text) or names.setdefault(raw_text, normalise_kernel_name(raw_text))
         ident = ids[i]
-        if ident is not None:
-            ident = texts[ident] if ident in texts else texts.setdefault(ident, _text(ident))
         if not name:
             name = f"dispatch {ident or i}"
         fields: dict[str, Any] = {"name": name}
@@ -592,9 +679,9 @@ def _kernel_records(d: Dispatches, derived: dict[str, tuple[list[float | None], 
             if dev is not None:
                 fields["device"] = dev
         if pids[i] is not None:
-            fields["process"] = _text(pids[i])
+            fields["process"] = pids[i]
         if queues[i] is not None:
-            fields["stream"] = _text(queues[i])
+            fields["stream"] = queues[i]
         if grids[i] is not None:
             fields["grid"] = grids[i]
         if blocks[i] is not None:
@@ -602,7 +689,12 @@ def _kernel_records(d: Dispatches, derived: dict[str, tuple[list[float | None], 
         metrics = {k: q for k, q in zip(metric_names, mrow, strict=False) if q is not None}
         if metrics:
             fields["metrics"] = metrics
-        records.append(_built(KernelRecord, fields))
+        rec = new(KernelRecord)  # _built, inlined: once per dispatch
+        set_(rec, "__dict__", {**template, **fields})
+        set_fields(rec, set(fields))
+        set_extra(rec, None)
+        set_private(rec, None)
+        records.append(rec)
     return records
 
 
@@ -625,10 +717,10 @@ def _dims(*vals: object) -> list[int] | None:
     return out  # type: ignore[return-value]
 
 
-def _summary(derived: dict[str, tuple[list[float | None], str]]) -> dict[str, Quantity]:
+def _summary(derived: dict[str, tuple[pa.Array, str]]) -> dict[str, Quantity]:
     out = {}
-    for name, (vals, unit) in derived.items():
-        xs = [v for v in vals if v is not None]
+    for name, (col, unit) in derived.items():
+        xs: list[float] = _floats(col.drop_null())  # type: ignore[assignment]  # float64: no text
         if xs:
             out[name] = Quantity(value=float(statistics.fmean(xs)), unit=unit)
     return out
@@ -737,13 +829,31 @@ def _dispatch_packet(
     warnings: list[str],
     command: list[str] | None,
     command_note: str | None,
+    input_name: str,
 ) -> EvidencePacket:
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        # the source's SHA-256 is computed while the records are built (hashlib drops the GIL)
+    stem = _side_stem(input_name)
+    raw_columns: dict[str, list[float | str | None]] | None = None
+    raw_ref: Artifact | None = None
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        # the source's SHA-256 is computed, and a raw-metrics side file written, while the
+        # records are built (hashlib, Arrow's IPC writer and zstd drop the GIL)
         artifact = pool.submit(_artifact, source, d.loaded) if source is not None else None
+        side = None
+        if d.n and d.raw and _side_worth(options, d.n, len(d.raw)):
+            # the columns are made ready here: the worker then needs the GIL only a few times
+            # (a worker waiting for it behind this loop of Python would wait 5 ms each time)
+            columns = {name: _raw_arrow(col) for name, col in d.raw.items()}
+            side = pool.submit(options.raw_table, columns, None, d.n, stem)
         derived, derive_warnings = _derive(d, sysinfo)
         records = _kernel_records(d, derived)
-        raw_columns = {name: _raw_column(col) for name, col in d.raw.items()} if d.n else None
+        if side is not None:
+            raw_ref = side.result()
+        if raw_ref is None and d.n:
+            raw_columns = {name: _raw_column(col) for name, col in d.raw.items()}
+            if side is None and raw_columns:
+                raw_ref = options.raw_table(raw_columns, None, d.n, stem)
+                if raw_ref is not None:
+                    raw_columns = None
         source_artifact = artifact.result() if artifact is not None else None
     warnings = [*warnings, *d.warnings, *derive_warnings]
     top, samples = _top_kernel(d)
@@ -767,6 +877,8 @@ def _dispatch_packet(
     )
     if raw_columns:  # values converted by _raw_column to the field's types: not validated again
         capture = capture.model_copy(update={"raw_columns": raw_columns})
+    elif raw_ref is not None:
+        capture = capture.model_copy(update={"raw_table": raw_ref})
     stats = _stats(samples)
     timing = None
     if stats is not None:
@@ -920,6 +1032,7 @@ def _read_workload(job: _Job, options: AdapterOptions) -> EvidencePacket:
         warnings=warnings,
         command=command,
         command_note=note if command else None,
+        input_name=folder.name,
     )
 
 
@@ -972,6 +1085,7 @@ def _read_file(job: _Job, options: AdapterOptions) -> EvidencePacket:
         warnings=warnings,
         command=None,
         command_note=None,
+        input_name=job.path.name,
     )
 
 
@@ -1024,6 +1138,7 @@ def _read_v3(job: _Job, options: AdapterOptions) -> EvidencePacket:
         warnings=warnings,
         command=None,
         command_note=None,
+        input_name=base_path.name,
     )
 
 
@@ -1138,11 +1253,13 @@ def _read_stats(job: _Job, options: AdapterOptions) -> EvidencePacket:
         "kernels": len(records),
     }
     attrs.update(sysinfo.attributes())
+    raw_columns, raw_ref = _table_raw(kept, options, job.path.name)
     capture = ProfilerCapture(
         tool=tool,
         source=_artifact(job.path, loaded),
         kernels=records,
-        raw_columns=_table_columns(kept) or None,
+        raw_columns=raw_columns,
+        raw_table=raw_ref,
         attributes={k: a for k, v in attrs.items() if (a := _attr_value(v)) is not None} or None,
         warnings=warnings or None,
     )
@@ -1339,11 +1456,13 @@ def _read_analyze(job: _Job, options: AdapterOptions) -> EvidencePacket:
         attrs["dispatches"] = t.dispatches
     for kind, p in sorted(t.files.items()):
         attrs[f"table.{kind}"] = p.name
+    raw_columns, raw_ref = _table_raw(kept_rows, options, job.path.name)
     capture = ProfilerCapture(
         tool=tool,
         source=Artifact(kind="profile", name=job.path.name, path=str(job.path)),
         kernels=records or None,
-        raw_columns=_table_columns(kept_rows) or None,
+        raw_columns=raw_columns,
+        raw_table=raw_ref,
         summary=summary or None,
         attributes=attrs,
         warnings=warnings or None,
@@ -1375,22 +1494,42 @@ def _table_columns(rows: list[dict[str, str]]) -> dict[str, list[float | str | N
     return out
 
 
+def _table_raw(
+    rows: list[dict[str, str]], options: AdapterOptions, name: str
+) -> tuple[dict[str, list[float | str | None]] | None, Artifact | None]:
+    """``(raw_columns, raw_table)`` of a table's rows: inline, or in a side file when
+    :meth:`AdapterOptions.raw_table` writes one (then ``raw_columns`` is None)."""
+    columns = _table_columns(rows) or None
+    if columns is None:
+        return None, None
+    ref = options.raw_table(columns, None, len(rows), _side_stem(name))
+    return (None, ref) if ref is not None else (columns, None)
+
+
 def _read_job(job: _Job, options: AdapterOptions) -> EvidencePacket:
     """Read one job with the cyclic garbage collector paused, and give the packet its id.
 
     A large workload creates millions of small, acyclic objects (raw cells, records and
     their metric quantities); letting the collector rescan them on every allocation burst
-    costs a third of the time; a large packet's objects are then promoted to the oldest
-    generation unscanned (:func:`kernel_evidence._gc.promote_survivors`). ``AdapterOptions.extra["packet_ids"] =
+    costs a third of the time; a large packet's objects (raw cells inline, or records alone
+    when the raw values went to a side file) are then promoted to the oldest generation
+    unscanned (:func:`kernel_evidence._gc.promote_survivors`). ``AdapterOptions.extra["packet_ids"] =
     False`` leaves the id to the caller (``ingest`` does when it edits the packet afterwards).
     """
     with paused_gc():
         packet = _READERS[job.kind](job, options)
         if packet.packet_id is None and options.extra.get("packet_ids", True):
             packet = packet.with_id()
-        if raw_cell_count([packet]) >= PROMOTE_CELLS:
+        if raw_cell_count([packet]) + _record_objects(packet) >= PROMOTE_CELLS:
             promote_survivors()
         return packet
+
+
+def _record_objects(packet: EvidencePacket) -> int:
+    """About how many objects the packet's kernel records hold (each record, its metrics
+    dict and about one quantity per summarised metric): with the raw values in a side file,
+    they are what the collector would rescan."""
+    return sum(len(cap.kernels or ()) * (2 + len(cap.summary or ())) for cap in packet.profiler or ())
 
 
 _READERS = {
