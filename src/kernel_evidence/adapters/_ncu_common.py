@@ -16,12 +16,17 @@ import re
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pyarrow as pa
 
 __all__ = [
+    "Column",
     "Launch",
     "Report",
     "Value",
+    "column_values",
     "decimal_comma_locale",
     "locale_evidence",
     "parse_dims",
@@ -30,6 +35,39 @@ __all__ = [
 
 #: a metric value as ncu wrote it: a number, text, or None (``n/a``, empty)
 Value = float | str | None
+#: one raw column, one value per launch: a list, or (raw page read for a side file, see
+#: :mod:`kernel_evidence.rawtable`) the float64 Arrow array pyarrow parsed, which stands for
+#: the list :func:`column_values` makes of it (floats, None for nulls)
+Column: TypeAlias = "list[Value] | pa.ChunkedArray | pa.Array"
+
+
+def column_values(col: Column) -> list[Value]:
+    """A raw column as a list: floats (None for nulls) of a float64 Arrow column straight
+    from its buffer; a list as it is."""
+    if isinstance(col, list):
+        return col
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    array = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+    n = len(array)
+    if n == 0:
+        return []
+    if not pa.types.is_float64(array.type):
+        texts: list[Value] = array.to_pylist()
+        return texts
+    if array.null_count == n:
+        return [None] * n
+    data = memoryview(array.buffers()[1])[array.offset * 8 : (array.offset + n) * 8]
+    if array.null_count == 0 and data[:8] == data[-8:]:
+        raw = data.tobytes()
+        if raw == raw[:8] * n:  # bit for bit: 0.0 and -0.0 differ
+            return [data.cast("d")[0]] * n  # a device attribute: one value in every row
+    values: list[Any] = data.cast("d").tolist()
+    if array.null_count:
+        for i in pc.indices_nonzero(array.is_null()).to_pylist():
+            values[i] = None
+    return values
 
 
 @dataclass
@@ -67,14 +105,15 @@ class Report:
     reader: str | None = None  # the library that decoded a binary report, with its version
     warnings: list[str] = field(default_factory=list)
     summary: dict[str, float] = field(default_factory=dict)  # e.g. SASS instruction-mix totals
-    #: raw page: source metric -> one value per launch, and its unit (None: no unit)
-    columns: dict[str, list[Value]] | None = None
+    #: raw page: source metric -> one value per launch (a list, or an Arrow float64 array
+    #: when the reader was asked to keep them: see :data:`Column`), and its unit (None: no unit)
+    columns: dict[str, Column] | None = None
     units: dict[str, str | None] = field(default_factory=dict)
     #: the reader made every value of ``columns`` a finite float, a str or None itself (the
     #: packet models would accept them), so they need not be validated again one by one
     values_checked: bool = False
 
-    def table(self) -> tuple[dict[str, list[Value]], dict[str, Any]]:
+    def table(self) -> tuple[dict[str, Column], dict[str, Any]]:
         """(columns, units): the raw metrics as columns, one value per launch.
 
         A unit is a string or None when the whole column shares it; the per-launch readers
@@ -105,12 +144,13 @@ class Report:
 
 
 def split_by_unit(
-    columns: dict[str, list[Value]], units: dict[str, Any]
-) -> tuple[dict[str, list[Value]], dict[str, str]]:
+    columns: dict[str, Column], units: dict[str, Any]
+) -> tuple[dict[str, Column], dict[str, str]]:
     """Columns whose unit differs between launches are split, so each column has one unit:
     the launches in the column's most common unit keep the name, the others move to
-    ``<name> [<unit>]``. Returns (raw_columns, raw_units) as the packet stores them."""
-    out: dict[str, list[Value]] = {}
+    ``<name> [<unit>]``. Returns (raw_columns, raw_units) as the packet stores them (an
+    Arrow column has one unit: it is passed through as it is)."""
+    out: dict[str, Column] = {}
     out_units: dict[str, str] = {}
     for key in sorted(columns):
         values, unit = columns[key], units.get(key)
@@ -119,6 +159,7 @@ def split_by_unit(
             if unit:
                 out_units[key] = unit
             continue
+        assert isinstance(values, list)  # per-launch units come from the per-launch readers
         # the units of the launches that have the metric (absent ones are (None, None))
         counts = Counter(u for u, v in zip(unit, values, strict=True) if v is not None or u is not None)
         if len(counts) <= 1:

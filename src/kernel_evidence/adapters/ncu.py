@@ -4,7 +4,9 @@ One packet per report, with one :class:`~kernel_evidence.models.ProfilerCapture`
 :class:`~kernel_evidence.models.KernelRecord` per launch (keyed by process and launch ID,
 never merged by name). Canonical metrics are derived through ``adapters/ncu.toml``; every
 metric ncu reported stays verbatim in the capture's ``raw_columns`` (one value per launch)
-and ``raw_units``. Hardware comes from the device
+and ``raw_units``, or, for a capture too large to keep inline when the caller gives a place
+for side files (``AdapterOptions.side_dir``), in an Arrow IPC side file the capture's
+``raw_table`` references (:mod:`kernel_evidence.rawtable`). Hardware comes from the device
 attributes (raw page and ``.ncu-rep``; the details page only knows the compute capability).
 
 Supported inputs (see docs/adapters/ncu.md): ``--csv`` details page, ``--csv --page raw``,
@@ -18,12 +20,13 @@ import codecs
 import hashlib
 import math
 import os
+import re
 import stat
 import statistics
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -50,7 +53,7 @@ from ..models import (
 )
 from ..units import UnitError, convert, dimension_of
 from . import AdapterOptions, AdapterResult
-from ._ncu_common import Report, Value, split_by_unit
+from ._ncu_common import Column, Report, Value, column_values, split_by_unit
 from ._ncu_csv import read_text
 from ._ncu_rep import REP_MAGIC, read_rep
 from ._read import DEFAULT_MAX_BYTES, is_junk_entry, max_bytes_option, read_capped
@@ -344,13 +347,19 @@ def _read_stdin(cap: int) -> bytes:
 
 
 def read_reports(
-    path: str, on_bytes: Callable[[bytes], object] | None = None, cap: int = DEFAULT_MAX_BYTES
+    path: str,
+    on_bytes: Callable[[bytes], object] | None = None,
+    cap: int = DEFAULT_MAX_BYTES,
+    *,
+    arrow: bool = False,
 ) -> tuple[list[Report], bytes | None]:
     """Every report in one file (several when one log holds several CSV tables).
 
     ``on_bytes`` is called with a text export's bytes before they are parsed (the adapter
     hashes them meanwhile, in another thread). No input is read past ``cap`` bytes: a larger
     regular file is refused before it is read, a device or pipe once it passes the cap.
+    ``arrow``: the raw columns may go to a side file, so a raw page keeps its number columns
+    as the Arrow arrays pyarrow parsed (see :data:`._ncu_common.Column`).
     """
     if path == "-":
         data = _read_stdin(cap)
@@ -358,7 +367,7 @@ def read_reports(
             raise InputError("<stdin>", None, "an .ncu-rep report cannot be read from stdin; give its path")
         if on_bytes is not None:
             on_bytes(data)
-        return _read_text_data("<stdin>", data), data
+        return _read_text_data("<stdin>", data, arrow), data
     try:
         st = os.stat(path)
         regular = stat.S_ISREG(st.st_mode)
@@ -401,10 +410,10 @@ def read_reports(
         )
     if on_bytes is not None:
         on_bytes(data)
-    return _read_text_data(path, data), data
+    return _read_text_data(path, data, arrow), data
 
 
-def _read_text_data(path: str, data: bytes) -> list[Report]:
+def _read_text_data(path: str, data: bytes, arrow: bool = False) -> list[Report]:
     if data.isspace() or not data:  # isspace stops at the first other byte
         raise InputError(
             path, None, "empty file; expected ncu --csv output, a text page or an .ncu-rep report"
@@ -414,7 +423,7 @@ def _read_text_data(path: str, data: bytes) -> list[Report]:
         head = data[:4096]
         utf16 = _utf16_encoding(head)
         if utf16 is not None:
-            reports = read_text(path, _from_utf16(path, data, utf16))
+            reports = read_text(path, _from_utf16(path, data, utf16), arrow=arrow)
             for r in reports:
                 r.warnings.append(
                     f"the file is {utf16.upper()} text (as PowerShell's `>` writes it), not UTF-8; "
@@ -430,7 +439,7 @@ def _read_text_data(path: str, data: bytes) -> list[Report]:
                 f"expected {_WHAT}",
             )
         raise InputError(path, None, "binary file that is not an .ncu-rep report (no NVR\\0 header)")
-    return read_text(path, data)
+    return read_text(path, data, arrow=arrow)
 
 
 def _utf16_encoding(head: bytes) -> str | None:
@@ -487,15 +496,62 @@ def _text_with_nul(head: bytes) -> bool:
 
 @dataclass
 class _RawTable:
-    """The raw metrics of one report as columns (one value per launch) and their units."""
+    """The raw metrics of one report as columns (one value per launch) and their units.
 
-    columns: dict[str, list[Value]]
+    A column may be an Arrow array (a raw page read for a side file): :meth:`get` gives it
+    as a list, made once and only for the columns records and hardware read."""
+
+    columns: dict[str, Column]
     units: dict[str, Any]  # str | None for the column, or a list: one unit per launch
+    lists: dict[str, list[Value]] = field(default_factory=dict)  # Arrow columns made lists
+
+    def get(self, key: str) -> list[Value] | None:
+        col = self.columns.get(key)
+        if col is None or isinstance(col, list):
+            return col
+        values = self.lists.get(key)
+        if values is None:
+            values = self.lists[key] = column_values(col)
+        return values
+
+    def first(self, key: str) -> Value:
+        """The first launch's value (None for an empty column)."""
+        col = self.columns.get(key)
+        if col is None or len(col) == 0:
+            return None
+        if isinstance(col, list):
+            return col[0]
+        v: Value = col[0].as_py()
+        return v
+
+    def drop(self, key: str) -> None:
+        del self.columns[key]
+        self.lists.pop(key, None)
+        self.units.pop(key, None)
 
     def num(self, key: str, i: int) -> float | None:
-        col = self.columns.get(key)
+        col = self.get(key)
         v = col[i] if col is not None else None
         return v if type(v) is float else None
+
+
+class _Lists(Mapping[str, list[Value]]):
+    """The columns of a :class:`_RawTable` as lists, each made when first asked for."""
+
+    def __init__(self, raw: _RawTable) -> None:
+        self._raw = raw
+
+    def __getitem__(self, key: str) -> list[Value]:
+        values = self._raw.get(key)
+        if values is None:
+            raise KeyError(key)
+        return values
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._raw.columns)
+
+    def __len__(self) -> int:
+        return len(self._raw.columns)
 
 
 def _device_attr(attributes: dict[str, Any], raw: _RawTable, key: str) -> float | str | None:
@@ -503,8 +559,7 @@ def _device_attr(attributes: dict[str, Any], raw: _RawTable, key: str) -> float 
     if key in attributes:
         v: float | str | None = attributes[key]
         return v
-    col = raw.columns.get(key)
-    return col[0] if col else None
+    return raw.first(key)
 
 
 def _arch(cc: str | None, major: Any, minor: Any) -> str | None:
@@ -523,7 +578,7 @@ def _median_frequency(
     """Median over launches of the first of ``keys`` each launch has a number for, in MHz."""
     per_key = []
     for key in keys:
-        col = raw.columns.get(key)
+        col = raw.get(key)
         if col is None:
             continue
         unit = raw.units.get(key)
@@ -603,13 +658,19 @@ def _hoist_device_attributes(raw: _RawTable, n: int) -> dict[str, Any]:
     hoisted: dict[str, Any] = {}
     for key in [k for k in raw.columns if k.startswith("device__attribute_")]:
         col = raw.columns[key]
-        first = col[0] if col else None
+        first = raw.first(key)
         if first is None or raw.units.get(key) is not None:
             continue
-        if col.count(first) == n:  # values are float, str or None: equal means same type
+        if isinstance(col, list):
+            same = col.count(first) == n  # values are float, str or None: equal means same type
+        else:  # a float64 Arrow column: no null, every value == the first (as floats compare)
+            import pyarrow.compute as pc
+
+            # (compared with the Arrow scalar: a Python float is converted anew on every call)
+            same = len(col) == n and col.null_count == 0 and pc.all(pc.equal(col, col[0])).as_py() is True
+        if same:
             hoisted[key] = first
-            del raw.columns[key]
-            raw.units.pop(key, None)
+            raw.drop(key)
     return hoisted
 
 
@@ -621,9 +682,11 @@ def _attributes(report: Report, raw: _RawTable, hoisted: dict[str, Any]) -> dict
     if first.cc:
         attrs["compute_capability"] = first.cc
     # attributes that differ between launches: the first launch's device
-    for key, col in raw.columns.items():
-        if key.startswith("device__attribute_") and col and col[0] is not None:
-            attrs[key] = col[0]
+    for key in raw.columns:
+        if key.startswith("device__attribute_"):
+            value = raw.first(key)
+            if value is not None:
+                attrs[key] = value
     attrs.update(hoisted)
     # the model's attribute values are text or numbers; an attribute the report left empty is omitted
     return {k: v for k, v in attrs.items() if v is not None}
@@ -709,7 +772,8 @@ def _not_numbers(
 
     for metric, gives in _feeds().items():
         col = raw.columns.get(metric)
-        if col is None or str not in set(map(type, col)):
+        # an Arrow column holds finite floats only
+        if col is None or not isinstance(col, list) or str not in set(map(type, col)):
             continue
         bad = [i for i, v in enumerate(col) if type(v) is str]
         if len(bad) == 1:
@@ -738,36 +802,44 @@ def _records(
 ) -> list[dict[str, Any]]:
     """One KernelRecord (as data, validated with the capture) per launch."""
     n = len(report.launches)
-    columns = canonical_columns(raw.columns, raw.units, n, warnings)
+    columns = canonical_columns(_Lists(raw), raw.units, n, warnings)
     if value_warnings is not None:
         _not_numbers(report, raw, columns, value_warnings)
     canonical = [(name, values, unit) for name, (values, unit) in columns.items()]
-    invocations = raw.columns.get("invocations")
+    invocations = raw.get("invocations")
     records = []
     for i, la in enumerate(report.launches):
+        # fields in the model's order, each only when the launch has it
+        record: dict[str, Any] = {"name": la.name or "<unnamed>"}
+        if la.raw_name is not None:
+            record["raw_name"] = la.raw_name
+        if la.id is not None:
+            record["id"] = la.id
+        pid, pname = la.pid, la.process_name
+        process = pid if not pname else (f"{pid} {pname}" if pid else pname)
+        if process is not None:
+            record["process"] = process
+        if la.stream is not None:
+            record["stream"] = la.stream
+        if la.device is not None:
+            record["device"] = la.device
+        grid = la.grid or _dims(raw, i, "grid")
+        if grid is not None:
+            record["grid"] = grid
+        block = la.block or _dims(raw, i, "block")
+        if block is not None:
+            record["block"] = block
+        if invocations is not None:
+            inv = invocations[i]
+            if type(inv) is float:
+                record["invocations"] = int(inv)
         metrics = {
             name: {"value": values[i], "unit": unit}
             for name, values, unit in canonical
             if values[i] is not None
         }
-        process = (
-            la.pid if not la.process_name else (f"{la.pid} {la.process_name}" if la.pid else la.process_name)
-        )
-        inv = invocations[i] if invocations is not None else None
-        record: dict[str, Any] = {"name": la.name or "<unnamed>"}
-        for key, value in (
-            ("raw_name", la.raw_name),
-            ("id", la.id),
-            ("process", process),
-            ("stream", la.stream),
-            ("device", la.device),
-            ("grid", la.grid or _dims(raw, i, "grid")),
-            ("block", la.block or _dims(raw, i, "block")),
-            ("invocations", int(inv) if type(inv) is float else None),
-            ("metrics", metrics or None),
-        ):
-            if value is not None:
-                record[key] = value
+        if metrics:
+            record["metrics"] = metrics
         records.append(record)
     return records
 
@@ -796,21 +868,89 @@ def _timing(records: list[KernelRecord]) -> Timing:
     )
 
 
+_UNSAFE_STEM = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def _stem(path: str, index: int, count: int) -> str:
+    """The side file's name stem: the input's file name (``run.csv`` gives
+    ``run.csv.raw-<sha256 prefix>.arrow``), ``-N`` added for the N-th table of a file that
+    holds several; characters other than letters, digits, ``.``, ``_`` and ``-`` become ``_``."""
+    stem = _UNSAFE_STEM.sub("_", os.path.basename(path)).strip("._") or "ncu"
+    return stem + (f"-{index + 1}" if count > 1 else "")
+
+
+def _side_columns(raw_columns: Mapping[str, Column], n: int) -> dict[str, Any]:
+    """The raw columns as :func:`~kernel_evidence.rawtable.write_raw_table` takes them:
+    lists as they are, Arrow columns as one Arrow array each (an all-null one as float64
+    nulls, as the list it stands for is written). pyarrow parsed the columns in blocks: one
+    chunk per column makes one record batch of long buffers, which zstd compresses in half
+    the time of twenty batches of short ones."""
+    import pyarrow as pa
+
+    out: dict[str, Any] = {}
+    for key, col in raw_columns.items():
+        if isinstance(col, list):
+            out[key] = col
+        elif col.null_count == len(col):
+            out[key] = pa.nulls(n, pa.float64())
+        else:
+            out[key] = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+    return out
+
+
+def _write_side(
+    options: AdapterOptions, raw_columns: Mapping[str, Column], units: Mapping[str, str], n: int, stem: str
+) -> Artifact | None:
+    """The capture's side file (see :meth:`AdapterOptions.raw_table`), or None: inline."""
+    return options.raw_table(_side_columns(raw_columns, n), units, n, stem)
+
+
+def _inline_columns(raw: _RawTable, raw_columns: dict[str, Column]) -> dict[str, list[Value]]:
+    """The raw columns as the packet keeps them inline: every Arrow column made a list."""
+    out: dict[str, list[Value]] = {}
+    for key, col in raw_columns.items():
+        if isinstance(col, list):
+            out[key] = col
+        else:
+            made = raw.lists.get(key)
+            out[key] = made if made is not None else column_values(col)
+    return out
+
+
 def _packet(
-    path: str, report: Report, digest: tuple[str, int], options: AdapterOptions, index: int, count: int
+    path: str,
+    report: Report,
+    digest: tuple[str, int],
+    options: AdapterOptions,
+    index: int,
+    count: int,
+    pool: ThreadPoolExecutor | None = None,
+    side_cells: list[int] | None = None,
 ) -> EvidencePacket:
+    """One packet of one report. ``pool`` (one worker) writes a side file while the records
+    are built; ``side_cells`` gets the count of the raw values that went to one."""
     warnings = list(report.warnings)
     metric_warnings: set[str] = set()
     columns, units = report.table()
     raw = _RawTable(dict(columns), dict(units))
     n = len(report.launches)
     hoisted = _hoist_device_attributes(raw, n)
+    raw_columns, raw_units = split_by_unit(raw.columns, raw.units)
+    # the side file (when the capture is too large to keep inline) is written in the second
+    # thread while the records are built: Arrow's IPC writer, zstd and sha256 release the GIL
+    side: Future[Artifact | None] | None = None
+    if options.side_dir is not None:
+        args = (options, raw_columns, raw_units, n, _stem(path, index, count))
+        if pool is not None:
+            side = pool.submit(_write_side, *args)
+        else:
+            side = Future()
+            side.set_result(_write_side(*args))
     hardware = _hardware(report, raw, hoisted, warnings)
     value_warnings: list[str] = []
     records = _records(report, raw, metric_warnings, value_warnings)
     warnings.extend(value_warnings)
     warnings.extend(sorted(metric_warnings))
-    raw_columns, raw_units = split_by_unit(raw.columns, raw.units)
     summary = None
     if report.summary:
         summary = {k: Quantity(value=v, unit="count") for k, v in report.summary.items()}
@@ -824,20 +964,27 @@ def _packet(
     )
     # millions of raw values a reader made finite floats, text or None itself are not
     # validated one by one again: the capture is validated without them, then gets them
+    # (inline, or their side file). Only a raw page's columns can be Arrow arrays, and its
+    # values are checked.
     checked = report.values_checked and bool(raw_columns)
     capture = ProfilerCapture(
         tool="ncu",
         version=report.tool_version,
         source=_artifact(path, digest),
         kernels=records,  # dicts, validated into KernelRecords
-        raw_columns=None if checked else (raw_columns or None),
+        raw_columns=None if checked else (_inline_columns(raw, raw_columns) or None),
         raw_units=raw_units or None,
         summary=summary,
         attributes=_attributes(report, raw, hoisted),
         warnings=warnings or None,
     )
-    if checked:
-        capture = capture.model_copy(update={"raw_columns": raw_columns})
+    ref = side.result() if side is not None else None
+    if ref is not None:
+        capture = capture.model_copy(update={"raw_columns": None, "raw_table": ref})
+        if side_cells is not None:
+            side_cells.append(n * len(raw_columns))
+    elif checked:
+        capture = capture.model_copy(update={"raw_columns": _inline_columns(raw, raw_columns)})
     return EvidencePacket(
         schema_version="0.1",
         created_at=options.created_at or _now(),
@@ -870,6 +1017,7 @@ class NcuAdapter:
         packets: list[EvidencePacket] = []
         warnings: list[str] = []
         cap = max_bytes_option(options.extra)
+        side_cells: list[int] = []
         # a text export is hashed (for its Artifact) in a second thread while it is parsed
         with paused_gc(), ThreadPoolExecutor(max_workers=1) as pool:
             expanded = _expand(inputs)
@@ -881,7 +1029,7 @@ class NcuAdapter:
                     h.append(pool.submit(_digest, p, b))
 
                 try:
-                    reports, data = read_reports(path, hash_later, cap)
+                    reports, data = read_reports(path, hash_later, cap, arrow=options.side_dir is not None)
                 except (InputError, AdapterError, MissingExtra) as exc:
                     if not in_directory:
                         raise
@@ -897,12 +1045,13 @@ class NcuAdapter:
                 for i in range(count):
                     # each report is dropped once it is a packet: the columns the packet
                     # does not keep (device attributes hoisted out) are freed at once
-                    packet = _packet(path, reports.pop(0), digest, options, i, count)
+                    packet = _packet(path, reports.pop(0), digest, options, i, count, pool, side_cells)
                     want_id = options.extra.get("packet_ids", True)
                     packets.append(packet.with_id() if want_id else packet)
                     for w in packet.profiler[0].warnings or ():  # type: ignore[index]
                         warnings.append(f"{path}: {w}")
-            if raw_cell_count(packets) >= PROMOTE_CELLS:
+            # a capture whose raw values went to a side file built as many records
+            if raw_cell_count(packets) + sum(side_cells) >= PROMOTE_CELLS:
                 promote_survivors()
         if not packets and first_error is not None:
             raise first_error
