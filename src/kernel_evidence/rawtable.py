@@ -59,6 +59,8 @@ RAW_TABLE_VERSION = 1
 #: for side files (``AdapterOptions.side_dir``, ``kevidence ingest --side-dir``)
 INLINE_MAX_CELLS = 1_000_000
 
+#: buffer compression of the side files (readers decompress whatever the file says)
+_COMPRESSION: str | None = "zstd"
 _META_VERSION = b"kevidence.raw_table"
 _META_ROWS = b"kevidence.rows"
 _META_CELLS = b"kevidence.cells"
@@ -132,7 +134,7 @@ def write_raw_table(
     fd, tmp = tempfile.mkstemp(prefix=f".{stem}.", suffix=".arrow.tmp", dir=out_dir)
     try:
         sink = pa.BufferOutputStream()
-        options = pa.ipc.IpcWriteOptions(compression="zstd")
+        options = pa.ipc.IpcWriteOptions(compression=_COMPRESSION)
         with pa.ipc.new_file(sink, schema, options=options) as writer:
             writer.write_table(table)
         data = sink.getvalue()
