@@ -132,6 +132,20 @@ def test_corrupt_parquet_file(
     assert snapshot(archive) == before
 
 
+def test_export_to_stdout_checks_every_file_before_writing(
+    archive: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """stdout cannot be taken back: a truncated file in a later partition fails the export
+    before the first packet is written, not halfway through."""
+    victims = sorted(archive.glob("vendor=*/month=*/*.parquet"))
+    victim = victims[-1]  # the last one read
+    victim.write_bytes(victim.read_bytes()[:200])
+    code, out, err = run(["export", str(archive), "-o", "-"], capsys)
+    assert code == 1
+    assert err.startswith(f"kevidence: error: {victim}: not a readable Parquet file (")
+    assert out == ""
+
+
 def test_parquet_file_without_our_metadata(archive: Path, tmp_path: Path) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq

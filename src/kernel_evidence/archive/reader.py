@@ -199,13 +199,19 @@ def export_packets(
     # resolve everything that can fail on the archive before creating the output
     open_archive(root)
     refs: dict[tuple[str | None, str | None], Any] = {}
+    stream = target == "-" or _output_target(target)[1]
+    if stream:
+        # a stream cannot be taken back: every file the export reads is checked first (its
+        # footer and layout), so a truncated or foreign file fails before the first byte
+        for fragment in open_archive(root).get_fragments(filter=expr):
+            _check_file(Path(fragment.path))
     if target == "-":
         n = _write(sys.stdout.buffer, root, expr, zst=False, refs=refs)
         _not_copied(root, refs, "standard output", warn)
         return n
     if not overwrite and replaces_file(target):  # a device or a pipe is written to, not replaced
         raise FileExistsError(f"{target}: already exists; refusing to overwrite it (use --force)")
-    stream = _output_target(target)[1]  # a device or a pipe: JSONL, whatever its name
+    # a device or a pipe (stream): JSONL, whatever its name
     if not stream and not target.lower().endswith(_JSONL):
         count = sum(batch.num_rows for batch in scan(root, ["packet_id"], expr))
         if count > 1:
