@@ -205,8 +205,9 @@ def decode_checked(raw: bytes, *, compact: bool = False) -> Checked | None:
         return None
     if not _patterns_match(p):
         return None
-    buf: bytearray | None = getattr(_local, "buf", None)
-    if buf is None:
+    try:
+        buf: bytearray = _local.buf
+    except AttributeError:  # the first packet of this thread
         buf = _local.buf = bytearray(1 << 14)
     encode_struct_into(p, buf)
     n = len(buf)
@@ -228,10 +229,10 @@ def decode_checked(raw: bytes, *, compact: bool = False) -> Checked | None:
     if i < 0:
         # nulls inside extensions are dropped (or the id has characters JSON escapes): the
         # general path
-        cid = "sha256:" + hashlib.sha256(canonical_struct_bytes(p)).hexdigest()
+        cid = "sha256:" + _sha256(canonical_struct_bytes(p)).hexdigest()
     else:
         del buf[i : i + len(member)]
-        cid = "sha256:" + hashlib.sha256(buf).hexdigest()
+        cid = "sha256:" + _sha256(buf).hexdigest()
     if n > 1 << 20:
         _local.buf = bytearray(1 << 14)  # do not keep a huge packet's buffer alive
     # the fast structs check no pattern on the id: one equal to the content's id has it
@@ -241,6 +242,7 @@ def decode_checked(raw: bytes, *, compact: bool = False) -> Checked | None:
 
 
 _checked = partial(tuple.__new__, Checked)
+_sha256 = hashlib.sha256
 
 
 def _compact_screen(raw: bytes, encoded: bytearray) -> bool | None:

@@ -84,18 +84,17 @@ def _unpack(p: Packed) -> Report:
 
 def check_batch(batch: list[Entry]) -> list[Packed]:
     """Worker side: every report of a batch of records, packed."""
-    from . import report_record
+    from . import _batched_reports
 
-    out: list[Packed] = []
+    records: list[Record] = []
     for source, location, data, error in batch:
         rec = Record(source, location, data=data) if error is None else None
         if rec is None:
             from ..errors import InputError
 
             rec = Record(source, location, error=InputError(source, location, error or ""))
-        for rep in report_record(rec):
-            out.append(_pack(rep))
-    return out
+        records.append(rec)
+    return [_pack(rep) for rep in _batched_reports(records)]
 
 
 _RANGE_BYTES = 4 << 20
@@ -121,13 +120,10 @@ Task = _Range | list[Entry]  # a range, or a batch of records read by the parent
 def check_range(name: str, offset: int, length: int, limits: Limits | None) -> Result:
     """Worker side: every report of one range of a JSONL file, packed, with locations
     counted from the range's first line (the parent adds the lines before it)."""
-    from . import report_record
+    from . import _batched_reports
 
     seen: list[Any] = [False, 0]
-    out: list[Packed] = []
-    for rec in _iter_line_range(name, offset, length, 0, limits, seen):
-        for rep in report_record(rec):
-            out.append(_pack(rep))
+    out = [_pack(rep) for rep in _batched_reports(_iter_line_range(name, offset, length, 0, limits, seen))]
     return seen[0], seen[1], out
 
 

@@ -42,6 +42,10 @@ def expected_unit_text(pointer: str) -> str:
     return f"expected {_DIMENSION_TEXT[dim]}"
 
 
+#: unit -> the factor to its dimension's base unit (what :func:`base` multiplies by)
+FACTOR: dict[str, float] = {u: f for u, (_, f) in UNIT_FACTORS.items()}
+
+
 def seconds(value: float, unit: str) -> float:
     """A time value in seconds."""
     return value * UNIT_FACTORS[unit][1]
