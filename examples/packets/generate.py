@@ -665,6 +665,17 @@ def _unit(d: dict[str, Any]) -> None:
     d["timing"]["stats"]["unit"] = "GB/s"
 
 
+def _raw_table_without_digest(d: dict[str, Any]) -> None:
+    # raw metrics said to be in a side file that the packet does not pin by digest: anyone
+    # could swap the file, and the packet id would not change
+    d["profiler"][0]["raw_table"] = {
+        "kind": "profile",
+        "name": "gemm.ncu-rep.raw-5d41402abc4b2a76.arrow",
+        "path": "gemm.ncu-rep.raw-5d41402abc4b2a76.arrow",
+        "media_type": "application/vnd.apache.arrow.file",
+    }
+
+
 def _reference_claim_failed_shape(d: dict[str, Any]) -> None:
     d["validation"]["shapes"][0]["passed"] = False
 
@@ -700,6 +711,7 @@ INVALID: dict[str, tuple[Any, Any]] = {
     "KE602_bandwidth_above_device_peak.json": (nvidia_gemm, _bandwidth_cheat),
     "KE701_tolerance_cannot_fail.json": (tpu_op, _vacuous),
     "KE801_device_not_identified.json": (amd_gemm, _unidentified),
+    "KE902_raw_table_without_digest.json": (nvidia_gemm, _raw_table_without_digest),
     "KE001_time_stats_in_bandwidth_unit.json": (nvidia_gemm, _unit),
 }
 
