@@ -46,6 +46,7 @@ __all__ = [
     "INLINE_MAX_CELLS",
     "RAW_TABLE_MEDIA_TYPE",
     "RAW_TABLE_VERSION",
+    "check_raw_table_file",
     "raw_columns_of",
     "read_raw_table",
     "write_raw_table",
@@ -242,3 +243,61 @@ def raw_columns_of(table: pa.Table) -> tuple[dict[str, list[Any]], dict[str, str
         if meta.get(_META_UNIT):
             units[field.name] = meta[_META_UNIT].decode()
     return columns, units
+
+
+def check_raw_table_file(ref: Any, base_dir: str | os.PathLike[str]) -> tuple[str, str] | None:
+    """Whether the side file a reference names (a relative path from ``base_dir``) is there
+    and is the one it names: ``("missing", why)``, ``("differs", why)``, or None when its size
+    and sha256 match. Reads a regular file only (never blocks on a FIFO), in chunks, and no
+    further than one byte past the size the reference gives. ``ref`` is an
+    :class:`~kernel_evidence.models.Artifact` or the validator's struct of one."""
+    import stat
+
+    path = Path(ref.path)
+    if not path.is_absolute():
+        path = Path(base_dir) / path
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return "missing", f"raw table {shown_path(path)} not found"
+    except (OSError, ValueError) as exc:
+        return "missing", f"raw table {shown_path(path)} cannot be read: {_why(exc)}"
+    if not stat.S_ISREG(st.st_mode):
+        return "differs", f"raw table {shown_path(path)} is not a regular file"
+    want = None if ref.size is None else ref.size.value
+    if want is not None and st.st_size != want:
+        return "differs", f"raw table {shown_path(path)} is {st.st_size} bytes; the packet says {int(want)}"
+    h = hashlib.sha256()
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    except OSError as exc:
+        return "missing", f"raw table {shown_path(path)} cannot be read: {_why(exc)}"
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return "differs", f"raw table {shown_path(path)} is not a regular file"
+        limit = st.st_size + 1
+        total = 0
+        while total < limit:
+            chunk = os.read(fd, min(1 << 20, limit - total))
+            if not chunk:
+                break
+            h.update(chunk)
+            total += len(chunk)
+    except OSError as exc:
+        return "missing", f"raw table {shown_path(path)} cannot be read: {_why(exc)}"
+    finally:
+        os.close(fd)
+    got = "sha256:" + h.hexdigest()
+    if ref.sha256 is not None and got != ref.sha256:
+        return "differs", f"raw table {shown_path(path)} has sha256 {got}; the packet says {ref.sha256}"
+    return None
+
+
+def _why(exc: BaseException) -> str:
+    return (exc.strerror if isinstance(exc, OSError) else None) or str(exc) or type(exc).__name__
+
+
+def shown_path(path: Path) -> str:
+    from .errors import shown
+
+    return shown(str(path))

@@ -178,6 +178,25 @@ def validate(packet: EvidencePacket | dict[str, Any] | bytes | str) -> Report:
     raise TypeError(f"validate() takes an EvidencePacket, a dict or JSON bytes, not {type(packet).__name__}")
 
 
+def raw_table_findings(packet: Any, source: str | None) -> list[tuple[str, str, str]]:
+    """KE903/KE904 for the raw tables of a packet read from the file ``source``: each side
+    file with a path and a digest is looked for relative to the file's directory and
+    checked (size, sha256). Nothing for standard input or a packet without raw tables."""
+    out: list[tuple[str, str, str]] = []
+    if not source or source in ("-", "<stdin>"):
+        return out
+    for i, cap in enumerate(packet.profiler or ()):
+        ref = cap.raw_table
+        if ref is None or not ref.path or ref.sha256 is None:
+            continue  # KE902 says what the reference lacks
+        from ..rawtable import check_raw_table_file
+
+        got = check_raw_table_file(ref, os.path.dirname(source))
+        if got is not None:
+            out.append(("KE904" if got[0] == "missing" else "KE903", f"/profiler/{i}/raw_table", got[1]))
+    return out
+
+
 def report_record(rec: Record) -> Iterator[Report]:
     """Every report for one record read from an input (one per packet, or its error)."""
     if rec.error is not None:
@@ -187,7 +206,10 @@ def report_record(rec: Record) -> Iterator[Report]:
     assert rec.data is not None  # a record without error carries data
     one = decode_checked(rec.data)
     if one is not None:
-        yield validate_struct(one.packet, rec.source, rec.location, content_id=one.content_id)
+        found = check_packet(one.packet)
+        if one.packet.profiler:
+            found.extend(raw_table_findings(one.packet, rec.source))
+        yield _report_of(one.packet, found, rec.source, rec.location, None, one.content_id)
         return
     for item in decode_document(rec):
         yield _report_for(item, rec.source)
@@ -259,6 +281,9 @@ def _batched_reports(records: Iterable[Record], most: int = _BATCH) -> Iterator[
         ones = [None if rec[2] is None else decode_checked(rec[2]) for rec in batch]
         future = future_limit()
         found = [None if one is None else check_packet(one[0], future) for one in ones]
+        for rec, one, fs in zip(batch, ones, found, strict=True):
+            if one is not None and fs is not None and one[0].profiler:
+                fs.extend(raw_table_findings(one[0], rec[0]))
         for rec, one, fs in zip(batch, ones, found, strict=True):
             if one is None or fs is None:
                 yield from report_record(rec)

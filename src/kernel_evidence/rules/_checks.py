@@ -188,6 +188,15 @@ _RULES: tuple[tuple[str, str, str, str, str], ...] = (
      "`raw_columns`, and the reference MUST give the file's sha256, a path or uri, and the media "
      "type `application/vnd.apache.arrow.file`: the packet id covers the raw values only through "
      "the digest."),
+    ("KE903", "error", "a raw metrics side file is the one the packet names",
+     "restore the side file the packet was written with (same size and sha256), or ingest again",
+     "A raw table (`raw_table`) found where the packet says MUST have the size and sha256 the "
+     "packet gives, and be a regular file. Checked by `kevidence validate` (and "
+     "`validate_paths`) for packets read from files; `validate()` of a packet object reads no file."),
+    ("KE904", "warning", "the raw metrics side file is beside the packet",
+     "keep the side file (`raw_table.path`, relative to the packet file) with the packet",
+     "A packet read from a file SHOULD have its raw table where `raw_table.path` says (relative "
+     "to the packet file's directory): without it the raw metrics are lost."),
     ("KE804", "warning", "serving packets describe the workload",
      "record /task/serving: model, engine and traffic",
      "A serving packet SHOULD carry `task.serving` (model, engine with version, traffic shape)."),
