@@ -9,14 +9,17 @@ from pathlib import Path
 
 import pytest
 
+import kernel_evidence as ke
 from kernel_evidence.cli import main
 from kernel_evidence.io import read_packets
 from kernel_evidence.models import EvidencePacket
 
-FIX = Path(__file__).resolve().parents[1] / "fixtures" / "vllm"
-DETAILED = FIX / "serve_v0.25_detailed_p99-mismatch.json"  # one run, 10 requests with arrays
-SWEEP = FIX / "sweep_detailed_summary.json"  # several runs with arrays
+FIX = Path(__file__).resolve().parents[1] / "fixtures"
+RAW = FIX / "ncu" / "raw_clean.csv"  # 3 launches, a few dozen raw values
+DETAILED = FIX / "vllm" / "serve_v0.25_detailed_p99-mismatch.json"  # 10 requests with arrays
 T0 = "2026-11-22T00:00:00Z"
+SMALL = ("--inline-max-cells", "10")  # this fixture's capture then goes to a side file
+REPLAY = ("--replay-cmd", "ncu --csv --page raw ./attn")
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -25,27 +28,44 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
     return code, out, err
 
 
-def _samples(packet: EvidencePacket) -> object:
-    assert packet.timing is not None and packet.timing.serving is not None
-    return packet.timing.serving.samples_artifact
+def _ref(packet: EvidencePacket) -> ke.models.Artifact:
+    assert packet.profiler and packet.profiler[0].raw_table is not None
+    assert packet.profiler[0].raw_columns is None
+    return packet.profiler[0].raw_table
 
 
-def test_large_samples_go_beside_the_output_with_a_relative_path(
+def test_side_file_beside_the_output_with_a_relative_path(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = tmp_path / "out" / "run.json"
     out.parent.mkdir()
-    code, _, err = run(capsys, "ingest", "vllm", str(DETAILED), "--opt", "inline_samples_max=0",
-                       "--created-at", T0, "-o", str(out))  # fmt: skip
+    code, _, err = run(capsys, "ingest", "ncu", str(RAW), *SMALL, *REPLAY, "--created-at", T0, "-o", str(out))
     assert code == 0, err
     packet = EvidencePacket.model_validate_json(out.read_bytes())
-    art = _samples(packet)
-    assert art is not None and art.media_type == "application/vnd.apache.parquet"  # type: ignore[attr-defined]
-    assert art.path == art.name  # type: ignore[attr-defined]  # beside the packet: moves with it
-    side = out.parent / str(art.path)  # type: ignore[attr-defined]
-    assert art.sha256 == "sha256:" + hashlib.sha256(side.read_bytes()).hexdigest()  # type: ignore[attr-defined]
-    assert f"raw metrics kept in {side}" in err or str(side) in err
+    ref = _ref(packet)
+    assert ref.path == ref.name and str(ref.name).startswith("raw_clean.csv.raw-")  # moves with the packet
+    side = out.parent / str(ref.path)
+    assert ref.sha256 == "sha256:" + hashlib.sha256(side.read_bytes()).hexdigest()
+    assert f"raw metrics kept in {side}" in err
     assert sorted(p.name for p in out.parent.iterdir()) == sorted(["run.json", side.name])
+    # the same values as inline, and the packet validates with its file
+    inline = tmp_path / "inline.json"
+    assert main(["ingest", "ncu", str(RAW), "--created-at", T0, "-o", str(inline)]) == 0
+    capsys.readouterr()
+    cap = EvidencePacket.model_validate_json(inline.read_bytes()).profiler[0]  # type: ignore[index]
+    table = ke.read_raw_table(packet.profiler[0], out.parent)  # type: ignore[index]
+    from kernel_evidence.rawtable import raw_columns_of
+
+    assert raw_columns_of(table)[0] == cap.raw_columns
+    assert main(["validate", str(out)]) == 0
+
+
+def test_default_threshold_keeps_small_captures_inline(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, err = run(capsys, "ingest", "ncu", str(RAW), "--created-at", T0, "-o", str(tmp_path / "r.json"))
+    assert code == 0, err
+    assert os.listdir(tmp_path) == ["r.json"]
 
 
 def test_side_dir_elsewhere_is_recorded_relative_to_the_packet(
@@ -53,55 +73,79 @@ def test_side_dir_elsewhere_is_recorded_relative_to_the_packet(
 ) -> None:
     out = tmp_path / "packets" / "run.json"
     out.parent.mkdir()
-    code, _, err = run(capsys, "ingest", "vllm", str(DETAILED), "--opt", "inline_samples_max=0",
-                       "--created-at", T0, "-o", str(out), "--side-dir", str(tmp_path / "side"))  # fmt: skip
+    code, _, err = run(capsys, "ingest", "ncu", str(RAW), *SMALL, *REPLAY, "--created-at", T0, "-o", str(out),
+                       "--side-dir", str(tmp_path / "side"))  # fmt: skip
     assert code == 0, err
-    art = _samples(EvidencePacket.model_validate_json(out.read_bytes()))
-    assert art.path == os.path.join("..", "side", str(art.name))  # type: ignore[attr-defined]
-    assert (out.parent / str(art.path)).is_file()  # type: ignore[attr-defined]
+    ref = _ref(EvidencePacket.model_validate_json(out.read_bytes()))
+    assert ref.path == os.path.join("..", "side", str(ref.name))
+    assert (out.parent / str(ref.path)).is_file()
+    assert main(["validate", str(out)]) == 0
 
 
 def test_stdout_and_inline_raw_write_no_side_file(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    code, out, err = run(capsys, "ingest", "vllm", str(DETAILED), "--opt", "inline_samples_max=0",
-                         "--created-at", T0)  # fmt: skip
+    code, out, err = run(capsys, "ingest", "ncu", str(RAW), *SMALL, "--created-at", T0)
     assert code == 0, err
-    art = _samples(EvidencePacket.model_validate_json(out))
-    assert art.path == str(DETAILED)  # type: ignore[attr-defined]  # the source, by sha256
-    code, _, err = run(capsys, "ingest", "vllm", str(DETAILED), "--opt", "inline_samples_max=0",
-                       "--created-at", T0, "-o", "run.json", "--inline-raw")  # fmt: skip
+    cap = EvidencePacket.model_validate_json(out).profiler[0]  # type: ignore[index]
+    assert cap.raw_table is None and cap.raw_columns
+    code, _, err = run(
+        capsys, "ingest", "ncu", str(RAW), *SMALL, "--created-at", T0, "-o", "run.json", "--inline-raw"
+    )
     assert code == 0, err
     assert sorted(os.listdir(tmp_path)) == ["run.json"]
 
 
+def test_vllm_samples_are_not_moved_by_the_side_directory(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "run.json"
+    code, _, err = run(capsys, "ingest", "vllm", str(DETAILED), "--opt", "inline_samples_max=0",
+                       "--created-at", T0, "-o", str(out))  # fmt: skip
+    assert code == 0, err
+    packet = EvidencePacket.model_validate_json(out.read_bytes())
+    assert packet.timing and packet.timing.serving and packet.timing.serving.samples_artifact
+    assert packet.timing.serving.samples_artifact.path == str(DETAILED)  # the source, by sha256
+    assert os.listdir(tmp_path) == ["run.json"]
+
+
 def test_contradicting_options_are_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, _, err = run(capsys, "ingest", "vllm", str(DETAILED), "-o", str(tmp_path / "r.json"),
+    code, _, err = run(capsys, "ingest", "ncu", str(RAW), "-o", str(tmp_path / "r.json"),
                        "--inline-raw", "--side-dir", str(tmp_path))  # fmt: skip
     assert code == 2 and "contradict" in err
     (tmp_path / "file").write_text("x")
-    code, _, err = run(capsys, "ingest", "vllm", str(DETAILED), "--side-dir", str(tmp_path / "file"))
+    code, _, err = run(capsys, "ingest", "ncu", str(RAW), "--side-dir", str(tmp_path / "file"))
     assert code == 2 and "is not a directory" in err
+    code, _, err = run(capsys, "ingest", "ncu", str(RAW), "--inline-max-cells", "-1")
+    assert code == 2
     assert sorted(os.listdir(tmp_path)) == ["file"]
 
 
 def test_a_failed_ingest_removes_the_side_files_it_wrote(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    out = tmp_path / "runs.json"  # several packets need .jsonl: refused after reading
-    code, _, err = run(capsys, "ingest", "vllm", str(SWEEP), "--opt", "inline_samples_max=0",
-                       "--created-at", T0, "-o", str(out))  # fmt: skip
-    assert code == 2 and ".jsonl" in err
-    assert list(tmp_path.iterdir()) == []
-    code, _, err = run(capsys, "ingest", "vllm", str(SWEEP), "--opt", "inline_samples_max=0",
-                       "--created-at", T0, "--set", "status=bogus", "-o", str(tmp_path / "r.jsonl"))  # fmt: skip
+    log = tmp_path / "in" / "two.log"  # two tables: two packets
+    log.parent.mkdir()
+    text = RAW.read_text()
+    log.write_text("==PROF== first run\n" + text + "==PROF== second run\n" + text.replace('"9001"', '"9002"'))
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    code, _, err = run(
+        capsys, "ingest", "ncu", str(log), *SMALL, "--created-at", T0, "-o", str(out_dir / "runs.json")
+    )
+    assert code == 2 and ".jsonl" in err  # several packets need .jsonl: refused after reading
+    assert list(out_dir.iterdir()) == []
+    code, _, err = run(capsys, "ingest", "ncu", str(log), *SMALL, "--created-at", T0, "--set", "status=bogus",
+                       "-o", str(out_dir / "r.jsonl"))  # fmt: skip
     assert code == 2, err
-    assert list(tmp_path.iterdir()) == []
-    # and the same command that succeeds writes them all
-    code, _, err = run(capsys, "ingest", "vllm", str(SWEEP), "--opt", "inline_samples_max=0",
-                       "--created-at", T0, "-o", str(tmp_path / "r.jsonl"))  # fmt: skip
+    assert list(out_dir.iterdir()) == []
+    # the same command that succeeds writes them all
+    code, _, err = run(
+        capsys, "ingest", "ncu", str(log), *SMALL, "--created-at", T0, "-o", str(out_dir / "r.jsonl")
+    )
     assert code == 0, err
-    packets = list(read_packets(tmp_path / "r.jsonl"))
-    names = {str(_samples(p).name) for p in packets if _samples(p) is not None}  # type: ignore[attr-defined]
-    assert len(names) >= 2 and names <= {p.name for p in tmp_path.iterdir()}
+    packets = list(read_packets(out_dir / "r.jsonl"))
+    names = {str(_ref(p).name) for p in packets}
+    assert len(packets) == 2 and len(names) == 2
+    assert sorted(p.name for p in out_dir.iterdir()) == sorted([*names, "r.jsonl"])

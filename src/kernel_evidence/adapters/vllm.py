@@ -15,9 +15,9 @@ Options (``AdapterOptions.extra``), all optional:
 ``model``, ``dataset``
     workload facts the file may lack; options win over the file's metadata
 ``samples_dir``
-    write per-request samples of large runs to a Parquet sidecar there (default: the
-    caller's ``AdapterOptions.side_dir``, e.g. beside ``kevidence ingest -o``; without
-    either, a large run's packet references its source file by sha256)
+    write per-request samples of large runs to a Parquet sidecar there (without it, a large
+    run's packet references its source file by sha256; ``AdapterOptions.side_dir`` does not
+    apply: the source file holds the samples already)
 ``inline_samples_max`` (default 10000)
     runs with at most this many sample values keep them inline in ``Stats.samples``
 ``max_bytes`` (default 2 GiB)
@@ -153,14 +153,12 @@ class VllmAdapter:
             created_at=options.created_at or now_utc(),
             extra=extra,
             inline_max=_int_option(extra, "inline_samples_max", DEFAULT_INLINE_MAX),
-            samples_dir=str(extra["samples_dir"]) if extra.get("samples_dir") else options.side_dir,
+            samples_dir=str(extra["samples_dir"]) if extra.get("samples_dir") else None,
             use_numpy=None if use_numpy is None else str(use_numpy).lower() not in ("0", "false", "no"),
             goodput=parse_goodput_option(extra.get("goodput")),
         )
         max_bytes = max_bytes_option(extra)
         ctx.max_bytes = max_bytes
-        if not extra.get("samples_dir"):  # the caller's side directory: paths from its base
-            ctx.side_base = options.side_base
         try:
             return self._read(inputs, ctx, max_bytes)
         finally:

@@ -69,6 +69,13 @@ def register(app: typer.Typer) -> None:
         inline_raw: bool = typer.Option(
             False, "--inline-raw", help="Keep every raw value inside the packet, however many there are."
         ),
+        inline_max_cells: int = typer.Option(
+            1_000_000,
+            "--inline-max-cells",
+            min=0,
+            max=2**62,
+            help="Captures with more raw values than this keep them in a side file.",
+        ),
     ) -> None:
         """Turn what a profiler or benchmark wrote into evidence packets."""
         raise typer.Exit(
@@ -85,6 +92,7 @@ def register(app: typer.Typer) -> None:
                 force=force,
                 side_dir=side_dir,
                 inline_raw=inline_raw,
+                inline_max_cells=inline_max_cells,
             )
         )
 
@@ -103,6 +111,7 @@ def run(
     force: bool = False,
     side_dir: str | None = None,
     inline_raw: bool = False,
+    inline_max_cells: int | None = None,
 ) -> int:
     """The command body; returns the exit code."""
     # here, not at start-up: the adapters' imports are only paid by `kevidence ingest`
@@ -148,6 +157,7 @@ def run(
             extra=extra,
             side_dir=side_dir,
             side_base=side_base,
+            inline_max_cells=inline_max_cells,
         )
     except OptionError as exc:
         fail(str(exc), EXIT_USAGE)
