@@ -12,6 +12,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from _raw_helpers import without_raw
 
 from kernel_evidence.adapters import AdapterOptions, _ncu_csv
 from kernel_evidence.adapters._ncu_common import column_values
@@ -139,15 +140,6 @@ def side_options(side: Path, inline_max_cells: int) -> AdapterOptions:
     )
 
 
-def _without_raw(packet: EvidencePacket) -> dict[str, Any]:
-    data = packet.to_dict()
-    data.pop("packet_id", None)
-    for cap in data.get("profiler", []):
-        cap.pop("raw_columns", None)
-        cap.pop("raw_table", None)
-    return data
-
-
 def assert_same_raw(inline: EvidencePacket, side: EvidencePacket, side_dir: Path) -> None:
     """``side`` holds its raw values in a side file that gives back exactly ``inline``'s
     ``raw_columns`` and ``raw_units``; everything else in the packets is the same."""
@@ -163,7 +155,7 @@ def assert_same_raw(inline: EvidencePacket, side: EvidencePacket, side_dir: Path
     assert list(columns) == list(want.raw_columns)  # same names, same order
     assert columns == want.raw_columns
     assert units == (want.raw_units or {}) == (cap.raw_units or {})
-    assert _without_raw(side) == _without_raw(inline)
+    assert without_raw(side) == without_raw(inline)
     # a valid packet whose id covers the side file through its digest
     assert side.packet_id is not None and side.packet_id != inline.packet_id
     again = EvidencePacket.model_validate(side.to_dict())

@@ -14,6 +14,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from _raw_helpers import without_raw
 
 from kernel_evidence.adapters import AdapterOptions
 from kernel_evidence.adapters import rocprof as rocprof_module
@@ -87,15 +88,6 @@ def _side_options(tmp_path: Path, limit: int = 0) -> AdapterOptions:
     )
 
 
-def _without_raw(p: EvidencePacket) -> dict[str, Any]:
-    data = p.to_dict()
-    data.pop("packet_id", None)
-    for cap in data.get("profiler", []):
-        cap.pop("raw_columns", None)
-        cap.pop("raw_table", None)
-    return data
-
-
 def _check_same(
     inline: list[EvidencePacket], side: list[EvidencePacket], base: Path, options: AdapterOptions
 ) -> int:
@@ -103,7 +95,7 @@ def _check_same(
     assert len(side) == len(inline)
     files = 0
     for a, b in zip(inline, side, strict=True):
-        assert _without_raw(b) == _without_raw(a)  # records, summary, warnings... unchanged
+        assert without_raw(b) == without_raw(a)  # records, summary, warnings... unchanged
         for ca, cb in zip(a.profiler or [], b.profiler or [], strict=True):
             if not ca.raw_columns:
                 assert cb.raw_table is None and cb.raw_columns == ca.raw_columns

@@ -85,6 +85,21 @@ def side(tmp_path: Path) -> tuple[Path, Artifact]:
     return d / "p.jsonl", ref
 
 
+@pytest.fixture
+def lost(side: tuple[Path, Artifact]) -> tuple[Path, Artifact]:
+    """:func:`side` with its raw table gone from beside the packets."""
+    src, ref = side
+    (src.parent / str(ref.name)).unlink()
+    return src, ref
+
+
+def _archived(tmp_path: Path, src: Path) -> Path:
+    """An archive of the packets in ``src`` (with the raw tables found beside them)."""
+    root = tmp_path / "archive"
+    archive_packets([src], root)
+    return root
+
+
 # -- archiving -------------------------------------------------------------------------
 
 
@@ -163,10 +178,9 @@ def test_missing_or_tampered_raw_table_warns_and_the_packet_is_archived(
 
 
 def test_cli_warns_one_line_per_raw_table_and_exits_0(
-    tmp_path: Path, side: tuple[Path, Artifact], capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, lost: tuple[Path, Artifact], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    src, ref = side
-    (src.parent / str(ref.name)).unlink()
+    src, ref = lost
     root = tmp_path / "archive"
     code = main(["archive", str(src), "--to", str(root)])
     out, err = capsys.readouterr()
@@ -353,8 +367,7 @@ def test_dataset_readers_ignore_the_raw_folder(tmp_path: Path, side: tuple[Path,
 
 def test_read_raw_table_from_the_archive(tmp_path: Path, side: tuple[Path, Artifact]) -> None:
     src, ref = side
-    root = tmp_path / "archive"
-    archive_packets([src], root)
+    root = _archived(tmp_path, src)
     (src.parent / str(ref.name)).unlink()  # the archive's copy is what is read
     packet = ke.EvidencePacket.model_validate_json(next(iter(export_lines(root))))
     capture = packet.profiler[0]  # type: ignore[index]
@@ -394,8 +407,7 @@ def export_lines(root: Path) -> list[bytes]:
 
 def test_export_copies_raw_tables_beside_the_output(tmp_path: Path, side: tuple[Path, Artifact]) -> None:
     src, ref = side
-    root = tmp_path / "archive"
-    archive_packets([src], root)
+    root = _archived(tmp_path, src)
     out = tmp_path / "out" / "e.jsonl"
     warned: list[str] = []
     assert export_packets(root, out, on_warning=warned.append) == 2
@@ -446,8 +458,7 @@ def test_export_to_stdout_warns_once(
     tmp_path: Path, side: tuple[Path, Artifact], capsys: pytest.CaptureFixture[str]
 ) -> None:
     src, _ = side
-    root = tmp_path / "archive"
-    archive_packets([src], root)
+    root = _archived(tmp_path, src)
     code = main(["export", str(root), "-o", "-"])
     out, err = capsys.readouterr()
     assert code == 0
@@ -463,12 +474,10 @@ def test_export_to_stdout_warns_once(
 
 
 def test_export_cli_warns_about_a_raw_table_the_archive_lacks(
-    tmp_path: Path, side: tuple[Path, Artifact], capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, lost: tuple[Path, Artifact], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    src, ref = side
-    (src.parent / str(ref.name)).unlink()
-    root = tmp_path / "archive"
-    archive_packets([src], root)
+    src, ref = lost
+    root = _archived(tmp_path, src)
     out = tmp_path / "e.jsonl"
     code = main(["export", str(root), "-o", str(out)])
     _, err = capsys.readouterr()
@@ -484,8 +493,7 @@ def test_failed_export_removes_the_raw_tables_it_copied(
     tmp_path: Path, side: tuple[Path, Artifact], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     src, ref = side
-    root = tmp_path / "archive"
-    archive_packets([src], root)
+    root = _archived(tmp_path, src)
     from kernel_evidence.archive import reader
 
     def fail_commit(*a: Any, **k: Any) -> Any:
@@ -513,7 +521,6 @@ def test_failed_export_removes_the_raw_tables_it_copied(
 
 def test_raw_table_arrow_file_is_any_arrow_reader_s(tmp_path: Path, side: tuple[Path, Artifact]) -> None:
     src, ref = side
-    root = tmp_path / "archive"
-    archive_packets([src], root)
+    root = _archived(tmp_path, src)
     with pa.OSFile(str(root / "_raw" / f"{_hex(ref)}.arrow"), "rb") as fh:
         assert pa.ipc.open_file(fh).read_all().num_rows == 3

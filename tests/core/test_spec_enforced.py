@@ -36,6 +36,18 @@ def _set(*path: Any, value: Any = _DEL) -> Callable[[dict[str, Any]], None]:
     return apply
 
 
+def _raw_table(raw_columns: Any = None, **ref: Any) -> Callable[[dict[str, Any]], None]:
+    """A one-kernel ncu capture whose raw table reference is complete but for ``ref``'s
+    changes (a None removes the member), with ``raw_columns`` beside it when given."""
+    table = {"kind": "profile", "path": "r.arrow", "sha256": "sha256:" + "0" * 64,
+             "media_type": "application/vnd.apache.arrow.file"}  # fmt: skip
+    table = {k: v for k, v in {**table, **ref}.items() if v is not None}
+    cap: dict[str, Any] = {"tool": "ncu", "kernels": [{"name": "k"}], "raw_table": table}
+    if raw_columns is not None:
+        cap["raw_columns"] = raw_columns
+    return _set("profiler", value=[cap])
+
+
 def _all(*fs: Callable[[dict[str, Any]], None]) -> Callable[[dict[str, Any]], None]:
     def apply(d: dict[str, Any]) -> None:
         for f in fs:
@@ -130,83 +142,18 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], str, str]] = [
     ),  # fmt: skip
     (
         "3.5 raw_table replaces raw_columns",
-        _set(
-            "profiler",
-            value=[
-                {
-                    "tool": "ncu",
-                    "kernels": [{"name": "k"}],
-                    "raw_columns": {"a": [1]},
-                    "raw_table": {
-                        "kind": "profile",
-                        "path": "r.arrow",
-                        "sha256": "sha256:" + "0" * 64,
-                        "media_type": "application/vnd.apache.arrow.file",
-                    },
-                }
-            ],
-        ),
+        _raw_table(raw_columns={"a": [1]}),
         "KE902",
         "/profiler/0/raw_columns",
-    ),  # fmt: skip
-    (
-        "3.5 raw_table gives its sha256",
-        _set(
-            "profiler",
-            value=[
-                {
-                    "tool": "ncu",
-                    "kernels": [{"name": "k"}],
-                    "raw_table": {
-                        "kind": "profile",
-                        "path": "r.arrow",
-                        "media_type": "application/vnd.apache.arrow.file",
-                    },
-                }
-            ],
-        ),
-        "KE902",
-        "/profiler/0/raw_table/sha256",
-    ),  # fmt: skip
-    (
-        "3.5 raw_table gives a path or uri",
-        _set(
-            "profiler",
-            value=[
-                {
-                    "tool": "ncu",
-                    "kernels": [{"name": "k"}],
-                    "raw_table": {
-                        "kind": "profile",
-                        "sha256": "sha256:" + "0" * 64,
-                        "media_type": "application/vnd.apache.arrow.file",
-                    },
-                }
-            ],
-        ),
-        "KE902",
-        "/profiler/0/raw_table",
-    ),  # fmt: skip
+    ),
+    ("3.5 raw_table gives its sha256", _raw_table(sha256=None), "KE902", "/profiler/0/raw_table/sha256"),
+    ("3.5 raw_table gives a path or uri", _raw_table(path=None), "KE902", "/profiler/0/raw_table"),
     (
         "3.5 raw_table is an Arrow IPC file",
-        _set(
-            "profiler",
-            value=[
-                {
-                    "tool": "ncu",
-                    "kernels": [{"name": "k"}],
-                    "raw_table": {
-                        "kind": "profile",
-                        "path": "r.csv",
-                        "sha256": "sha256:" + "0" * 64,
-                        "media_type": "text/csv",
-                    },
-                }
-            ],
-        ),
+        _raw_table(media_type="text/csv"),
         "KE902",
         "/profiler/0/raw_table/media_type",
-    ),  # fmt: skip
+    ),
     (
         "3.7 replay command is a list",
         _set("replay", "command", value="python b.py"),

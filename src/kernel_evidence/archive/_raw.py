@@ -40,6 +40,7 @@ __all__ = [
     "archived_path",
     "digest_hex",
     "export_raw_tables",
+    "fsync_dir",
     "has_raw_table",
     "raw_refs",
     "raw_refs_of",
@@ -360,7 +361,7 @@ class RawStore:
                 names.append(f"{RAW_DIR}/{final.name}")
             del self.staged[hex_digest]
         if self.renamed:
-            _fsync_dir(self.dir)
+            fsync_dir(self.dir)
         elif self.made_dir:
             with contextlib.suppress(OSError):
                 self.dir.rmdir()
@@ -377,7 +378,8 @@ class RawStore:
                 self.dir.rmdir()
 
 
-def _fsync_dir(path: Path) -> None:
+def fsync_dir(path: Path) -> None:
+    """Make a directory's entries durable (best effort: some file systems refuse)."""
     try:
         fd = os.open(path, os.O_RDONLY)
     except OSError:

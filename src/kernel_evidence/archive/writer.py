@@ -67,7 +67,7 @@ from ..rules._tables import peak_flops_for
 from . import _layout
 from ._check import check
 from ._ids import IdIndex
-from ._raw import RawStore, has_raw_table, raw_refs, raw_refs_of
+from ._raw import RawStore, fsync_dir, has_raw_table, raw_refs, raw_refs_of
 from ._rows import extract, partition_of
 from ._worker import analyse, not_json
 from .reader import OutputError
@@ -692,7 +692,7 @@ class _Writer:
                 self.summary.files.append(str(part.rel / f.name))
         for part in self.parts.values():
             if part.files:
-                _fsync_dir(part.dir)
+                fsync_dir(part.dir)
 
     def abort(self) -> None:
         """Undo everything: temporary files, files already renamed, directories we made."""
@@ -708,19 +708,6 @@ class _Writer:
         for d in reversed(self.created_dirs):
             with contextlib.suppress(OSError):
                 d.rmdir()
-
-
-def _fsync_dir(path: Path) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 def _read_ids(path: Path, root: Path) -> list[str]:

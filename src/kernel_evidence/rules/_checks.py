@@ -661,18 +661,9 @@ def _timing(p: Any, t: Any, add: Add) -> None:
 
 def _serving_stats(sv: Any, ptrs: tuple[str, ...], add: Add) -> None:
     """Each latency statistics block of a serving run (``ptrs``: their pointers)."""
-    s = sv.ttft
-    if s is not None:
-        _stats(ptrs[0], s, add)
-    s = sv.tpot
-    if s is not None:
-        _stats(ptrs[1], s, add)
-    s = sv.itl
-    if s is not None:
-        _stats(ptrs[2], s, add)
-    s = sv.e2el
-    if s is not None:
-        _stats(ptrs[3], s, add)
+    for s, ptr in zip((sv.ttft, sv.tpot, sv.itl, sv.e2el), ptrs, strict=True):
+        if s is not None:
+            _stats(ptr, s, add)
 
 
 _PCT_CACHE: dict[str, float | None] = {}
