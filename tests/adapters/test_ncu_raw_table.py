@@ -330,3 +330,33 @@ def test_lines_quoted_agrees_with_the_regex(width: int, brk: int | str | None) -
     want = _ncu_csv._CLEAN_QUOTED_BREAK.search(data, begin, len(data)) is None
     assert _ncu_csv._lines_quoted(data, begin, len(data)) is want
     assert want is (brk is None or brk == "end")  # a newline that ends the data is no break
+
+
+def test_a_clean_raw_page_is_not_scanned_line_by_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A table whose every row parsed with a launch ID is clean: the line scan is skipped."""
+    src = write_raw_page(tmp_path / "one.csv", launches=8)
+    calls: list[int] = []
+    real = _ncu_csv._lines_quoted
+
+    def spy(*args: Any) -> bool:
+        calls.append(1)
+        return real(*args)
+
+    monkeypatch.setattr(_ncu_csv, "_lines_quoted", spy)
+    reports, _ = read_reports(str(src))
+    assert len(reports) == 1 and len(reports[0].launches) == 8
+    assert calls == []
+
+
+def test_a_second_table_right_after_the_first_is_still_found(tmp_path: Path) -> None:
+    """Two tables back to back (no profiler line between them): the second header parses as
+    a row of the same width, with `ID` where a launch ID should be: not taken for a launch."""
+    one = write_raw_page(tmp_path / "a.csv", launches=5).read_text().splitlines(keepends=True)
+    table = [line for line in one if not line.startswith("==")]
+    both = tmp_path / "both.csv"
+    both.write_text("".join(one) + "".join(table).replace('"4242"', '"4343"'))
+    reports, _ = read_reports(str(both))
+    assert [len(r.launches) for r in reports] == [5, 5]
+    assert {la.pid for la in reports[1].launches} == {"4343"}

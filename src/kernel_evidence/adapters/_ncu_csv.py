@@ -21,7 +21,6 @@ import math
 import re
 from collections import Counter
 from collections.abc import Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -322,6 +321,24 @@ class _Check:
     def require(self) -> None:
         if not self():
             raise _NotClean
+
+    def confirm(self) -> None:
+        """The parse showed the table clean (see :func:`_launch_ids_only`): no scan needed."""
+        self._answer = True
+
+
+def _launch_ids_only(table: Any, names: list[str]) -> bool:
+    """Whether every row of a parsed raw page has a launch ID of digits only: a line of
+    program output or a second table's header or units row that pyarrow took for a row of
+    the header's width would have text, or nothing, there."""
+    import pyarrow.compute as pc
+
+    if "ID" not in names:
+        return False
+    col = table.column("ID")
+    if col.null_count:
+        return False
+    return bool(pc.all(pc.match_substring_regex(col, r"^[0-9]+$")).as_py() is not False)
 
 
 def _header_starts(data: bytes) -> tuple[list[int], _Check | None]:
@@ -808,15 +825,14 @@ def _columns_fast(
         if attempt == _MAX_RETYPES:
             floats = set()  # many columns hold text after all: read them all as text
         if clean is not None and attempt == 0:
-            pool = ThreadPoolExecutor(max_workers=1)
-            future = pool.submit(_arrow_read, buf, names, floats)
-            try:
-                clean.require()  # one pass over the data, while pyarrow parses it
-            except _NotClean:
-                pool.shutdown(wait=False, cancel_futures=True)  # the parse is not waited for
-                raise
-            pool.shutdown(wait=False)
-            table, bad = future.result()
+            table, bad = _arrow_read(buf, names, floats)
+            if table is not None and _launch_ids_only(table, names):
+                # every line parsed as a row of the header's width with a launch ID first:
+                # no noise line and no second header among them (those have another width,
+                # or text where the ID is), so the table is clean without a scan of its lines
+                clean.confirm()
+            else:
+                clean.require()  # the exact scan decides (raises _NotClean)
         else:
             table, bad = _arrow_read(buf, names, floats)
         if table is None:
