@@ -202,10 +202,7 @@ def read_raw_table(
         ]
         return pa.Table.from_arrays([a for a, _ in arrays.values()], schema=pa.schema(fields))
     path = _where(ref, base_dir)
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise InputError(str(path), None, f"raw table cannot be read: {exc.strerror or exc}") from None
+    data = _read_regular(path, None if ref.size is None else ref.size.value)
     if ref.size is not None and ref.size.value != len(data):
         raise InputError(
             str(path), None, f"raw table is {len(data)} bytes; the packet says {int(ref.size.value)}"
@@ -227,6 +224,27 @@ def read_raw_table(
     if table.num_rows != rows:
         raise InputError(str(path), None, f"raw table has {table.num_rows} rows for {rows} kernel records")
     return table
+
+
+def _read_regular(path: Path, size: float | None) -> bytes:
+    """The bytes of the regular file ``path`` (a packet's path is untrusted: a device, a FIFO
+    or a directory is refused before it is read, never waited on), at most one byte past
+    ``size`` when the packet gives one."""
+    import stat
+
+    try:
+        st = os.stat(path)
+        if not stat.S_ISREG(st.st_mode):
+            raise InputError(str(path), None, "raw table is not a regular file")
+        if size is not None and st.st_size != size:
+            raise InputError(str(path), None, f"raw table is {st.st_size} bytes; the packet says {int(size)}")
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+        with os.fdopen(fd, "rb") as fh:
+            if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):  # swapped since the stat
+                raise InputError(str(path), None, "raw table is not a regular file")
+            return fh.read(st.st_size + 1)
+    except OSError as exc:
+        raise InputError(str(path), None, f"raw table cannot be read: {exc.strerror or exc}") from None
 
 
 def raw_columns_of(table: pa.Table) -> tuple[dict[str, list[Any]], dict[str, str]]:

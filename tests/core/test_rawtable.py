@@ -174,3 +174,20 @@ def test_a_side_directory_that_cannot_be_written_is_one_adapter_error(tmp_path: 
     with pytest.raises(ke.AdapterError, match="cannot write the raw metrics side file for r: "):
         opts.raw_table({"a": [1.0]}, None, 1, "r")
     assert opts.side_files == []
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
+@pytest.mark.parametrize("kind", ["fifo", "device", "directory"])
+def test_a_path_to_something_other_than_a_file_is_refused_not_read(tmp_path: Path, kind: str) -> None:
+    """A packet's path is untrusted: /dev/zero would never end, a FIFO would block."""
+    ref = write_raw_table(COLUMNS, UNITS, 3, tmp_path, "r")
+    target = tmp_path / str(ref.name)
+    target.unlink()
+    if kind == "fifo":
+        os.mkfifo(target)
+    elif kind == "device":
+        target.symlink_to("/dev/zero")
+    else:
+        target.mkdir()
+    with pytest.raises(InputError, match="not a regular file"):
+        read_raw_table(_capture(ref))
