@@ -27,6 +27,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -62,6 +63,7 @@ INLINE_MAX_CELLS = 1_000_000
 
 #: buffer compression of the side files (readers decompress whatever the file says)
 _COMPRESSION: str | None = "zstd"
+_UNSAFE_STEM = re.compile(r"[^A-Za-z0-9._+-]+")
 _META_VERSION = b"kevidence.raw_table"
 _META_ROWS = b"kevidence.rows"
 _META_CELLS = b"kevidence.cells"
@@ -112,6 +114,8 @@ def write_raw_table(
     directory the packet will be written to), else as the file was written.
     """
     pa = _pyarrow()
+    # the stem names a file in `directory`, never a path: no separator, no leading dot
+    stem = _UNSAFE_STEM.sub("_", stem).strip("._") or "raw"
     units = units or {}
     fields = []
     arrays = []

@@ -191,3 +191,11 @@ def test_a_path_to_something_other_than_a_file_is_refused_not_read(tmp_path: Pat
         target.mkdir()
     with pytest.raises(InputError, match="not a regular file"):
         read_raw_table(_capture(ref))
+
+
+def test_the_stem_names_a_file_in_the_directory_never_a_path(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    ref = write_raw_table(COLUMNS, UNITS, 3, out, "../../escape/run")
+    assert str(ref.name).startswith("escape_run.raw-")
+    assert sorted(p.name for p in out.iterdir()) == [ref.name]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
