@@ -214,7 +214,8 @@ def read_raw_table(
     if verify and ref.sha256 is not None:
         got = "sha256:" + hashlib.sha256(data).hexdigest()
         if got != ref.sha256:
-            raise InputError(str(path), None, f"raw table's sha256 is {got}; the packet says {ref.sha256}")
+            # the digest found is not shown: a packet's path may name any file of the reader's
+            raise InputError(str(path), None, f"raw table's sha256 is not the packet's {ref.sha256}")
     try:
         table = pa.ipc.open_file(pa.py_buffer(data)).read_all()
     except (pa.ArrowInvalid, OSError) as exc:
@@ -311,7 +312,8 @@ def check_raw_table_file(ref: Any, base_dir: str | os.PathLike[str]) -> tuple[st
         os.close(fd)
     got = "sha256:" + h.hexdigest()
     if ref.sha256 is not None and got != ref.sha256:
-        return "differs", f"raw table {shown_path(path)} has sha256 {got}; the packet says {ref.sha256}"
+        # the digest found is not shown: a packet's path may name any file of the reader's
+        return "differs", f"raw table {shown_path(path)} does not have the packet's sha256 {ref.sha256}"
     return None
 
 

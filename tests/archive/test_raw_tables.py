@@ -157,7 +157,7 @@ def test_missing_or_tampered_raw_table_warns_and_the_packet_is_archived(
     elif damage == "flipped":
         data[len(data) // 2] ^= 0xFF
         path.write_bytes(bytes(data))
-        expect = f"its sha256 is sha256:{hashlib.sha256(data).hexdigest()}; the packet says {ref.sha256}"
+        expect = f"its sha256 is not the packet's {ref.sha256}"
     elif damage == "longer":
         path.write_bytes(bytes(data) + b"x")
         expect = f"is {len(data) + 1} bytes; the packet says {len(data)}"
