@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _xplane import PlaneBuilder
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -456,34 +457,15 @@ def test_every_corpus_file_reads(corpus: Path) -> None:
 # synthetic XSpaces (what the corpus lacks): GPU HLO ops (AMD), nested TPU ops, steps
 
 
-class _Plane:
-    """Build one XPlane with interned stat names."""
+class _Plane(PlaneBuilder):
+    """Build one XPlane with interned stat and event names."""
 
     def __init__(self, space: Any, pid: int, name: str) -> None:
-        self.p = space.planes.add(id=pid, name=name)
-        self._stat_ids: dict[str, int] = {}
+        super().__init__(space, name, pid)
         self._event_ids: dict[str, int] = {}
 
-    def sid(self, name: str) -> int:
-        if name not in self._stat_ids:
-            i = len(self._stat_ids) + 1
-            self._stat_ids[name] = i
-            self.p.stat_metadata[i].id = i
-            self.p.stat_metadata[i].name = name
-        return self._stat_ids[name]
-
     def stat(self, target: Any, name: str, value: Any, ref: bool = False) -> None:
-        st = target.add(metadata_id=self.sid(name))
-        if ref:
-            st.ref_value = self.sid(value)
-        elif isinstance(value, float):
-            st.double_value = value
-        elif isinstance(value, int):
-            st.int64_value = value
-        elif isinstance(value, bytes):
-            st.bytes_value = value
-        else:
-            st.str_value = value
+        self.put(target.add(), name, ("ref", value) if ref else value)
 
     def event_md(self, name: str, display: str = "", **stats: Any) -> int:
         if name not in self._event_ids:

@@ -13,6 +13,8 @@ import pytest
 
 pytest.importorskip("google.protobuf")
 
+from _xplane import PlaneBuilder  # noqa: E402
+
 from kernel_evidence.adapters import AdapterOptions  # noqa: E402
 from kernel_evidence.adapters._xprof_proto import messages  # noqa: E402
 from kernel_evidence.adapters.xprof import ADAPTER  # noqa: E402
@@ -20,35 +22,12 @@ from kernel_evidence.errors import AdapterError  # noqa: E402
 from kernel_evidence.models import EvidencePacket, KernelRecord  # noqa: E402
 
 
-class _Plane:
-    """A tiny XPlane builder: stat names interned per plane, as the profiler does."""
+class _Plane(PlaneBuilder):
+    """An XPlane built stat by stat, event metadata by event metadata."""
 
     def __init__(self, space: Any, name: str) -> None:
-        self.p = space.planes.add(name=name, id=len(space.planes))
-        self.ids: dict[str, int] = {}
+        super().__init__(space, name)
         self.n_md = 0
-
-    def sid(self, name: str) -> int:
-        if name not in self.ids:
-            i = self.ids[name] = len(self.ids) + 1
-            self.p.stat_metadata[i].id = i
-            self.p.stat_metadata[i].name = name
-        return self.ids[name]
-
-    def put(self, stat: Any, name: str, v: Any) -> None:
-        stat.metadata_id = self.sid(name)
-        if isinstance(v, float):
-            stat.double_value = v
-        elif isinstance(v, int):
-            stat.int64_value = v
-        elif isinstance(v, str):
-            stat.str_value = v
-        elif isinstance(v, bytes):
-            stat.bytes_value = v
-        elif v[0] == "u":
-            stat.uint64_value = v[1]
-        else:  # ("ref", text)
-            stat.ref_value = self.sid(v[1])
 
     def stat(self, name: str, v: Any) -> None:
         self.put(self.p.stats.add(), name, v)
