@@ -202,6 +202,38 @@ def test_raw_page_goes_to_a_side_file(tmp_path: Path) -> None:
     assert table.schema.field("gpu__time_duration.sum").metadata[b"unit"] == b"nsecond"
 
 
+@pytest.mark.parametrize("threshold", [0, 10**9])
+def test_options_that_decline_or_insist_are_obeyed(tmp_path: Path, threshold: int) -> None:
+    """``AdapterOptions.raw_table`` decides: a subclass that keeps the values inline after the
+    adapter started a side file for them (threshold 0) gets the inline packet, and one that
+    writes a file below the threshold (10**9) gets the side-file packet."""
+    from kernel_evidence.rawtable import write_raw_table
+
+    src = write_raw_page(tmp_path / "run.csv", without_id=5)
+    (inline,) = read(src, AdapterOptions(created_at=T0))
+    asked: list[int] = []
+
+    class Declines(AdapterOptions):
+        def raw_table(self, columns: Any, units: Any, rows: int, stem: str) -> Any:
+            asked.append(rows)
+            return None
+
+    class Insists(AdapterOptions):
+        def raw_table(self, columns: Any, units: Any, rows: int, stem: str) -> Any:
+            asked.append(rows)
+            return write_raw_table(
+                columns, units, rows, self.side_dir or ".", stem, relative_to=self.side_base
+            )
+
+    side = tmp_path / "side"
+    kw: dict[str, Any] = {"created_at": T0, "side_dir": str(side), "side_base": str(side)}
+    (declined,) = read(src, Declines(**kw, inline_max_cells=threshold))
+    assert declined == inline and asked == [23]
+    (written,) = read(src, Insists(**kw, inline_max_cells=threshold))
+    assert asked == [23, 23]
+    assert_same_raw(inline, written, side)
+
+
 def test_raw_page_for_a_side_file_keeps_number_columns_as_arrow(tmp_path: Path) -> None:
     # the parsed float64 columns are not made Python floats when they go to a side file;
     # each stands for exactly the list the inline reader makes

@@ -86,6 +86,29 @@ def test_a_changed_value_changes_the_packet_id(tmp_path: Path) -> None:
     assert ke.validate(packet(a)).ok
 
 
+def test_a_reference_added_to_a_prepared_packet_gives_the_same_id(tmp_path: Path) -> None:
+    """Adapters build a packet's struct while its side file is still being written, then add
+    the reference (``_with_raw_table``): the id is the one the finished packet computes."""
+    base = ke.strategies.example_packet().to_dict()
+    base.pop("packet_id", None)
+    base["profiler"] = [
+        ProfilerCapture(tool="ncu", kernels=[{"name": "k"}] * 3).model_dump(exclude_none=True)
+    ]
+    bare = ke.EvidencePacket.model_validate(base)
+    ref = write_raw_table(COLUMNS, UNITS, 3, tmp_path, "r")
+    done = bare._with_raw_table(0, ref, bare._struct())
+    assert done.profiler is not None and done.profiler[0].raw_table == ref
+    assert bare.profiler is not None and bare.profiler[0].raw_table is None  # a copy
+    assert (
+        done.packet_id == done.compute_id() == ke.EvidencePacket.model_validate(done.to_dict()).compute_id()
+    )
+    assert done.packet_id != bare.compute_id()
+    no_id = bare._with_raw_table(0, ref, None)
+    assert no_id.packet_id is None and no_id.profiler == done.profiler
+    with pytest.raises(ValueError, match="already holds"):
+        done._with_raw_table(0, ref, done._struct())
+
+
 def test_relative_paths_are_read_from_the_packet_directory(tmp_path: Path) -> None:
     ref = write_raw_table(COLUMNS, UNITS, 3, tmp_path / "out", "r", relative_to=tmp_path / "out")
     assert ref.path == ref.name  # beside the packet
@@ -153,7 +176,9 @@ def test_adapter_options_write_only_above_the_threshold_and_only_with_a_director
     assert AdapterOptions().raw_table(cols, None, 3, "r") is None  # no side_dir: inline
     opts = AdapterOptions(side_dir=str(tmp_path), side_base=str(tmp_path), inline_max_cells=6)
     assert opts.raw_table(cols, None, 3, "r") is None  # at the threshold: inline
+    assert not opts.wants_raw_table(3, 2) and not AdapterOptions().wants_raw_table(10**6, 10)
     opts.inline_max_cells = 5
+    assert opts.wants_raw_table(3, 2)
     ref = opts.raw_table(cols, None, 3, "r")
     assert ref is not None and ref.path == ref.name
     assert opts.side_files == [str(tmp_path / str(ref.name))]

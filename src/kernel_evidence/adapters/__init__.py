@@ -61,12 +61,17 @@ class AdapterOptions:
     inline_max_cells: int = INLINE_MAX_CELLS
     side_files: list[str] = field(default_factory=list)
 
+    def wants_raw_table(self, rows: int, columns: int) -> bool:
+        """Whether :meth:`raw_table` writes a side file for a capture of ``rows`` values in each
+        of ``columns`` raw columns (adapters then leave them in Arrow and start it early)."""
+        return self.side_dir is not None and rows * columns > self.inline_max_cells
+
     def raw_table(
         self, columns: Mapping[str, Any], units: Mapping[str, str] | None, rows: int, stem: str
     ) -> Artifact | None:
         """A side file for a capture's raw columns (``rows`` values each), or None when they
         stay inline: no ``side_dir``, or no more than ``inline_max_cells`` values."""
-        if self.side_dir is None or rows * len(columns) <= self.inline_max_cells:
+        if self.side_dir is None or not self.wants_raw_table(rows, len(columns)):
             return None
         from ..rawtable import write_raw_table
 

@@ -881,20 +881,16 @@ def _stem(path: str, index: int, count: int) -> str:
 
 def _side_columns(raw_columns: Mapping[str, Column], n: int) -> dict[str, Any]:
     """The raw columns as :func:`~kernel_evidence.rawtable.write_raw_table` takes them:
-    lists as they are, Arrow columns as one Arrow array each (an all-null one as float64
-    nulls, as the list it stands for is written). pyarrow parsed the columns in blocks: one
-    chunk per column makes one record batch of long buffers, which zstd compresses in half
-    the time of twenty batches of short ones."""
+    lists and Arrow columns as they are (an all-null one as float64 nulls, as the list it
+    stands for is written)."""
     import pyarrow as pa
 
     out: dict[str, Any] = {}
     for key, col in raw_columns.items():
-        if isinstance(col, list):
-            out[key] = col
-        elif col.null_count == len(col):
+        if not isinstance(col, list) and col.null_count == len(col):
             out[key] = pa.nulls(n, pa.float64())
         else:
-            out[key] = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+            out[key] = col
     return out
 
 
@@ -926,9 +922,11 @@ def _packet(
     count: int,
     pool: ThreadPoolExecutor | None = None,
     side_cells: list[int] | None = None,
+    with_id: bool = False,
 ) -> EvidencePacket:
-    """One packet of one report. ``pool`` (one worker) writes a side file while the records
-    are built; ``side_cells`` gets the count of the raw values that went to one."""
+    """One packet of one report (with its ``packet_id`` if ``with_id``). ``pool`` (one
+    worker) writes a side file while the records are built; ``side_cells`` gets the count of
+    the raw values that went to one."""
     warnings = list(report.warnings)
     metric_warnings: set[str] = set()
     columns, units = report.table()
@@ -941,9 +939,9 @@ def _packet(
     side: Future[Artifact | None] | None = None
     if options.side_dir is not None:
         args = (options, raw_columns, raw_units, n, _stem(path, index, count))
-        if pool is not None:
+        if pool is not None and options.wants_raw_table(n, len(raw_columns)):
             side = pool.submit(_write_side, *args)
-        else:
+        else:  # the options decide (below their threshold: inline)
             side = Future()
             side.set_result(_write_side(*args))
     hardware = _hardware(report, raw, hoisted, warnings)
@@ -978,14 +976,13 @@ def _packet(
         attributes=_attributes(report, raw, hoisted),
         warnings=warnings or None,
     )
-    ref = side.result() if side is not None else None
-    if ref is not None:
-        capture = capture.model_copy(update={"raw_columns": None, "raw_table": ref})
-        if side_cells is not None:
-            side_cells.append(n * len(raw_columns))
+    if side is not None and side.done() and side.result() is None:
+        side = None  # the values stay inline
+    if side is not None:  # validated above when not checked, but kept in the side file
+        capture = capture.model_copy(update={"raw_columns": None})
     elif checked:
         capture = capture.model_copy(update={"raw_columns": _inline_columns(raw, raw_columns)})
-    return EvidencePacket(
+    packet = EvidencePacket(
         schema_version="0.1",
         created_at=options.created_at or _now(),
         producer=Producer(name="kernel-evidence", version=__version__),
@@ -995,6 +992,19 @@ def _packet(
         profiler=[capture],
         hardware=hardware,
     )
+    if side is None:
+        return packet.with_id() if with_id else packet
+    # the packet is made ready for its id while the side file is still being written: only
+    # the reference to the file is added to it afterwards
+    struct = packet._struct() if with_id else None
+    ref = side.result()
+    if ref is None:  # options that keep the values inline after all (a subclass's choice)
+        inline = capture.model_copy(update={"raw_columns": _inline_columns(raw, raw_columns)})
+        packet = packet.model_copy(update={"profiler": [inline]})
+        return packet.with_id() if with_id else packet
+    if side_cells is not None:
+        side_cells.append(n * len(raw_columns))
+    return packet._with_raw_table(0, ref, struct)
 
 
 def _now() -> str:
@@ -1045,9 +1055,11 @@ class NcuAdapter:
                 for i in range(count):
                     # each report is dropped once it is a packet: the columns the packet
                     # does not keep (device attributes hoisted out) are freed at once
-                    packet = _packet(path, reports.pop(0), digest, options, i, count, pool, side_cells)
-                    want_id = options.extra.get("packet_ids", True)
-                    packets.append(packet.with_id() if want_id else packet)
+                    want_id = bool(options.extra.get("packet_ids", True))
+                    packet = _packet(
+                        path, reports.pop(0), digest, options, i, count, pool, side_cells, want_id
+                    )
+                    packets.append(packet)
                     for w in packet.profiler[0].warnings or ():  # type: ignore[index]
                         warnings.append(f"{path}: {w}")
             # a capture whose raw values went to a side file built as many records

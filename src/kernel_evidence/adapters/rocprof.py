@@ -432,12 +432,6 @@ def _side_stem(name: str) -> str:
     return _STEM_UNSAFE.sub("_", name).strip("._-")[:64] or "rocprof"
 
 
-def _side_worth(options: AdapterOptions, rows: int, columns: int) -> bool:
-    """Whether :meth:`AdapterOptions.raw_table` will write a side file for this capture: the
-    raw columns are then left in Arrow (if it does not, they are made Python values after)."""
-    return options.side_dir is not None and rows * columns > options.inline_max_cells
-
-
 def _int_or_none(v: object) -> int | None:
     if isinstance(v, bool):
         return None
@@ -839,80 +833,87 @@ def _dispatch_packet(
         # records are built (hashlib, Arrow's IPC writer and zstd drop the GIL)
         artifact = pool.submit(_artifact, source, d.loaded) if source is not None else None
         side = None
-        if d.n and d.raw and _side_worth(options, d.n, len(d.raw)):
+        if d.n and d.raw and options.wants_raw_table(d.n, len(d.raw)):
             # the columns are made ready here: the worker then needs the GIL only a few times
             # (a worker waiting for it behind this loop of Python would wait 5 ms each time)
             columns = {name: _raw_arrow(col) for name, col in d.raw.items()}
             side = pool.submit(options.raw_table, columns, None, d.n, stem)
         derived, derive_warnings = _derive(d, sysinfo)
         records = _kernel_records(d, derived)
-        if side is not None:
-            raw_ref = side.result()
-        if raw_ref is None and d.n:
+        if side is None and d.n:
             raw_columns = {name: _raw_column(col) for name, col in d.raw.items()}
-            if side is None and raw_columns:
+            if raw_columns:
                 raw_ref = options.raw_table(raw_columns, None, d.n, stem)
                 if raw_ref is not None:
                     raw_columns = None
         source_artifact = artifact.result() if artifact is not None else None
-    warnings = [*warnings, *d.warnings, *derive_warnings]
-    top, samples = _top_kernel(d)
-    if top is None and records:
-        counts: dict[str, int] = {}
-        for r in records:
-            counts[r.name] = counts.get(r.name, 0) + 1
-        if len(counts) == 1:
-            top = next(iter(counts))
-    kernels = {r.name for r in records}
-    attrs = dict(attributes)
-    attrs.update(dispatches=d.n, kernels=len(kernels), layout=d.layout)
-    capture = ProfilerCapture(
-        tool=tool,
-        version=version,
-        source=source_artifact,
-        kernels=records or None,
-        summary=_summary(derived) or None,
-        attributes={k: a for k, v in attrs.items() if (a := _attr_value(v)) is not None} or None,
-        warnings=warnings or None,
-    )
-    if raw_columns:  # values converted by _raw_column to the field's types: not validated again
-        capture = capture.model_copy(update={"raw_columns": raw_columns})
-    elif raw_ref is not None:
-        capture = capture.model_copy(update={"raw_table": raw_ref})
-    stats = _stats(samples)
-    timing = None
-    if stats is not None:
-        timing = Timing(
-            method="profiler",
-            stats=stats,
-            clock_policy="unknown",
-            notes=(
-                f"durations (End - Start timestamps) of the {stats.n} dispatches of the subject kernel "
-                + (
-                    f"under {tool} counter collection"
-                    if d.counters
-                    else f"in the {tool} kernel trace (no counters collected)"
-                )
-            ),
+        warnings = [*warnings, *d.warnings, *derive_warnings]
+        top, samples = _top_kernel(d)
+        if top is None and records:
+            counts: dict[str, int] = {}
+            for r in records:
+                counts[r.name] = counts.get(r.name, 0) + 1
+            if len(counts) == 1:
+                top = next(iter(counts))
+        kernels = {r.name for r in records}
+        attrs = dict(attributes)
+        attrs.update(dispatches=d.n, kernels=len(kernels), layout=d.layout)
+        capture = ProfilerCapture(
+            tool=tool,
+            version=version,
+            source=source_artifact,
+            kernels=records or None,
+            summary=_summary(derived) or None,
+            attributes={k: a for k, v in attrs.items() if (a := _attr_value(v)) is not None} or None,
+            warnings=warnings or None,
         )
-    device = sysinfo.text("gpu_model") or sysinfo.text("product_name") or sysinfo.text("gpu_arch")
-    description = f"{tool} workload `{workload}`: {d.n} dispatch(es) of {len(kernels)} kernel(s)" + (
-        f" on {device}" if device else ""
-    )
-    packet = _packet(
-        options=options,
-        subject=top or workload,
-        description=description,
-        capture=capture,
-        hardware=sysinfo.hardware(),
-        timing=timing,
-        workload=workload,
-        command=command,
-        notes=command_note,
-    )
-    if not options.extra.get("packet_ids", True):
-        return packet
-    return packet.with_id()
+        if raw_columns:  # values converted by _raw_column to the field's types: not validated again
+            capture = capture.model_copy(update={"raw_columns": raw_columns})
+        elif raw_ref is not None:
+            capture = capture.model_copy(update={"raw_table": raw_ref})
+        stats = _stats(samples)
+        timing = None
+        if stats is not None:
+            timing = Timing(
+                method="profiler",
+                stats=stats,
+                clock_policy="unknown",
+                notes=(
+                    f"durations (End - Start timestamps) of the {stats.n} dispatches of the subject kernel "
+                    + (
+                        f"under {tool} counter collection"
+                        if d.counters
+                        else f"in the {tool} kernel trace (no counters collected)"
+                    )
+                ),
+            )
+        device = sysinfo.text("gpu_model") or sysinfo.text("product_name") or sysinfo.text("gpu_arch")
+        description = f"{tool} workload `{workload}`: {d.n} dispatch(es) of {len(kernels)} kernel(s)" + (
+            f" on {device}" if device else ""
+        )
+        packet = _packet(
+            options=options,
+            subject=top or workload,
+            description=description,
+            capture=capture,
+            hardware=sysinfo.hardware(),
+            timing=timing,
+            workload=workload,
+            command=command,
+            notes=command_note,
+        )
+        with_id = bool(options.extra.get("packet_ids", True))
+        if side is None:
+            return packet.with_id() if with_id else packet
+        # the packet is made ready for its id while the side file is still being written:
+        # only the reference to the file is added to it afterwards
+        struct = packet._struct() if with_id else None
+        ref = side.result()
+        if ref is None:  # options that keep the values inline after all (a subclass's choice)
+            inline = capture.model_copy(update={"raw_columns": {n: _raw_column(c) for n, c in d.raw.items()}})
+            packet = packet.model_copy(update={"profiler": [inline]})
+            return packet.with_id() if with_id else packet
+        return packet._with_raw_table(0, ref, struct)
 
 
 def _read_workload(job: _Job, options: AdapterOptions) -> EvidencePacket:

@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 from pydantic import Field, Strict
 
-from ._base import Digest, Model, NonEmptyStr, NonNegInt, Str, UtcTimestamp
+from ._base import Artifact, Digest, Model, NonEmptyStr, NonNegInt, Str, UtcTimestamp
 from .compile import Compile
 from .cost import Cost
 from .hardware import Hardware
@@ -165,6 +165,25 @@ class EvidencePacket(Model):
     def with_id(self) -> EvidencePacket:
         """A copy whose ``packet_id`` is the content-addressed id."""
         return self.model_copy(update={"packet_id": self.compute_id()})
+
+    def _with_raw_table(self, index: int, ref: Artifact, struct: Any | None) -> EvidencePacket:
+        """A copy whose ``profiler[index]`` references the side file ``ref``, with its id when
+        ``struct`` is given: ``self._struct()``, built (by an adapter) while the side file was
+        still being written; the reference is set into it, so the packet is not encoded again.
+        ``self.profiler[index]`` must hold neither ``raw_columns`` nor ``raw_table``."""
+        from .._fast import canonical_struct_bytes, struct_for
+
+        captures = list(self.profiler or [])
+        if captures[index].raw_columns is not None or captures[index].raw_table is not None:
+            raise ValueError("the capture already holds its raw metrics")
+        captures[index] = captures[index].model_copy(update={"raw_table": ref})
+        update: dict[str, Any] = {"profiler": captures}
+        if struct is not None:
+            struct.profiler[index].raw_table = msgspec.json.decode(
+                ref.model_dump_json(exclude_none=True), type=struct_for(Artifact)
+            )
+            update["packet_id"] = "sha256:" + hashlib.sha256(canonical_struct_bytes(struct)).hexdigest()
+        return self.model_copy(update=update)
 
     def _with_id_json(self) -> tuple[EvidencePacket, bytes]:
         """``(self.with_id(), self.with_id().to_json())`` from one canonical struct: for
