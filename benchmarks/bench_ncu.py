@@ -3,7 +3,9 @@
 Generates (in a temp dir) an ``ncu --csv --page raw`` export: two ``==PROF==`` lines, the
 header, the units row, then LAUNCHES rows x METRICS metric columns (like a real raw page:
 a block of device attributes identical in every row, launch settings that repeat, and
-measured counters that differ per launch). Prints the time to read it with pyarrow alone
+measured counters that differ per launch). The launch settings and counters that a `--set
+full` page holds and the mapping table turns into canonical metrics carry their real names
+(15 canonical metrics per launch, as in a real full page); the others are stand-ins. Prints the time to read it with pyarrow alone
 (the floor: just the CSV, no header/units/noise handling, no packets) and the times of the
 ncu adapter: parsing only, to a packet with every raw value inline (``ADAPTER.read``), and
 to a packet whose raw values go to an Arrow IPC side file (``AdapterOptions(side_dir=...)``,
@@ -43,14 +45,38 @@ def generate(path: str, launches: int, metrics: int, seed: int = 7) -> None:
     n_dev = metrics // 3  # constant device attributes
     n_launch = metrics // 6  # launch settings: few distinct values
     n_meas = metrics - n_dev - n_launch  # measured counters: distinct per launch
+    # the settings and counters a `--set full` raw page holds under their real names (the
+    # ones the mapping table turns into canonical metrics: 13 per launch), the rest stand-ins
+    launch_real = [
+        ("launch__block_size", ""), ("launch__grid_size", ""), ("launch__thread_count", "thread"),
+        ("launch__registers_per_thread", "register/thread"), ("launch__shared_mem_per_block_static", "byte/block"),
+        ("launch__shared_mem_per_block_dynamic", "byte/block"),
+    ]  # fmt: skip
+    meas_real = [
+        ("sm__throughput.avg.pct_of_peak_sustained_elapsed", "%"),
+        ("gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed", "%"),
+        ("dram__bytes.sum", "byte"), ("dram__bytes.sum.per_second", "byte/second"),
+        ("sm__warps_active.avg.pct_of_peak_sustained_active", "%"),
+        ("sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed", "%"),
+        ("sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active", "%"),
+        ("lts__t_sector_hit_rate.pct", "%"),
+        ("l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum", ""),
+        ("l1tex__data_pipe_lsu_wavefronts_mem_shared.sum", ""),
+    ] + [(f"smsp__sass_thread_inst_executed_op_{op}_pred_on.sum", "inst")
+         for op in ("fadd", "fmul", "ffma", "hadd", "hmul", "hfma", "dadd", "dmul", "dfma")]  # fmt: skip
     names = [f"device__attribute_a{j:03d}" for j in range(n_dev - 1)] + ["device__attribute_display_name"]
-    names += [f"launch__setting_{j:03d}" for j in range(n_launch)]
-    names += ["gpu__time_duration.sum"] + [f"sm__counter_{j:03d}.sum" for j in range(n_meas - 1)]
+    names += [n for n, _u in launch_real] + [
+        f"launch__setting_{j:03d}" for j in range(n_launch - len(launch_real))
+    ]
+    names += ["gpu__time_duration.sum"] + [n for n, _u in meas_real]
+    names += [f"sm__counter_{j:03d}.sum" for j in range(n_meas - 1 - len(meas_real))]
     units = (
         [""] * n_dev
-        + ["block"] * n_launch
+        + [u for _n, u in launch_real]
+        + ["block"] * (n_launch - len(launch_real))
         + ["ns"]
-        + ["%" if j % 3 == 0 else "inst" for j in range(n_meas - 1)]
+        + [u for _n, u in meas_real]
+        + ["%" if j % 3 == 0 else "inst" for j in range(n_meas - 1 - len(meas_real))]
     )
     dev_values = [str(rng.randrange(1, 10**6)) for _ in range(n_dev - 1)] + ["NVIDIA H100 80GB HBM3"]
     kernels = [
@@ -191,7 +217,8 @@ def main() -> int:
         print(line("ours, parse to raw columns:", "parse"))
         print(
             line("ours, full ingest to a packet with id:", "ours")
-            + f"  ({len(packets)} packet, {len(kernels)} KernelRecords, {len(cap.raw_columns)} raw columns)"
+            + f"  ({len(packets)} packet, {len(kernels)} KernelRecords with {len(kernels[0].metrics)} "
+            f"canonical metrics each, {len(cap.raw_columns)} raw columns)"
         )
         print(
             line("ours, full ingest with a side file:", "side")
