@@ -64,6 +64,8 @@ def generate(path: str, launches: int, metrics: int, seed: int = 7) -> None:
         ("l1tex__data_pipe_lsu_wavefronts_mem_shared.sum", ""),
     ] + [(f"smsp__sass_thread_inst_executed_op_{op}_pred_on.sum", "inst")
          for op in ("fadd", "fmul", "ffma", "hadd", "hmul", "hfma", "dadd", "dmul", "dfma")]  # fmt: skip
+    launch_real = launch_real[:n_launch]  # a small --metrics run has room for fewer
+    meas_real = meas_real[: n_meas - 1]
     names = [f"device__attribute_a{j:03d}" for j in range(n_dev - 1)] + ["device__attribute_display_name"]
     names += [n for n, _u in launch_real] + [
         f"launch__setting_{j:03d}" for j in range(n_launch - len(launch_real))
