@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -15,7 +16,7 @@ from kernel_evidence.adapters import Adapter, AdapterOptions, get_adapter
 from kernel_evidence.adapters._ncu_common import parse_dims, parse_value
 from kernel_evidence.adapters.ncu import ADAPTER, canonical_metrics
 from kernel_evidence.errors import InputError, MissingExtra
-from kernel_evidence.models import EvidencePacket, RawMetric
+from kernel_evidence.models import EvidencePacket, KernelRecord, RawMetric
 from kernel_evidence.units import UNIT_FACTORS
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "ncu"
@@ -782,3 +783,55 @@ def test_range_name_column_is_the_workload_name() -> None:
     assert metric(p, 0, "duration") == pytest.approx(2.5e6)
     assert metric(p, 0, "dram_bytes") == pytest.approx(1.5e9)
     assert "Range Name" not in (p.profiler[0].raw_columns or {})  # type: ignore[index]
+
+
+# ------------------------------------------------------------------------ records built directly
+
+
+def test_record_identity_fields_of_the_model_types_are_built_others_validated() -> None:
+    from pydantic import ValidationError
+
+    from kernel_evidence._fast import columns_encoder
+    from kernel_evidence.adapters._ncu_common import Launch, Report
+    from kernel_evidence.adapters.ncu import _buildable, _RawTable, _records
+
+    assert _buildable({"name": "k", "id": "1", "process": "4242 python", "device": 0, "grid": [1, 2, 1]})
+    assert _buildable({"name": "k", "block": [128, 1, 1], "invocations": 3, "stream": "7"})
+    for bad in (
+        {"name": ""},
+        {"name": "k", "id": 7},
+        {"name": "k", "stream": None},
+        {"name": "k", "device": 2**63},
+        {"name": "k", "device": True},
+        {"name": "k", "grid": [1, -1, 1]},
+        {"name": "k", "grid": [1.0, 1, 1]},
+        {"name": "k", "block": (1, 1, 1)},
+        {"name": "k", "invocations": -1},
+    ):
+        assert not _buildable(bad), bad
+
+    def report(*launches: Launch) -> tuple[Report, _RawTable]:
+        cols: dict[str, Any] = {"gpu__time_duration.sum": [1500.0 + i for i in range(len(launches))]}
+        units: dict[str, Any] = {"gpu__time_duration.sum": "nsecond"}
+        return Report(page="raw", launches=list(launches), columns=cols, units=units), _RawTable(
+            dict(cols), dict(units)
+        )
+
+    # records of plain launches are the records pydantic makes of the same data
+    rep, table = report(
+        Launch(id="0", name="gemm", pid="1", stream="7", device=0, grid=[4, 1, 1]), Launch(id="1", name="")
+    )
+    got, encoded = _records(rep, table, set())
+    # the canonical JSON made for the packet id is that of the records themselves
+    assert encoded == columns_encoder.encode([r.model_dump(exclude_none=True) for r in got])
+    assert [r.model_dump(exclude_none=True) for r in got] == [
+        KernelRecord.model_validate(r.model_dump(exclude_none=True)).model_dump(exclude_none=True)
+        for r in got
+    ]
+    assert _records(rep, table, set(), encode=False) == (got, None)  # no JSON when no id is wanted
+    assert got[0].metrics is not None and got[0].metrics["duration"].value == 1500.0
+    assert got[1].name == "<unnamed>" and got[1].metrics["duration"].value == 1501.0  # type: ignore[index]
+    # a device number the model cannot hold is refused, as validation refuses it
+    rep, table = report(Launch(id="0", name="k", device=2**70))
+    with pytest.raises(ValidationError):
+        _records(rep, table, set())

@@ -86,27 +86,36 @@ def test_a_changed_value_changes_the_packet_id(tmp_path: Path) -> None:
     assert ke.validate(packet(a)).ok
 
 
-def test_a_reference_added_to_a_prepared_packet_gives_the_same_id(tmp_path: Path) -> None:
-    """Adapters build a packet's struct while its side file is still being written, then add
-    the reference (``_with_raw_table``): the id is the one the finished packet computes."""
+def test_a_finished_packet_has_the_id_compute_id_gives(tmp_path: Path) -> None:
+    """Adapters add the side file's reference and compute the id from the records'
+    canonical JSON they made themselves (``_finished``): the id is the one the finished
+    packet computes, and the JSON given is what it is computed from."""
+    from kernel_evidence._fast import columns_encoder
+
     base = ke.strategies.example_packet().to_dict()
     base.pop("packet_id", None)
-    base["profiler"] = [
-        ProfilerCapture(tool="ncu", kernels=[{"name": "k"}] * 3).model_dump(exclude_none=True)
-    ]
+    kernels = [{"name": f"k{i}", "grid": [i + 1, 1, 1], "metrics": {"duration": {"value": 1.5 * i, "unit": "ns"}}}
+               for i in range(3)]  # fmt: skip
+    base["profiler"] = [ProfilerCapture(tool="ncu", kernels=kernels).model_dump(exclude_none=True)]
     bare = ke.EvidencePacket.model_validate(base)
+    records = bare.profiler[0].kernels  # type: ignore[index]
+    encoded = columns_encoder.encode([r.model_dump(exclude_none=True) for r in records or []])
     ref = write_raw_table(COLUMNS, UNITS, 3, tmp_path, "r")
-    done = bare._with_raw_table(0, ref, bare._struct())
+    done = bare._finished(0, kernels_json=encoded, raw_table=ref)
     assert done.profiler is not None and done.profiler[0].raw_table == ref
     assert bare.profiler is not None and bare.profiler[0].raw_table is None  # a copy
     assert (
         done.packet_id == done.compute_id() == ke.EvidencePacket.model_validate(done.to_dict()).compute_id()
     )
-    assert done.packet_id != bare.compute_id()
-    no_id = bare._with_raw_table(0, ref, None)
+    assert done.packet_id == bare._finished(0, raw_table=ref).packet_id  # records encoded anew
+    inline = bare._finished(0, kernels_json=encoded)
+    assert inline.packet_id == bare.compute_id() != done.packet_id
+    # the JSON given is what the id covers (an adapter must give the records' own)
+    assert bare._finished(0, kernels_json=encoded.replace(b'"k1"', b'"k9"')).packet_id != bare.compute_id()
+    no_id = bare._finished(0, raw_table=ref, with_id=False)
     assert no_id.packet_id is None and no_id.profiler == done.profiler
     with pytest.raises(ValueError, match="already holds"):
-        done._with_raw_table(0, ref, done._struct())
+        done._finished(0, raw_table=ref)
 
 
 def test_relative_paths_are_read_from_the_packet_directory(tmp_path: Path) -> None:

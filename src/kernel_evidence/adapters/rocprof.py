@@ -40,9 +40,9 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from pydantic import BaseModel
 
 from .. import _version
+from .._fast import columns_encoder
 from .._gc import PROMOTE_CELLS, paused_gc, promote_survivors, raw_cell_count
 from .._resources import load_toml
 from ..errors import AdapterError, InputError
@@ -64,6 +64,14 @@ from ..models import (
 )
 from ..units import convert
 from . import AdapterOptions, AdapterResult
+from ._objects import TEMPLATES as _TEMPLATES
+from ._objects import floats as _floats
+from ._objects import new as _new
+from ._objects import quantities as _quantities
+from ._objects import set_extra as _SET_EXTRA
+from ._objects import set_fields as _SET_FIELDS
+from ._objects import set_private as _SET_PRIVATE
+from ._objects import setattr_ as _set
 from ._read import is_junk_entry, max_bytes_option
 from ._rocprof_analyze import AnalyzeTables, is_analyze_dir, number
 from ._rocprof_formula import Formula
@@ -295,67 +303,6 @@ def _artifact(path: Path, loaded: Loaded | None) -> Artifact:
     )
 
 
-_new = object.__new__
-_set = object.__setattr__
-_TEMPLATES: dict[type[Any], dict[str, None]] = {
-    cls: dict.fromkeys(cls.model_fields) for cls in (Quantity, KernelRecord, ProfilerCapture)
-}
-
-
-def _slot_setter(name: str) -> Any:
-    """The setter of one of pydantic's ``BaseModel`` slots (``__pydantic_fields_set__``...):
-    the slot's own descriptor, which skips the attribute lookup of ``object.__setattr__``
-    (10^5..10^6 calls per workload); ``object.__setattr__`` if it is not a slot."""
-    slot: Any = vars(BaseModel).get(name)
-    if type(slot).__name__ == "member_descriptor":
-        return slot.__set__
-    return lambda obj, value: _set(obj, name, value)
-
-
-_SET_FIELDS = _slot_setter("__pydantic_fields_set__")
-_SET_EXTRA = _slot_setter("__pydantic_extra__")
-_SET_PRIVATE = _slot_setter("__pydantic_private__")
-
-
-def _built(cls: type[Any], fields: dict[str, Any]) -> Any:
-    """A model instance from already-checked values (what ``model_construct`` does, faster).
-
-    A large workload has 10^4..10^5 dispatches and 10^6..10^7 raw cells; every value passed
-    here was converted by this module to the field's exact type beforehand, and the packets
-    are validated against the models in the tests.
-    """
-    obj = _new(cls)
-    _set(obj, "__dict__", {**_TEMPLATES[cls], **fields})
-    _SET_FIELDS(obj, set(fields))
-    _SET_EXTRA(obj, None)
-    _SET_PRIVATE(obj, None)
-    return obj
-
-
-_BOTH_SET = {"value", "unit"}
-
-
-def _quantities(col: pa.Array, unit: str) -> list[Quantity | None]:
-    """One Quantity per value of a float64 column (None where empty); equal values share
-    one object, made once per distinct value (found by Arrow's dictionary encoding)."""
-    enc = pc.dictionary_encode(col)
-    objs: list[Quantity | None] = []
-    append, new, set_ = objs.append, _new, _set
-    set_fields, set_extra, set_private = _SET_FIELDS, _SET_EXTRA, _SET_PRIVATE
-    for v in _floats(enc.dictionary):  # _built, inlined: 10^5..10^6 quantities per workload
-        q = new(Quantity)
-        set_(q, "__dict__", {"value": v, "unit": unit})
-        set_fields(q, _BOTH_SET)
-        set_extra(q, None)
-        set_private(q, None)
-        append(q)
-    indices = enc.indices
-    if indices.null_count:
-        append(None)
-        indices = pc.fill_null(indices, len(objs) - 1)
-    return list(map(objs.__getitem__, indices.to_pylist()))
-
-
 def _raw_column(col: pa.Array) -> list[float | str | None]:
     """A source column as ``raw_columns`` keeps it: numbers as floats, the rest as text.
 
@@ -384,19 +331,6 @@ def _raw_column(col: pa.Array) -> list[float | str | None]:
 
 
 _INT_EXACT = 2**53
-
-
-def _floats(col: pa.Array) -> list[float | str | None]:
-    """A float64 array as Python floats (None where empty).
-
-    Without empty cells, the values buffer is read through a memoryview: ``tolist()``
-    makes the floats in one C loop, faster than ``to_pylist()`` over 10^6..10^7 cells.
-    """
-    if col.null_count or len(col) == 0:
-        return col.to_pylist()  # type: ignore[no-any-return]
-    start = col.offset * 8
-    data = memoryview(col.buffers()[1])[start : start + len(col) * 8]
-    return data.cast("d").tolist()  # type: ignore[return-value]
 
 
 def _raw_arrow(col: pa.Array) -> pa.Array | list[float | str | None]:
@@ -626,8 +560,12 @@ def _texts(col: pa.Array | None, n: int) -> list[str | None]:
     return [_text(v) for v in col.to_pylist()]
 
 
-def _kernel_records(d: Dispatches, derived: dict[str, tuple[pa.Array, str]]) -> list[KernelRecord]:
-    """One record per dispatch: identity, launch shape and canonical metrics (raw is columnar)."""
+def _kernel_records(
+    d: Dispatches, derived: dict[str, tuple[pa.Array, str]], encode: bool = True
+) -> tuple[list[KernelRecord], bytes | None]:
+    """(One record per dispatch: identity, launch shape and canonical metrics (raw is
+    columnar), the records' canonical JSON if ``encode``, else None): the same values, as
+    plain data, encoded once for the packet id (see ``EvidencePacket._finished``)."""
     n = d.n
     kernel = d.values("Kernel_Name")
     ids = _texts(d.column("Dispatch_ID"), n)
@@ -647,13 +585,19 @@ def _kernel_records(d: Dispatches, derived: dict[str, tuple[pa.Array, str]]) -> 
     metric_names = list(derived)
     metric_objs = [_quantities(col, unit) for col, unit in derived.values()]
     metric_rows = zip(*metric_objs, strict=False) if metric_objs else iter([()] * n)
+    plain_columns = [
+        [None if v is None else {"unit": unit, "value": v} for v in _floats(col)] if encode else [None] * n
+        for col, unit in derived.values()
+    ]
+    plain_rows = zip(*plain_columns, strict=False) if plain_columns else iter([()] * n)
+    plain: list[dict[str, Any]] = []
     records: list[KernelRecord] = []
     names: dict[str, str] = {}
     devices: dict[object, int | None] = {}
     template = _TEMPLATES[KernelRecord]
     new, set_ = _new, _set
     set_fields, set_extra, set_private = _SET_FIELDS, _SET_EXTRA, _SET_PRIVATE
-    for i, mrow in enumerate(metric_rows):
+    for i, (mrow, prow) in enumerate(zip(metric_rows, plain_rows, strict=True)):
         raw_name = kernel[i]
         raw_text = raw_name if isinstance(raw_name, str) else None
         name = ""
@@ -680,16 +624,21 @@ def _kernel_records(d: Dispatches, derived: dict[str, tuple[pa.Array, str]]) -> 
             fields["grid"] = grids[i]
         if blocks[i] is not None:
             fields["block"] = blocks[i]
+        data = dict(fields) if encode else fields
         metrics = {k: q for k, q in zip(metric_names, mrow, strict=False) if q is not None}
         if metrics:
             fields["metrics"] = metrics
-        rec = new(KernelRecord)  # _built, inlined: once per dispatch
+            if encode:
+                data["metrics"] = {k: p for k, p in zip(metric_names, prow, strict=False) if p is not None}
+        rec = new(KernelRecord)  # built(), inlined: once per dispatch
         set_(rec, "__dict__", {**template, **fields})
         set_fields(rec, set(fields))
         set_extra(rec, None)
         set_private(rec, None)
         records.append(rec)
-    return records
+        if encode:
+            plain.append(data)
+    return records, columns_encoder.encode(plain) if encode else None
 
 
 def _dims_column(values: list[object]) -> list[list[int] | None]:
@@ -714,7 +663,7 @@ def _dims(*vals: object) -> list[int] | None:
 def _summary(derived: dict[str, tuple[pa.Array, str]]) -> dict[str, Quantity]:
     out = {}
     for name, (col, unit) in derived.items():
-        xs: list[float] = _floats(col.drop_null())  # type: ignore[assignment]  # float64: no text
+        xs: list[float] = _floats(col.drop_null())  # float64: no text
         if xs:
             out[name] = Quantity(value=float(statistics.fmean(xs)), unit=unit)
     return out
@@ -839,7 +788,8 @@ def _dispatch_packet(
             columns = {name: _raw_arrow(col) for name, col in d.raw.items()}
             side = pool.submit(options.raw_table, columns, None, d.n, stem)
         derived, derive_warnings = _derive(d, sysinfo)
-        records = _kernel_records(d, derived)
+        with_id = bool(options.extra.get("packet_ids", True))
+        records, kernels_json = _kernel_records(d, derived, encode=with_id)
         if side is None and d.n:
             raw_columns = {name: _raw_column(col) for name, col in d.raw.items()}
             if raw_columns:
@@ -902,18 +852,14 @@ def _dispatch_packet(
             command=command,
             notes=command_note,
         )
-        with_id = bool(options.extra.get("packet_ids", True))
         if side is None:
-            return packet.with_id() if with_id else packet
-        # the packet is made ready for its id while the side file is still being written:
-        # only the reference to the file is added to it afterwards
-        struct = packet._struct() if with_id else None
+            return packet._finished(0, kernels_json=kernels_json, with_id=with_id)
         ref = side.result()
         if ref is None:  # options that keep the values inline after all (a subclass's choice)
             inline = capture.model_copy(update={"raw_columns": {n: _raw_column(c) for n, c in d.raw.items()}})
             packet = packet.model_copy(update={"profiler": [inline]})
-            return packet.with_id() if with_id else packet
-        return packet._with_raw_table(0, ref, struct)
+            return packet._finished(0, kernels_json=kernels_json, with_id=with_id)
+        return packet._finished(0, kernels_json=kernels_json, raw_table=ref, with_id=with_id)
 
 
 def _read_workload(job: _Job, options: AdapterOptions) -> EvidencePacket:

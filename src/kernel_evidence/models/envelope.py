@@ -166,22 +166,41 @@ class EvidencePacket(Model):
         """A copy whose ``packet_id`` is the content-addressed id."""
         return self.model_copy(update={"packet_id": self.compute_id()})
 
-    def _with_raw_table(self, index: int, ref: Artifact, struct: Any | None) -> EvidencePacket:
-        """A copy whose ``profiler[index]`` references the side file ``ref``, with its id when
-        ``struct`` is given: ``self._struct()``, built (by an adapter) while the side file was
-        still being written; the reference is set into it, so the packet is not encoded again.
-        ``self.profiler[index]`` must hold neither ``raw_columns`` nor ``raw_table``."""
-        from .._fast import canonical_struct_bytes, struct_for
+    def _finished(
+        self,
+        index: int,
+        *,
+        kernels_json: bytes | None = None,
+        raw_table: Artifact | None = None,
+        with_id: bool = True,
+    ) -> EvidencePacket:
+        """A copy whose ``profiler[index]`` references the side file ``raw_table`` (when
+        given; the capture must then hold neither ``raw_columns`` nor ``raw_table``), with
+        its ``packet_id`` when ``with_id``.
 
+        ``kernels_json`` is the canonical JSON of ``profiler[index].kernels`` (an array of
+        the records' data, nulls omitted, keys sorted, each number of its field's type): an
+        adapter that built the records from plain values encodes those values once with
+        msgspec, and the id is computed with them spliced in, instead of encoding 10^4..10^5
+        record objects again through pydantic. It must be the encoding of exactly those
+        records; the tests compare such ids with :meth:`compute_id`."""
         captures = list(self.profiler or [])
-        if captures[index].raw_columns is not None or captures[index].raw_table is not None:
-            raise ValueError("the capture already holds its raw metrics")
-        captures[index] = captures[index].model_copy(update={"raw_table": ref})
+        cap = captures[index]
+        if raw_table is not None:
+            if cap.raw_columns is not None or cap.raw_table is not None:
+                raise ValueError("the capture already holds its raw metrics")
+            cap = captures[index] = cap.model_copy(update={"raw_table": raw_table})
         update: dict[str, Any] = {"profiler": captures}
-        if struct is not None:
-            struct.profiler[index].raw_table = msgspec.json.decode(
-                ref.model_dump_json(exclude_none=True), type=struct_for(Artifact)
-            )
+        if with_id:
+            if kernels_json is None or not cap.kernels:
+                struct = self.model_copy(update=update)._struct()
+            else:
+                light = list(captures)
+                light[index] = cap.model_copy(update={"kernels": None})
+                struct = self.model_copy(update={"profiler": light})._struct()
+                struct.profiler[index].kernels = msgspec.Raw(kernels_json)
+            from .._fast import canonical_struct_bytes
+
             update["packet_id"] = "sha256:" + hashlib.sha256(canonical_struct_bytes(struct)).hexdigest()
         return self.model_copy(update=update)
 
