@@ -64,6 +64,20 @@ def test_registered_with_aliases() -> None:
         assert get_adapter(name) is ADAPTER
 
 
+def test_a_builtin_adapter_by_its_name_is_imported_alone() -> None:
+    # `kevidence ingest ncu` does not import the other adapters (a tenth of a second)
+    import subprocess
+
+    code = (
+        "import sys; from kernel_evidence.adapters import get_adapter; get_adapter('ncu'); "
+        "print(sorted(m for m in sys.modules if m.startswith('kernel_evidence.adapters.') and "
+        "m.split('.')[-1] in ('vllm', 'rocprof', 'xprof')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]", out.stdout
+    assert get_adapter("omniperf").name == "rocprof"  # an alias still finds its adapter
+
+
 # ------------------------------------------------------------------------------ corpus
 
 

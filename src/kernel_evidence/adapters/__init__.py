@@ -138,7 +138,16 @@ def available_adapters() -> dict[str, Adapter]:
 
 
 def get_adapter(name: str) -> Adapter:
-    """The adapter registered under ``name`` (or one of its aliases)."""
+    """The adapter registered under ``name`` (or one of its aliases).
+
+    A built-in adapter asked for by its own name is imported alone (built-in adapters win
+    over plug-ins of the same name either way); any other name loads the whole table."""
+    if name in _BUILTIN:
+        try:
+            return _builtin(name)
+        except ModuleNotFoundError as exc:  # not in this build: the table says what is
+            if not (exc.name and exc.name.endswith(f"adapters.{name}")):
+                raise
     table = available_adapters()
     try:
         return table[name]
