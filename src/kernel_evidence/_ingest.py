@@ -304,6 +304,22 @@ def _merge_into(base: dict[str, Any], packet: dict[str, Any], base_name: str | N
     return out
 
 
+def _rebase_raw_tables(base: dict[str, Any], base_dir: str, out_dir: str) -> None:
+    """Make the relative ``raw_table.path`` of the base packet's captures (relative to the
+    base packet's directory) relative to ``out_dir``, where the merged packet is written:
+    the side files stay where they are and the new packet still finds them."""
+    captures = base.get("profiler")
+    if not isinstance(captures, list) or os.path.abspath(base_dir) == os.path.abspath(out_dir):
+        return
+    for cap in captures:
+        ref = cap.get("raw_table") if isinstance(cap, dict) else None
+        if not isinstance(ref, dict):
+            continue
+        path = ref.get("path")
+        if isinstance(path, str) and path and not os.path.isabs(path):
+            ref["path"] = os.path.relpath(os.path.join(base_dir, path), os.path.abspath(out_dir))
+
+
 def _set(data: dict[str, Any], path: tuple[str, ...], value: Any) -> None:
     node: Any = data
     for i, part in enumerate(path):
@@ -450,6 +466,8 @@ def ingest(
     packet references by sha256; paths are recorded relative to ``side_base`` (the directory
     the packets go to) when given. Without ``side_dir`` every value stays in the packet. The
     files written are listed in the result's ``side_files``, and removed when ingest fails.
+    With ``side_base`` and an ``into`` file, the relative side file paths of the base
+    packet's captures (relative to the base's directory) are made relative to ``side_base``.
     """
     replay, shell = _parse_replay(replay_cmd) if replay_cmd is not None else (None, False)
     if isinstance(into, (str, Path)) and str(into) == "-" and "-" in inputs:
@@ -459,6 +477,8 @@ def ingest(
     )
     changes = [parse_set(s) if isinstance(s, str) else s for s in sets]
     base = _load_base(into) if into is not None else None
+    if base is not None and isinstance(into, (str, Path)) and str(into) != "-" and side_base is not None:
+        _rebase_raw_tables(base, os.path.dirname(os.path.abspath(into)), str(side_base))
     if created_at is not None:
         created_at = _check_timestamp(created_at)
     adapter = get_adapter(tool)
@@ -491,8 +511,33 @@ def ingest(
     except BaseException:
         remove_side_files(options.side_files)
         raise
-    result.side_files = list(options.side_files)
+    result.side_files = _drop_unreferenced(list(options.side_files), result.packets, side_base)
     return result
+
+
+_RAW_TABLE_NAME = re.compile(r".+\.raw-[0-9a-f]{16}\.arrow")
+
+
+def _drop_unreferenced(
+    side_files: list[str], packets: Sequence[EvidencePacket], side_base: str | Path | None
+) -> list[str]:
+    """The raw-metrics side files this ingest wrote that its packets reference; the others
+    are removed (a capture dropped when merging ``--into`` a base that already holds the
+    same source, or replaced by ``--set``). Other side files (vLLM samples) are kept."""
+    referenced: set[str] = set()
+    for packet in packets:
+        for cap in packet.profiler or ():
+            path = cap.raw_table.path if cap.raw_table is not None else None
+            if path:
+                where = path if os.path.isabs(path) or side_base is None else os.path.join(side_base, path)
+                referenced.add(os.path.abspath(where))
+    kept = []
+    for f in side_files:
+        if _RAW_TABLE_NAME.fullmatch(os.path.basename(f)) and os.path.abspath(f) not in referenced:
+            remove_side_files([f])
+        else:
+            kept.append(f)
+    return kept
 
 
 def remove_side_files(paths: Iterable[str]) -> None:

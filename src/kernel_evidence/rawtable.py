@@ -29,6 +29,7 @@ import json
 import mmap
 import os
 import re
+import stat
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -110,10 +111,25 @@ def write_raw_table(
     each) as ``<directory>/<stem>.raw-<sha256 prefix>.arrow`` and return its reference.
 
     The file is written to a temporary name and renamed into place, so a reader never sees
-    half of it; a file of the same name already there holds the same bytes (the name carries
-    the digest). The reference's ``path`` is relative to ``relative_to`` when given (the
+    half of it. A file of that name already there (the name carries the digest's prefix)
+    that holds the same bytes is left as it is; one that holds other bytes is replaced. The
+    reference's ``path`` is relative to ``relative_to`` when given (the
     directory the packet will be written to), else as the file was written.
     """
+    return _write(columns, units, rows, directory, stem, relative_to)[0]
+
+
+def _write(
+    columns: Mapping[str, Any],
+    units: Mapping[str, str] | None,
+    rows: int,
+    directory: str | os.PathLike[str],
+    stem: str,
+    relative_to: str | os.PathLike[str] | None,
+) -> tuple[Artifact, bool]:
+    """:func:`write_raw_table`, and whether it made the file: False when a file of the same
+    name and the same bytes was there already (it is left as it is, and is not this call's
+    to remove)."""
     pa = _pyarrow()
     # the stem names a file in `directory`, never a path: no separator, no leading dot
     stem = _UNSAFE_STEM.sub("_", stem).strip("._") or "raw"
@@ -152,7 +168,11 @@ def write_raw_table(
             writer.write_table(table)
         size, digest = _file_digest(tmp)
         final = out_dir / f"{stem}.raw-{digest[:16]}.arrow"
-        os.replace(tmp, final)
+        made = not _same_file_there(final, size, digest)
+        if made:
+            os.replace(tmp, final)
+        else:
+            os.unlink(tmp)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
@@ -160,7 +180,7 @@ def write_raw_table(
     path = str(final)
     if relative_to is not None:
         path = os.path.relpath(final, relative_to)
-    return Artifact(
+    ref = Artifact(
         kind="profile",
         name=final.name,
         path=path,
@@ -168,6 +188,22 @@ def write_raw_table(
         size=ByteSize(value=float(size), unit="B"),
         media_type=RAW_TABLE_MEDIA_TYPE,
     )
+    return ref, made
+
+
+def _same_file_there(path: Path, size: int, digest: str) -> bool:
+    """Whether ``path`` is a regular file of ``size`` bytes with the sha256 ``digest`` (the
+    same side file, written by an earlier run: the name carries the digest's prefix)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return False
+    if not stat.S_ISREG(st.st_mode) or st.st_size != size:
+        return False
+    try:
+        return _file_digest(str(path)) == (size, digest)
+    except OSError:
+        return False
 
 
 def _file_digest(path: str) -> tuple[int, str]:

@@ -149,3 +149,49 @@ def test_a_failed_ingest_removes_the_side_files_it_wrote(
     names = {str(_ref(p).name) for p in packets}
     assert len(packets) == 2 and len(names) == 2
     assert sorted(p.name for p in out_dir.iterdir()) == sorted([*names, "r.jsonl"])
+    # a failing run that writes the same side files again must not remove them: they were
+    # there before it (r.jsonl references them), the same bytes under the same names
+    before = {p.name: p.stat().st_ino for p in out_dir.iterdir()}
+    code, _, err = run(capsys, "ingest", "ncu", str(log), *SMALL, "--created-at", T0, "--set", "status=bogus",
+                       "-o", str(out_dir / "again.jsonl"))  # fmt: skip
+    assert code == 2, err
+    assert {p.name: p.stat().st_ino for p in out_dir.iterdir()} == before  # not even replaced
+    code, report, _ = run(capsys, "validate", str(out_dir / "r.jsonl"))
+    assert "KE903" not in report and "KE904" not in report, report  # its side files are whole
+
+
+def test_into_a_base_elsewhere_keeps_finding_the_base_side_files(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # a base packet with its raw metrics in a side file beside it, merged into a packet
+    # written to another directory: the base capture's path is rebased, the file not moved
+    base = tmp_path / "a" / "base.json"
+    base.parent.mkdir()
+    code, _, err = run(
+        capsys, "ingest", "ncu", str(RAW), *SMALL, *REPLAY, "--created-at", T0, "-o", str(base)
+    )
+    assert code == 0, err
+    name = str(_ref(EvidencePacket.model_validate_json(base.read_bytes())).name)
+    out = tmp_path / "b" / "c" / "merged.json"
+    out.parent.mkdir(parents=True)
+    code, _, err = run(capsys, "ingest", "ncu", str(RAW), *SMALL, "--into", str(base), "--created-at", T0,
+                       "-o", str(out))  # fmt: skip
+    assert code == 0, err
+    merged = EvidencePacket.model_validate_json(out.read_bytes())
+    assert merged.profiler is not None and len(merged.profiler) == 1  # the same source: not added twice
+    ref = merged.profiler[0].raw_table
+    assert ref is not None and ref.path == os.path.join("..", "..", "a", name)
+    assert (out.parent / ref.path).is_file()
+    code, report, _ = run(capsys, "validate", str(out))
+    assert code == 0 and "KE904" not in report
+    # the side file this run wrote for its own capture (dropped: the base has that source)
+    # is not left behind
+    assert [p.name for p in out.parent.iterdir()] == ["merged.json"]
+    # beside the base, the path stays as it was
+    near = tmp_path / "a" / "near.json"
+    assert (
+        main(["ingest", "ncu", str(RAW), *SMALL, "--into", str(base), "--created-at", T0, "-o", str(near)])
+        == 0
+    )
+    capsys.readouterr()
+    assert _ref(EvidencePacket.model_validate_json(near.read_bytes())).path == name

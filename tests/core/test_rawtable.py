@@ -63,6 +63,25 @@ def test_inline_columns_read_as_the_same_table(tmp_path: Path) -> None:
     assert read_raw_table(inline).equals(read_raw_table(_capture(ref)))
 
 
+def test_a_file_already_there_is_kept_when_the_same_and_replaced_when_not(tmp_path: Path) -> None:
+    from kernel_evidence.rawtable import _write
+
+    ref, made = _write(COLUMNS, UNITS, 3, tmp_path, "r", None)
+    path = tmp_path / str(ref.name)
+    inode = path.stat().st_ino
+    again, made_again = _write(COLUMNS, UNITS, 3, tmp_path, "r", None)
+    assert made and not made_again and again == ref
+    assert path.stat().st_ino == inode  # left as it was: an earlier run's file
+    path.write_bytes(path.read_bytes()[:-1] + b"\0")  # damaged, same name
+    fixed, made_fixed = _write(COLUMNS, UNITS, 3, tmp_path, "r", None)
+    assert made_fixed and fixed == ref
+    assert read_raw_table(_capture(fixed), tmp_path).num_rows == 3
+    opts = AdapterOptions(side_dir=str(tmp_path), side_base=str(tmp_path), inline_max_cells=0)
+    again_ref = opts.raw_table(COLUMNS, UNITS, 3, "r")
+    assert again_ref is not None and (again_ref.name, again_ref.sha256) == (ref.name, ref.sha256)
+    assert opts.side_files == []  # not this call's file: a failed ingest must not remove it
+
+
 def test_same_content_same_name_and_no_temp_files_left(tmp_path: Path) -> None:
     a = write_raw_table(COLUMNS, UNITS, 3, tmp_path, "r")
     b = write_raw_table(COLUMNS, UNITS, 3, tmp_path, "r")

@@ -51,7 +51,8 @@ class AdapterOptions:
     a capture with more than ``inline_max_cells`` raw values keeps them in an Arrow IPC file
     there instead of inline. Without it every value stays in the packet. ``side_base`` is
     the directory the packets will be written to: side file paths are recorded relative to
-    it. ``side_files`` lists the files written, so a caller that fails later can remove them.
+    it. ``side_files`` lists the files written (not those found there already, with the same
+    bytes), so a caller that fails later can remove them.
     """
 
     created_at: str | None = None
@@ -73,16 +74,17 @@ class AdapterOptions:
         stay inline: no ``side_dir``, or no more than ``inline_max_cells`` values."""
         if self.side_dir is None or not self.wants_raw_table(rows, len(columns)):
             return None
-        from ..rawtable import write_raw_table
+        from ..rawtable import _write
 
         try:
-            ref = write_raw_table(columns, units, rows, self.side_dir, stem, relative_to=self.side_base)
+            ref, made = _write(columns, units, rows, self.side_dir, stem, self.side_base)
         except OSError as exc:  # a full disk, a read-only or missing directory: one line
             why = exc.strerror or str(exc)
             raise AdapterError(
                 f"{self.side_dir}: cannot write the raw metrics side file for {stem}: {why}"
             ) from None
-        self.side_files.append(os.path.join(self.side_dir, ref.name or ""))
+        if made:  # a file that was there already (an earlier run's) is not this run's to remove
+            self.side_files.append(os.path.join(self.side_dir, ref.name or ""))
         return ref
 
 

@@ -137,11 +137,11 @@ def run(
         fail("--side-dir expects a directory, got an empty name", EXIT_USAGE)
     if side_dir is None and not inline_raw and output is not None and not _streams(output):
         side_dir = os.path.dirname(os.path.abspath(output))
-    if side_dir is not None:
-        if os.path.exists(side_dir) and not os.path.isdir(side_dir):
-            fail(f"{side_dir}: --side-dir is not a directory", EXIT_USAGE)
-        if output is not None and not _streams(output):
-            side_base = os.path.dirname(os.path.abspath(output))
+    if side_dir is not None and os.path.exists(side_dir) and not os.path.isdir(side_dir):
+        fail(f"{side_dir}: --side-dir is not a directory", EXIT_USAGE)
+    if output is not None and not _streams(output):
+        # side file paths are recorded relative to it, and those of an --into base rebased
+        side_base = os.path.dirname(os.path.abspath(output))
     try:
         extra = parse_opts(opts or ())
         # each packet's id and JSON bytes from one encoding; the same bytes are written out
