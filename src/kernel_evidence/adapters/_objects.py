@@ -10,19 +10,21 @@ adapters make against the models.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 from pydantic import BaseModel
 
-from ..models import KernelRecord, ProfilerCapture, Quantity
+from ..models import KernelRecord, Quantity
 
 __all__ = [
     "TEMPLATES",
-    "built",
+    "Records",
     "floats",
     "new",
+    "plain_columns",
     "quantities",
     "set_extra",
     "set_fields",
@@ -34,7 +36,7 @@ new = object.__new__
 setattr_ = object.__setattr__
 #: every field of a model, None: a built object's ``__dict__`` starts from it
 TEMPLATES: dict[type[Any], dict[str, None]] = {
-    cls: dict.fromkeys(cls.model_fields) for cls in (Quantity, KernelRecord, ProfilerCapture)
+    cls: dict.fromkeys(cls.model_fields) for cls in (Quantity, KernelRecord)
 }
 
 
@@ -51,16 +53,6 @@ def _slot_setter(name: str) -> Any:
 set_fields = _slot_setter("__pydantic_fields_set__")
 set_extra = _slot_setter("__pydantic_extra__")
 set_private = _slot_setter("__pydantic_private__")
-
-
-def built(cls: type[Any], fields: dict[str, Any]) -> Any:
-    """A model instance from already-checked values (what ``model_construct`` does)."""
-    obj = new(cls)
-    setattr_(obj, "__dict__", {**TEMPLATES[cls], **fields})
-    set_fields(obj, set(fields))
-    set_extra(obj, None)
-    set_private(obj, None)
-    return obj
 
 
 _BOTH_SET = {"value", "unit"}
@@ -101,3 +93,56 @@ def quantities(col: pa.Array | list[float | None], unit: str) -> list[Quantity |
         append(None)
         indices = pc.fill_null(indices, len(objs) - 1)
     return list(map(objs.__getitem__, indices.to_pylist()))
+
+
+class Records:
+    """Kernel records built from checked values, and (with ``encode``) their canonical JSON
+    made from the same values as plain data, for the packet id (see
+    ``EvidencePacket._finished``). ``names`` are the canonical metrics, in the order of the
+    rows given to :meth:`add`."""
+
+    def __init__(self, names: Sequence[str], encode: bool) -> None:
+        self.names = list(names)
+        self.encode = encode
+        self.records: list[KernelRecord] = []
+        self._plain: list[dict[str, Any]] = []
+        self._template = TEMPLATES[KernelRecord]
+
+    def add(self, fields: dict[str, Any], objects: Sequence[Quantity | None], plain: Sequence[Any]) -> None:
+        """One record: ``fields`` (its identity, each value of the model's exact type and
+        range), ``objects`` (one Quantity or None per metric) and ``plain`` (the same as
+        ``{"unit", "value"}`` dicts, or None)."""
+        names = self.names
+        data = dict(fields) if self.encode else fields
+        metrics = {k: q for k, q in zip(names, objects, strict=True) if q is not None}
+        if metrics:
+            fields["metrics"] = metrics
+            if self.encode:
+                data["metrics"] = {k: p for k, p in zip(names, plain, strict=True) if p is not None}
+        rec = new(KernelRecord)  # built(), inlined: once per record
+        setattr_(rec, "__dict__", {**self._template, **fields})
+        set_fields(rec, set(fields))
+        set_extra(rec, None)
+        set_private(rec, None)
+        self.records.append(rec)
+        if self.encode:
+            self._plain.append(data)
+
+    def add_validated(self, record: KernelRecord) -> None:
+        """A record pydantic made (values the builder could not vouch for)."""
+        self.records.append(record)
+        if self.encode:
+            self._plain.append(record.model_dump(exclude_none=True))
+
+    def result(self) -> tuple[list[KernelRecord], bytes | None]:
+        from .._fast import columns_encoder
+
+        return self.records, columns_encoder.encode(self._plain) if self.encode else None
+
+
+def plain_columns(columns: Sequence[tuple[list[Any], str]], encode: bool, n: int) -> list[list[Any]]:
+    """Each metric column ``(values, unit)`` as ``{"unit", "value"}`` dicts (None where
+    empty), for :meth:`Records.add`; Nones only, when nothing is encoded."""
+    if not encode:
+        return [[None] * n for _ in columns]
+    return [[None if v is None else {"unit": u, "value": v} for v in values] for values, u in columns]

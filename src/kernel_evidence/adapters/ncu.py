@@ -31,7 +31,6 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from .._fast import columns_encoder
 from .._gc import PROMOTE_CELLS, paused_gc, promote_survivors, raw_cell_count
 from .._resources import load_toml
 from .._version import __version__
@@ -57,7 +56,7 @@ from . import AdapterOptions, AdapterResult
 from ._ncu_common import Column, Report, Value, column_values, split_by_unit
 from ._ncu_csv import read_text
 from ._ncu_rep import REP_MAGIC, read_rep
-from ._objects import TEMPLATES, new, quantities, set_extra, set_fields, set_private, setattr_
+from ._objects import Records, plain_columns, quantities
 from ._read import DEFAULT_MAX_BYTES, is_junk_entry, max_bytes_option, read_capped
 
 __all__ = ["ADAPTER", "NcuAdapter", "canonical_metrics"]
@@ -843,18 +842,12 @@ def _records(
     columns = canonical_columns(_Lists(raw), raw.units, n, warnings)
     if value_warnings is not None:
         _not_numbers(report, raw, columns, value_warnings)
-    names = list(columns)
     objects = [quantities(values, unit) for values, unit in columns.values()]
     rows = zip(*objects, strict=True) if objects else iter([()] * n)
-    plain_columns = [
-        [None if v is None else {"unit": u, "value": v} for v in vs] if encode else [None] * n
-        for vs, u in columns.values()
-    ]
-    plain_rows = zip(*plain_columns, strict=True) if plain_columns else iter([()] * n)
+    plain = plain_columns(list(columns.values()), encode, n)
+    plain_rows = zip(*plain, strict=True) if plain else iter([()] * n)
     invocations = raw.get("invocations")
-    template = TEMPLATES[KernelRecord]
-    records: list[KernelRecord] = []
-    plain: list[dict[str, Any]] = []
+    out = Records(list(columns), encode)
     for i, (la, row, prow) in enumerate(zip(report.launches, rows, plain_rows, strict=True)):
         # fields in the model's order, each only when the launch has it
         fields: dict[str, Any] = {"name": la.name or "<unnamed>"}
@@ -880,30 +873,14 @@ def _records(
             inv = invocations[i]
             if type(inv) is float:
                 fields["invocations"] = int(inv)
-        buildable = _buildable(fields)
-        metrics = {k: q for k, q in zip(names, row, strict=True) if q is not None}
-        if not buildable:
-            if metrics:
-                fields["metrics"] = metrics
-            odd = KernelRecord.model_validate(fields)
-            records.append(odd)
-            if encode:
-                plain.append(odd.model_dump(exclude_none=True))
-            continue
-        data = dict(fields) if encode else fields
-        if metrics:
-            fields["metrics"] = metrics
-            if encode:
-                data["metrics"] = {k: d for k, d in zip(names, prow, strict=True) if d is not None}
-        rec = new(KernelRecord)  # built(), inlined: once per launch
-        setattr_(rec, "__dict__", {**template, **fields})
-        set_fields(rec, set(fields))
-        set_extra(rec, None)
-        set_private(rec, None)
-        records.append(rec)
-        if encode:
-            plain.append(data)
-    return records, columns_encoder.encode(plain) if encode else None
+        if _buildable(fields):
+            out.add(fields, row, prow)
+        else:
+            metrics = {k: q for k, q in zip(out.names, row, strict=True) if q is not None}
+            out.add_validated(
+                KernelRecord.model_validate({**fields, **({"metrics": metrics} if metrics else {})})
+            )
+    return out.result()
 
 
 def _timing(records: list[KernelRecord]) -> Timing:

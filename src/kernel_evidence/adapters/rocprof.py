@@ -42,7 +42,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .. import _version
-from .._fast import columns_encoder
 from .._gc import PROMOTE_CELLS, paused_gc, promote_survivors, raw_cell_count
 from .._resources import load_toml
 from ..errors import AdapterError, InputError
@@ -64,14 +63,9 @@ from ..models import (
 )
 from ..units import convert
 from . import AdapterOptions, AdapterResult
-from ._objects import TEMPLATES as _TEMPLATES
+from ._objects import Records, plain_columns
 from ._objects import floats as _floats
-from ._objects import new as _new
 from ._objects import quantities as _quantities
-from ._objects import set_extra as _SET_EXTRA
-from ._objects import set_fields as _SET_FIELDS
-from ._objects import set_private as _SET_PRIVATE
-from ._objects import setattr_ as _set
 from ._read import is_junk_entry, max_bytes_option
 from ._rocprof_analyze import AnalyzeTables, is_analyze_dir, number
 from ._rocprof_formula import Formula
@@ -582,21 +576,15 @@ def _kernel_records(
         blocks: list[list[int] | None] = [_dims(x, y, z) for x, y, z in zip(bx, by, bz, strict=False)]
     else:
         blocks = _dims_column(d.values("Workgroup_Size"))
-    metric_names = list(derived)
     metric_objs = [_quantities(col, unit) for col, unit in derived.values()]
     metric_rows = zip(*metric_objs, strict=False) if metric_objs else iter([()] * n)
-    plain_columns = [
-        [None if v is None else {"unit": unit, "value": v} for v in _floats(col)] if encode else [None] * n
-        for col, unit in derived.values()
-    ]
-    plain_rows = zip(*plain_columns, strict=False) if plain_columns else iter([()] * n)
-    plain: list[dict[str, Any]] = []
-    records: list[KernelRecord] = []
+    plain = plain_columns(
+        [(_floats(col), unit) for col, unit in derived.values()] if encode else [], encode, n
+    )
+    plain_rows = zip(*plain, strict=False) if plain else iter([()] * n)
+    out = Records(list(derived), encode)
     names: dict[str, str] = {}
     devices: dict[object, int | None] = {}
-    template = _TEMPLATES[KernelRecord]
-    new, set_ = _new, _set
-    set_fields, set_extra, set_private = _SET_FIELDS, _SET_EXTRA, _SET_PRIVATE
     for i, (mrow, prow) in enumerate(zip(metric_rows, plain_rows, strict=True)):
         raw_name = kernel[i]
         raw_text = raw_name if isinstance(raw_name, str) else None
@@ -624,21 +612,8 @@ def _kernel_records(
             fields["grid"] = grids[i]
         if blocks[i] is not None:
             fields["block"] = blocks[i]
-        data = dict(fields) if encode else fields
-        metrics = {k: q for k, q in zip(metric_names, mrow, strict=False) if q is not None}
-        if metrics:
-            fields["metrics"] = metrics
-            if encode:
-                data["metrics"] = {k: p for k, p in zip(metric_names, prow, strict=False) if p is not None}
-        rec = new(KernelRecord)  # built(), inlined: once per dispatch
-        set_(rec, "__dict__", {**template, **fields})
-        set_fields(rec, set(fields))
-        set_extra(rec, None)
-        set_private(rec, None)
-        records.append(rec)
-        if encode:
-            plain.append(data)
-    return records, columns_encoder.encode(plain) if encode else None
+        out.add(fields, mrow, prow)
+    return out.result()
 
 
 def _dims_column(values: list[object]) -> list[list[int] | None]:
