@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import msgspec
 import pyarrow as pa
 import pyarrow.compute as pc
 from pydantic import BaseModel
@@ -24,7 +25,6 @@ __all__ = [
     "Records",
     "floats",
     "new",
-    "plain_columns",
     "quantities",
     "set_extra",
     "set_fields",
@@ -96,29 +96,46 @@ def quantities(col: pa.Array | list[float | None], unit: str) -> list[Quantity |
 
 
 class Records:
-    """Kernel records built from checked values, and (with ``encode``) their canonical JSON
-    made from the same values as plain data, for the packet id (see
-    ``EvidencePacket._finished``). ``names`` are the canonical metrics, in the order of the
-    rows given to :meth:`add`."""
+    """Kernel records built from checked values and, with ``encode``, their canonical JSON
+    (for the packet id, see ``EvidencePacket._finished``).
 
-    def __init__(self, names: Sequence[str], encode: bool) -> None:
-        self.names = list(names)
+    ``metrics`` are the canonical metric columns ``(name, values, unit)``: one value per
+    record (a list of finite floats and None, or a float64 Arrow array), in ``unit``. Each
+    record's Quantity objects come from :func:`quantities`. The JSON is made from the same
+    values without an object per value: each column's numbers are written once by msgspec
+    (as it writes them in a packet) and a record's ``metrics`` object is joined from them,
+    its keys in code point order, as canonical JSON orders them."""
+
+    def __init__(self, metrics: Sequence[tuple[str, Any, str]], n: int, encode: bool) -> None:
+        arrays = [(name, _float64(col), unit) for name, col, unit in metrics]
+        self.names = [name for name, _col, _unit in arrays]
+        objects = [quantities(col, unit) for _name, col, unit in arrays]
+        self._rows: list[tuple[Quantity | None, ...]] = (
+            list(zip(*objects, strict=True)) if objects else [()] * n
+        )
         self.encode = encode
         self.records: list[KernelRecord] = []
         self._plain: list[dict[str, Any]] = []
         self._template = TEMPLATES[KernelRecord]
+        self._parts: list[tuple[bytes, list[bytes]]] = []
+        if encode:
+            enc = _json_encoder
+            for name, col, unit in sorted(arrays, key=lambda m: m[0]):
+                head = enc.encode(name) + b':{"unit":' + enc.encode(unit) + b',"value":'
+                # the numbers as msgspec writes them in a packet; none holds a comma
+                texts = enc.encode(floats(col))[1:-1].split(b",") if len(col) else []
+                self._parts.append((head, texts))
 
-    def add(self, fields: dict[str, Any], objects: Sequence[Quantity | None], plain: Sequence[Any]) -> None:
-        """One record: ``fields`` (its identity, each value of the model's exact type and
-        range), ``objects`` (one Quantity or None per metric) and ``plain`` (the same as
-        ``{"unit", "value"}`` dicts, or None)."""
-        names = self.names
+    def add(self, fields: dict[str, Any], i: int) -> None:
+        """Record ``i``: ``fields`` (its identity, each value of the model's exact type and
+        range) and the metrics of row ``i``."""
+        metrics = {k: q for k, q in zip(self.names, self._rows[i], strict=True) if q is not None}
         data = dict(fields) if self.encode else fields
-        metrics = {k: q for k, q in zip(names, objects, strict=True) if q is not None}
         if metrics:
             fields["metrics"] = metrics
             if self.encode:
-                data["metrics"] = {k: p for k, p in zip(names, plain, strict=True) if p is not None}
+                parts = [head + texts[i] + b"}" for head, texts in self._parts if texts[i] != b"null"]
+                data["metrics"] = msgspec.Raw(b"{" + b",".join(parts) + b"}")
         rec = new(KernelRecord)  # built(), inlined: once per record
         setattr_(rec, "__dict__", {**self._template, **fields})
         set_fields(rec, set(fields))
@@ -127,6 +144,10 @@ class Records:
         self.records.append(rec)
         if self.encode:
             self._plain.append(data)
+
+    def metrics_of(self, i: int) -> dict[str, Quantity]:
+        """Row ``i``'s metrics, for a record pydantic validates instead (see :meth:`add_validated`)."""
+        return {k: q for k, q in zip(self.names, self._rows[i], strict=True) if q is not None}
 
     def add_validated(self, record: KernelRecord) -> None:
         """A record pydantic made (values the builder could not vouch for)."""
@@ -140,9 +161,12 @@ class Records:
         return self.records, columns_encoder.encode(self._plain) if self.encode else None
 
 
-def plain_columns(columns: Sequence[tuple[list[Any], str]], encode: bool, n: int) -> list[list[Any]]:
-    """Each metric column ``(values, unit)`` as ``{"unit", "value"}`` dicts (None where
-    empty), for :meth:`Records.add`; Nones only, when nothing is encoded."""
-    if not encode:
-        return [[None] * n for _ in columns]
-    return [[None if v is None else {"unit": u, "value": v} for v in values] for values, u in columns]
+_json_encoder = msgspec.json.Encoder()
+
+
+def _float64(col: Any) -> pa.Array:
+    if isinstance(col, pa.ChunkedArray):
+        col = col.combine_chunks()
+    if not isinstance(col, pa.Array):
+        col = pa.array(col, type=pa.float64())
+    return col if col.type == pa.float64() else col.cast(pa.float64())

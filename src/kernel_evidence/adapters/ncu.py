@@ -56,7 +56,7 @@ from . import AdapterOptions, AdapterResult
 from ._ncu_common import Column, Report, Value, column_values, split_by_unit
 from ._ncu_csv import read_text
 from ._ncu_rep import REP_MAGIC, read_rep
-from ._objects import Records, plain_columns, quantities
+from ._objects import Records
 from ._read import DEFAULT_MAX_BYTES, is_junk_entry, max_bytes_option, read_capped
 
 __all__ = ["ADAPTER", "NcuAdapter", "canonical_metrics"]
@@ -842,13 +842,9 @@ def _records(
     columns = canonical_columns(_Lists(raw), raw.units, n, warnings)
     if value_warnings is not None:
         _not_numbers(report, raw, columns, value_warnings)
-    objects = [quantities(values, unit) for values, unit in columns.values()]
-    rows = zip(*objects, strict=True) if objects else iter([()] * n)
-    plain = plain_columns(list(columns.values()), encode, n)
-    plain_rows = zip(*plain, strict=True) if plain else iter([()] * n)
     invocations = raw.get("invocations")
-    out = Records(list(columns), encode)
-    for i, (la, row, prow) in enumerate(zip(report.launches, rows, plain_rows, strict=True)):
+    out = Records([(name, values, unit) for name, (values, unit) in columns.items()], n, encode)
+    for i, la in enumerate(report.launches):
         # fields in the model's order, each only when the launch has it
         fields: dict[str, Any] = {"name": la.name or "<unnamed>"}
         if la.raw_name is not None:
@@ -874,9 +870,9 @@ def _records(
             if type(inv) is float:
                 fields["invocations"] = int(inv)
         if _buildable(fields):
-            out.add(fields, row, prow)
+            out.add(fields, i)
         else:
-            metrics = {k: q for k, q in zip(out.names, row, strict=True) if q is not None}
+            metrics = out.metrics_of(i)
             out.add_validated(
                 KernelRecord.model_validate({**fields, **({"metrics": metrics} if metrics else {})})
             )

@@ -63,9 +63,8 @@ from ..models import (
 )
 from ..units import convert
 from . import AdapterOptions, AdapterResult
-from ._objects import Records, plain_columns
+from ._objects import Records
 from ._objects import floats as _floats
-from ._objects import quantities as _quantities
 from ._read import is_junk_entry, max_bytes_option
 from ._rocprof_analyze import AnalyzeTables, is_analyze_dir, number
 from ._rocprof_formula import Formula
@@ -576,16 +575,10 @@ def _kernel_records(
         blocks: list[list[int] | None] = [_dims(x, y, z) for x, y, z in zip(bx, by, bz, strict=False)]
     else:
         blocks = _dims_column(d.values("Workgroup_Size"))
-    metric_objs = [_quantities(col, unit) for col, unit in derived.values()]
-    metric_rows = zip(*metric_objs, strict=False) if metric_objs else iter([()] * n)
-    plain = plain_columns(
-        [(_floats(col), unit) for col, unit in derived.values()] if encode else [], encode, n
-    )
-    plain_rows = zip(*plain, strict=False) if plain else iter([()] * n)
-    out = Records(list(derived), encode)
+    out = Records([(name, col, unit) for name, (col, unit) in derived.items()], n, encode)
     names: dict[str, str] = {}
     devices: dict[object, int | None] = {}
-    for i, (mrow, prow) in enumerate(zip(metric_rows, plain_rows, strict=True)):
+    for i in range(n):
         raw_name = kernel[i]
         raw_text = raw_name if isinstance(raw_name, str) else None
         name = ""
@@ -612,7 +605,7 @@ def _kernel_records(
             fields["grid"] = grids[i]
         if blocks[i] is not None:
             fields["block"] = blocks[i]
-        out.add(fields, mrow, prow)
+        out.add(fields, i)
     return out.result()
 
 
