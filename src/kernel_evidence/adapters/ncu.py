@@ -834,10 +834,9 @@ def _records(
     """(One KernelRecord per launch, the records' canonical JSON if ``encode``, else None).
 
     The canonical metrics are finite numbers in their canonical unit (see
-    :func:`canonical_columns`), one shared Quantity per distinct value of a metric; records
-    whose identity fields the readers made the model's types are built without validation
-    (20,000 launches x 15 metrics: 0.3 s less), the others validated. The same values, as
-    plain data, are encoded once for the packet id (see ``EvidencePacket._finished``)."""
+    :func:`canonical_columns`); records whose identity fields the readers made the model's
+    types are built without validation (20,000 launches x 15 metrics: 0.3 s less), the others
+    validated. See :class:`._objects.Records` for the quantities and the JSON."""
     n = len(report.launches)
     columns = canonical_columns(_Lists(raw), raw.units, n, warnings)
     if value_warnings is not None:
