@@ -195,3 +195,21 @@ def test_into_a_base_elsewhere_keeps_finding_the_base_side_files(
     )
     capsys.readouterr()
     assert _ref(EvidencePacket.model_validate_json(near.read_bytes())).path == name
+
+
+def test_vllm_samples_sidecar_is_referenced_relative_to_the_packet(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("pyarrow.parquet")
+    monkeypatch.chdir(tmp_path)
+    out = tmp_path / "packets" / "run.json"
+    out.parent.mkdir()
+    code, _, err = run(capsys, "ingest", "vllm", str(DETAILED), "--opt", "inline_samples_max=0",
+                       "--opt", "samples_dir=samples", "--created-at", T0, "-o", str(out))  # fmt: skip
+    assert code == 0, err
+    packet = EvidencePacket.model_validate_json(out.read_bytes())
+    assert packet.timing is not None and packet.timing.serving is not None
+    art = packet.timing.serving.samples_artifact
+    assert art is not None and art.path is not None
+    assert art.path == os.path.join("..", "samples", str(art.name))  # from the packet, not the cwd
+    assert art.sha256 == "sha256:" + hashlib.sha256((out.parent / art.path).read_bytes()).hexdigest()

@@ -156,6 +156,7 @@ class VllmAdapter:
             samples_dir=str(extra["samples_dir"]) if extra.get("samples_dir") else None,
             use_numpy=None if use_numpy is None else str(use_numpy).lower() not in ("0", "false", "no"),
             goodput=parse_goodput_option(extra.get("goodput")),
+            side_base=options.side_base,
         )
         max_bytes = max_bytes_option(extra)
         ctx.max_bytes = max_bytes
