@@ -20,24 +20,12 @@ from pydantic import BaseModel
 
 from ..models import KernelRecord, Quantity
 
-__all__ = [
-    "TEMPLATES",
-    "Records",
-    "floats",
-    "new",
-    "quantities",
-    "set_extra",
-    "set_fields",
-    "set_private",
-    "setattr_",
-]
+__all__ = ["Records", "floats", "quantities"]
 
 new = object.__new__
 setattr_ = object.__setattr__
-#: every field of a model, None: a built object's ``__dict__`` starts from it
-TEMPLATES: dict[type[Any], dict[str, None]] = {
-    cls: dict.fromkeys(cls.model_fields) for cls in (Quantity, KernelRecord)
-}
+#: every field of a KernelRecord, None: a built record's ``__dict__`` starts from it
+_RECORD_TEMPLATE: dict[str, None] = dict.fromkeys(KernelRecord.model_fields)
 
 
 def _slot_setter(name: str) -> Any:
@@ -116,7 +104,7 @@ class Records:
         self.encode = encode
         self.records: list[KernelRecord] = []
         self._plain: list[dict[str, Any]] = []
-        self._template = TEMPLATES[KernelRecord]
+        self._template = _RECORD_TEMPLATE
         self._parts: list[tuple[bytes, list[bytes]]] = []
         if encode:
             enc = _json_encoder
