@@ -269,24 +269,36 @@ def canonical_columns(
     col_units: Mapping[str, Any],
     n: int,
     warnings: set[str] | None = None,
-) -> dict[str, tuple[list[float | None], str]]:
+    arrays: Mapping[str, Column] | None = None,
+) -> dict[str, tuple[list[float | None] | Any, str]]:
     """Canonical metric -> (one value per launch, its unit) from raw columns.
 
     ``col_units`` gives each column's unit as ncu spelled it: one string (or None) for the
     column, or a list with one per launch. Per launch, the first source of the mapping table
     that yields a value wins.
+
+    ``arrays``: the raw columns as the reader kept them (see :data:`._ncu_common.Column`).
+    A canonical metric whose sources are all float64 Arrow columns with one unit each is
+    computed by Arrow's kernels, column at a time, and given as a float64 Arrow array (the
+    same IEEE operations in the same order as the list code, so the same values, bit for
+    bit); the others from ``columns``, as lists.
     """
     table = _table()
-    out: dict[str, tuple[list[float | None], str]] = {}
+    out: dict[str, tuple[list[float | None] | Any, str]] = {}
     for canon in table.metrics:
+        if arrays is not None and n and _arrow_sources(canon, arrays, col_units):
+            values = _canonical_array(canon, arrays, col_units, table.units, n, warnings)
+            if values is not None:
+                out[canon.name] = (values, canon.unit)
+            continue
         result: list[float | None] = [None] * n
         needed = [True] * n
         nonneg = dimension_of(canon.unit) != "ratio"
         for src in canon.sources:
-            values = _source_column(src, canon, columns, col_units, table.units, needed, warnings)
-            if values is None:
+            found = _source_column(src, canon, columns, col_units, table.units, needed, warnings)
+            if found is None:
                 continue
-            for i, v in enumerate(values):
+            for i, v in enumerate(found):
                 if v is None or not needed[i] or not math.isfinite(v) or (nonneg and v < 0):
                     continue
                 result[i] = v
@@ -296,6 +308,117 @@ def canonical_columns(
         if result.count(None) != n:
             out[canon.name] = (result, canon.unit)
     return out
+
+
+def _float_array(col: Column | None) -> Any:
+    """``col`` as one float64 Arrow array, or None if it is not a float64 Arrow column."""
+    if col is None or isinstance(col, list):
+        return None
+    import pyarrow as pa
+
+    array: Any = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+    return array if pa.types.is_float64(array.type) else None
+
+
+def _arrow_sources(canon: _Canonical, arrays: Mapping[str, Column], col_units: Mapping[str, Any]) -> bool:
+    """Whether every source of ``canon`` present in the report is float64 Arrow columns,
+    each with one unit (then :func:`_canonical_array` computes it)."""
+    for src in canon.sources:
+        cols = [arrays.get(m) for m in src.metrics]
+        if any(c is None for c in cols):
+            continue  # absent: skipped either way
+        if any(_float_array(c) is None for c in cols) or any(
+            isinstance(col_units.get(m), list) for m in src.metrics
+        ):
+            return False
+    return True
+
+
+def _canonical_array(
+    canon: _Canonical,
+    arrays: Mapping[str, Column],
+    col_units: Mapping[str, Any],
+    units: dict[str, tuple[str, float]],
+    n: int,
+    warnings: set[str] | None,
+) -> Any:
+    """:func:`canonical_columns`' loop for one metric, on Arrow arrays (see there): the
+    float64 array of its values, or None when no launch has one."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    result = pa.nulls(n, pa.float64())
+    needed = None  # all True
+    nonneg = dimension_of(canon.unit) != "ratio"
+    for src in canon.sources:
+        cols = [_float_array(arrays.get(m)) for m in src.metrics]
+        if any(c is None for c in cols):
+            continue
+        values = _source_array(src, canon, cols, col_units, units, needed, warnings)
+        ok = pc.is_finite(values)  # null where the value is null
+        if nonneg:
+            ok = pc.and_(ok, pc.invert(pc.less(values, 0.0)))
+        take = pc.fill_null(ok, False)
+        if needed is not None:
+            take = pc.and_(take, needed)
+        result = pc.if_else(take, values, result)
+        needed = pc.is_null(result)
+        if not pc.any(needed).as_py():
+            break
+    return None if result.null_count == n else result
+
+
+def _source_array(
+    src: _Source,
+    canon: _Canonical,
+    cols: list[Any],
+    col_units: Mapping[str, Any],
+    units: dict[str, tuple[str, float]],
+    needed: Any,
+    warnings: set[str] | None,
+) -> Any:
+    """:func:`_source_column` on float64 Arrow arrays, each with one unit."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    n = len(cols[0])
+    if src.combine == "ratio_pct":
+        ua, ub = col_units.get(src.metrics[0]), col_units.get(src.metrics[1])
+        a, b = cols
+        if (ua or "") != (ub or ""):  # a ratio of two different things is not a rate
+            return pa.nulls(n, pa.float64())
+        # over 0 it is +-inf or NaN, which the caller drops as the list code's None
+        return pc.divide(pc.multiply(pa.scalar(100.0), a), b)
+    target = "count" if src.combine == "product" else canon.unit
+    scaled = []
+    for m, col in zip(src.metrics, cols, strict=True):
+        unit = col_units.get(m)
+        r = _ratio(unit, target, src, units)
+        if isinstance(r, str):
+            if warnings is not None:
+                present = pc.is_valid(col) if needed is None else pc.and_(needed, pc.is_valid(col))
+                if pc.any(present).as_py():
+                    warnings.add(r.format(spelled=unit or "", metric=m, target=target))
+            scaled.append(pa.nulls(n, pa.float64()))
+            continue
+        factor, ratio = r
+        if factor != 1.0:
+            col = pc.multiply(col, factor)
+        scaled.append(pc.multiply(col, ratio))
+    if src.combine is None:
+        return scaled[0]
+    if src.combine == "sum":
+        weights = src.weights or (1.0,) * len(scaled)
+        total = pa.scalar(0.0)
+        for w, v in zip(weights, scaled, strict=True):
+            total = pc.add(total, pc.multiply(pa.scalar(w), v))
+        return total
+    if src.combine == "product":
+        value = pa.scalar(1.0)
+        for v in scaled:
+            value = pc.multiply(value, v)
+        return value
+    raise AdapterError(f"adapters/ncu.toml: unknown combine `{src.combine}` for `{canon.name}`")
 
 
 # --------------------------------------------------------------------------------- reading
@@ -757,7 +880,7 @@ def _short(value: str, limit: int = 40) -> str:
 def _not_numbers(
     report: Report,
     raw: _RawTable,
-    canonical: dict[str, tuple[list[float | None], str]],
+    canonical: dict[str, tuple[list[float | None] | Any, str]],
     out: list[str],
 ) -> None:
     """A warning per mapped metric that holds text (``abc``, ``nan``, ``-inf``, ``1e999``...)
@@ -786,6 +909,8 @@ def _not_numbers(
         text += ": kept as text in raw_columns only"
         for name in gives:
             values = canonical.get(name, ([None] * len(launches), ""))[0]
+            if not isinstance(values, list):  # an Arrow array
+                values = values.to_pylist()
             lost = [i for i in bad if values[i] is None]
             if not lost:
                 continue
@@ -838,7 +963,7 @@ def _records(
     types are built without validation (20,000 launches x 15 metrics: 0.3 s less), the others
     validated. See :class:`._objects.Records` for the quantities and the JSON."""
     n = len(report.launches)
-    columns = canonical_columns(_Lists(raw), raw.units, n, warnings)
+    columns = canonical_columns(_Lists(raw), raw.units, n, warnings, raw.columns)
     if value_warnings is not None:
         _not_numbers(report, raw, columns, value_warnings)
     invocations = raw.get("invocations")
