@@ -136,3 +136,13 @@ def test_edge_cases_agree() -> None:
         arrays = {first: pa.array(durations, pa.float64()), later: pa.array([3.0, None], pa.float64())}
         ncu.canonical_columns({}, units, 2, warned, arrays)
         assert bool(warned) is warns
+    # an earlier source in a unit that does not convert: no warning when later sources give
+    # every launch its value (the canonical metric is whole), one when a launch lacks it
+    units = {first: "furlong", later: "ns"}
+    for later_values, warns in (([3.0, 4.0], False), ([3.0, None], True)):
+        columns = {first: [1.0, 2.0], later: later_values}
+        _agree(2, columns, units, set())
+        for arrays in (None, {k: pa.array(v, pa.float64()) for k, v in columns.items()}):
+            warned = set()
+            ncu.canonical_columns(columns, units, 2, warned, arrays)
+            assert bool(warned) is warns, (arrays, warned)

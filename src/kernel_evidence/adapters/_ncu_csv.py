@@ -538,6 +538,7 @@ def _read_details(path: str, line_no: int, header: list[str], body: bytes, quote
     decimal_commas: list[str] = []
     skipped = 0
     values: dict[tuple[str, str], Any] = {}  # (unit, cell) -> (value, unit): cells repeat a lot
+    rule_results: dict[tuple[Any, str], int] = {}  # ((process, launch ID), rule key) -> results so far
     cut = _cut_line(body, line_no + 1)
     counted = 0
     lengths: Counter[int] = Counter()
@@ -602,12 +603,19 @@ def _read_details(path: str, line_no: int, header: list[str], body: bytes, quote
             rule = row[i_rule].strip()
             rtype = row[i_rtype].strip() if i_rtype is not None else ""
             desc = row[i_rdesc].strip() if i_rdesc is not None else ""
-            launch.raw[f"rule:{section}/{rule}"] = (desc, rtype or None)
+            # one rule can give several results for one launch (ncu 2025: a
+            # WorkloadImbalance result per unit, SM, SMSP, L1, L2): the N-th is kept as
+            # `rule:<Section>/<Rule>#N`, none overwrites another
+            rule_key = f"rule:{section}/{rule}"
+            nth = rule_results[(key, rule_key)] = rule_results.get((key, rule_key), 0) + 1
+            if nth > 1:  # counted, not searched: a hostile file may repeat one rule 10^6 times
+                rule_key += f"#{nth}"
+            launch.raw[rule_key] = (desc, rtype or None)
             speedup = parse_value(row[i_sval]) if i_sval is not None else None
             if speedup is not None:
                 stype = row[i_stype].strip() if i_stype is not None else ""
                 unit = f"% ({stype})" if stype else "%"
-                launch.raw[f"rule:{section}/{rule}:estimated_speedup"] = (speedup, unit or None)
+                launch.raw[f"{rule_key}:estimated_speedup"] = (speedup, unit or None)
         else:
             skipped += 1
     error = _disagree(path, line_no, "details-page", width, lengths, counted)

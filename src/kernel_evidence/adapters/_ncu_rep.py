@@ -76,18 +76,22 @@ def _instances(metric: Any) -> list[tuple[str, float]]:
 
 
 def _rule_results(action: Any, raw: dict[str, Any]) -> None:
-    """Rule results under the same keys as the details-page CSV: ``rule:<section>/<rule>``
-    (the message; its unit is the report's message type number, as stored)."""
+    """Rule results under the same keys as the details-page CSV: ``rule:<section>/<rule>``,
+    ``#N`` added for a rule's N-th result (the message; its unit is the report's message type
+    number, as stored)."""
     try:
         results = action.rule_results_as_dicts()
     except Exception:  # noqa: BLE001 - older modules lack it; rules are optional
         return
+    seen: dict[str, int] = {}
     for rr in results or ():
         msg = rr.get("rule_message") or {}
         text = msg.get("message") if isinstance(msg, dict) else None
         if text:
             key = f"rule:{rr.get('section_identifier')}/{rr.get('rule_identifier')}"
-            raw[key] = (str(text), f"msg_type {msg.get('type')}")
+            # one rule may give several results (as on the details page: the N-th is `#N`)
+            nth = seen[key] = seen.get(key, 0) + 1
+            raw[key if nth == 1 else f"{key}#{nth}"] = (str(text), f"msg_type {msg.get('type')}")
 
 
 def _num(raw: dict[str, Any], key: str) -> float | None:

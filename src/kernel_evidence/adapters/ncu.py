@@ -168,19 +168,26 @@ def _scaled(
     src: _Source,
     units: dict[str, tuple[str, float]],
     needed: list[bool],
-    warnings: set[str] | None,
+    pending: dict[str, Any] | None,
 ) -> list[float | None]:
-    """One source column in ``target`` (None where the launch has no number for it)."""
+    """One source column in ``target`` (None where the launch has no number for it).
 
-    def warn(why: str, spelled: str | None) -> None:
-        if warnings is not None:
-            warnings.add(why.format(spelled=spelled or "", metric=metric, target=target))
+    A unit that does not convert adds its warning to ``pending``, with the launches that
+    needed the value (see :func:`canonical_columns`)."""
+
+    def warn(why: str, spelled: str | None, launches: list[int]) -> None:
+        if pending is not None:
+            text = why.format(spelled=spelled or "", metric=metric, target=target)
+            pending.setdefault(text, []).extend(launches)
 
     if not isinstance(unit, list):  # the whole column shares one unit: one ratio
         r = _ratio(unit, target, src, units)
         if isinstance(r, str):
-            if any(n and isinstance(v, float) for n, v in zip(needed, values, strict=True)):
-                warn(r, unit)
+            hit = [
+                i for i, (n, v) in enumerate(zip(needed, values, strict=True)) if n and isinstance(v, float)
+            ]
+            if hit:
+                warn(r, unit, hit)
             return [None] * len(values)
         factor, ratio = r
         if factor == 1.0:
@@ -188,7 +195,7 @@ def _scaled(
         return [(v * factor) * ratio if type(v) is float else None for v in values]
     out: list[float | None] = []
     known: dict[str | None, tuple[float, float] | str] = {}
-    for v, u, n in zip(values, unit, needed, strict=True):
+    for i, (v, u, n) in enumerate(zip(values, unit, needed, strict=True)):
         if type(v) is not float:
             out.append(None)
             continue
@@ -198,7 +205,7 @@ def _scaled(
             r = known[u] = _ratio(u, target, src, units)
         if isinstance(r, str):
             if n:
-                warn(r, u)
+                warn(r, u, [i])
             out.append(None)
         else:
             out.append((v * r[0]) * r[1])
@@ -212,7 +219,7 @@ def _source_column(
     col_units: Mapping[str, Any],
     units: dict[str, tuple[str, float]],
     needed: list[bool],
-    warnings: set[str] | None,
+    pending: dict[str, Any] | None,
 ) -> list[float | None] | None:
     """The canonical metric from one mapping-table source, per launch; None when a source
     metric is absent from the report."""
@@ -235,7 +242,7 @@ def _source_column(
     target = "count" if src.combine == "product" else canon.unit
     scaled = []
     for m, c in zip(src.metrics, cols, strict=True):
-        scaled.append(_scaled(m, c, col_units.get(m), target, src, units, needed, warnings))  # type: ignore[arg-type]
+        scaled.append(_scaled(m, c, col_units.get(m), target, src, units, needed, pending))  # type: ignore[arg-type]
     if src.combine is None:
         return scaled[0]
     if src.combine == "sum":
@@ -275,7 +282,8 @@ def canonical_columns(
 
     ``col_units`` gives each column's unit as ncu spelled it: one string (or None) for the
     column, or a list with one per launch. Per launch, the first source of the mapping table
-    that yields a value wins.
+    that yields a value wins. A source in a unit that does not convert adds a warning to
+    ``warnings`` when a launch that needed its value has none in the end.
 
     ``arrays``: the raw columns as the reader kept them (see :data:`._ncu_common.Column`).
     A canonical metric whose sources are all float64 Arrow columns with one unit each is
@@ -294,8 +302,9 @@ def canonical_columns(
         result: list[float | None] = [None] * n
         needed = [True] * n
         nonneg = dimension_of(canon.unit) != "ratio"
+        pending: dict[str, list[int]] | None = {} if warnings is not None else None
         for src in canon.sources:
-            found = _source_column(src, canon, columns, col_units, table.units, needed, warnings)
+            found = _source_column(src, canon, columns, col_units, table.units, needed, pending)
             if found is None:
                 continue
             for i, v in enumerate(found):
@@ -305,6 +314,8 @@ def canonical_columns(
                 needed[i] = False
             if True not in needed:
                 break
+        if warnings is not None and pending:
+            warnings.update(text for text, at in pending.items() if any(result[i] is None for i in at))
         if result.count(None) != n:
             out[canon.name] = (result, canon.unit)
     return out
@@ -350,11 +361,12 @@ def _canonical_array(
     result = pa.nulls(n, pa.float64())
     needed = None  # all True
     nonneg = dimension_of(canon.unit) != "ratio"
+    pending: dict[str, Any] | None = {} if warnings is not None else None
     for src in canon.sources:
         cols = [_float_array(arrays.get(m)) for m in src.metrics]
         if any(c is None for c in cols):
             continue
-        values = _source_array(src, canon, cols, col_units, units, needed, warnings)
+        values = _source_array(src, canon, cols, col_units, units, needed, pending)
         ok = pc.is_finite(values)  # null where the value is null
         if nonneg:
             ok = pc.and_(ok, pc.invert(pc.less(values, 0.0)))
@@ -365,6 +377,9 @@ def _canonical_array(
         needed = pc.is_null(result)
         if not pc.any(needed).as_py():
             break
+    missing = pc.is_null(result)
+    if warnings is not None and pending:
+        warnings.update(text for text, at in pending.items() if pc.any(pc.and_(at, missing)).as_py())
     return None if result.null_count == n else result
 
 
@@ -375,9 +390,10 @@ def _source_array(
     col_units: Mapping[str, Any],
     units: dict[str, tuple[str, float]],
     needed: Any,
-    warnings: set[str] | None,
+    pending: dict[str, Any] | None,
 ) -> Any:
-    """:func:`_source_column` on float64 Arrow arrays, each with one unit."""
+    """:func:`_source_column` on float64 Arrow arrays, each with one unit (``pending``: a
+    warning -> the mask of launches it concerns)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -395,10 +411,11 @@ def _source_array(
         unit = col_units.get(m)
         r = _ratio(unit, target, src, units)
         if isinstance(r, str):
-            if warnings is not None:
+            if pending is not None:
                 present = pc.is_valid(col) if needed is None else pc.and_(needed, pc.is_valid(col))
                 if pc.any(present).as_py():
-                    warnings.add(r.format(spelled=unit or "", metric=m, target=target))
+                    text = r.format(spelled=unit or "", metric=m, target=target)
+                    pending[text] = pc.or_(pending[text], present) if text in pending else present
             scaled.append(pa.nulls(n, pa.float64()))
             continue
         factor, ratio = r
