@@ -143,6 +143,16 @@ _SUPPORTED = (
 )
 
 
+def _summary_table(v: dict[str, Any]) -> bool:
+    """One of the summary tables of vLLM's (and vllm-ascend's) performance benchmarks: the
+    ``{"latency": {...}, "throughput": {...}, "serving": {...}}`` pandas tables, or one row
+    of the same table written as a list of rows keyed by display names (``Test name``,
+    ``Tput (req/s)``, ``TTFT (ms)``)."""
+    if v and set(v) <= {"latency", "throughput", "serving"} and all(isinstance(x, dict) for x in v.values()):
+        return True
+    return "Test name" in v and any(re.fullmatch(r".+ \([^()]+\)", k) for k in v)
+
+
 def classify(rec: RunRecord) -> str:
     """The output kind of ``rec``: serve, sglang, latency, throughput, inferencex, aiperf,
     sweep_failure; raises :class:`AdapterError` naming what the file is when unsupported."""
@@ -182,12 +192,24 @@ def classify(rec: RunRecord) -> str:
             "beside its result (`*.pytorch.json`), not the result itself; ingest the file of the "
             "same name without `.pytorch`"
         )
-    if v and set(v) <= {"latency", "throughput", "serving"} and all(isinstance(x, dict) for x in v.values()):
+    if _summary_table(v):
         raise AdapterError(
             f"{rec.where()}: the summary tables of vLLM's performance benchmarks "
             "(convert-results-json-to-markdown.py: columns such as `Tput (req/s)`, one row per "
             "test), not a result; ingest the per-test result files those tables were made from "
             "(serving_*.json, latency_*.json, throughput_*.json in the benchmark's results folder)"
+        )
+    if isinstance(v.get("timeslices"), list):
+        raise AdapterError(
+            f"{rec.where()}: an AIPerf timeslices export (profile_export_aiperf_timeslices.json: "
+            "the metrics of each time window), not a profile export; expected "
+            "profile_export_aiperf.json (the whole run) from the same folder"
+        )
+    if "per_combination_metrics" in v:
+        raise AdapterError(
+            f"{rec.where()}: an AIPerf sweep aggregate (profile_export_aiperf_sweep.json: "
+            "statistics across the sweep's runs), not a profile export; ingest each run's "
+            "profile_export_aiperf.json (one folder per swept value)"
         )
     if {"input_config", "cli_command"} & keys and "schema_version" in v:
         raise AdapterError(
@@ -231,10 +253,20 @@ def _type_name(x: Any) -> str:
 class _Reader:
     """Typed access to one record's values through the mapping table."""
 
-    def __init__(self, rec: RunRecord, m: Mapping, ctx: BuildContext | None = None) -> None:
+    def __init__(
+        self,
+        rec: RunRecord,
+        m: Mapping,
+        ctx: BuildContext | None = None,
+        view: dict[str, Any] | None = None,
+    ) -> None:
         self.rec = rec
         self.m = m
         self.ctx = ctx
+        #: what the lookups read: the record's values, or a view of them that fills in what
+        #: the file keeps elsewhere (SGLang behind a prefill/decode router); ``rec.values``
+        #: itself (the raw extension) is never changed
+        self.view = rec.values if view is None else view
         self.used: set[str] = set()
         #: source key -> the unit the file itself states for it (AIPerf metric objects)
         self.declared: dict[str, str] = {}
@@ -243,10 +275,10 @@ class _Reader:
         """(source key, value, source unit) of the first present, non-null source of ``path``."""
         sources = [s for s in self.m.fields.get(path, ()) if s.key not in skip]
         for src in sources:  # every spelling present is consumed (the raw extension keeps them all)
-            if _lookup(self.rec.values, src.key)[0]:
+            if _lookup(self.view, src.key)[0]:
                 self.used.add(src.key.split(".", 1)[0])
         for src in sources:
-            found, value = _lookup(self.rec.values, src.key)
+            found, value = _lookup(self.view, src.key)
             if not found or value is None:
                 continue
             unit = src.unit
@@ -538,6 +570,57 @@ def _ms_list(values: Any, factor: float = 1000.0) -> list[float]:
 
 
 # ---------------------------------------------------------------------------------------
+# SGLang behind a prefill/decode router
+# ---------------------------------------------------------------------------------------
+#: where SGLang's router puts each server's ``get_server_info`` when bench_serving runs
+#: against a prefill/decode (PD) deployment: ``server_info`` then has no ``model_path`` of its
+#: own, only lists of per-server dicts under these keys
+_PD_ROLES = ("prefill", "decode", "internal_states")
+#: the server facts read from ``server_info`` (see ``vllm.toml``), taken from those servers
+_PD_KEYS = ("model_path", "version", "tp_size", "pp_size")
+
+
+def _sglang_server_view(ctx: BuildContext, rec: RunRecord) -> dict[str, Any] | None:
+    """The record's values with ``server_info`` completed from the servers behind a PD
+    router (model, version, TP/PP sizes), or ``None`` when there is nothing to complete.
+    A fact the servers disagree on (prefill and decode on different SGLang versions, or
+    different TP sizes) is left out with a warning naming each server's value."""
+    info = rec.values.get("server_info")
+    if not isinstance(info, dict) or "model_path" in info:
+        return None
+    servers = [
+        (role, server)
+        for role in _PD_ROLES
+        if isinstance(info.get(role), list)
+        for server in info[role]
+        if isinstance(server, dict)
+    ]
+    if not servers:
+        return None
+    merged = dict(info)
+    for key in _PD_KEYS:
+        if key in info:
+            continue
+        found: dict[Any, list[str]] = {}
+        for role, server in servers:
+            value = server.get(key)
+            if value is None or isinstance(value, (bool, dict, list)):
+                continue
+            roles = found.setdefault(value, [])
+            if role not in roles:
+                roles.append(role)
+        if len(found) == 1:
+            merged[key] = next(iter(found))
+        elif found:
+            shown = ", ".join(f"{value!r} ({'/'.join(roles)})" for value, roles in found.items())
+            ctx.warn(
+                f"{rec.where('server_info')}: the servers behind the prefill/decode router "
+                f"report different `{key}` values ({shown}); left out"
+            )
+    return {**rec.values, "server_info": merged}
+
+
+# ---------------------------------------------------------------------------------------
 # hardware, engine
 # ---------------------------------------------------------------------------------------
 _COUNT_PREFIX = re.compile(r"^\s*(\d+)\s*[xX×*]\s*(.+?)\s*$")
@@ -593,7 +676,12 @@ def _hardware(ctx: BuildContext, r: _Reader, missing: list[str]) -> Hardware | N
         ) from None
 
 
-_IMAGE_TAG = re.compile(r":v?(\d+(?:\.\d+)+[\w.+-]*)$")
+#: the engine version in a container image tag: the release (``v0.22.0``, ``v0.10.1rc1``,
+#: ``v0.5.12.post1``); a build suffix after it (``-rocm720-mi35x-20260529``, ``-cu129``)
+#: names the image, not the engine, and stays out (the image is kept in the raw extension)
+_IMAGE_TAG = re.compile(
+    r":v?(\d+(?:\.\d+)+(?:(?:a|b|rc)\d+)?(?:\.?post\d+)?(?:\.?dev\d+)?(?:\+[\w.]+)?)(?:[-_][\w.+-]*)?$"
+)
 
 
 def _engine(ctx: BuildContext, r: _Reader, fmt: str, missing: list[str]) -> Software | None:
@@ -613,6 +701,8 @@ def _engine(ctx: BuildContext, r: _Reader, fmt: str, missing: list[str]) -> Soft
             version = str(value).lstrip("v") if isinstance(value, str) else str(value)
         if name is None and key in ("vllm_version", "sglang_version", "server_info.version"):
             name = "sglang" if key != "vllm_version" else "vllm"
+    if name is None and r.view is not r.rec.values:
+        name = "sglang"  # server_info listing the SGLang servers behind a PD router
     if name is None:
         missing.append("engine")
         return None
@@ -836,7 +926,8 @@ def build_packet(rec: RunRecord, fmt: str, ctx: BuildContext) -> EvidencePacket:
 
 def _build(rec: RunRecord, fmt: str, ctx: BuildContext) -> EvidencePacket:
     m = mapping(fmt)
-    r = _Reader(rec, m, ctx)
+    view = _sglang_server_view(ctx, rec) if fmt in ("sglang", "sglang_offline") else None
+    r = _Reader(rec, m, ctx, view)
     missing: list[str] = []
     extra_used: set[str] = set()
     raw_extra: dict[str, Any] = {}
