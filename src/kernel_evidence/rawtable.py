@@ -126,10 +126,12 @@ def _write(
     directory: str | os.PathLike[str],
     stem: str,
     relative_to: str | os.PathLike[str] | None,
+    threads: bool = True,
 ) -> tuple[Artifact, bool]:
     """:func:`write_raw_table`, and whether it made the file: False when a file of the same
     name and the same bytes was there already (it is left as it is, and is not this call's
-    to remove)."""
+    to remove). ``threads``: compress in Arrow's threads; False: in the calling thread only
+    (see :meth:`~kernel_evidence.adapters.AdapterOptions.raw_table`)."""
     pa = _pyarrow()
     # the stem names a file in `directory`, never a path: no separator, no leading dot
     stem = _UNSAFE_STEM.sub("_", stem).strip("._") or "raw"
@@ -160,10 +162,10 @@ def _write(
     try:
         os.close(fd)
         os.chmod(tmp, 0o666 & ~_UMASK)  # as any file the user writes (mkstemp makes it 0600)
-        # Arrow writes (and compresses, in its threads) straight into the file: no copy of
+        # Arrow writes (and compresses, in its threads if asked) straight into the file: no copy of
         # it in memory, and the GIL is taken back once, not per buffer. The digest is of
         # the bytes written, read back through a mapping of the file (page cache, no copy).
-        options = pa.ipc.IpcWriteOptions(compression=_COMPRESSION)
+        options = pa.ipc.IpcWriteOptions(compression=_COMPRESSION, use_threads=threads)
         with pa.OSFile(tmp, "wb") as sink, pa.ipc.new_file(sink, schema, options=options) as writer:
             writer.write_table(table)
         size, digest = _file_digest(tmp)

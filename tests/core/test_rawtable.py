@@ -92,6 +92,16 @@ def test_same_content_same_name_and_no_temp_files_left(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([a.name, c.name])
 
 
+def test_the_same_bytes_whether_compressed_in_threads_or_not(tmp_path: Path) -> None:
+    # the packet id covers the file's sha256: how it was compressed must not change it
+    from kernel_evidence.rawtable import _write
+
+    big = {f"m{j}": [float(i * j % 97) for i in range(5000)] for j in range(40)}
+    threaded, _ = _write(big, None, 5000, tmp_path / "a", "r", None, threads=True)
+    single, _ = _write(big, None, 5000, tmp_path / "b", "r", None, threads=False)
+    assert threaded.sha256 == single.sha256 and threaded.name == single.name
+
+
 def test_a_changed_value_changes_the_packet_id(tmp_path: Path) -> None:
     def packet(ref: ke.models.Artifact) -> ke.EvidencePacket:
         base = ke.strategies.example_packet().to_dict()
