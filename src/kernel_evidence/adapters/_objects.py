@@ -105,14 +105,8 @@ class Records:
         self.records: list[KernelRecord] = []
         self._plain: list[dict[str, Any]] = []
         self._template = _RECORD_TEMPLATE
-        self._parts: list[tuple[bytes, list[bytes]]] = []
-        if encode:
-            enc = _json_encoder
-            for name, col, unit in sorted(arrays, key=lambda m: m[0]):
-                head = enc.encode(name) + b':{"unit":' + enc.encode(unit) + b',"value":'
-                # the numbers as msgspec writes them in a packet; none holds a comma
-                texts = enc.encode(floats(col))[1:-1].split(b",") if len(col) else []
-                self._parts.append((head, texts))
+        #: each record's ``metrics`` object as canonical JSON (with ``encode``)
+        self._json: list[Any] = _metrics_json(arrays, n) if encode else []
 
     def add(self, fields: dict[str, Any], i: int) -> None:
         """Record ``i``: ``fields`` (its identity, each value of the model's exact type and
@@ -122,8 +116,7 @@ class Records:
         if metrics:
             fields["metrics"] = metrics
             if self.encode:
-                parts = [head + texts[i] + b"}" for head, texts in self._parts if texts[i] != b"null"]
-                data["metrics"] = msgspec.Raw(b"{" + b",".join(parts) + b"}")
+                data["metrics"] = msgspec.Raw(self._json[i])
         rec = new(KernelRecord)  # built(), inlined: once per record
         setattr_(rec, "__dict__", {**self._template, **fields})
         set_fields(rec, set(fields))
@@ -150,6 +143,29 @@ class Records:
 
 
 _json_encoder = msgspec.json.Encoder()
+
+
+def _metrics_json(arrays: Sequence[tuple[str, pa.Array, str]], n: int) -> list[bytes]:
+    """Per record, its ``metrics`` object as canonical JSON bytes (keys in code point order,
+    a metric left out where its value is null): each column's numbers written once by
+    msgspec, as it writes them in a packet, and joined across the columns by Arrow's kernels.
+    (Each member ends with a comma, the last one cut off: pyarrow 26's join with
+    ``null_handling="skip"`` drops the rows where every input is null.)"""
+    enc = _json_encoder
+    members = []
+    for name, col, unit in sorted(arrays, key=lambda m: m[0]):
+        if not len(col):
+            continue
+        head = enc.encode(name) + b':{"unit":' + enc.encode(unit) + b',"value":'
+        # the numbers as msgspec writes them; none holds a comma (nulls are written `null`)
+        texts = pa.array(enc.encode(floats(col))[1:-1].split(b","), pa.binary())
+        if col.null_count:
+            texts = pc.if_else(pc.is_valid(col), texts, pa.scalar(None, pa.binary()))
+        members.append(pc.fill_null(pc.binary_join_element_wise(head, texts, b"},", b""), b""))
+    if not members:
+        return [b"{}"] * n
+    joined = pc.binary_slice(pc.binary_join_element_wise(*members, b""), 0, -1)
+    return pc.binary_join_element_wise(b"{", joined, b"}", b"").to_pylist()  # type: ignore[no-any-return]
 
 
 def _float64(col: Any) -> pa.Array:
