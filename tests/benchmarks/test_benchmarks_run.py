@@ -16,7 +16,7 @@ CORPUS = ROOT.parent / "shared" / "corpus" / "xprof"
 
 RUNS = {
     "bench_validate.py": ["--packets", "300", "--jsonschema-packets", "10", "--no-memory"],
-    "bench_ncu.py": ["--launches", "50", "--metrics", "20", "--repeat", "1"],
+    "bench_ncu.py": ["--launches", "50", "--metrics", "20", "--repeat", "1", "--shape", "both"],
     "bench_rocprof.py": ["--dispatches", "50", "--channels", "2", "--repeat", "1"],
     "bench_vllm.py": ["--requests", "200", "--repeat", "1"],
     "bench_recorder.py": ["--packets", "20"],
