@@ -149,8 +149,9 @@ def _metrics_json(arrays: Sequence[tuple[str, pa.Array, str]], n: int) -> list[b
     """Per record, its ``metrics`` object as canonical JSON bytes (keys in code point order,
     a metric left out where its value is null): each column's numbers written once by
     msgspec, as it writes them in a packet, and joined across the columns by Arrow's kernels.
-    (Each member ends with a comma, the last one cut off: pyarrow 26's join with
-    ``null_handling="skip"`` drops the rows where every input is null.)"""
+    (Each member ends with a comma, the last one cut off: pyarrow's join with
+    ``null_handling="skip"`` drops the rows where every input is null, seen with pyarrow 26
+    and reported downstream as narwhals-dev/narwhals#3965.)"""
     enc = _json_encoder
     members = []
     for name, col, unit in sorted(arrays, key=lambda m: m[0]):
