@@ -246,3 +246,92 @@ def test_aiperf_side_files_in_a_folder_are_skipped_with_a_warning(tmp_path: Path
     res = ADAPTER.read([str(tmp_path)], AdapterOptions(created_at=T0))
     assert len(res.packets) == 1
     assert any("skipped" in w and "AIPerf timeslices export" in w for w in res.warnings)
+
+
+# ------------------------------------------- 0.0 placeholders of a metric with no sample at all
+def test_latency_whose_every_statistic_is_zero_is_left_out_without_arrays(tmp_path: Path) -> None:
+    """SGLang (and vLLM) write ``np.mean(itls or 0)`` etc.: a run whose responses each arrived
+    in one chunk has no inter-token gap and its ITL statistics are all 0.0 placeholders, which
+    must not become a measured ITL of 0 ms even when the file keeps no per-request arrays."""
+    rec = {
+        "backend": "sglang",
+        "dataset_name": "random",
+        "request_rate": "inf",
+        "max_concurrency": 1,
+        "server_info": {"model_path": "org/tiny-model", "tp_size": 2, "version": "9.1.0"},
+        "duration": 10.0,
+        "completed": 5,
+        "total_input_tokens": 50,
+        "total_output_tokens": 40,
+        "request_throughput": 0.5,
+        "output_throughput": 4.0,
+        "mean_e2e_latency_ms": 300.0,
+        "median_e2e_latency_ms": 290.0,
+        "mean_ttft_ms": 280.0,
+        "median_ttft_ms": 275.0,
+        "mean_tpot_ms": 2.5,
+        "median_tpot_ms": 2.4,
+        "mean_itl_ms": 0.0,
+        "median_itl_ms": 0.0,
+        "std_itl_ms": 0.0,
+        "p95_itl_ms": 0.0,
+        "p99_itl_ms": 0.0,
+    }
+    path = tmp_path / "r.jsonl"
+    path.write_text(json.dumps(rec) + "\n")
+    p, warnings = one(path)
+    assert p.timing is not None and p.timing.serving is not None
+    serving = p.timing.serving
+    assert serving.itl is None
+    assert serving.ttft is not None and serving.ttft.mean == 280.0
+    assert serving.tpot is not None and serving.tpot.mean == 2.5
+    assert any("`itl`: every statistic in the file is 0.0" in w for w in warnings)
+    assert p.extensions is not None and p.extensions["vllm:raw"]["values"]["p99_itl_ms"] == 0.0
+
+
+# ------------------------------------------ failures of a result that has no `failed` key
+def _old_serve_record(num_prompts: int, completed: int, **extra: Any) -> dict[str, Any]:
+    """benchmark_serving.py before it wrote `failed` (and without --save-detailed arrays)."""
+    return {
+        "date": "20990101-000000",
+        "backend": "vllm",
+        "model_id": "org/tiny-model",
+        "num_prompts": num_prompts,
+        "request_rate": "inf",
+        "duration": 4.0,
+        "completed": completed,
+        "total_input_tokens": completed * 10,
+        "total_output_tokens": completed * 5,
+        "request_throughput": completed / 4.0,
+        "output_throughput": completed * 5 / 4.0,
+        "mean_ttft_ms": 20.0,
+        "median_ttft_ms": 19.0,
+        **extra,
+    }
+
+
+def test_requests_missing_from_completed_count_as_failed_when_the_file_has_no_failed_key(
+    tmp_path: Path,
+) -> None:
+    path = write_json(tmp_path, "r.json", _old_serve_record(10, 6))
+    p, warnings = one(path)
+    assert p.status.value == "passed"
+    assert p.timing is not None and p.timing.serving is not None
+    assert (p.timing.serving.completed, p.timing.serving.failed) == (6, 4)
+    assert p.extensions is not None and "failed" in p.extensions["vllm:raw"]["derived"]
+    assert any("4 of 10 requests failed" in w and "`num_prompts` 10 - `completed` 6" in w for w in warnings)
+
+
+@pytest.mark.parametrize(
+    ("num_prompts", "completed", "extra", "failed"),
+    [(10, 10, {}, None), (10, 6, {"failed": 1}, 1)],
+)
+def test_failed_is_not_derived_when_every_request_completed_or_the_file_counts_failures(
+    tmp_path: Path, num_prompts: int, completed: int, extra: dict[str, Any], failed: int | None
+) -> None:
+    path = write_json(tmp_path, "r.json", _old_serve_record(num_prompts, completed, **extra))
+    p, warnings = one(path)
+    assert p.timing is not None and p.timing.serving is not None
+    assert p.timing.serving.failed == failed
+    assert "failed" not in ((p.extensions or {})["vllm:raw"].get("derived") or [])
+    assert not any("keeps no `failed` count" in w for w in warnings)

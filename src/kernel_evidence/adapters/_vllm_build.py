@@ -497,6 +497,20 @@ def _pkey(q: float) -> str:
     return f"p{int(q)}" if float(q).is_integer() else f"p{q}"
 
 
+#: why a latency can have no sample in a run that completed requests
+_ZERO_REASONS = {
+    "ttft": "no first-token time, e.g. a backend that does not stream",
+    "tpot": "no successful request with output_len > 1",
+    "itl": "no inter-token gap, e.g. each response arriving in one chunk",
+    "e2el": "no successful request",
+}
+
+
+def _all_placeholders(metric: str, fs: _FileStats) -> bool:
+    """Is every statistic the file states for ``metric`` exactly 0.0 (a placeholder)?"""
+    return metric in _ZERO_REASONS and bool(fs.values) and all(v == 0.0 for v in fs.values.values())
+
+
 def _stats(
     ctx: BuildContext,
     rec: RunRecord,
@@ -528,6 +542,18 @@ def _stats(
                 f"{rec.where()}: `{fs.keys[stat]}` is {v!r} in the file but the per-request "
                 f"arrays hold no {metric} samples"
             )
+    if samples is None and fs is not None and check and _all_placeholders(metric, fs):
+        # no arrays to tell, but a latency whose every statistic is exactly 0.0 was not
+        # measured: vLLM and SGLang write `np.mean(x or 0)` etc. when the run gave the metric
+        # no sample (e.g. no inter-token gap when each response arrived in one chunk)
+        ctx.warn(
+            f"{rec.where()}: `{metric}`: every statistic in the file is 0.0 "
+            f"({', '.join(f'`{k}`' for k in fs.keys.values())}), the placeholder vLLM and "
+            f"SGLang write when the run gave the metric no sample ({_ZERO_REASONS[metric]}); "
+            "left out (kept in the `vllm:raw` extension)",
+            once=f"{rec.source}:zeros:{rec.location}:{metric}",
+        )
+        return None, None
     if samples is not None and len(samples):
         qs = sorted({_q(s) for s in (fs.values if fs else {}) if s.startswith("p")} or set(_DEFAULT_QS))
         summary = summarize(samples, qs, use_numpy=ctx.use_numpy)
@@ -1024,6 +1050,12 @@ def _build(rec: RunRecord, fmt: str, ctx: BuildContext) -> EvidencePacket:
         if failed is None and rec.arrays.get("errors") is not None:
             failed = samples.n_requests - samples.succeeded
             derived.append("failed")
+    unsent = None
+    if fmt == "serve" and failed is None and samples is None and completed is not None:
+        unsent = _unfinished_requests(task_fields.get("num_prompts"), completed)
+        if unsent:
+            failed = unsent
+            derived.append("failed")
     all_failed = completed == 0
     duration = r.number("timing.serving.duration", "s")
     total_in = r.integer("timing.serving.total_input_tokens")
@@ -1116,6 +1148,13 @@ def _build(rec: RunRecord, fmt: str, ctx: BuildContext) -> EvidencePacket:
         total_req = (completed or 0) + failed
         ctx.warn(
             f"{rec.where()}: {failed} of {total_req} requests failed"
+            + (
+                f" (the file keeps no `failed` count or error text: `num_prompts` {total_req} "
+                f"- `completed` {completed}, taken as timing.serving.failed unless the dataset "
+                "held fewer prompts)"
+                if unsent
+                else ""
+            )
             + (f"; first error: {first_error}" if first_error else "")
         )
 
@@ -1294,6 +1333,15 @@ def _ok_without_errors(rec: RunRecord, cols: dict[str, Any]) -> list[bool] | Non
         return None
     mask = [o > 0 for o in olens]
     return mask if sum(mask) == completed and completed < len(mask) else None
+
+
+def _unfinished_requests(num_prompts: Any, completed: int) -> int | None:
+    """Requests sent but not completed, for a ``vllm bench serve`` result that records neither
+    ``failed`` nor per-request ``errors`` (benchmark_serving.py before the `failed` key): the
+    benchmark sends ``num_prompts`` requests, so ``num_prompts - completed`` of them failed."""
+    if not isinstance(num_prompts, int) or isinstance(num_prompts, bool) or num_prompts <= completed:
+        return None
+    return num_prompts - completed
 
 
 def _short_where(rec: RunRecord) -> str:
