@@ -7,8 +7,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from kernel_evidence.adapters import AdapterOptions
 from kernel_evidence.adapters.ncu import ADAPTER
+from kernel_evidence.errors import InputError
 from kernel_evidence.models import EvidencePacket
 
 T0 = "2026-11-22T00:00:00Z"
@@ -143,3 +146,155 @@ def test_rep_rule_giving_several_results_keeps_each() -> None:
         "rule:WorkloadDistribution/WorkloadImbalance#2": ("L2 slices are uneven", "msg_type 2"),
         "rule:WorkloadDistribution/Other": ("fine", "msg_type 2"),
     }
+
+
+# ------------------------------------------ ncu 2025 progress lines: `"name" - 3 (4/10):` are counted
+
+
+def _text_launch(name: str, duration: str) -> list[str]:
+    # the 2025 text page layout: kernel line with Device/CC, Metric Name header between rulers
+    return [
+        f"  {name}(float *, int) (4, 1, 1)x(128, 1, 1), Context 1, Stream 7, Device 0, CC 7.5",
+        "    Section: GPU Speed Of Light Throughput",
+        "    ----------------------- ----------- ------------",
+        "    Metric Name             Metric Unit Metric Value",
+        "    ----------------------- ----------- ------------",
+        f"    Duration                         us {duration:>12}",
+        "    ----------------------- ----------- ------------",
+        "",
+    ]
+
+
+def test_text_page_2025_progress_lines_count_launches(tmp_path: Path) -> None:
+    # ncu 2025 announces each launch as `==PROF== Profiling "name" - N (i/n): 0%...`; a page
+    # that holds fewer launches than announced lost some (a file cut between two launches)
+    lines = [
+        "==PROF== Connected to process 4242 (/opt/demo/app)",
+        '==PROF== Profiling "scale_rows" - 0 (1/2): 0%....50%....100% - 9 passes',
+        '==PROF== Profiling "scale_rows" - 1 (2/2): 0%....50%....100% - 9 passes',
+        "==PROF== Disconnected from process 4242",
+        "[4242] app@127.0.0.1",
+        *_text_launch("void scale_rows", "3.50"),
+    ]
+    path = tmp_path / "text_2025_cut.log"
+    path.write_text("\n".join(lines) + "\n")
+    cap = one(path).profiler[0]
+    assert [k.metrics["duration"].value for k in cap.kernels or []] == [3500.0]  # type: ignore[index]
+    assert any("announces 2 profiled kernel launches" in w for w in cap.warnings or []), cap.warnings
+    # both launches present: no warning
+    lines += _text_launch("void scale_rows", "3.75")
+    path.write_text("\n".join(lines) + "\n")
+    cap = one(path).profiler[0]
+    assert len(cap.kernels or []) == 2
+    assert not any("announces" in w for w in cap.warnings or []), cap.warnings
+
+
+# ------------------------------------------------- a failed run: the first ==ERROR== is the cause
+
+
+def test_failed_run_error_quotes_the_first_error_line(tmp_path: Path) -> None:
+    # ncu prints the cause first and a generic hint after it; quoting only the last line
+    # would hide why nothing was profiled
+    path = tmp_path / "failed.csv"
+    path.write_text(
+        "==ERROR== Option '--section NoSuchSection' did not match any section.\n"
+        "==ERROR== Use --list-sections to see the list of available sections.\n"
+    )
+    with pytest.raises(InputError) as exc:
+        ADAPTER.read([str(path)], AdapterOptions(created_at=T0))
+    message = str(exc.value)
+    assert message.startswith(f"{path}:line 2: no Nsight Compute table found")
+    assert "last profiler error: ==ERROR== Use --list-sections" in message
+    assert "(the first of 2 ==ERROR== lines, line 1: ==ERROR== Option '--section NoSuchSection'" in message
+    assert "\n" not in message
+
+
+def test_prof_lines_only_names_the_report_ncu_wrote(tmp_path: Path) -> None:
+    path = tmp_path / "session.log"
+    path.write_text(
+        "==PROF== Connected to process 77 (/opt/demo/app)\n"
+        '==PROF== Profiling "k" - 0: 0%....50%....100% - 9 passes\n'
+        "done\n"
+        "==PROF== Disconnected from process 77\n"
+        "==PROF== Report: /data/run7.ncu-rep\n"
+    )
+    with pytest.raises(InputError) as exc:
+        ADAPTER.read([str(path)], AdapterOptions(created_at=T0))
+    assert str(exc.value).endswith(
+        "the file holds only profiler status lines (ncu wrote the results to /data/run7.ncu-rep: read that file)"
+    )
+
+
+# ------------------------------------ outputs that are no report: refused naming what they are
+
+_RULER2 = "-" * 30 + " " + "-" * 40
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "what"),
+    [
+        (  # ncu --query-metrics, 2023+: name, type, unit, description
+            "Device Demo GPU (GX100)\n"
+            f"{_RULER2}\n"
+            "Metric Name                    Metric Type     Metric Unit     Metric Description\n"
+            f"{_RULER2}\n"
+            "dram__bytes                    Counter         byte            bytes moved\n",
+            3,
+            "an ncu `--query-metrics` listing",
+        ),
+        (  # ncu --query-metrics, 2021-2022: name and description only
+            f"Device Demo GPU (GX100)\n{_RULER2}\n"
+            "Metric Name                    Metric Description\n"
+            f"{_RULER2}\ndram__bytes                    bytes moved\n",
+            3,
+            "an ncu `--query-metrics` listing",
+        ),
+        (  # a piece of a --query-metrics listing without its header
+            "gpu__time_duration.sum         Counter         ns              time spent\n"
+            "dram__bytes.sum                Counter         byte            bytes moved\n"
+            "lts__t_sector_hit_rate.pct     Ratio           %               hits per lookup\n",
+            3,
+            "an ncu `--query-metrics` listing",
+        ),
+        (  # ncu --list-sections
+            f"{_RULER2}\n"
+            "Identifier                     Display Name          Enabled Filename\n"
+            f"{_RULER2}\n"
+            "SpeedOfLight                   GPU Speed Of Light    yes     .../SpeedOfLight.section\n",
+            2,
+            "an ncu `--list-sections` listing",
+        ),
+        (  # nvprof --csv
+            "==31337== NVPROF is profiling process 31337, command: ./demo\n"
+            "==31337== Profiling application: ./demo\n"
+            "==31337== Profiling result:\n"
+            '"Device","Context","Stream","Kernel","Correlation_ID","achieved_occupancy"\n'
+            ',,,,,\n"Demo GPU (0)","1","7","k",1,0.5\n',
+            1,
+            "nvprof output",
+        ),
+        (  # nsys stats --format csv
+            "Time (%),Total Time (ns),Instances,Avg (ns),Med (ns),Min (ns),Max (ns),StdDev (ns),Name\n"
+            "60.0,1200,2,600.0,600.0,500,700,141.4,k1\n",
+            1,
+            "an Nsight Systems `nsys stats` table",
+        ),
+    ],
+    ids=[
+        "query-metrics",
+        "query-metrics-2021",
+        "query-metrics-rows",
+        "list-sections",
+        "nvprof",
+        "nsys-stats",
+    ],
+)
+def test_outputs_that_are_no_report_are_named(tmp_path: Path, text: str, line: int, what: str) -> None:
+    path = tmp_path / "out.txt"
+    path.write_text(text)
+    with pytest.raises(InputError) as exc:
+        ADAPTER.read([str(path)], AdapterOptions(created_at=T0))
+    message = str(exc.value)
+    assert message.startswith(f"{path}:line {line}: {what}"), message
+    assert "not an Nsight Compute report; expected ncu --csv output" in message
+    assert "\n" not in message

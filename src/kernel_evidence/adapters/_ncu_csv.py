@@ -62,7 +62,13 @@ def _err(path: str, line: int | None, msg: str) -> InputError:
 
 
 def _last_profiler_error(lines: Sequence[str]) -> tuple[int, str] | None:
+    """(line, text) of the last ``==ERROR==`` line (else the last ``==WARNING==`` line); when
+    there are several ``==ERROR==`` lines, the text also quotes the first: ncu prints the cause
+    first and generic lines after it (``==ERROR== Use --list-sections to see ...``,
+    ``==ERROR== An error occurred while trying to profile.``)."""
     last: tuple[int, str] | None = None
+    first_error: tuple[int, str] | None = None
+    errors = 0
     for i, line in enumerate(lines, 1):
         if (
             line.startswith(("==ERROR==", "==WARNING=="))
@@ -70,6 +76,12 @@ def _last_profiler_error(lines: Sequence[str]) -> tuple[int, str] | None:
             and (last is None or line.startswith("==ERROR==") or not last[1].startswith("==ERROR=="))
         ):
             last = (i, line.strip())
+            if line.startswith("==ERROR=="):
+                errors += 1
+                first_error = first_error or last
+    if last is not None and first_error is not None and errors > 1:
+        first = f"the first of {errors} ==ERROR== lines, line {first_error[0]}: {first_error[1]}"
+        return last[0], f"{last[1]} ({first})"
     return last
 
 
@@ -94,7 +106,9 @@ def read_text(path: str, data: bytes, *, arrow: bool = False) -> list[Report]:
 
 
 _PROFILING = b'==PROF== Profiling "'
-_PROFILING_ID = re.compile(rb'(.*)" - (\d+):')
+#: ``"name" - 3:`` (2019-2022) or ``"name" - 3 (4/10):`` (2025: the launch's place among
+#: those the run profiles)
+_PROFILING_ID = re.compile(rb'(.*)" - (\d+)(?: \(\d+/\d+\))?:')
 
 
 def _note_missing_launches(data: bytes, report: Report) -> None:
@@ -205,10 +219,21 @@ def _read_all(path: str, data: bytes, arrow: bool = False) -> list[Report]:
             other[0],
             f"{other[1]}: not supported (supported: the details, raw, text and summary pages); {_EXPORT_HINT}",
         )
+    listing = _not_a_report(lines)
+    if listing is not None:
+        raise _err(path, listing[0], f"{listing[1]}, not an Nsight Compute report; {_EXPECTED_REPORT}")
     if last is not None:
         raise _err(path, last[0], f"{expected}; last profiler error: {last[1]}")
     if any(_PROFILER_LINE.match(line) for line in lines):
-        raise _err(path, None, f"{expected}; the file holds only profiler status lines")
+        report = next(
+            (line[len(_REPORT_LINE) :].strip() for line in lines if line.startswith(_REPORT_LINE)), ""
+        )
+        raise _err(
+            path,
+            None,
+            f"{expected}; the file holds only profiler status lines"
+            + (f" (ncu wrote the results to {report}: read that file)" if report else ""),
+        )
     raise _err(path, 1 if lines else None, f"{expected}; this does not look like ncu output")
 
 
@@ -233,6 +258,40 @@ def _other_page(lines: Sequence[str]) -> tuple[int, str] | None:
             )
         if head in ("Launch Settings", "Session", "Device Attributes"):
             return i, "an ncu session page (`--page session`: settings and device attributes, no launches)"
+    return None
+
+
+_REPORT_LINE = "==PROF== Report: "
+_EXPECTED_REPORT = (
+    "expected ncu --csv output (`--page raw` or `--page details`), a text page or an .ncu-rep report"
+)
+#: ``--query-metrics`` rows with a type column (2023+): ``<metric>  Counter|Ratio|Throughput  ...``
+_METRIC_LISTING_ROW = re.compile(r"^[a-z0-9]+__\S+\s{2,}(?:Counter|Ratio|Throughput)\s")
+_NVPROF_LINE = re.compile(r"^==\d+== (?:NVPROF is profiling|Profiling application:|Profiling result:)")
+
+
+def _not_a_report(lines: Sequence[str]) -> tuple[int, str] | None:
+    """(line, what it is) when the output is not a profiling report: an ncu
+    ``--query-metrics`` or ``--list-sections`` listing, nvprof output, or an Nsight Systems
+    ``nsys stats`` table."""
+    listing_rows = 0
+    for i, line in enumerate(lines[:200], 1):
+        head = line.lstrip("\ufeff").strip()
+        if _NVPROF_LINE.match(head):
+            return i, "nvprof output (the legacy CUDA profiler)"
+        words = " ".join(head.split())
+        if words.startswith("Metric Name ") and words.endswith(" Metric Description"):
+            return i, "an ncu `--query-metrics` listing (metric names and descriptions, no launches)"
+        if words.startswith("Identifier Display Name ") and words.endswith(" Filename"):
+            return i, "an ncu `--list-sections` listing (section names, no launches)"
+        if _METRIC_LISTING_ROW.match(head):
+            listing_rows += 1
+            if listing_rows == 3:
+                return i, "an ncu `--query-metrics` listing (metric names and descriptions, no launches)"
+        if head.startswith(("Time (%),", '"Time (%)",')):
+            cells = {c.strip().strip('"') for c in head.split(",")}
+            if {"Total Time (ns)", "Instances", "Name"} <= cells:
+                return i, "an Nsight Systems `nsys stats` table (time per kernel or API call)"
     return None
 
 
