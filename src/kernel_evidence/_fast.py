@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import types
 import typing
+from contextvars import ContextVar
 from enum import Enum
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
@@ -32,6 +33,21 @@ __all__ = [
 ]
 
 _cache: dict[tuple[type[BaseModel], bool], type[msgspec.Struct]] = {}
+
+#: While set (by ``_ingest.ingest_json``, which encodes the packets as soon as the adapter
+#: returns them): ``id(kernels) -> (kernels, their canonical JSON)`` for the captures whose
+#: records an adapter encoded itself (``EvidencePacket._finished`` registers them), so the
+#: packet's JSON splices that JSON in instead of encoding 10^4..10^5 records again. The list
+#: is kept with its JSON: a capture whose ``kernels`` is another list is encoded as usual.
+ENCODED_KERNELS: ContextVar[dict[int, tuple[list[Any], bytes]] | None] = ContextVar(
+    "kernel_evidence_encoded_kernels", default=None
+)
+
+
+def kernels_json_wanted() -> bool:
+    """Whether an adapter should make its records' canonical JSON even without a packet id
+    to compute (see :data:`ENCODED_KERNELS`)."""
+    return ENCODED_KERNELS.get() is not None
 
 
 def _meta_kwargs(items: typing.Iterable[Any], patterns: bool = True) -> dict[str, Any]:

@@ -1122,7 +1122,10 @@ def _packet(
             side.set_result(_write_side(*args))
     hardware = _hardware(report, raw, hoisted, warnings)
     value_warnings: list[str] = []
-    records, kernels_json = _records(report, raw, metric_warnings, value_warnings, encode=with_id)
+    from .._fast import kernels_json_wanted
+
+    encode = with_id or kernels_json_wanted()  # the caller writes the packet at once
+    records, kernels_json = _records(report, raw, metric_warnings, value_warnings, encode=encode)
     warnings.extend(value_warnings)
     warnings.extend(sorted(metric_warnings))
     summary = None

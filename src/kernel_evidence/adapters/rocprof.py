@@ -757,7 +757,10 @@ def _dispatch_packet(
             side = pool.submit(options.raw_table, columns, None, d.n, stem)
         derived, derive_warnings = _derive(d, sysinfo)
         with_id = bool(options.extra.get("packet_ids", True))
-        records, kernels_json = _kernel_records(d, derived, encode=with_id)
+        from .._fast import kernels_json_wanted
+
+        encode = with_id or kernels_json_wanted()  # the caller writes the packet at once
+        records, kernels_json = _kernel_records(d, derived, encode=encode)
         if side is None and d.n:
             raw_columns = {name: _raw_column(col) for name, col in d.raw.items()}
             if raw_columns:

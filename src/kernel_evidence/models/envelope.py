@@ -208,16 +208,35 @@ class EvidencePacket(Model):
             from .._fast import canonical_struct_bytes
 
             update["packet_id"] = "sha256:" + hashlib.sha256(canonical_struct_bytes(struct)).hexdigest()
-        return self.model_copy(update=update)
+        out = self.model_copy(update=update)
+        if kernels_json is not None and cap.kernels:
+            from .._fast import ENCODED_KERNELS
 
-    def _with_id_json(self) -> tuple[EvidencePacket, bytes]:
+            registry = ENCODED_KERNELS.get()
+            if registry is not None:
+                kernels = out.profiler[index].kernels  # type: ignore[index]
+                registry[id(kernels)] = (kernels, kernels_json)  # type: ignore[assignment]
+        return out
+
+    def _with_id_json(self, kernels: dict[int, bytes] | None = None) -> tuple[EvidencePacket, bytes]:
         """``(self.with_id(), self.with_id().to_json())`` from one canonical struct: for
-        writers of big packets (10^7 raw cells), which would otherwise build it twice."""
+        writers of big packets (10^7 raw cells), which would otherwise build it twice.
+
+        ``kernels``: capture index -> the canonical JSON of that capture's ``kernels``, as
+        for :meth:`_finished` (spliced in, not encoded again; it must be exactly theirs)."""
         import msgspec
 
         from .._fast import canonical_struct_bytes, encode_struct
 
-        st = self._struct()
+        if kernels:
+            light = list(self.profiler or [])
+            for i in kernels:
+                light[i] = light[i].model_copy(update={"kernels": None})
+            st = self.model_copy(update={"profiler": light})._struct()
+            for i, data in kernels.items():
+                st.profiler[i].kernels = msgspec.Raw(data)
+        else:
+            st = self._struct()
         pid = "sha256:" + hashlib.sha256(canonical_struct_bytes(st)).hexdigest()
         st = msgspec.structs.replace(st, packet_id=pid)
         return self.model_copy(update={"packet_id": pid}), encode_struct(st)
