@@ -14,27 +14,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_vllm import T0, one
 
 from kernel_evidence.adapters import AdapterOptions
 from kernel_evidence.adapters.vllm import ADAPTER
 from kernel_evidence.errors import AdapterError
-from kernel_evidence.models import EvidencePacket
-
-T0 = "2026-11-22T00:00:00Z"
-
-
-def read(path: Path, **extra: Any) -> tuple[list[EvidencePacket], list[str]]:
-    res = ADAPTER.read([str(path)], AdapterOptions(created_at=T0, extra=extra))
-    for p in res.packets:
-        again = EvidencePacket.model_validate(json.loads(p.to_json()))
-        assert again.packet_id == p.packet_id
-    return res.packets, res.warnings
-
-
-def one(path: Path, **extra: Any) -> tuple[EvidencePacket, list[str]]:
-    packets, warnings = read(path, **extra)
-    assert len(packets) == 1
-    return packets[0], warnings
 
 
 def error_of(path: Path) -> str:
