@@ -28,8 +28,10 @@ from ._rocprof_io import Loaded, clean_csv, load, shown
 
 __all__ = [
     "Dispatches",
+    "id_offset",
     "merge_level_pass",
     "normalise_kernel_name",
+    "read_dispatch_passes",
     "read_dispatches",
     "read_table",
 ]
@@ -356,6 +358,41 @@ def read_dispatches(path: Path, *, label: str | None = None, cap: int = DEFAULT_
     return d
 
 
+def read_dispatch_passes(
+    paths: list[Path], *, label: str, cap: int = DEFAULT_MAX_BYTES
+) -> tuple[Dispatches, list[str]]:
+    """The per-pass long CSVs rocprof-compute >= 3.5 writes instead of ``pmc_perf.csv``
+    (``results_pmc_perf_N.csv``, one per counter pass, each in the rocpd long layout), joined
+    as analyze joins them: their rows concatenated into one long table. Files that are not in
+    the long layout are left out, with a warning each; ``loaded`` is the first file read."""
+    tables: list[pa.Table] = []
+    warnings: list[str] = []
+    first: Loaded | None = None
+    found: list[str] = []
+    for path in paths:
+        table, loaded = read_loaded_table(path, cap)
+        resolved = _resolve(table.column_names)
+        if not ("Counter_Name" in resolved and "Counter_Value" in resolved and "Dispatch_ID" in resolved):
+            warnings.append(
+                f"{path.name}: not read as a counter pass (expected the long layout with "
+                "Dispatch_ID, Counter_Name and Counter_Value columns)"
+            )
+            continue
+        tables.append(table)
+        found.extend(loaded.warnings)
+        first = first or loaded
+    if not tables:
+        names = ", ".join(p.name for p in paths)
+        raise InputError(label, None, f"expected counter passes in the long layout, none among {names}")
+    table = pa.concat_tables(tables, promote_options="permissive")
+    d = _from_long(table, _resolve(table.column_names), label)
+    d.loaded = first
+    found.extend(d.input_warnings)
+    d.input_warnings = found
+    d.warnings[:0] = found
+    return d, warnings
+
+
 def _repeated_ids(col: pa.Array | None, source: str, name: str) -> str | None:
     """A warning when ``Dispatch_ID`` values repeat (a duplicated row would count twice)."""
     if col is None or col.null_count == len(col):
@@ -529,6 +566,44 @@ def _to_float(v: object) -> float | None:
     return x if math.isfinite(x) else None
 
 
+def _whole_ids(values: list[object]) -> list[int] | None:
+    """The values as ints when every one is a whole number (ids are read as floats), else None."""
+    out: list[int] = []
+    for v in values:
+        if not isinstance(v, (int, float)) or not float(v).is_integer():
+            return None
+        out.append(int(v))
+    return out
+
+
+def id_offset(d: Dispatches, other: Dispatches) -> int:
+    """How far ``d``'s ``Dispatch_ID`` numbering is ahead of ``other``'s for the same dispatches.
+
+    rocprofv2 (Omniperf 2.x on MI300) numbers ``timestamps.csv`` from 1 and the counter passes
+    (``pmc_perf.csv``, ``SQ_LEVEL_WAVES.csv``) from 0: matched by id, every dispatch would get
+    its successor's counters. Non-zero only when both tables hold the same number of rows with
+    whole, distinct ids, the ids differ by one constant, and the kernel names agree row by row
+    under that offset but not without it (0 otherwise: the ids are taken as they are).
+    """
+    if d.n != other.n or not d.n:
+        return 0
+    ids, oids = _whole_ids(d.values("Dispatch_ID")), _whole_ids(other.values("Dispatch_ID"))
+    if ids is None or oids is None or len(set(ids)) != len(ids) or len(set(oids)) != len(oids):
+        return 0
+    a, b = sorted(ids), sorted(oids)
+    shift = a[0] - b[0]
+    if shift == 0 or any(x - y != shift for x, y in zip(a, b, strict=True)):
+        return 0
+    kn, okn = d.values("Kernel_Name"), other.values("Kernel_Name")
+    if not all(isinstance(k, str) for k in (*kn, *okn)):
+        return 0  # no names to confirm the offset with
+    names = {v: normalise_kernel_name(str(k)) for v, k in zip(ids, kn, strict=True)}
+    onames = {v: normalise_kernel_name(str(k)) for v, k in zip(oids, okn, strict=True)}
+    shifted = all(names[x] == onames[x - shift] for x in a)
+    direct = all(names[x] == onames.get(x) for x in a)
+    return shift if shifted and not direct else 0
+
+
 def merge_level_pass(d: Dispatches, level: Dispatches, stem: str | None) -> str | None:
     """Add the counters of a level/accumulate pass (``SQ_LEVEL_WAVES.csv``) as ``STEM.COUNTER``.
 
@@ -542,6 +617,16 @@ def merge_level_pass(d: Dispatches, level: Dispatches, stem: str | None) -> str 
     if any(x is not None for x in ids) and any(x is not None for x in lids):
         where = {v: i for i, v in enumerate(lids)}
         order = [where.get(v) for v in ids]
+        shift = id_offset(d, level)
+        whole, lwhole = _whole_ids(ids), _whole_ids(lids)
+        if shift and whole is not None and lwhole is not None:
+            d.warnings.append(
+                f"{level.source}: Dispatch_ID numbered from {min(lwhole)} where {d.source} numbers from "
+                f"{min(whole)} (rocprofv2 writes timestamps.csv from 1, the counter passes from 0); rows "
+                "matched with that offset"
+            )
+            lwhere = {v: i for i, v in enumerate(lwhole)}
+            order = [lwhere.get(v - shift) for v in whole]
     elif level.n == d.n:
         order = list(range(d.n))
     else:

@@ -108,7 +108,9 @@ def profile_from_trace(docs: list[tuple[str, Any]]) -> ProfileData:
     profile = ProfileData(sources=[s for s, _ in docs], input_kind="trace_json")
     kinds: dict[str, int] = {}
     for host, (source, doc) in enumerate(docs):
-        _trace_events(source, _events_of(source, doc), profile, kinds, host)
+        events = _events_of(source, doc)
+        _refuse_foreign_trace(source, doc, events)
+        _trace_events(source, events, profile, kinds, host)
     if kinds:
         kind = max(kinds, key=lambda k: kinds[k])
         active = profile.device.active
@@ -160,6 +162,31 @@ def _events_of(source: str, doc: Any) -> list[Any]:
         held = f"holds {len(events)} value(s), none an event object with `ph`" if events else "is empty"
         raise AdapterError(f"{source}: {where} {held}; {_TRACE_EXPECTED}")
     return events
+
+
+#: the process names the TSL exporter gives its planes (``/device:TPU:0``, ``/host:CPU``; the
+#: xprof trace viewer prefixes the host: ``host0 /device:TPU:0``)
+_XPROF_PLANE = re.compile(r"(?:^|\s)/(?:device|host):")
+
+
+def _refuse_foreign_trace(source: str, doc: Any, events: list[Any]) -> None:
+    """A one-line :class:`AdapterError` for a Chrome trace that no XProf exporter wrote: none
+    of its processes is named after an XSpace plane (PyTorch's Kineto traces, Perfetto or
+    browser traces share the trace-event format but not the planes, so they would give an
+    empty packet)."""
+    for ev in events:
+        if isinstance(ev, dict) and ev.get("ph") == "M" and ev.get("name") == "process_name":
+            meta = ev.get("args")
+            if isinstance(meta, dict) and _XPROF_PLANE.search(str(meta.get("name", ""))):
+                return
+    hint = ""
+    if isinstance(doc, dict) and ("deviceProperties" in doc or "schemaVersion" in doc):
+        hint = " (it looks like a PyTorch profiler / Kineto trace: `schemaVersion`, `deviceProperties`)"
+    raise AdapterError(
+        f"{source}: no `process_name` event names an XProf plane (/device:TPU:n, /device:GPU:n, "
+        f"/host:CPU){hint}; expected the trace-event JSON that jax.profiler / tf.profiler write "
+        "(<host>.trace.json.gz)"
+    )
 
 
 def _kind_name(x: Any) -> str:

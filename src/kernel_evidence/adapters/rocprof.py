@@ -80,8 +80,10 @@ from ._rocprof_sysinfo import (
 )
 from ._rocprof_tables import (
     Dispatches,
+    id_offset,
     merge_level_pass,
     normalise_kernel_name,
+    read_dispatch_passes,
     read_dispatches,
 )
 
@@ -229,7 +231,12 @@ def _discover(path: Path, depth: int = 0) -> list[_Job]:
     except OSError as exc:
         raise InputError(str(path), None, f"cannot list: {exc.strerror or exc}") from None
     names = {p.name for p in entries}
-    if any(n in names for n in _PMC_NAMES) or "sysinfo.csv" in names or "timestamps.csv" in names:
+    if (
+        any(n in names for n in _PMC_NAMES)
+        or "sysinfo.csv" in names
+        or "timestamps.csv" in names
+        or any(n.startswith("results_pmc_perf_") for n in names)
+    ):
         return [_Job("workload", path)]
     if is_analyze_dir(path):
         return [_Job("analyze", path)]
@@ -504,7 +511,17 @@ def _derive(d: Dispatches, sysinfo: SysInfo) -> tuple[dict[str, tuple[pa.Array, 
     if not hardware_counters and d.n:
         counter_based = [name for name, _ in lacking if name not in _LAUNCH_METRICS]
         lacking = [(name, r) for name, r in lacking if name in _LAUNCH_METRICS]
-        if counter_based:
+        if counter_based and d.counters:
+            # rocprof v1 derived metrics (GPUBusy, Wavefronts, VALUUtilization...) are counters
+            # too, only not the ones the formulas read
+            some = ", ".join(list(d.counters)[:4]) + (
+                f" (+{len(d.counters) - 4} more)" if len(d.counters) > 4 else ""
+            )
+            warnings.append(
+                f"{d.source}: none of the hardware counters the formulas read (the file's {some} are "
+                f"kept in raw_columns); not derived: {', '.join(counter_based)}"
+            )
+        elif counter_based:
             warnings.append(f"{d.source}: no hardware counters; not derived: {', '.join(counter_based)}")
     if len(lacking) > 3:
         names_ = ", ".join(name for name, _ in lacking)
@@ -908,6 +925,19 @@ def _read_workload(job: _Job, options: AdapterOptions) -> EvidencePacket:
         warnings.append("pmc_perf.csv missing: dispatches from timestamps.csv, no counters")
         d = read_dispatches(folder / "timestamps.csv", cap=cap)
         source = folder / "timestamps.csv"
+    elif passes := _pass_files(folder):
+        label = passes[0].name if len(passes) == 1 else f"results_*.csv ({len(passes)} passes)"
+        d, w = read_dispatch_passes(passes, label=label, cap=cap)
+        warnings.extend(w)
+        source = passes[0]
+        attributes["pass_files"] = len(passes)
+        warnings.append(
+            f"pmc_perf.csv missing: dispatches and counters joined from the {len(passes)} per-pass "
+            f"file(s) {passes[0].name} ... {passes[-1].name} (as analyze joins them); the source "
+            f"artifact is {passes[0].name}"
+            if len(passes) > 1
+            else f"pmc_perf.csv missing: dispatches and counters from {passes[0].name}"
+        )
     else:
         warnings.append("pmc_perf.csv missing: no dispatches")
     if d is not None:
@@ -954,6 +984,22 @@ def _read_workload(job: _Job, options: AdapterOptions) -> EvidencePacket:
     )
 
 
+def _pass_files(folder: Path) -> list[Path]:
+    """rocprof-compute >= 3.5 per-pass counter CSVs (``results_pmc_perf_N.csv``, also
+    ``.csv.gz``), in pass order; what analyze joins into ``pmc_perf.csv.gz``."""
+    found = [
+        p
+        for p in folder.glob("results_*.csv*")
+        if p.name.endswith((".csv", ".csv.gz")) and p.is_file() and not is_junk_entry(p, folder)
+    ]
+
+    def order(p: Path) -> tuple[str, int, str]:
+        m = re.match(r"(.*?)(\d+)\.csv(?:\.gz)?$", p.name)
+        return (m.group(1), int(m.group(2)), p.name) if m else (p.name, -1, p.name)
+
+    return sorted(found, key=order)
+
+
 def _present(path: Path) -> bool:
     """Whether anything (a file, a folder, a device, a dangling link) has this name."""
     return path.exists() or path.is_symlink()
@@ -976,6 +1022,13 @@ def _adopt_times(d: Dispatches, ts: Dispatches) -> None:
     """Take Start/End from timestamps.csv when pmc_perf.csv has none (matched by Dispatch_ID)."""
     where = {v: i for i, v in enumerate(ts.values("Dispatch_ID")) if v is not None}
     ids = d.values("Dispatch_ID")
+    shift = id_offset(d, ts)
+    if shift:
+        d.warnings.append(
+            f"{ts.source}: Dispatch_ID numbered {-shift:+d} from {d.source} (rocprofv2 writes "
+            "timestamps.csv from 1, the counter passes from 0); timestamps matched with that offset"
+        )
+        ids = [float(v) - shift if isinstance(v, (int, float)) else None for v in ids]
     d.start = [ts.start[where[v]] if v in where else None for v in ids]
     d.end = [ts.end[where[v]] if v in where else None for v in ids]
     d.duration = [ts.duration[where[v]] if v in where else None for v in ids]
@@ -1089,12 +1142,28 @@ def _read_stats(job: _Job, options: AdapterOptions) -> EvidencePacket:
     loaded = load(job.path, cap, what="a rocprof kernel statistics CSV (Name,Calls,TotalDurationNs,...)")
     text = decode_text(loaded)
     warnings: list[str] = list(loaded.warnings)
+    fname = job.path.name
     try:
-        reader = csv.DictReader(io.StringIO(text, newline=""))
-        rows = [{(k or "").strip(): (v if isinstance(v, str) else "") for k, v in r.items()} for r in reader]
+        table = [r for r in csv.reader(io.StringIO(text, newline="")) if r]
     except csv.Error as exc:
         raise InputError(str(job.path), None, f"expected a CSV of per-kernel statistics: {exc}") from None
-    fname = job.path.name
+    header = [h.strip() for h in table[0]] if table else []
+    rows: list[dict[str, str]] = []
+    rejoined: list[int] = []
+    for line, fields in enumerate(table[1:], start=2):
+        extra = len(fields) - len(header)
+        if extra > 0 and header[:1] == ["Name"]:
+            # older rocprof v1 wrote the kernel name unquoted: its commas split it into
+            # several fields, and only the trailing numeric columns keep their places
+            fields = [",".join(fields[: extra + 1]), *fields[extra + 1 :]]
+            rejoined.append(line)
+        rows.append({k: (fields[i] if i < len(fields) else "") for i, k in enumerate(header)})
+    if rejoined:
+        warnings.append(
+            f"{fname}: {len(rejoined)} row(s) have more fields than the header (first on line "
+            f"{rejoined[0]}): an unquoted kernel name with commas, as older rocprof v1 wrote; the "
+            "leading fields were joined back into `Name`"
+        )
     is_v3 = any(k in (rows[0] if rows else {}) for k in ("MinNs", "MaxNs", "StdDev")) or (
         fname.lower().removesuffix(".gz").endswith("kernel_stats.csv")
     )
