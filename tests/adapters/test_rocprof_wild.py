@@ -133,19 +133,31 @@ def test_rocprof_compute_workload_of_per_pass_results_files(tmp_path: Path) -> N
     assert any("3 per-pass file(s)" in w for w in cap.warnings)
 
 
-def test_rocprofv2_timestamps_numbered_from_one_match_level_pass_from_zero(tmp_path: Path) -> None:
-    # Omniperf 2.x on rocprofv2: timestamps.csv counts dispatches from 1, SQ_LEVEL_WAVES.csv from
-    # 0; matched by id, every dispatch got its successor's occupancy counters
+_V2_COLUMNS = "Dispatch_ID,GPU_ID,Grid_Size,Workgroup_Size,Kernel_Name,Start_Timestamp,End_Timestamp"
+
+
+def _v2_workload(tmp_path: Path, times: list[tuple[int, int]]) -> Path:
+    """An Omniperf 2.x workload on rocprofv2: sysinfo.csv, and timestamps.csv numbering the
+    dispatches from 1 (the counter passes number them from 0)."""
     w = tmp_path / "wl"
     w.mkdir()
     (w / "sysinfo.csv").write_text(
         "workload_name,version,gpu_model,gpu_arch,cu_per_gpu,num_xcd,max_waves_per_cu\nwl,2,TESTGPU,gfx90a,10,1,20\n"
     )
-    cols = "Dispatch_ID,GPU_ID,Grid_Size,Workgroup_Size,Kernel_Name,Start_Timestamp,End_Timestamp"
-    times = [(100, 1100), (2000, 2500), (3000, 3800)]
     (w / "timestamps.csv").write_text(
-        cols + "\n" + "".join(f'{i + 1},1,640,64,"k(int) (.kd)",{s},{e}\n' for i, (s, e) in enumerate(times))
+        _V2_COLUMNS
+        + "\n"
+        + "".join(f'{i + 1},1,640,64,"k(int) (.kd)",{s},{e}\n' for i, (s, e) in enumerate(times))
     )
+    return w
+
+
+def test_rocprofv2_timestamps_numbered_from_one_match_level_pass_from_zero(tmp_path: Path) -> None:
+    # Omniperf 2.x on rocprofv2: timestamps.csv counts dispatches from 1, SQ_LEVEL_WAVES.csv from
+    # 0; matched by id, every dispatch got its successor's occupancy counters
+    times = [(100, 1100), (2000, 2500), (3000, 3800)]
+    w = _v2_workload(tmp_path, times)
+    cols = _V2_COLUMNS
     level = [(400.0, 8000.0), (200.0, 2000.0), (100.0, 500.0)]  # GRBM_GUI_ACTIVE, SQ_ACCUM_PREV_HIRES
     (w / "SQ_LEVEL_WAVES.csv").write_text(
         cols
@@ -181,21 +193,10 @@ def test_rocprof_v1_derived_metrics_are_not_called_no_hardware_counters(tmp_path
 def test_rocprofv2_timestamps_from_one_give_pmc_perf_from_zero_its_own_durations(tmp_path: Path) -> None:
     # a pmc_perf.csv without timestamps takes them from timestamps.csv, matched by Dispatch_ID:
     # with rocprofv2's numbering every dispatch got its successor's duration
-    w = tmp_path / "wl"
-    w.mkdir()
-    (w / "sysinfo.csv").write_text(
-        "workload_name,version,gpu_model,gpu_arch,cu_per_gpu\nwl,2,TESTGPU,gfx90a,10\n"
-    )
+    w = _v2_workload(tmp_path, [(0, 100), (500, 700), (900, 1200)])
     (w / "pmc_perf.csv").write_text(
         "Dispatch_ID,GPU_ID,Grid_Size,Workgroup_Size,Kernel_Name,SQ_WAVES\n"
         + "".join(f'{i},1,640,64,"k(int) (.kd)",{10 * (i + 1)}\n' for i in range(3))
-    )
-    (w / "timestamps.csv").write_text(
-        "Dispatch_ID,GPU_ID,Grid_Size,Workgroup_Size,Kernel_Name,Start_Timestamp,End_Timestamp\n"
-        + "".join(
-            f'{i + 1},1,640,64,"k(int) (.kd)",{s},{e}\n'
-            for i, (s, e) in enumerate([(0, 100), (500, 700), (900, 1200)])
-        )
     )
     cap = one(w).profiler[0]
     assert [k.metrics["duration"].value for k in cap.kernels] == [100.0, 200.0, 300.0]
