@@ -29,6 +29,7 @@ __all__ = [
     "column_values",
     "decimal_comma_locale",
     "locale_evidence",
+    "parse_count",
     "parse_dims",
     "parse_value",
 ]
@@ -270,6 +271,21 @@ def parse_value(
 
 _DIMS = re.compile(r"\(\s*(\d[\d,]*)\s*,\s*(\d[\d,]*)\s*,\s*(\d[\d,]*)\s*\)\Z")
 
+#: the most digits a count (device index, grid or block dimension) is read from: more than
+#: fits in a 64-bit integer is no count ncu writes (and ``int()`` refuses over 4300 digits)
+_MAX_COUNT_DIGITS = 18
+
+
+def parse_count(text: str | None) -> int | None:
+    """``"3"`` -> ``3``; anything but ASCII digits (at most 18 of them) -> None.
+
+    ``str.isdigit`` alone is not enough: it holds for ``"²"``, which ``int()`` refuses.
+    """
+    s = text.strip() if text else ""
+    if not s or len(s) > _MAX_COUNT_DIGITS or not (s.isascii() and s.isdigit()):
+        return None
+    return int(s)
+
 
 def parse_dims(text: str | None) -> list[int] | None:
     """``"(128, 1, 1)"`` -> ``[128, 1, 1]``; anything else -> None."""
@@ -278,4 +294,5 @@ def parse_dims(text: str | None) -> list[int] | None:
     m = _DIMS.match(text.strip())
     if m is None:
         return None
-    return [int(g.replace(",", "")) for g in m.groups()]
+    dims = [parse_count(g.replace(",", "")) for g in m.groups()]
+    return None if None in dims else dims  # type: ignore[return-value]

@@ -32,6 +32,7 @@ from ._ncu_common import (
     column_values,
     decimal_comma_locale,
     locale_evidence,
+    parse_count,
     parse_dims,
     parse_value,
 )
@@ -554,9 +555,7 @@ def _new_launch(row: Sequence[str], idx: dict[str, int]) -> Launch:
         block=parse_dims(_cell(row, g("Block Size"))),
         cc=_cell(row, g("CC")).strip() or None,
     )
-    dev = _cell(row, g("Device")).strip()
-    if dev.isdigit():
-        launch.device = int(dev)
+    launch.device = parse_count(_cell(row, g("Device")))
     for col in _KEEP_AS_RAW:
         v = _cell(row, g(col)).strip()
         if v:
@@ -740,8 +739,8 @@ def _read_summary_csv(path: str, line_no: int, header: list[str], body: bytes, q
         if launch is None:
             launch = records[key] = _new_launch(row, idx)
             launch.id = str(len(records) - 1)
-            inv = _cell(row, g("Invocations")).strip().replace(",", "")
-            if inv.isdigit():
+            inv = parse_count(_cell(row, g("Invocations")).replace(",", ""))
+            if inv is not None:
                 launch.raw["invocations"] = (float(inv), None)
         unit = _cell(row, g("Metric Unit")).strip() or None
         metric = name if name not in launch.raw else f"{_cell(row, g('Section Name')).strip()}/{name}"
@@ -1266,7 +1265,7 @@ def _launches_from_columns(
             pid=pids[i],
             process_name=pnames[i],
             stream=streams[i],
-            device=int(devs[i]) if isinstance(devs[i], str) and devs[i].strip().isdigit() else None,
+            device=parse_count(devs[i]) if isinstance(devs[i], str) else None,
             grid=parsed(grids[i]),
             block=parsed(blocks[i]),
             cc=ccs[i],
@@ -1363,7 +1362,7 @@ def _read_text_page(path: str, lines: list[str], cut: bool = False) -> list[Repo
                 id=str(n), name=m["name"], pid=pid, process_name=pname, stream=m["stream"],
                 grid=parse_dims(f"({m['grid']})") if m["grid"] else None,
                 block=parse_dims(f"({m['block']})") if m["block"] else None,
-                cc=m["cc"], device=int(m["dev"]) if m["dev"] else None,
+                cc=m["cc"], device=parse_count(m["dev"]),
             )  # fmt: skip
             current.raw["Context"] = (m["ctx"], None)
             if m["time"]:
@@ -1376,7 +1375,7 @@ def _read_text_page(path: str, lines: list[str], cut: bool = False) -> list[Repo
             continue
         m = _DEVICE.match(line)
         if m:
-            device = int(m["dev"])
+            device = parse_count(m["dev"])
             continue
         m = _SUMMARY_KERNEL.match(line)
         if m:
@@ -1388,9 +1387,13 @@ def _read_text_page(path: str, lines: list[str], cut: bool = False) -> list[Repo
                 n = counters.get(pid, 0)
                 counters[pid] = n + 1
                 current = Launch(id=str(n), name=m["name"], pid=pid, process_name=pname, device=device)
-                current.raw["Block Size"] = (float(m["block"].replace(",", "")), None)
-                current.raw["Grid Size"] = (float(m["grid"].replace(",", "")), None)
-                current.raw["invocations"] = (float(m["n"]), None)
+                for col, text in (("Block Size", m["block"]), ("Grid Size", m["grid"])):
+                    count = parse_count(text.replace(",", ""))
+                    if count is not None:  # not a run of 5000 digits
+                        current.raw[col] = (float(count), None)
+                inv = parse_count(m["n"])
+                if inv is not None:
+                    current.raw["invocations"] = (float(inv), None)
                 summaries[skey] = current
                 launches.append(current)
             first_line = first_line or lno

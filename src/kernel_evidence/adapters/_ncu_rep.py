@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 from typing import Any
 
 from ..errors import InputError, MissingExtra
@@ -32,6 +33,15 @@ TENSOR_OPCODES = frozenset(
 )  # fmt: skip
 
 _OPCODE_MIX = "sass__inst_executed_per_opcode"
+
+#: what ncu_report gives for bytes of a damaged report that are not UTF-8
+_SURROGATES = re.compile("[\ud800-\udfff]")
+
+
+def _text(s: str) -> str:
+    """``s`` with lone surrogates (bytes ncu_report could not decode as UTF-8: a damaged
+    report) shown as U+FFFD; no packet can hold a lone surrogate."""
+    return s if s.isascii() else _SURROGATES.sub("\ufffd", s)
 
 
 def _module(path: str) -> Any:
@@ -56,7 +66,7 @@ def _value(metric: Any) -> float | str | None:
         return f if f == f and f not in (float("inf"), float("-inf")) else str(v)
     if v is None:
         return None
-    return str(v)
+    return _text(str(v))
 
 
 def _instances(metric: Any) -> list[tuple[str, float]]:
@@ -69,7 +79,7 @@ def _instances(metric: Any) -> list[tuple[str, float]]:
         ids = metric.correlation_ids()
         for i in range(n):
             key = ids.as_string(i) if ids.kind() == metric.ValueKind_STRING else str(ids.as_uint64(i))
-            out.append((key, float(metric.as_double(i))))
+            out.append((_text(key), float(metric.as_double(i))))
     except Exception:  # noqa: BLE001
         return []
     return out
@@ -91,7 +101,10 @@ def _rule_results(action: Any, raw: dict[str, Any]) -> None:
             key = f"rule:{rr.get('section_identifier')}/{rr.get('rule_identifier')}"
             # one rule may give several results (as on the details page: the N-th is `#N`)
             nth = seen[key] = seen.get(key, 0) + 1
-            raw[key if nth == 1 else f"{key}#{nth}"] = (str(text), f"msg_type {msg.get('type')}")
+            raw[_text(key if nth == 1 else f"{key}#{nth}")] = (
+                _text(str(text)),
+                f"msg_type {msg.get('type')}",
+            )
 
 
 def _num(raw: dict[str, Any], key: str) -> float | None:
@@ -228,16 +241,21 @@ def read_rep(path: str) -> Report:
     tensor = 0.0
     total = 0.0
     with_mix = 0
+    bad_names = 0  # metric names that are not UTF-8 (damage): ncu_report cannot look them up
     for r in range(ctx.num_ranges()):
         rng = ctx.range_by_idx(r)
         for a in range(rng.num_actions()):
             action = rng.action_by_idx(a)
             raw: dict[str, Any] = {}
             for name in action.metric_names():
-                metric = action.metric_by_name(name)
+                try:
+                    metric = action.metric_by_name(name)
+                except TypeError:  # the name holds bytes that are not UTF-8 (lone surrogates)
+                    bad_names += 1
+                    continue
                 if metric is None:
                     continue
-                unit = metric.unit() or None
+                unit = _text(metric.unit() or "") or None
                 raw[name] = (_value(metric), unit)
                 if name == _OPCODE_MIX:
                     mix = _instances(metric)
@@ -268,8 +286,8 @@ def read_rep(path: str) -> Report:
             launches.append(
                 Launch(
                     id=str(len(launches)),
-                    name=demangled or action.name() or "<unnamed>",
-                    raw_name=mangled if mangled and mangled != demangled else None,
+                    name=_text(demangled or action.name() or "<unnamed>"),
+                    raw_name=_text(mangled) if mangled and mangled != demangled else None,
                     stream=str(int(stream)) if stream is not None else None,
                     device=int(dev) if dev is not None else None,
                     grid=[int(d) for d in dims] if None not in dims else None,  # type: ignore[arg-type]
@@ -297,6 +315,10 @@ def read_rep(path: str) -> Report:
         warnings.append(
             f"the file may be truncated or damaged ({problem}); ncu_report read {len(launches)} launch(es) "
             "from it, launches after the damage may be missing"
+        )
+    if bad_names:
+        warnings.append(
+            f"the report is damaged: {bad_names} metric name(s) are not UTF-8 text; those metrics are left out"
         )
     summary: dict[str, float] = {}
     if with_mix:

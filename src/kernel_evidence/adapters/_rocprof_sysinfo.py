@@ -448,6 +448,10 @@ def read_profiling_config(path: Path, cap: int = DEFAULT_MAX_BYTES) -> tuple[dic
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""
         return {}, [*warnings, f"{path.name}: not valid YAML{where}; profiling options not read"]
+    except (ValueError, RecursionError):
+        # a value the YAML constructors refuse (an integer of over 4300 digits, a date in
+        # month 13) or nesting deeper than Python's recursion limit
+        return {}, [*warnings, f"{path.name}: holds a value YAML cannot read; profiling options not read"]
     if not isinstance(data, dict):
         return {}, [
             *warnings,

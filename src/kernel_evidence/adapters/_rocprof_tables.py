@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -269,7 +270,7 @@ def _parse_times(col: pa.Array | None, n: int) -> tuple[list[int | None], list[s
             out.append(None)
             continue
         s = str(v).strip()
-        if s.isdigit():
+        if s.isascii() and s.isdigit() and len(s) <= 20:  # int() refuses over 4300 digits
             out.append(int(s))
             continue
         try:
@@ -320,7 +321,7 @@ def _durations(d: Dispatches, rounded: list[str], start_name: str, end_name: str
     if rounded:
         d.warnings.append(
             f"{d.source}: {start_name}/{end_name} stored in rounded or non-integer notation "
-            f"(e.g. `{rounded[0]}`); duration and per-second metrics not derived for "
+            f"(e.g. `{rounded[0][:40]}`); duration and per-second metrics not derived for "
             f"{sum(1 for x in out if x is None)} of {d.n} dispatches"
         )
     if negative:
@@ -348,6 +349,13 @@ def read_dispatches(path: Path, *, label: str | None = None, cap: int = DEFAULT_
     resolved = _resolve(names)
     source = label or path.name
     if "Counter_Name" in resolved and "Counter_Value" in resolved:
+        twice = [n for n, k in Counter(names).items() if k > 1]
+        if twice:  # the pivot selects columns by name: pyarrow refuses a name held twice
+            raise InputError(
+                str(path),
+                "line 1",
+                f"column `{twice[0]}` appears more than once in the header; expected each once",
+            )
         d = _from_long(table, resolved, source)
     else:
         d = _from_wide(table, resolved, source)

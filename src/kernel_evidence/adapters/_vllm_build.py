@@ -247,6 +247,8 @@ def _type_name(x: Any) -> str:
         return "null"
     if isinstance(x, (list, dict)):
         return "a list" if isinstance(x, list) else "an object"
+    if isinstance(x, int) and x.bit_length() > 64:  # repr() refuses over 4300 digits
+        return f"an integer of {x.bit_length()} bits"
     return f"{type(x).__name__} {x!r}"
 
 
@@ -358,18 +360,27 @@ def _unit_warning(
     )
 
 
+#: the largest count read (a signed 64-bit integer); larger is no count a benchmark writes
+_MAX_COUNT = 2**63 - 1
+
+
 def _as_int(rec: RunRecord, key: str, value: Any, *, positive: bool = False) -> int:
     out: int | None = None
     if isinstance(value, bool):
         out = None
     elif isinstance(value, int):
         out = value
-    elif (isinstance(value, float) and math.isfinite(value) and value.is_integer()) or (
-        isinstance(value, str) and re.fullmatch(r"\s*\d+\s*", value)  # --metadata strings
-    ):
+    elif isinstance(value, float) and math.isfinite(value) and value.is_integer():
         out = int(value)
+    elif isinstance(value, str) and re.fullmatch(r"\s*\d+\s*", value):  # --metadata strings
+        # more than 19 digits is out of range (and int() refuses over 4300 of them)
+        out = int(value) if len(value.strip()) <= 19 else _MAX_COUNT + 1
+    what = "a positive integer" if positive else "a non-negative integer"
+    if out is not None and out > _MAX_COUNT:
+        raise AdapterError(
+            f"{rec.where(key)}: expected {what} below 2^63, got {_type_name(value)}; out of range"
+        )
     if out is None or out < 0 or (positive and out == 0):
-        what = "a positive integer" if positive else "a non-negative integer"
         raise AdapterError(f"{rec.where(key)}: expected {what}, got {_type_name(value)}")
     return out
 
@@ -1260,7 +1271,10 @@ def _check_throughputs(
         got = r.raw(path)
         if got is None or isinstance(got[1], bool) or not isinstance(got[1], (int, float)):
             continue
-        key, value = got[0], float(got[1])
+        try:
+            key, value = got[0], float(got[1])
+        except OverflowError:  # an integer beyond a 64-bit float: no rate to compare
+            continue
         want = count / duration
         if not close(value, want):
             ctx.warn(
@@ -1410,6 +1424,9 @@ def _param_text(val: Any) -> str:
 def _sweep_failure(rec: RunRecord, ctx: BuildContext) -> EvidencePacket:
     v = rec.values
     error = _one_line(f"{v.get('error_type') or 'error'}: {v.get('error') or ''}")
+    for key in ("serve_overrides", "bench_overrides"):
+        if v.get(key) is not None and not isinstance(v[key], dict):
+            raise AdapterError(f"{rec.where(key)}: expected an object, got {_type_name(v[key])}")
     overrides = {**(v.get("serve_overrides") or {}), **(v.get("bench_overrides") or {})}
     desc = " ".join(f"{k}={_param_text(val)}" for k, val in overrides.items())
     settings = {k: val for k, val in overrides.items() if isinstance(val, (str, int, float, bool))}

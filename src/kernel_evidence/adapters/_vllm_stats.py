@@ -14,7 +14,7 @@ summation order: both are compared with a relative tolerance).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -63,17 +63,20 @@ def _summarize_numpy(values: Any, qs: Sequence[float]) -> Summary:
     assert _np is not None
     arr = values if isinstance(values, _np.ndarray) else _np.asarray(values, dtype=_np.float64)
     wanted = sorted({50.0, *map(float, qs)})
-    got = _np.percentile(arr, wanted)
-    pct = {q: float(v) for q, v in zip(wanted, got, strict=True)}
-    return Summary(
-        n=int(arr.size),
-        mean=float(arr.mean()),
-        median=pct[50.0],
-        std=float(arr.std()),
-        min=float(arr.min()),
-        max=float(arr.max()),
-        percentiles={float(q): pct[float(q)] for q in qs},
-    )
+    # values near the largest float overflow to inf (as in the Python path), never a
+    # RuntimeWarning on stderr; a non-finite statistic is refused later, naming the file
+    with _np.errstate(over="ignore", invalid="ignore"):
+        got = _np.percentile(arr, wanted)
+        pct = {q: float(v) for q, v in zip(wanted, got, strict=True)}
+        return Summary(
+            n=int(arr.size),
+            mean=float(arr.mean()),
+            median=pct[50.0],
+            std=float(arr.std()),
+            min=float(arr.min()),
+            max=float(arr.max()),
+            percentiles={float(q): pct[float(q)] for q in qs},
+        )
 
 
 def _lerp(a: float, b: float, t: float) -> float:
@@ -89,11 +92,20 @@ def _percentile_sorted(xs: Sequence[float], q: float) -> float:
     return _lerp(xs[lo], xs[hi], h - lo)
 
 
+def _fsum(xs: Iterable[float]) -> float:
+    """``math.fsum``, but a sum beyond the largest float is infinite (as numpy's), not an
+    OverflowError."""
+    try:
+        return math.fsum(xs)
+    except OverflowError:
+        return math.inf
+
+
 def _summarize_python(values: Sequence[float], qs: Sequence[float]) -> Summary:
     xs = sorted(float(v) for v in values)
     n = len(xs)
-    mean = math.fsum(xs) / n
-    std = math.sqrt(math.fsum((x - mean) ** 2 for x in xs) / n)
+    mean = _fsum(xs) / n
+    std = math.sqrt(_fsum((x - mean) * (x - mean) for x in xs) / n)
     return Summary(
         n=n,
         mean=mean,
@@ -220,7 +232,14 @@ def collect_samples(
         if itls is not None:
             out.metrics["itl"] = [g for x, good in zip(itls, ok, strict=True) if good for g in x]
     if output_lens is not None:
-        out.total_output_tokens = int(sum(o for o, good in zip(output_lens, ok, strict=True) if good))
+        out.total_output_tokens = _token_total(output_lens, ok)
     if input_lens is not None:
-        out.total_input_tokens = int(sum(i for i, good in zip(input_lens, ok, strict=True) if good))
+        out.total_input_tokens = _token_total(input_lens, ok)
     return out
+
+
+def _token_total(lens: list[float], ok: list[bool]) -> int | None:
+    """The tokens of the successful requests; ``None`` (nothing to compare the file's total
+    with) when they add up to more than a float holds (``1e308`` token counts)."""
+    total = sum(x for x, good in zip(lens, ok, strict=True) if good)
+    return int(total) if math.isfinite(total) else None

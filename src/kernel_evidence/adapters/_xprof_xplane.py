@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from ..errors import AdapterError
+from ..errors import AdapterError, shown
 from ._xprof_model import DeviceInfo, OpAgg, ProfileData, Step
 from ._xprof_proto import messages
 
@@ -538,10 +538,11 @@ def profile_from_xspaces(spaces: list[tuple[str, Any]]) -> ProfileData:
         for h in space.hostnames:
             if h not in profile.hostnames:
                 profile.hostnames.append(h)
+        # the profiler's own text: one line, control characters escaped (a damaged file's bytes)
         for msg in list(space.errors)[:5]:
-            profile.warnings.append(f"{source}: profiler error: {msg}")
+            profile.warnings.append(f"{source}: profiler error: {shown(' '.join(msg.split()))}")
         for msg in list(space.warnings)[:5]:
-            profile.warnings.append(f"{source}: profiler warning: {msg}")
+            profile.warnings.append(f"{source}: profiler warning: {shown(' '.join(msg.split()))}")
         for plane in space.planes:
             pname = plane.name
             m_tpu = _TPU_PLANE.match(pname)

@@ -53,7 +53,7 @@ from ..models import (
 )
 from ..units import UnitError, convert, dimension_of
 from . import AdapterOptions, AdapterResult
-from ._ncu_common import Column, Report, Value, column_values, split_by_unit
+from ._ncu_common import Column, Report, Value, column_values, parse_count, split_by_unit
 from ._ncu_csv import read_text
 from ._ncu_rep import REP_MAGIC, read_rep
 from ._objects import Records
@@ -708,8 +708,9 @@ def _arch(cc: str | None, major: Any, minor: Any) -> str | None:
         return f"sm_{int(major)}{int(minor)}"
     if cc and "." in cc:
         a, _, b = cc.strip().partition(".")
-        if a.isdigit() and b.isdigit():
-            return f"sm_{int(a)}{int(b)}"
+        major_n, minor_n = parse_count(a), parse_count(b)
+        if major_n is not None and minor_n is not None:
+            return f"sm_{major_n}{minor_n}"
     return None
 
 

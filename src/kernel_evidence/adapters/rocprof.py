@@ -367,14 +367,15 @@ def _side_stem(name: str) -> str:
 
 
 def _int_or_none(v: object) -> int | None:
+    """An integer a packet can hold (64-bit: ``1e308`` is integral, but no device or size)."""
     if isinstance(v, bool):
         return None
-    if isinstance(v, int):
-        return v
     if isinstance(v, float) and math.isfinite(v) and v.is_integer():
-        return int(v)
+        v = int(v)
+    if isinstance(v, int):
+        return v if -(2**63) <= v < 2**63 else None
     if isinstance(v, str):
-        digits = "".join(ch for ch in v if ch.isdigit())
+        digits = "".join(ch for ch in v if ch.isascii() and ch.isdigit())  # int() refuses "²"
         return int(digits) if digits and len(digits) < 19 else None
     return None
 
@@ -513,8 +514,9 @@ def _derive(d: Dispatches, sysinfo: SysInfo) -> tuple[dict[str, tuple[pa.Array, 
         lacking = [(name, r) for name, r in lacking if name in _LAUNCH_METRICS]
         if counter_based and d.counters:
             # rocprof v1 derived metrics (GPUBusy, Wavefronts, VALUUtilization...) are counters
-            # too, only not the ones the formulas read
-            some = ", ".join(list(d.counters)[:4]) + (
+            # too, only not the ones the formulas read; their names are the file's text, put on
+            # one line whatever they hold (a quoted line break)
+            some = ", ".join(" ".join(c.split()) for c in list(d.counters)[:4]) + (
                 f" (+{len(d.counters) - 4} more)" if len(d.counters) > 4 else ""
             )
             warnings.append(

@@ -22,6 +22,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import io
+import math
 import os
 import re
 import statistics
@@ -603,7 +604,8 @@ def _timing(profile: ProfileData) -> Timing | None:
         mean=statistics.fmean(ms),
         min=min(ms),
         max=max(ms),
-        std=statistics.pstdev(ms) if len(ms) > 1 else None,
+        # pstdev fails on inf (AttributeError); a step of 1e308 ms is refused by Stats instead
+        std=statistics.pstdev(ms) if len(ms) > 1 and all(map(math.isfinite, ms)) else None,
         n=len(ms),
         samples=ms if len(ms) <= 10000 else None,
     )
