@@ -60,6 +60,9 @@ class InputError(KernelEvidenceError):
         where = f"{shown(source)}:{location}" if location else shown(source)
         super().__init__(f"{where}: {message}")
 
+    def __reduce__(self) -> tuple[object, ...]:  # raised in a worker process, re-raised here
+        return (type(self), (self.source, self.location, self.message))
+
 
 class LimitExceeded(InputError):
     """Input larger or deeper than a configured cap."""
@@ -72,6 +75,9 @@ class PacketInvalid(KernelEvidenceError):
         self.report = report
         super().__init__(message)
 
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), (self.report, str(self)))
+
 
 class AdapterError(KernelEvidenceError):
     """A source file could not be turned into packets."""
@@ -83,7 +89,11 @@ class MissingExtra(KernelEvidenceError, ImportError):
     def __init__(self, package: str, extra: str, purpose: str) -> None:
         self.package = package
         self.extra = extra
+        self.purpose = purpose
         super().__init__(f"{purpose} needs the `{package}` package: pip install 'kernel-evidence[{extra}]'")
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), (self.package, self.extra, self.purpose))
 
 
 class ArchiveError(KernelEvidenceError):

@@ -461,3 +461,36 @@ def test_xprof_step_time_that_overflows_is_a_one_line_error(tmp_path: Path) -> N
         ingest_json("xprof", [str(path)], created_at=T0)
     msg = str(exc.value)
     assert "\n" not in msg and msg.startswith(f"{tmp_path / 'run'}: values out of range")
+
+
+def test_ncu_rep_that_crashes_ncu_report_is_a_one_line_error(tmp_path: Path) -> None:
+    # six 0xff bytes put into a block of a real report make NVIDIA's ncu_report abort the
+    # process (a native "Check failed"); such a report is read in a child process, and its
+    # death is a one-line error naming the file, exit code 1
+    import importlib.util
+    import subprocess
+    import sys
+
+    from conftest import CORPUS
+
+    seed = CORPUS / "ncu" / "speedy_scan_profile.ncu-rep"
+    if not seed.is_file():
+        pytest.skip("../shared/corpus is not present")
+    if importlib.util.find_spec("ncu_report") is None:
+        pytest.skip("the ncu extra (ncu-report) is not installed")
+    data = seed.read_bytes()
+    damaged = tmp_path / "damaged.ncu-rep"
+    damaged.write_bytes(data[:222929] + b"\xff" * 6 + data[222929:])
+    out = tmp_path / "out.json"
+    run = subprocess.run(
+        [sys.executable, "-m", "kernel_evidence", "ingest", "ncu", str(damaged), "-o", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 1, run.stderr
+    lines = run.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(
+        f"kevidence: error: {damaged}: the report is truncated or damaged"
+    )
+    assert "Traceback" not in run.stderr and not out.exists()

@@ -63,3 +63,27 @@ def test_the_package_says_it_is_typed() -> None:
     from importlib.resources import files
 
     assert (files("kernel_evidence") / "py.typed").is_file()
+
+
+def test_errors_survive_pickling() -> None:
+    # an error raised in a worker process (``validate --jobs``, a damaged .ncu-rep read in a
+    # child) reaches the caller pickled: it must come back the same, not as a TypeError
+    import pickle
+
+    from kernel_evidence.errors import (
+        AdapterError,
+        InputError,
+        LimitExceeded,
+        MissingExtra,
+        PacketInvalid,
+    )
+
+    for exc in (
+        InputError("run.ncu-rep", "line 3", "expected a report"),
+        LimitExceeded("big.json", None, "larger than the cap"),
+        AdapterError("run.json: not a result"),
+        MissingExtra("ncu-report", "ncu", "run.ncu-rep: reading .ncu-rep reports"),
+        PacketInvalid({"errors": 1}, "packet.json: 1 error"),
+    ):
+        again = pickle.loads(pickle.dumps(exc))
+        assert type(again) is type(exc) and str(again) == str(exc) and vars(again) == vars(exc)

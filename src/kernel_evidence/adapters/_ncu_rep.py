@@ -215,9 +215,64 @@ def _unread(action: Any, raw: dict[str, Any]) -> bool:
 
 
 def read_rep(path: str) -> Report:
-    """Every action (kernel launch) of every range of one report."""
-    mod = _module(path)
+    """Every action (kernel launch) of every range of one report.
+
+    A report whose container is damaged is read in a child process: ncu_report aborts the
+    process on some damaged payloads (a native ``Check failed``), which must not take the
+    caller with it."""
+    _module(path)
     problem = container_problem(path)
+    if problem:
+        return _read_isolated(path, problem)
+    return _read(path, problem)
+
+
+#: the native library's fatal message (``Check failed: ...``) in the child's stderr
+_NATIVE_FATAL = re.compile(r"(Check failed: [^\n]*|FATAL[^\n]*)")
+
+
+def _read_isolated(path: str, problem: str) -> Report:
+    """:func:`_read` in a child process (its stderr captured, not shown): a child that
+    dies gives a one-line error naming the file and quoting the library's fatal message."""
+    import multiprocessing
+    import tempfile
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
+    fd, log = tempfile.mkstemp(prefix="kevidence-ncu-rep-", suffix=".log")
+    os.close(fd)
+    try:
+        with ProcessPoolExecutor(
+            max_workers=1,
+            mp_context=multiprocessing.get_context("spawn"),
+            initializer=_quiet_stderr,
+            initargs=(log,),
+        ) as pool:
+            return pool.submit(_read, path, problem).result()
+    except BrokenProcessPool:
+        with open(log, "rb") as fh:
+            found = _NATIVE_FATAL.search(fh.read(1 << 20).decode("utf-8", "replace"))
+        said = f": {found.group(1).strip()[:200]}" if found else ""
+        raise InputError(
+            path,
+            None,
+            f"the report is truncated or damaged ({problem}); ncu_report crashed reading it{said}; "
+            "expected a complete report as ncu -o writes it",
+        ) from None
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(log)
+
+
+def _quiet_stderr(log: str) -> None:
+    """In the child: its stderr (where the native library logs) goes to the file ``log``."""
+    fd = os.open(log, os.O_WRONLY | os.O_APPEND)
+    os.dup2(fd, 2)
+    os.close(fd)
+
+
+def _read(path: str, problem: str | None) -> Report:
+    mod = _module(path)
     damaged = (
         f"the report is truncated or damaged ({problem})" if problem else "the report is truncated or damaged"
     )
