@@ -463,13 +463,8 @@ def test_xprof_step_time_that_overflows_is_a_one_line_error(tmp_path: Path) -> N
     assert "\n" not in msg and msg.startswith(f"{tmp_path / 'run'}: values out of range")
 
 
-def test_ncu_rep_that_crashes_ncu_report_is_a_one_line_error(tmp_path: Path) -> None:
-    # six 0xff bytes put into a block of a real report make NVIDIA's ncu_report abort the
-    # process (a native "Check failed"); such a report is read in a child process, and its
-    # death is a one-line error naming the file, exit code 1
+def _damaged_report(tmp_path: Path, damage: Any) -> Path:
     import importlib.util
-    import subprocess
-    import sys
 
     from conftest import CORPUS
 
@@ -478,16 +473,44 @@ def test_ncu_rep_that_crashes_ncu_report_is_a_one_line_error(tmp_path: Path) -> 
         pytest.skip("../shared/corpus is not present")
     if importlib.util.find_spec("ncu_report") is None:
         pytest.skip("the ncu extra (ncu-report) is not installed")
-    data = seed.read_bytes()
     damaged = tmp_path / "damaged.ncu-rep"
-    damaged.write_bytes(data[:222929] + b"\xff" * 6 + data[222929:])
-    out = tmp_path / "out.json"
-    run = subprocess.run(
-        [sys.executable, "-m", "kernel_evidence", "ingest", "ncu", str(damaged), "-o", str(out)],
+    damaged.write_bytes(damage(seed.read_bytes()))
+    return damaged
+
+
+def _ingest_cli(path: Path, out: Path) -> Any:
+    import subprocess
+    import sys
+
+    return subprocess.run(
+        [sys.executable, "-m", "kernel_evidence", "ingest", "ncu", str(path), "-o", str(out)],
         capture_output=True,
         text=True,
         timeout=120,
     )
+
+
+def test_ncu_rep_whose_native_log_would_break_the_error_line(tmp_path: Path) -> None:
+    # one bit flipped in a metric result of a real report: ncu_report logs "Can't parse
+    # message ... missing required fields" on the process's stderr (fd 2); that log is
+    # taken into the one-line error instead of printed above it
+    damaged = _damaged_report(tmp_path, lambda d: d[:191985] + bytes([d[191985] ^ 0x40]) + d[191986:])
+    run = _ingest_cli(damaged, tmp_path / "out.json")
+    assert run.returncode == 1, run.stderr
+    lines = run.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(
+        f"kevidence: error: {damaged}: the report is truncated or damaged"
+    )
+    assert "(ncu_report: Can't parse message" in lines[0]
+
+
+def test_ncu_rep_that_crashes_ncu_report_is_a_one_line_error(tmp_path: Path) -> None:
+    # six 0xff bytes put into a block of a real report make NVIDIA's ncu_report abort the
+    # process (a native "Check failed"); such a report is read in a child process, and its
+    # death is a one-line error naming the file, exit code 1
+    damaged = _damaged_report(tmp_path, lambda d: d[:222929] + b"\xff" * 6 + d[222929:])
+    out = tmp_path / "out.json"
+    run = _ingest_cli(damaged, out)
     assert run.returncode == 1, run.stderr
     lines = run.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(

@@ -12,9 +12,11 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import sys
+from collections.abc import Iterator
 from typing import Any
 
-from ..errors import InputError, MissingExtra
+from ..errors import InputError, MissingExtra, shown
 from ._ncu_common import Launch, Report
 
 __all__ = ["REP_MAGIC", "read_rep", "TENSOR_OPCODES"]
@@ -224,7 +226,59 @@ def read_rep(path: str) -> Report:
     problem = container_problem(path)
     if problem:
         return _read_isolated(path, problem)
-    return _read(path, problem)
+    failed: InputError | None = None
+    with _native_log() as native:  # the lines are there once the block is left
+        try:
+            report = _read(path, problem)
+        except InputError as exc:
+            failed = exc
+    said = _native_message(native)
+    if failed is not None:
+        if said is None:
+            raise failed
+        raise InputError(failed.source, failed.location, f"{failed.message} (ncu_report: {said})") from None
+    if said is not None:
+        report.warnings.append(f"ncu_report: {said}")
+    return report
+
+
+#: a line of the native library's log (glog/absl): ``E0000 00:00:17.11 1234 file.cc:195] text``
+_NATIVE_LINE = re.compile(r"^[FEWI]\d{4} [\d:.]+\s+\d+ [^\]]+\] (.*)$")
+
+
+@contextlib.contextmanager
+def _native_log() -> Iterator[list[str]]:
+    """What native code writes to the process's stderr (fd 2) meanwhile, as lines, instead
+    of on the terminal: ``ncu_report`` logs there when a report is damaged ("Can't parse
+    message ... missing required fields"), which would break the one-line error."""
+    import tempfile
+
+    lines: list[str] = []
+    try:
+        saved = os.dup(2)
+    except OSError:  # no stderr to take over
+        yield lines
+        return
+    with tempfile.TemporaryFile() as log:
+        sys.stderr.flush()
+        os.dup2(log.fileno(), 2)
+        try:
+            yield lines
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            log.seek(0)
+            lines.extend(log.read(1 << 16).decode("utf-8", "replace").splitlines())
+
+
+def _native_message(lines: list[str]) -> str | None:
+    """The first message of the native log (its prefix left out), shortened; None if none."""
+    for line in lines:
+        m = _NATIVE_LINE.match(line.strip())
+        if m is not None:
+            return shown(m.group(1).strip())[:300]
+    return None
 
 
 #: the native library's fatal message (``Check failed: ...``) in the child's stderr
