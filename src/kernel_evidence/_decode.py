@@ -270,6 +270,10 @@ def decode_one(raw: bytes) -> tuple[Any, bytes] | None:
     return None if one is None else (one.packet, canonical_struct_bytes(one.packet))
 
 
+#: what an empty top-level array is told (it holds no packet, like an empty file)
+EMPTY_ARRAY = "empty JSON array; expected a packet or an array of packets"
+
+
 def decode_document(record: Any) -> Iterator[Decoded]:
     """Decode one record's bytes into packet structs (a JSON array yields one per element)."""
     raw: bytes = record.data
@@ -287,6 +291,10 @@ def decode_document(record: Any) -> Iterator[Decoded]:
             packets = [_packet_decoder.decode(raw)]
             multi = False
     except msgspec.ValidationError as exc:
+        syntax = _syntax_error(raw)
+        if syntax is not None:  # truncated or malformed: say so, not what came before it
+            yield Decoded(loc, rule_id="KE001", error=syntax)
+            return
         msg, pointer, at = _split_msgspec_error(str(exc))
         msg, pointer = _structural_message(msg, pointer)
         pointer = at if at is not None else pointer
@@ -316,6 +324,9 @@ def decode_document(record: Any) -> Iterator[Decoded]:
             error=f"not valid UTF-8 at line {line}, column {col} (byte {pos}); expected a UTF-8 JSON document",
         )
         return
+    if not packets:
+        yield Decoded(loc, rule_id="KE001", error=EMPTY_ARRAY)
+        return
     encoded = [encode_struct(p) for p in packets]
     canon = [canonical_from_encoded(p, e) for p, e in zip(packets, encoded, strict=True)]
     # input already in canonical form (as kernel-evidence writes it) cannot repeat a key
@@ -333,6 +344,21 @@ def decode_document(record: Any) -> Iterator[Decoded]:
                 return
     for i, (p, c) in enumerate(zip(packets, canon, strict=True)):
         yield Decoded(f"{loc + ', ' if loc else ''}item {i}" if multi else loc, packet=p, canonical=c)
+
+
+def _syntax_error(raw: bytes) -> str | None:
+    """What is wrong with ``raw`` as JSON text, if anything (types aside).
+
+    The typed decoders stop at the first value of the wrong type or name, before they reach
+    a truncation or a syntax error further on; this pass (zero-copy) reads the syntax only.
+    """
+    try:
+        msgspec.json.decode(raw, type=msgspec.Raw)
+    except msgspec.DecodeError as exc:
+        return _decode_error_text(raw, str(exc))
+    except RecursionError:
+        return "JSON nested too deeply (hostile or corrupt input)"
+    return None
 
 
 def _decode_error_text(raw: bytes, msg: str) -> str:

@@ -88,13 +88,18 @@ def open_archive(root: str | os.PathLike[str]) -> ds.Dataset:
     """
     path = Path(root)
     files = _files(path)
-    return ds.dataset(
-        [str(f) for f in files],
-        schema=DATASET_SCHEMA,
-        format="parquet",
-        partitioning=_PARTITIONING,
-        partition_base_dir=str(path),
-    )
+    try:
+        return ds.dataset(
+            [str(f) for f in files],
+            schema=DATASET_SCHEMA,
+            format="parquet",
+            partitioning=_PARTITIONING,
+            partition_base_dir=str(path),
+        )
+    except FileNotFoundError as exc:  # a data file that vanished, or a dangling link
+        raise ArchiveError(f"{exc}: no such file (a missing data file or a broken link)") from None
+    except (pa.ArrowException, OSError) as exc:
+        raise ArchiveError(f"{path}: the archive could not be opened ({_short(exc)})") from None
 
 
 def _check_file(path: Path) -> None:

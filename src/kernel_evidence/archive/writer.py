@@ -57,6 +57,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .._canonical import packet_id_for
+from .._decode import EMPTY_ARRAY
 from .._gc import paused_gc
 from .._version import __version__
 from ..errors import ArchiveError
@@ -747,7 +748,9 @@ def _documents(
             except (msgspec.DecodeError, UnicodeDecodeError, RecursionError) as exc:
                 yield rec.source, rec.location, None, None, not_json(exc)
                 continue
-            if isinstance(data, list):
+            if data == []:
+                yield rec.source, rec.location, None, None, EMPTY_ARRAY
+            elif isinstance(data, list):
                 for i, item in enumerate(data):
                     loc = f"{rec.location}, item {i}" if rec.location else f"item {i}"
                     yield rec.source, loc, item, None, None

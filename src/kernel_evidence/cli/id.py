@@ -10,7 +10,7 @@ import msgspec
 import typer
 
 from .._canonical import packet_id_for
-from .._decode import _maybe_duplicates, find_duplicate_key
+from .._decode import EMPTY_ARRAY, _maybe_duplicates, find_duplicate_key
 from ..io import discover, iter_records, output_streams_jsonl, write_packets
 from ._common import EXIT_INVALID, EXIT_USAGE, fail, shown
 
@@ -116,6 +116,9 @@ def register(app: typer.Typer) -> None:
                     continue
                 multi = isinstance(data, list)
                 items = data if multi else [data]
+                if not items:
+                    error(f"{where}: {EMPTY_ARRAY}")
+                    continue
                 for i, d in enumerate(items):
                     at = (
                         f"{shown(rec.source)}:{rec.location + ', ' if rec.location else ''}item {i}"
