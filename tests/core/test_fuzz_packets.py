@@ -100,3 +100,19 @@ def test_truncated_or_malformed_json_is_reported_before_an_unknown_field(data, e
     report = ke.validate(data)
     assert [f.rule_id for f in report.findings] == ["KE001"]
     assert report.findings[0].message.startswith(expected)
+
+
+def test_validate_bytes_of_several_packets_is_a_finding_not_the_first_alone() -> None:
+    # validate() checks one packet: an array of two was reported on its first packet only,
+    # the second never looked at; an array of one is that packet
+    import json
+
+    import kernel_evidence as ke
+    from kernel_evidence.strategies import example_packet
+
+    good = example_packet().to_dict()
+    report = ke.validate(json.dumps([good, good]).encode())
+    assert not report.ok
+    assert [f.rule_id for f in report.findings] == ["KE001"]
+    assert "an array of 2 packets" in report.findings[0].message
+    assert ke.validate(json.dumps([good]).encode()).ok

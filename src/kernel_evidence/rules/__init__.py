@@ -159,7 +159,16 @@ def validate(packet: EvidencePacket | dict[str, Any] | bytes | str) -> Report:
         one = decode_checked(raw)
         if one is not None:
             return validate_struct(one.packet, content_id=one.content_id)
-        return _report_for(next(iter(decode_document(Record("<bytes>", None, data=raw)))), None)
+        items = list(decode_document(Record("<bytes>", None, data=raw)))
+        if len(items) > 1:  # validate() checks one packet: never the first of several silently
+            f = finding(
+                "KE001",
+                "",
+                f"an array of {len(items)} packets; validate() checks one packet "
+                "(validate_paths or `kevidence validate` check each)",
+            )
+            return Report(None, None, None, [f], Grade("F", ("invalid: KE001",)))
+        return _report_for(items[0], None)
     if isinstance(packet, dict):
         try:
             model = EvidencePacket.model_validate(packet)
