@@ -6,26 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from test_cli import GOOD, run, write
 
 import kernel_evidence as ke
-from kernel_evidence.cli import main
 from kernel_evidence.errors import ArchiveError
-from kernel_evidence.strategies import example_packet
 
-GOOD = example_packet().to_json()
 EMPTY = "empty JSON array; expected a packet or an array of packets"
-
-
-def run(capsys, *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def write(tmp_path: Path, name: str, data: bytes) -> str:
-    p = tmp_path / name
-    p.write_bytes(data)
-    return str(p)
 
 
 def test_validate_bytes_of_an_empty_array_is_a_finding_not_stop_iteration() -> None:
