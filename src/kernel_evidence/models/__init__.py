@@ -1,4 +1,4 @@
-"""The packet models, schema version 0.1: one module per category, put together in :mod:`.envelope`."""
+"""The packet models (schema version 0.2): one module per category, put together in :mod:`.envelope`."""
 
 from ._base import (
     Artifact,
@@ -15,6 +15,7 @@ from ._base import (
     Software,
 )
 from .compile import Compile
+from .conditions import DEFENCE_CHECKS, CachePolicy, CaptureOf, Conditions, Defence
 from .cost import Cost, EnergyMeasurement, Money
 from .envelope import (
     SCHEMA_VERSION,
@@ -34,15 +35,20 @@ from .timing import Baseline, RequestRate, ServingMetrics, Speedup, Stats, Timin
 from .validation import ShapeResult, Validation
 
 __all__ = [
+    "DEFENCE_CHECKS",
     "SCHEMA_VERSION",
     "Artifact",
     "Bandwidth",
     "Baseline",
     "ByteSize",
+    "CachePolicy",
+    "CaptureOf",
     "Clocks",
     "Compile",
+    "Conditions",
     "Container",
     "Cost",
+    "Defence",
     "Duration",
     "Energy",
     "EnergyMeasurement",

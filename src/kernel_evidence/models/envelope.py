@@ -14,6 +14,7 @@ from pydantic import Field, Strict
 
 from ._base import Artifact, Digest, Model, NonEmptyStr, NonNegInt, Str, UtcTimestamp
 from .compile import Compile
+from .conditions import Defence
 from .cost import Cost
 from .hardware import Hardware
 from .profiler import ProfilerCapture
@@ -108,6 +109,9 @@ class EvidencePacket(Model):
     schema_version: Literal["0.1"]
     packet_id: Digest | None = None
     created_at: UtcTimestamp
+    #: schema 0.2: when the measurement was taken, when known and different from when the
+    #: packet was made (an ingested historical result keeps its own date)
+    measured_at: UtcTimestamp | None = None
     producer: Producer
     subject: Subject
     status: Status
@@ -121,6 +125,8 @@ class EvidencePacket(Model):
     hardware: Hardware | None = None
     replay: Replay | None = None
     cost: Cost | None = None
+    #: schema 0.2: the anti-gaming checks the harness ran and their outcomes
+    defences: list[Defence] | None = None
     extensions: dict[ExtensionKey, dict[str, Any]] | None = None
 
     def to_dict(self) -> dict[str, Any]:

@@ -48,6 +48,9 @@ class Hardware(Model):
 
     vendor: Vendor
     device: NonEmptyStr
+    #: schema 0.2: the canonical device id from the shipped device table (``device`` keeps
+    #: the string the tool wrote); absent when the device is not in the table
+    device_id: Str | None = None
     arch: Str | None = None
     count: PosInt | None = None
     compute_units: PosInt | None = None
@@ -60,4 +63,6 @@ class Hardware(Model):
     clocks: Clocks | None = None
     power_limit: Power | None = None
     interconnect: Str | None = None
+    #: schema 0.2: size of the last-level cache (L2 on NVIDIA, Infinity Cache/L2 on AMD)
+    last_level_cache: ByteSize | None = None
     host: Host | None = None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ._base import Artifact, Float, Int, Model, NonEmptyStr, NonNegInt, Quantity, Str
+from .conditions import CaptureOf
 
 __all__ = ["KernelRecord", "ProfilerCapture", "RawMetric"]
 
@@ -58,3 +59,6 @@ class ProfilerCapture(Model):
     summary: dict[str, Quantity] | None = None
     attributes: dict[str, Str | Float | Int] | None = None
     warnings: list[Str] | None = None
+    #: schema 0.2: what the capture is of (candidate or baseline, which shape, the kernels
+    #: the candidate is expected to launch)
+    of: CaptureOf | None = None

@@ -19,6 +19,7 @@ from ._base import (
     Str,
     TimeUnit,
 )
+from .conditions import Conditions, TimingMethod
 
 __all__ = [
     "Baseline",
@@ -30,10 +31,6 @@ __all__ = [
     "TokenRate",
 ]
 
-TimingMethod = Literal[
-    "cuda_events", "hip_events", "cupti", "host_clock", "profiler", "xprof", "torch_profiler",
-    "triton_do_bench", "serving_client", "other",
-]  # fmt: skip
 
 
 class Stats(Model):
@@ -56,6 +53,8 @@ class Stats(Model):
     ci_low: NonNegFloat | None = None
     ci_high: NonNegFloat | None = None
     ci_level: NonNegFloat | None = None
+    #: how many samples were dropped (as outliers, or warm-up) before these statistics
+    dropped: NonNegInt | None = None
 
 
 class RequestRate(Model):
@@ -112,6 +111,9 @@ class Baseline(Model):
     interleaved: Bool | None = None
     stats: Stats | None = None
     serving: ServingMetrics | None = None
+    #: schema 0.2: the conditions the baseline was measured under (compared with the
+    #: candidate's ``Timing.conditions`` by the rules)
+    conditions: Conditions | None = None
 
 
 class Speedup(Model):
@@ -146,3 +148,5 @@ class Timing(Model):
     notes: Str | None = None
     baseline: Baseline | None = None
     speedup: Speedup | None = None
+    #: schema 0.2: the candidate's conditions, in the structure of ``Baseline.conditions``
+    conditions: Conditions | None = None
