@@ -61,8 +61,8 @@ import pyarrow.csv as pacsv
 from kernel_evidence._gc import paused_gc
 from kernel_evidence._ingest import ingest
 from kernel_evidence.adapters import AdapterOptions
-from kernel_evidence.adapters._rocprof_tables import read_table
 from kernel_evidence.adapters.rocprof import ADAPTER, _raw_column
+from kernel_evidence.adapters.rocprof._tables import read_table
 from kernel_evidence.rawtable import read_raw_table
 
 META = ["Dispatch_ID", "GPU_ID", "Grid_Size", "Workgroup_Size", "LDS_Per_Workgroup",

@@ -100,7 +100,7 @@ def main() -> int:
     args = ap.parse_args()
 
     from kernel_evidence.adapters import AdapterOptions, get_adapter
-    from kernel_evidence.adapters._vllm_stats import have_numpy
+    from kernel_evidence.adapters.vllm._stats import have_numpy
 
     adapter = get_adapter("vllm")
     with tempfile.TemporaryDirectory(prefix="kev-bench-vllm-") as tmp:

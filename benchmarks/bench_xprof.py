@@ -20,8 +20,8 @@ from google.protobuf import __version__ as protobuf_version
 from google.protobuf.internal import api_implementation
 
 from kernel_evidence.adapters import AdapterOptions
-from kernel_evidence.adapters._xprof_proto import messages
 from kernel_evidence.adapters.xprof import ADAPTER
+from kernel_evidence.adapters.xprof._proto import messages
 
 CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus" / "xprof"
 

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from kernel_evidence._ingest import ingest_json
-from kernel_evidence.adapters import _ncu_rep
+from kernel_evidence.adapters.ncu import _rep as _ncu_rep
 from kernel_evidence.errors import AdapterError, KernelEvidenceError
 from kernel_evidence.rules import validate
 
@@ -426,7 +426,7 @@ def test_xprof_profiler_error_text_with_control_bytes_is_one_warning_line(tmp_pa
     # the XSpace's own `errors` strings were copied into the warnings as they were: a damaged
     # file's bytes (line feeds, backspaces) made a warning of several lines
     pytest.importorskip("google.protobuf")
-    from kernel_evidence.adapters._xprof_proto import messages
+    from kernel_evidence.adapters.xprof._proto import messages
 
     space = messages().XSpace()
     space.errors.append("bad\x08\x04\x12\nprogram_id")

@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 
 from kernel_evidence._resources import load_toml
 from kernel_evidence.adapters import Adapter, AdapterOptions, get_adapter
-from kernel_evidence.adapters._ncu_common import parse_dims, parse_value
 from kernel_evidence.adapters.ncu import ADAPTER, canonical_metrics
+from kernel_evidence.adapters.ncu._common import parse_dims, parse_value
 from kernel_evidence.errors import InputError, MissingExtra
 from kernel_evidence.models import EvidencePacket, KernelRecord, RawMetric
 from kernel_evidence.units import UNIT_FACTORS
@@ -806,8 +806,8 @@ def test_record_identity_fields_of_the_model_types_are_built_others_validated() 
     from pydantic import ValidationError
 
     from kernel_evidence._fast import columns_encoder
-    from kernel_evidence.adapters._ncu_common import Launch, Report
     from kernel_evidence.adapters.ncu import _buildable, _RawTable, _records
+    from kernel_evidence.adapters.ncu._common import Launch, Report
 
     assert _buildable({"name": "k", "id": "1", "process": "4242 python", "device": 0, "grid": [1, 2, 1]})
     assert _buildable({"name": "k", "block": [128, 1, 1], "invocations": 3, "stream": "7"})

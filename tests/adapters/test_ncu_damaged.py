@@ -250,7 +250,7 @@ def _container(*blocks: tuple[bytes, int]) -> bytes:
 
 
 def test_container_check_finds_a_cut(tmp_path: Path) -> None:
-    from kernel_evidence.adapters._ncu_rep import container_problem
+    from kernel_evidence.adapters.ncu._rep import container_problem
 
     whole = _container((b"\x08\x00", 0), (b"\x08\x01", 100), (b"\x08\x00", 0))
     path = tmp_path / "r.ncu-rep"

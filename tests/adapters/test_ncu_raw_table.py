@@ -14,9 +14,10 @@ import pyarrow as pa
 import pytest
 from _raw_helpers import without_raw
 
-from kernel_evidence.adapters import AdapterOptions, _ncu_csv
-from kernel_evidence.adapters._ncu_common import column_values
+from kernel_evidence.adapters import AdapterOptions
 from kernel_evidence.adapters.ncu import ADAPTER, read_reports
+from kernel_evidence.adapters.ncu import _csv as _ncu_csv
+from kernel_evidence.adapters.ncu._common import column_values
 from kernel_evidence.errors import KernelEvidenceError
 from kernel_evidence.models import EvidencePacket
 from kernel_evidence.rawtable import RAW_TABLE_MEDIA_TYPE, raw_columns_of, read_raw_table

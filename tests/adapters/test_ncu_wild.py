@@ -122,7 +122,7 @@ def test_details_2020_memory_throughput_bandwidth_label_gives_no_unit_warning(tm
 def test_rep_rule_giving_several_results_keeps_each() -> None:
     # the .ncu-rep reader numbers a rule's results as the details page does; the action
     # here stands in for ncu_report's only to hand over its rule results as it gives them
-    from kernel_evidence.adapters._ncu_rep import _rule_results
+    from kernel_evidence.adapters.ncu._rep import _rule_results
 
     class Action:
         def rule_results_as_dicts(self) -> list[dict[str, object]]:

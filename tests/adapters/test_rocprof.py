@@ -19,9 +19,9 @@ from hypothesis import strategies as st
 
 from kernel_evidence._resources import load_toml
 from kernel_evidence.adapters import Adapter, AdapterOptions, get_adapter
-from kernel_evidence.adapters._rocprof_formula import Formula, FormulaError
-from kernel_evidence.adapters._rocprof_tables import normalise_kernel_name
 from kernel_evidence.adapters.rocprof import ADAPTER, load_mapping
+from kernel_evidence.adapters.rocprof._formula import Formula, FormulaError
+from kernel_evidence.adapters.rocprof._tables import normalise_kernel_name
 from kernel_evidence.errors import AdapterError, InputError
 from kernel_evidence.models import EvidencePacket
 

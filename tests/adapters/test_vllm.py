@@ -22,9 +22,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kernel_evidence.adapters import Adapter, AdapterOptions, get_adapter
-from kernel_evidence.adapters._vllm_read import parse_runs
-from kernel_evidence.adapters._vllm_stats import _summarize_python, have_numpy, summarize
 from kernel_evidence.adapters.vllm import ADAPTER
+from kernel_evidence.adapters.vllm._runs import parse_runs
+from kernel_evidence.adapters.vllm._stats import _summarize_python, have_numpy, summarize
 from kernel_evidence.errors import AdapterError
 from kernel_evidence.models import EvidencePacket, ServingMetrics, Stats
 

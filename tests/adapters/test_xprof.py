@@ -16,8 +16,9 @@ from _xplane import PlaneBuilder
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kernel_evidence.adapters import Adapter, AdapterOptions, _xprof_proto, get_adapter
+from kernel_evidence.adapters import Adapter, AdapterOptions, get_adapter
 from kernel_evidence.adapters.xprof import ADAPTER
+from kernel_evidence.adapters.xprof import _proto as _xprof_proto
 from kernel_evidence.errors import AdapterError, MissingExtra
 from kernel_evidence.models import EvidencePacket, KernelRecord
 

@@ -239,7 +239,7 @@ def test_a_trace_without_device_or_xla_ops_has_no_hardware(tmp_path: Path) -> No
 
 def test_an_xspace_without_device_or_xla_ops_has_no_hardware(tmp_path: Path) -> None:
     pytest.importorskip("google.protobuf")
-    from kernel_evidence.adapters import _xprof_proto
+    from kernel_evidence.adapters.xprof import _proto as _xprof_proto
 
     space = _xprof_proto.messages().XSpace()
     plane = space.planes.add(id=1, name="/host:CPU")

@@ -16,8 +16,8 @@ pytest.importorskip("google.protobuf")
 from _xplane import PlaneBuilder  # noqa: E402
 
 from kernel_evidence.adapters import AdapterOptions  # noqa: E402
-from kernel_evidence.adapters._xprof_proto import messages  # noqa: E402
 from kernel_evidence.adapters.xprof import ADAPTER  # noqa: E402
+from kernel_evidence.adapters.xprof._proto import messages  # noqa: E402
 from kernel_evidence.errors import AdapterError  # noqa: E402
 from kernel_evidence.models import EvidencePacket, KernelRecord  # noqa: E402
 

@@ -15,9 +15,9 @@ import math
 import re
 from typing import Any
 
-from ..errors import AdapterError
-from ._xprof_model import DeviceInfo, OpAgg, ProfileData, Step
-from ._xprof_xplane import parse_kernel_details
+from ...errors import AdapterError
+from ._model import DeviceInfo, OpAgg, ProfileData, Step
+from ._xplane import parse_kernel_details
 
 __all__ = ["profile_from_tools", "profile_from_trace"]
 

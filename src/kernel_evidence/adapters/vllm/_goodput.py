@@ -23,7 +23,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from ..errors import AdapterError
+from ...errors import AdapterError
 
 __all__ = ["SLO_KEYS", "count_good", "needed_arrays", "parse_goodput_option", "slo_text"]
 

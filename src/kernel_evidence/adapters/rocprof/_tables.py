@@ -23,9 +23,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
-from ..errors import InputError
-from ._read import DEFAULT_MAX_BYTES
-from ._rocprof_io import Loaded, clean_csv, load, shown
+from ...errors import InputError
+from .._read import DEFAULT_MAX_BYTES
+from ._io import Loaded, clean_csv, load, shown
 
 __all__ = [
     "Dispatches",
@@ -123,7 +123,7 @@ def read_table(path: Path, cap: int = DEFAULT_MAX_BYTES) -> pa.Table:
 def read_loaded_table(path: Path, cap: int = DEFAULT_MAX_BYTES) -> tuple[pa.Table, Loaded]:
     """:func:`read_table`, and the file as read.
 
-    The bytes are read capped and cleaned by :mod:`._rocprof_io` (gzip, BOM, NULs, bytes
+    The bytes are read capped and cleaned by :mod:`._io` (gzip, BOM, NULs, bytes
     that are not UTF-8); the file's own problems are in ``Loaded.warnings``.
     """
     loaded = load(path, cap, what="a rocprof / rocprof-compute dispatch CSV")

@@ -41,11 +41,11 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .. import _version
-from .._gc import PROMOTE_CELLS, paused_gc, promote_survivors, raw_cell_count
-from .._resources import load_toml
-from ..errors import AdapterError, InputError
-from ..models import (
+from ... import _version
+from ..._gc import PROMOTE_CELLS, paused_gc, promote_survivors, raw_cell_count
+from ..._resources import load_toml
+from ...errors import AdapterError, InputError
+from ...models import (
     Artifact,
     ByteSize,
     EvidencePacket,
@@ -61,15 +61,15 @@ from ..models import (
     Task,
     Timing,
 )
-from ..units import convert
-from . import AdapterOptions, AdapterResult
-from ._objects import Records
-from ._objects import floats as _floats
-from ._read import is_junk_entry, max_bytes_option
-from ._rocprof_analyze import AnalyzeTables, is_analyze_dir, number
-from ._rocprof_formula import Formula
-from ._rocprof_io import Loaded, decode_text, load, shown
-from ._rocprof_sysinfo import (
+from ...units import convert
+from .. import AdapterOptions, AdapterResult
+from .._objects import Records
+from .._objects import floats as _floats
+from .._read import is_junk_entry, max_bytes_option
+from ._analyze import AnalyzeTables, is_analyze_dir, number
+from ._formula import Formula
+from ._io import Loaded, decode_text, load, shown
+from ._sysinfo import (
     SysInfo,
     read_agent_info,
     read_log,
@@ -78,7 +78,7 @@ from ._rocprof_sysinfo import (
     read_roofline,
     read_sysinfo,
 )
-from ._rocprof_tables import (
+from ._tables import (
     Dispatches,
     id_offset,
     merge_level_pass,
@@ -776,7 +776,7 @@ def _dispatch_packet(
             side = pool.submit(options.raw_table, columns, None, d.n, stem)
         derived, derive_warnings = _derive(d, sysinfo)
         with_id = bool(options.extra.get("packet_ids", True))
-        from .._fast import kernels_json_wanted
+        from ..._fast import kernels_json_wanted
 
         encode = with_id or kernels_json_wanted()  # the caller writes the packet at once
         records, kernels_json = _kernel_records(d, derived, encode=encode)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from .._resources import load_toml
+from ..._resources import load_toml
 
 __all__ = ["FORMATS", "LIST_PICKS", "FieldSource", "Mapping", "StatsSource", "mapping"]
 

@@ -17,10 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError
-from ..models import Bandwidth, ByteSize, Clocks, Frequency, Hardware, Host, Software
-from ._read import DEFAULT_MAX_BYTES
-from ._rocprof_io import SMALL_FILE, decode_text, load
+from ...errors import InputError
+from ...models import Bandwidth, ByteSize, Clocks, Frequency, Hardware, Host, Software
+from .._read import DEFAULT_MAX_BYTES
+from ._io import SMALL_FILE, decode_text, load
 
 __all__ = [
     "SysInfo",

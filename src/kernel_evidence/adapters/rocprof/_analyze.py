@@ -16,9 +16,9 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import AdapterError, InputError
-from ._read import DEFAULT_MAX_BYTES
-from ._rocprof_io import decode_text, load, shown
+from ...errors import AdapterError, InputError
+from .._read import DEFAULT_MAX_BYTES
+from ._io import decode_text, load, shown
 
 __all__ = ["AnalyzeTables", "find_tables", "is_analyze_dir", "read_rows"]
 

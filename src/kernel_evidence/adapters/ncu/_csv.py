@@ -1,4 +1,4 @@
-"""Not public: Nsight Compute text exports -> :class:`~._ncu_common.Report`.
+"""Not public: Nsight Compute text exports -> :class:`~._common.Report`.
 
 Handles what ncu writes to a terminal or ``--log-file``: ``--csv`` details page (long, one
 row per metric), ``--csv --page raw`` (wide, units row, one row per launch), the default
@@ -24,8 +24,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import InputError
-from ._ncu_common import (
+from ...errors import InputError
+from ._common import (
     Column,
     Launch,
     Report,
@@ -91,7 +91,7 @@ def read_text(path: str, data: bytes, *, arrow: bool = False) -> list[Report]:
 
     ``arrow``: the caller will write the raw columns to a side file, so a raw page read by
     pyarrow keeps its number columns as the float64 Arrow arrays it parsed (see
-    :data:`~._ncu_common.Column`) instead of making millions of Python floats of them."""
+    :data:`~._common.Column`) instead of making millions of Python floats of them."""
     nul = b"\x00" in data
     damaged = _damaged_lines(data, nul)
     if nul:
@@ -864,7 +864,7 @@ def _columns_fast(
     itself (in its threads); a column where another row is not a finite number is read again
     as text and converted cell by cell like the others, so the values are the same either way.
     With ``arrow``, a metric column of finite numbers stays the float64 Arrow array (the
-    list it stands for is :func:`~._ncu_common.column_values` of it); text and id columns
+    list it stands for is :func:`~._common.column_values` of it); text and id columns
     are lists either way.
     """
     body, start, end = rows.data, rows.begin, rows.end

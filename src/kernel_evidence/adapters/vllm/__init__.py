@@ -34,13 +34,13 @@ import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from ..errors import AdapterError
-from . import AdapterOptions, AdapterResult
-from ._read import is_junk_entry, max_bytes_option
-from ._vllm_build import BuildContext, build_packet, classify, now_utc
-from ._vllm_csv import parse_csv_runs
-from ._vllm_goodput import parse_goodput_option
-from ._vllm_read import GC_PAUSE_BYTES, duplicate_runs, gc_paused, parse_runs, read_bytes
+from ...errors import AdapterError
+from .. import AdapterOptions, AdapterResult
+from .._read import is_junk_entry, max_bytes_option
+from ._build import BuildContext, build_packet, classify, now_utc
+from ._csv import parse_csv_runs
+from ._goodput import parse_goodput_option
+from ._runs import GC_PAUSE_BYTES, duplicate_runs, gc_paused, parse_runs, read_bytes
 
 __all__ = ["ADAPTER", "VllmAdapter"]
 

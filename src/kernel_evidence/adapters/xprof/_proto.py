@@ -12,7 +12,7 @@ from functools import lru_cache
 from types import SimpleNamespace
 from typing import Any
 
-from ..errors import MissingExtra
+from ...errors import MissingExtra
 
 __all__ = ["MESSAGES", "PACKAGE", "messages"]
 

@@ -31,11 +31,11 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from .._gc import PROMOTE_CELLS, paused_gc, promote_survivors, raw_cell_count
-from .._resources import load_toml
-from .._version import __version__
-from ..errors import AdapterError, InputError, KernelEvidenceError, LimitExceeded, MissingExtra
-from ..models import (
+from ..._gc import PROMOTE_CELLS, paused_gc, promote_survivors, raw_cell_count
+from ..._resources import load_toml
+from ..._version import __version__
+from ...errors import AdapterError, InputError, KernelEvidenceError, LimitExceeded, MissingExtra
+from ...models import (
     Artifact,
     ByteSize,
     Clocks,
@@ -51,13 +51,13 @@ from ..models import (
     Subject,
     Timing,
 )
-from ..units import UnitError, convert, dimension_of
-from . import AdapterOptions, AdapterResult
-from ._ncu_common import Column, Report, Value, column_values, parse_count, split_by_unit
-from ._ncu_csv import read_text
-from ._ncu_rep import REP_MAGIC, read_rep
-from ._objects import Records
-from ._read import DEFAULT_MAX_BYTES, is_junk_entry, max_bytes_option, read_capped
+from ...units import UnitError, convert, dimension_of
+from .. import AdapterOptions, AdapterResult
+from .._objects import Records
+from .._read import DEFAULT_MAX_BYTES, is_junk_entry, max_bytes_option, read_capped
+from ._common import Column, Report, Value, column_values, parse_count, split_by_unit
+from ._csv import read_text
+from ._rep import REP_MAGIC, read_rep
 
 __all__ = ["ADAPTER", "NcuAdapter", "canonical_metrics"]
 
@@ -285,7 +285,7 @@ def canonical_columns(
     that yields a value wins. A source in a unit that does not convert adds a warning to
     ``warnings`` when a launch that needed its value has none in the end.
 
-    ``arrays``: the raw columns as the reader kept them (see :data:`._ncu_common.Column`).
+    ``arrays``: the raw columns as the reader kept them (see :data:`._common.Column`).
     A canonical metric whose sources are all float64 Arrow columns with one unit each is
     computed by Arrow's kernels, column at a time, and given as a float64 Arrow array (the
     same IEEE operations in the same order as the list code, so the same values, bit for
@@ -500,7 +500,7 @@ def read_reports(
     hashes them meanwhile, in another thread). No input is read past ``cap`` bytes: a larger
     regular file is refused before it is read, a device or pipe once it passes the cap.
     ``arrow``: the raw columns may go to a side file, so a raw page keeps its number columns
-    as the Arrow arrays pyarrow parsed (see :data:`._ncu_common.Column`).
+    as the Arrow arrays pyarrow parsed (see :data:`._common.Column`).
     """
     if path == "-":
         data = _read_stdin(cap)
@@ -1123,7 +1123,7 @@ def _packet(
             side.set_result(_write_side(*args))
     hardware = _hardware(report, raw, hoisted, warnings)
     value_warnings: list[str] = []
-    from .._fast import kernels_json_wanted
+    from ..._fast import kernels_json_wanted
 
     encode = with_id or kernels_json_wanted()  # the caller writes the packet at once
     records, kernels_json = _records(report, raw, metric_warnings, value_warnings, encode=encode)

@@ -27,9 +27,9 @@ from typing import Any
 
 import msgspec
 
-from .._gc import paused_gc
-from ..errors import AdapterError
-from ._read import DEFAULT_MAX_BYTES, read_capped
+from ..._gc import paused_gc
+from ...errors import AdapterError
+from .._read import DEFAULT_MAX_BYTES, read_capped
 
 __all__ = [
     "ARRAY_KEYS",

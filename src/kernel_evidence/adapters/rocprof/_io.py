@@ -23,8 +23,8 @@ import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import AdapterError, InputError
-from ._read import DEFAULT_MAX_BYTES, read_capped
+from ...errors import AdapterError, InputError
+from .._read import DEFAULT_MAX_BYTES, read_capped
 
 __all__ = ["SMALL_FILE", "Loaded", "clean_csv", "decode_text", "load", "shown"]
 

@@ -1,4 +1,4 @@
-"""Not public: binary ``.ncu-rep`` reports -> :class:`~._ncu_common.Report`, via NVIDIA's
+"""Not public: binary ``.ncu-rep`` reports -> :class:`~._common.Report`, via NVIDIA's
 ``ncu_report`` module (PyPI ``ncu-report``, the ``ncu`` extra; proprietary licence).
 
 API used (Nsight Compute "Python Report Interface"): ``load_report(path) -> IContext``;
@@ -16,8 +16,8 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
-from ..errors import InputError, MissingExtra, shown
-from ._ncu_common import Launch, Report
+from ...errors import InputError, MissingExtra, shown
+from ._common import Launch, Report
 
 __all__ = ["REP_MAGIC", "read_rep", "TENSOR_OPCODES"]
 

@@ -33,10 +33,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .._resources import load_toml
-from .._version import __version__
-from ..errors import AdapterError, KernelEvidenceError
-from ..models import (
+from ..._resources import load_toml
+from ..._version import __version__
+from ...errors import AdapterError, KernelEvidenceError
+from ...models import (
     Artifact,
     Bandwidth,
     ByteSize,
@@ -53,9 +53,9 @@ from ..models import (
     Subject,
     Timing,
 )
-from . import AdapterOptions, AdapterResult
-from ._read import is_junk_entry, max_bytes_option, read_capped, size_text
-from ._xprof_model import DeviceInfo, OpAgg, ProfileData
+from .. import AdapterOptions, AdapterResult
+from .._read import is_junk_entry, max_bytes_option, read_capped, size_text
+from ._model import DeviceInfo, OpAgg, ProfileData
 
 __all__ = ["ADAPTER", "XProfAdapter", "read_profile"]
 
@@ -265,18 +265,18 @@ def read_profile(
     """Read one group of files into :class:`ProfileData`, with the bytes read (for digests).
     Every file is read once, under ``cap`` bytes (``json_cap`` once decompressed)."""
     if group_kind == "xplane":
-        from ._xprof_xplane import parse_xspace, profile_from_xspaces
+        from ._xplane import parse_xspace, profile_from_xspaces
 
         blobs = [_read_bytes(f, cap, _WHAT_XPLANE) for f in files]
         spaces = [(f, parse_xspace(_xplane_bytes(f, b, cap), f)) for f, b in zip(files, blobs, strict=True)]
         return profile_from_xspaces(spaces), blobs
-    from . import _xprof_json
+    from . import _json
 
     blobs = [_read_bytes(f, cap, _WHAT_JSON) for f in files]
     docs = [(f, decode_json(f, b, json_cap)) for f, b in zip(files, blobs, strict=True)]
     if group_kind == "trace_json":
-        return _xprof_json.profile_from_trace(docs), blobs
-    return _xprof_json.profile_from_tools(docs), blobs
+        return _json.profile_from_trace(docs), blobs
+    return _json.profile_from_tools(docs), blobs
 
 
 # ------------------------------------------------------------------------------------------

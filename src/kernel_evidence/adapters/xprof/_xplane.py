@@ -14,9 +14,9 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from ..errors import AdapterError, shown
-from ._xprof_model import DeviceInfo, OpAgg, ProfileData, Step
-from ._xprof_proto import messages
+from ...errors import AdapterError, shown
+from ._model import DeviceInfo, OpAgg, ProfileData, Step
+from ._proto import messages
 
 __all__ = ["parse_xspace", "profile_from_xspaces"]
 

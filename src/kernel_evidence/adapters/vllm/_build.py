@@ -19,9 +19,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from .. import _version
-from ..errors import AdapterError
-from ..models import (
+from ... import _version
+from ...errors import AdapterError
+from ...models import (
     Artifact,
     ByteSize,
     Duration,
@@ -42,12 +42,12 @@ from ..models import (
     Timing,
     TokenRate,
 )
-from ..units import convert, dimension_of
-from ._read import DEFAULT_MAX_BYTES, read_capped
-from ._vllm_goodput import count_good, needed_arrays, slo_text
-from ._vllm_map import LIST_PICKS, Mapping, mapping
-from ._vllm_read import RunRecord
-from ._vllm_stats import RunSamples, Summary, close, collect_samples, summarize
+from ...units import convert, dimension_of
+from .._read import DEFAULT_MAX_BYTES, read_capped
+from ._goodput import count_good, needed_arrays, slo_text
+from ._map import LIST_PICKS, Mapping, mapping
+from ._runs import RunRecord
+from ._stats import RunSamples, Summary, close, collect_samples, summarize
 
 __all__ = ["BuildContext", "build_packet", "classify"]
 
@@ -792,7 +792,7 @@ def _write_sidecar(ctx: BuildContext, rec: RunRecord, cols: dict[str, Any]) -> A
         import pyarrow as pa
         import pyarrow.parquet as pq
     except ImportError:  # pragma: no cover - pyarrow is a core dependency
-        from ..errors import MissingExtra
+        from ...errors import MissingExtra
 
         raise MissingExtra("pyarrow", "archive", "writing a per-request samples sidecar") from None
     table: dict[str, Any] = {}

@@ -36,8 +36,8 @@ from typing import Any
 
 import msgspec
 
-from ..errors import AdapterError
-from ._vllm_read import ARRAY_KEYS, RunRecord
+from ...errors import AdapterError
+from ._runs import ARRAY_KEYS, RunRecord
 
 __all__ = ["parse_csv_runs"]
 
@@ -165,7 +165,7 @@ def _columns(source: str, line: int, header: list[str]) -> list[tuple[int, str]]
 
 def _check_kind(source: str, line: int, names: list[str]) -> None:
     """Refuse, once, a table whose columns are not those of serving-benchmark runs."""
-    from ._vllm_build import classify  # the same recognition as for JSON files
+    from ._build import classify  # the same recognition as for JSON files
 
     probe = RunRecord(source, f"line {line}", dict.fromkeys(names))
     try:
