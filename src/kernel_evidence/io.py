@@ -9,6 +9,7 @@ out-of-memory kill. Writing is atomic: a temporary file in the target folder, th
 from __future__ import annotations
 
 import contextlib
+import errno
 import io
 import os
 import re
@@ -72,10 +73,24 @@ class Record(NamedTuple):
 _record = partial(tuple.__new__, Record)
 
 
+_BOMS = ((b"\xef\xbb\xbf", "a UTF-8"), (b"\xff\xfe", "a UTF-16"), (b"\xfe\xff", "a UTF-16"))
+
+
+def _bom(data: bytes) -> str | None:
+    """What a document starting with a byte order mark is told (JSON text has none)."""
+    for mark, kind in _BOMS:
+        if data.startswith(mark):
+            return f"starts with {kind} byte order mark; expected UTF-8 JSON without one (remove its first {len(mark)} bytes)"
+    return None
+
+
 def _checked(name: str, location: str | None, data: bytes) -> Record:
     """A record of ``data``, or the error if it is not UTF-8 (checked only when not ASCII)."""
     if data.isascii():
         return Record(name, location, data, None)
+    bom = _bom(data)
+    if bom is not None:
+        return Record(name, location, error=InputError(name, location, bom))
     try:
         data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -88,6 +103,38 @@ def _checked(name: str, location: str | None, data: bytes) -> Record:
     return Record(name, location, data=data)
 
 
+_BLANK = b" \t\r\f\v"
+_raw_items = msgspec.json.Decoder(list[msgspec.Raw])
+
+
+def _split(rec: Record) -> Iterator[Record]:
+    """The record of each item of a JSON array (location ``item N``, after the line's when
+    there is one), so that every item is reported and counted on its own; any other record
+    as it is, as is an array that is not well-formed JSON or is empty (the decoder names
+    what is wrong with it)."""
+    data = rec.data
+    if data is None or data.lstrip()[:1] != b"[":
+        yield rec
+        return
+    try:
+        items = _raw_items.decode(data)
+    except (msgspec.DecodeError, RecursionError):
+        yield rec
+        return
+    if not items:
+        yield rec
+        return
+    prefix = f"{rec.location}, " if rec.location else ""
+    for i, item in enumerate(items):
+        data = bytes(item)
+        where = f"{prefix}item {i}"
+        if data[:1] == b"[":  # not split again: an array of arrays is not a list of packets
+            error = InputError(rec.source, where, "expected a JSON object (a packet), got an array")
+            yield Record(rec.source, where, None, error)
+        else:
+            yield Record(rec.source, where, data, None)
+
+
 def _is_packet_file(path: Path) -> bool:
     name = path.name.lower()
     return any(name.endswith(s) for s in PACKET_SUFFIXES)
@@ -95,7 +142,12 @@ def _is_packet_file(path: Path) -> bool:
 
 def discover(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]]) -> Iterator[str]:
     """Expand files and directories (recursively, sorted) into input names; ``-`` is stdin.
-    One name may be given on its own (not a list)."""
+    One name may be given on its own (not a list).
+
+    A directory inside that cannot be listed (permission denied) is given as an input name
+    of its own, in its place in the order: :func:`iter_records` reports it as an error, so
+    its packets are never skipped in silence.
+    """
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     for p in paths:
@@ -105,11 +157,37 @@ def discover(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]]) -
             continue
         path = Path(s)
         if path.is_dir():
-            for sub in sorted(path.rglob("*")):
-                if sub.is_file() and _is_packet_file(sub):
-                    yield str(sub)
+            yield from _walk(path)
         else:
             yield s
+
+
+def _walk(top: Path) -> Iterator[str]:
+    """Packet files under ``top`` (links to directories not followed), and the directories
+    that could not be listed, sorted as paths."""
+    found: list[Path] = []
+
+    def unreadable(exc: OSError) -> None:
+        found.append(Path(exc.filename) if exc.filename else top)
+
+    for dirpath, _dirnames, filenames in os.walk(top, onerror=unreadable):
+        for f in filenames:
+            sub = Path(dirpath) / f
+            if _is_packet_file(sub) and sub.is_file():
+                found.append(sub)
+    for sub in sorted(found):
+        yield str(sub)
+
+
+def _unreadable_directory(name: str) -> str:
+    """Why a directory named as an input is an error: it could not be listed (its packets
+    were not read), or it is a directory where a file was expected."""
+    try:
+        with os.scandir(name):
+            pass
+    except OSError as exc:
+        return f"directory cannot be listed ({exc.strerror or exc}); its packets were not checked"
+    return "is a directory"
 
 
 def _kind(name: str) -> tuple[bool, bool]:
@@ -131,7 +209,10 @@ class _ZstdFrames(io.RawIOBase):
     """Decompress a (multi-frame) zstd stream incrementally, refusing more than ``cap`` bytes.
 
     Unlike a plain stream reader it notices a stream that ends inside a frame (a writer killed
-    mid-write, a truncated download) and raises, after every complete frame was delivered.
+    mid-write, a truncated download) or that holds bytes that are not a zstd frame (damage,
+    or data appended after the last frame): the stream then ends where the damage starts,
+    every byte decompressed before it is delivered, and ``truncated`` or ``damage`` tells the
+    reader, which reports it after the records it read.
     """
 
     def __init__(self, inner: BinaryIO, cap: int, source: str) -> None:
@@ -145,8 +226,15 @@ class _ZstdFrames(io.RawIOBase):
         self._source = source
         self._done = False
         self._piece = _FIRST_PIECE
+        #: offset in the compressed stream of the first byte of ``_pending`` (or of the next
+        #: read), and of the frame being decompressed
+        self._at = 0
+        self._frame_at = 0
         #: set at the end of the stream when it stopped inside a frame
         self.truncated = False
+        #: set when the stream holds bytes that do not decompress: (compressed offset of
+        #: the frame they start, the decompressor's words)
+        self.damage: tuple[int, str] | None = None
 
     def readable(self) -> bool:
         return True
@@ -170,9 +258,20 @@ class _ZstdFrames(io.RawIOBase):
             feed, self._pending = data[: self._piece], data[self._piece :]
             if self._obj is None or self._obj.eof:
                 self._obj = self._dctx.decompressobj()
-            chunk = self._obj.decompress(feed)
+                self._frame_at = self._at
+            try:
+                chunk = self._obj.decompress(feed)
+            except zstandard.ZstdError as exc:
+                # what came before was delivered (or is in ``_out``); the reader names the
+                # damage after it
+                self.damage = (self._frame_at, str(exc).removeprefix("zstd decompressor error: "))
+                self._done = True
+                self._pending = b""
+                return
+            self._at += len(feed)
             if self._obj.eof and self._obj.unused_data:
                 self._pending = self._obj.unused_data + self._pending
+                self._at -= len(self._obj.unused_data)
             if len(chunk) < _SANE_RATIO * len(feed):
                 self._piece = min(self._piece * 2, _CHUNK)
             else:
@@ -203,6 +302,20 @@ def _truncated(fh: Any) -> bool:
     return bool(getattr(getattr(fh, "raw", None), "truncated", False))
 
 
+def _stream_end_error(fh: Any) -> str | None:
+    """Why a zstd stream ended early, once all it held before was read: cut inside a frame,
+    or bytes that are not zstd (named by their offset in the compressed file)."""
+    raw = getattr(fh, "raw", None)
+    damage = getattr(raw, "damage", None)
+    if damage is not None:
+        at, why = damage
+        return (
+            f"zstd stream damaged at byte {at} of the compressed file ({why}); "
+            "the records before it were read, nothing after it"
+        )
+    return _TRUNCATED if _truncated(fh) else None
+
+
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 
 
@@ -220,6 +333,13 @@ def _open_binary(name: str, limits: Limits) -> BinaryIO:
         return cast(BinaryIO, raw)
     frames = _ZstdFrames(cast(BinaryIO, raw), limits.max_decompressed_bytes, name)
     return cast(BinaryIO, io.BufferedReader(frames, _CHUNK))
+
+
+def _open_failed(exc: OSError | ValueError) -> str:
+    if isinstance(exc, OSError) and exc.errno == errno.ELOOP:
+        return "cannot be opened: a loop of symbolic links"
+    why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+    return f"cannot be opened ({why})"
 
 
 def _zstd_error(name: str, exc: Exception) -> InputError:
@@ -242,10 +362,13 @@ def iter_records(name: str, limits: Limits | None = None) -> Iterator[Record]:
         yield Record(name, None, error=InputError(name, None, "no such file"))
         return
     except IsADirectoryError:
-        yield Record(name, None, error=InputError(name, None, "is a directory"))
+        yield Record(name, None, error=InputError(name, None, _unreadable_directory(name)))
         return
     except PermissionError:
         yield Record(name, None, error=InputError(name, None, "permission denied"))
+        return
+    except (OSError, ValueError) as exc:  # a link loop, a name too long, a NUL byte
+        yield Record(name, None, error=InputError(name, None, _open_failed(exc)))
         return
     try:
         if name == "-" and not is_jsonl:
@@ -262,12 +385,12 @@ def iter_records(name: str, limits: Limits | None = None) -> Iterator[Record]:
                         name, None, f"larger than {limits.max_record_bytes} bytes (the per-document cap)"
                     ),
                 )
-            elif _truncated(fh):
-                yield Record(name, None, error=InputError(name, None, _TRUNCATED))
+            elif (ended := _stream_end_error(fh)) is not None:
+                yield Record(name, None, error=InputError(name, None, ended))
             elif not data.strip():
                 yield Record(name, None, error=InputError(name, None, "empty file; expected a JSON packet"))
             else:
-                yield _checked(name, None, data)
+                yield from _split(_checked(name, None, data))
     except InputError as exc:
         yield Record(name, exc.location, error=exc)
     except zstandard.ZstdError as exc:
@@ -383,11 +506,15 @@ def _iter_lines(
             if line.strip():
                 saw_any = True
                 # ASCII (the common case) is valid UTF-8: no need for the full check
-                yield (
+                rec = (
                     _record((name, f"line {lineno}", line, None))
                     if line.isascii()
                     else _checked(name, f"line {lineno}", line)
                 )
+                if line[0] == 0x5B or (line[0] in _BLANK and line.lstrip()[:1] == b"["):
+                    yield from _split(rec)  # a line that holds an array (rare)
+                else:
+                    yield rec
         rest = chunk[pos:] if pos else chunk  # the unfinished last line
         if rest:
             parts.append(rest)  # kept in pieces: no quadratic re-copying of a long line
@@ -426,16 +553,18 @@ def _iter_lines(
                         ),
                     )
                     return
-    if _truncated(fh):
+    ended = _stream_end_error(fh)
+    if ended is not None:
+        # the unfinished last line is the one the damage or the cut is in
         lineno += 1
         where = f"line {lineno}"
-        yield Record(name, where, error=InputError(name, where, _TRUNCATED))
+        yield Record(name, where, error=InputError(name, where, ended))
         return
     buf = b"".join(parts)
     if buf.strip():
         lineno += 1
         saw_any = True
-        yield _checked(name, f"line {lineno}", buf)
+        yield from _split(_checked(name, f"line {lineno}", buf))
     if seen is not None:
         seen[0] = saw_any
         if len(seen) > 1:
@@ -478,7 +607,7 @@ def _stdin_records(fh: BinaryIO, limits: Limits) -> Iterator[Record]:
     elif not data.strip():
         yield Record("-", None, error=InputError("-", None, "empty input; expected a JSON packet"))
     else:
-        yield _checked("-", None, data)
+        yield from _split(_checked("-", None, data))
 
 
 class _Prefixed:

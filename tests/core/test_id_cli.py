@@ -51,7 +51,7 @@ def test_lines_and_items_are_named(tmp_path: Path, capsys: pytest.CaptureFixture
     src.write_bytes(b"\n".join(lines) + b"\n")
     code, out, err = run(capsys, "id", str(src))
     assert code == 1
-    assert out.splitlines() == [f"{PID}  {src}:line {n}" for n in (1, 3, 3)]
+    assert out.splitlines() == [f"{PID}  {src}:line {n}" for n in ("1", "3, item 0", "3, item 3")]
     assert err.splitlines() == [
         f"kevidence: error: {src}:line 2: expected a JSON object (a packet), got int",
         f"kevidence: error: {src}:line 3, item 1: duplicate key `status` {_DUP}",
@@ -66,9 +66,9 @@ def test_items_of_a_json_file_are_named(tmp_path: Path, capsys: pytest.CaptureFi
     src = tmp_path / "array.json"
     src.write_bytes(b"[\n  " + GOOD + b",\n  [],\n  " + NESTED + b"\n]\n")
     code, out, err = run(capsys, "id", str(src))
-    assert code == 1 and out == f"{PID}  {src}\n"
+    assert code == 1 and out == f"{PID}  {src}:item 0\n"
     assert err.splitlines() == [
-        f"kevidence: error: {src}:item 1: expected a JSON object (a packet), got list",
+        f"kevidence: error: {src}:item 1: expected a JSON object (a packet), got an array",
         f"kevidence: error: {src}:item 2: duplicate key `unit` {_DUP}",
     ]
 
