@@ -31,7 +31,6 @@ import traceback
 import uuid
 from collections import Counter
 from collections.abc import Sequence
-from datetime import datetime, timezone
 from types import TracebackType
 from typing import Any
 
@@ -39,7 +38,7 @@ import msgspec
 from pydantic import ValidationError
 
 from .._canonical import strip_nulls
-from .._version import __version__
+from ..adapters._envelope import start_packet_data
 from ..errors import MissingExtra
 from ..models import (
     Compile,
@@ -49,13 +48,11 @@ from ..models import (
     Failure,
     FailureClass,
     Lineage,
-    Producer,
     Reference,
     ShapeCase,
     ShapeResult,
     Software,
     Status,
-    Subject,
     Task,
     Timing,
     TolerancePolicy,
@@ -203,10 +200,6 @@ def _scrub(obj: Any) -> Any:
     if isinstance(obj, list):
         return [_scrub(v) for v in obj]
     return obj
-
-
-def _now() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _excerpt(text: str, cap: int = _LOG_CAP) -> str:
@@ -558,20 +551,20 @@ class CandidateRecord:
             # the fallback after bad harness data: only fields that cannot be refused
             name = self.name if isinstance(self.name, str) and self.name.strip() else "<unnamed>"
             kind = self._kind if self._kind in ("kernel", "serving") else "kernel"
-            subject = Subject(kind=kind, name=name)
+            description = None
         else:
-            subject = Subject(kind=self._kind, name=self.name, description=self._description)
-        data: dict[str, Any] = {
-            "schema_version": "0.1",
-            "created_at": rec.created_at or _now(),
-            "producer": Producer(name="kernel-evidence", version=__version__),
-            "subject": subject,
-            "status": status,
-            "failure": failure,
-            "lineage": self._lineage,
-            "hardware": rec.environment.hardware,
-            "replay": rec.environment.replay(seeds=dict(self._seeds) or None),
-        }
+            kind, name, description = self._kind, self.name, self._description
+        data = start_packet_data(
+            subject_kind=kind,
+            subject_name=name,
+            description=description,
+            status=status,
+            created_at=rec.created_at,
+            failure=failure,
+            lineage=self._lineage,
+            hardware=rec.environment.hardware,
+            replay=rec.environment.replay(seeds=dict(self._seeds) or None),
+        )
         if minimal:
             return EvidencePacket(**data)
         compile_ = self._compile

@@ -34,16 +34,15 @@ import shutil
 import subprocess
 import tempfile
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal
 
 import msgspec
 
-from .._version import __version__
+from ..adapters._envelope import start_packet
 from ..errors import InputError
 from ..io import iter_records
-from ..models import EvidencePacket, Failure, FailureClass, Lineage, Producer, Status
+from ..models import EvidencePacket, Failure, FailureClass, Lineage, Status
 from ._load import packet_from_data
 from .compare import Comparison, compare_packets
 from .environment import (
@@ -195,10 +194,6 @@ class ReplayResult:
     reason: str | None = None
     stdout_tail: str = ""
     stderr_tail: str = ""
-
-
-def _now() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _packet_from_stdout(stdout: str) -> EvidencePacket | None:
@@ -397,12 +392,12 @@ def execute_replay(
     if new is None:
         verdict: ReplayVerdict = "failed"
         fc = FailureClass.TIMEOUT if reason and "did not finish" in reason else FailureClass.RUNTIME_ERROR
-        child = EvidencePacket(
-            schema_version="0.1",
-            created_at=created_at or _now(),
-            producer=Producer(name="kernel-evidence", version=__version__),
-            subject=packet.subject,
+        child = start_packet(
+            subject_kind=packet.subject.kind,
+            subject_name=packet.subject.name,
+            description=packet.subject.description,
             status=Status.ERROR,
+            created_at=created_at,
             failure=Failure(failure_class=fc, message=reason, log_excerpt=(stderr[-_TAIL:] or None)),
             task=packet.task,
             hardware=env_now.hardware,

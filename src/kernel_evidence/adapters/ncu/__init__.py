@@ -33,7 +33,6 @@ from typing import Any
 
 from ..._gc import PROMOTE_CELLS, paused_gc, promote_survivors, raw_cell_count
 from ..._resources import load_toml
-from ..._version import __version__
 from ...errors import AdapterError, InputError, KernelEvidenceError, LimitExceeded, MissingExtra
 from ...models import (
     Artifact,
@@ -43,16 +42,15 @@ from ...models import (
     Frequency,
     Hardware,
     KernelRecord,
-    Producer,
     ProfilerCapture,
     Quantity,
     RawMetric,
     Stats,
-    Subject,
     Timing,
 )
 from ...units import UnitError, convert, dimension_of
 from .. import AdapterOptions, AdapterResult
+from .._envelope import start_packet
 from .._objects import Records
 from .._read import DEFAULT_MAX_BYTES, is_junk_entry, max_bytes_option, read_capped
 from ._common import Column, Report, Value, column_values, parse_count, split_by_unit
@@ -1162,12 +1160,11 @@ def _packet(
         capture = capture.model_copy(update={"raw_columns": None})
     elif checked:
         capture = capture.model_copy(update={"raw_columns": _inline_columns(raw, raw_columns)})
-    packet = EvidencePacket(
-        schema_version="0.1",
-        created_at=options.created_at or _now(),
-        producer=Producer(name="kernel-evidence", version=__version__),
-        subject=Subject(kind="kernel", name=subject_name, description=description),
-        status="passed",
+    packet = start_packet(
+        subject_kind="kernel",
+        subject_name=subject_name,
+        description=description,
+        created_at=options.created_at,
         timing=_timing(capture.kernels or []),
         profiler=[capture],
         hardware=hardware,
@@ -1182,12 +1179,6 @@ def _packet(
     if side_cells is not None:
         side_cells.append(n * len(raw_columns))
     return packet._finished(0, kernels_json=kernels_json, raw_table=ref, with_id=with_id)
-
-
-def _now() -> str:
-    from datetime import datetime, timezone
-
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class NcuAdapter:

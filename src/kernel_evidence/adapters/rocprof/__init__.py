@@ -33,7 +33,6 @@ import zlib
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -41,7 +40,6 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ... import _version
 from ..._gc import PROMOTE_CELLS, paused_gc, promote_survivors, raw_cell_count
 from ..._resources import load_toml
 from ...errors import AdapterError, InputError
@@ -51,18 +49,16 @@ from ...models import (
     EvidencePacket,
     Hardware,
     KernelRecord,
-    Producer,
     ProfilerCapture,
     Quantity,
     Replay,
     Stats,
-    Status,
-    Subject,
     Task,
     Timing,
 )
 from ...units import convert
 from .. import AdapterOptions, AdapterResult
+from .._envelope import start_packet
 from .._objects import Records
 from .._objects import floats as _floats
 from .._read import is_junk_entry, max_bytes_option
@@ -283,10 +279,6 @@ def _is_kernel_stats(name: str) -> bool:
 
 
 # --------------------------------------------------------------------------- helpers
-
-
-def _now() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _artifact(path: Path, loaded: Loaded | None) -> Artifact:
@@ -715,12 +707,11 @@ def _packet(
     command: list[str] | None,
     notes: str | None,
 ) -> EvidencePacket:
-    return EvidencePacket(
-        schema_version="0.1",
-        created_at=options.created_at or _now(),
-        producer=Producer(name="kernel-evidence", version=_version.__version__),
-        subject=Subject(kind="kernel", name=subject, description=description),
-        status=Status.PASSED,
+    return start_packet(
+        subject_kind="kernel",
+        subject_name=subject,
+        description=description,
+        created_at=options.created_at,
         task=Task(workload=workload) if workload else None,
         timing=timing,
         profiler=[capture],

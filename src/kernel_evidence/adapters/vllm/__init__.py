@@ -36,8 +36,9 @@ from pathlib import Path
 
 from ...errors import AdapterError
 from .. import AdapterOptions, AdapterResult
+from .._envelope import utc_now
 from .._read import is_junk_entry, max_bytes_option
-from ._build import BuildContext, build_packet, classify, now_utc
+from ._build import BuildContext, build_packet, classify
 from ._csv import parse_csv_runs
 from ._goodput import parse_goodput_option
 from ._runs import GC_PAUSE_BYTES, duplicate_runs, gc_paused, parse_runs, read_bytes
@@ -150,7 +151,7 @@ class VllmAdapter:
         extra = dict(options.extra or {})
         use_numpy = extra.get("use_numpy")
         ctx = BuildContext(
-            created_at=options.created_at or now_utc(),
+            created_at=options.created_at or utc_now(),
             extra=extra,
             inline_max=_int_option(extra, "inline_samples_max", DEFAULT_INLINE_MAX),
             samples_dir=str(extra["samples_dir"]) if extra.get("samples_dir") else None,

@@ -15,11 +15,9 @@ import re
 import shlex
 import tempfile
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from ... import _version
 from ...errors import AdapterError
 from ...models import (
     Artifact,
@@ -29,7 +27,6 @@ from ...models import (
     Failure,
     FailureClass,
     Hardware,
-    Producer,
     Replay,
     RequestRate,
     ServingMetrics,
@@ -37,12 +34,12 @@ from ...models import (
     Software,
     Stats,
     Status,
-    Subject,
     Task,
     Timing,
     TokenRate,
 )
 from ...units import convert, dimension_of
+from .._envelope import start_packet
 from .._read import DEFAULT_MAX_BYTES, read_capped
 from ._goodput import count_good, needed_arrays, slo_text
 from ._map import LIST_PICKS, Mapping, mapping
@@ -125,11 +122,6 @@ class BuildContext:
             data = read_capped(path, self.max_bytes, what="a benchmark result")
             self._digests[path] = (f"sha256:{hashlib.sha256(data).hexdigest()}", len(data))
         return self._digests[path]
-
-
-def now_utc() -> str:
-    """The current time as an RFC 3339 UTC string."""
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 # ---------------------------------------------------------------------------------------
@@ -881,10 +873,6 @@ def _flatten(itls: list[list[float]], count: int) -> Any:
 # ---------------------------------------------------------------------------------------
 # packets
 # ---------------------------------------------------------------------------------------
-def _producer() -> Producer:
-    return Producer(name="kernel-evidence", version=_version.__version__)
-
-
 def _settings(r: _Reader, extra_used: set[str]) -> dict[str, Any] | None:
     out: dict[str, Any] = {}
     used = r.used | extra_used
@@ -1220,16 +1208,12 @@ def _build(rec: RunRecord, fmt: str, ctx: BuildContext) -> EvidencePacket:
         )
     if derived:
         raw_extra["derived"] = derived
-    packet = EvidencePacket(
-        schema_version="0.1",
-        created_at=ctx.created_at,
-        producer=_producer(),
-        subject=Subject(
-            kind="serving",
-            name=_subject_name(model, rec, fmt, serving_task),
-            description=f"{_WORKLOADS[fmt]} result {_short_where(rec)}",
-        ),
+    packet = start_packet(
+        subject_kind="serving",
+        subject_name=_subject_name(model, rec, fmt, serving_task),
+        description=f"{_WORKLOADS[fmt]} result {_short_where(rec)}",
         status=status,
+        created_at=ctx.created_at,
         failure=failure,
         task=Task(workload=_WORKLOADS[fmt], serving=serving_task),
         timing=Timing(
@@ -1431,16 +1415,12 @@ def _sweep_failure(rec: RunRecord, ctx: BuildContext) -> EvidencePacket:
     desc = " ".join(f"{k}={_param_text(val)}" for k, val in overrides.items())
     settings = {k: val for k, val in overrides.items() if isinstance(val, (str, int, float, bool))}
     name = f"sweep run {_param_text(v.get('run_number'))}" + (f" {desc}" if desc else "")
-    packet = EvidencePacket(
-        schema_version="0.1",
-        created_at=ctx.created_at,
-        producer=_producer(),
-        subject=Subject(
-            kind="serving",
-            name=name,
-            description=f"vllm bench sweep serve failure {_short_where(rec)}",
-        ),
+    packet = start_packet(
+        subject_kind="serving",
+        subject_name=name,
+        description=f"vllm bench sweep serve failure {_short_where(rec)}",
         status=Status.ERROR,
+        created_at=ctx.created_at,
         failure=Failure(failure_class=FailureClass.RUNTIME_ERROR, message=error),
         task=Task(workload="vllm bench sweep serve", description=desc or None),
         timing=Timing(method="serving_client"),

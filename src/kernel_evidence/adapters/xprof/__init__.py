@@ -34,7 +34,6 @@ from pathlib import Path
 from typing import Any
 
 from ..._resources import load_toml
-from ..._version import __version__
 from ...errors import AdapterError, KernelEvidenceError
 from ...models import (
     Artifact,
@@ -44,16 +43,14 @@ from ...models import (
     FlopRate,
     Hardware,
     KernelRecord,
-    Producer,
     ProfilerCapture,
     Quantity,
     RawMetric,
     Stats,
-    Status,
-    Subject,
     Timing,
 )
 from .. import AdapterOptions, AdapterResult
+from .._envelope import start_packet
 from .._read import is_junk_entry, max_bytes_option, read_capped, size_text
 from ._model import DeviceInfo, OpAgg, ProfileData
 
@@ -656,12 +653,11 @@ def build_packet(
         warnings=profile.warnings or None,
     )
     subject = str(options.extra.get("subject") or _subject_name(profile, group.label))
-    return EvidencePacket(
-        schema_version="0.1",
+    return start_packet(
+        subject_kind="kernel",
+        subject_name=subject,
+        description=f"XProf profile {group.label}",
         created_at=created,
-        producer=Producer(name="kernel-evidence", version=__version__),
-        subject=Subject(kind="kernel", name=subject, description=f"XProf profile {group.label}"),
-        status=Status.PASSED,
         hardware=hardware,
         timing=_timing(profile),
         profiler=[capture],
