@@ -1,10 +1,12 @@
-"""Regenerate the example packets in valid/ and invalid/.
+"""Regenerate the example packets in valid/ and invalid/ (the current schema version).
 
     python examples/packets/generate.py
 
 Valid examples pass `kevidence validate`; each invalid example is named after the rule it
 breaks (KE101_..., KE301_...) and fails with that rule. A test checks both, and that the
-files match what this script writes.
+files match what this script writes. The examples of older schema versions (v0.1/) are
+kept as they were released, not written here; a test checks they migrate and keep their
+verdicts.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from kernel_evidence.models import EvidencePacket
+from kernel_evidence.models import SCHEMA_VERSION, EvidencePacket
 
 HERE = Path(__file__).resolve().parent
 VERSION = "0.1.0"
@@ -45,7 +47,7 @@ def stats(xs: list[float], unit: str) -> dict[str, Any]:
 
 def envelope(name: str, kind: str = "kernel", status: str = "passed") -> dict[str, Any]:
     return {
-        "schema_version": "0.1",
+        "schema_version": SCHEMA_VERSION,
         "created_at": "2026-11-20T09:30:00Z",
         "producer": {"name": "kernel-evidence-examples", "version": VERSION},
         "subject": {"kind": kind, "name": name},
@@ -752,7 +754,7 @@ def _models_ok(d: dict[str, Any]) -> bool:
 
 
 def _raw_id(d: dict[str, Any]) -> str:
-    from kernel_evidence._canonical import packet_id_for
+    from kernel_evidence._codec.canonical import packet_id_for
 
     return packet_id_for(d)
 

@@ -564,27 +564,18 @@ def _check_adapter_options(adapter: Any, extra: Mapping[str, Any]) -> None:
 def ingest_json(tool: str, inputs: Sequence[str], **kwargs: Any) -> tuple[IngestResult, list[bytes]]:
     """:func:`ingest`, plus each packet's JSON bytes: id and bytes come from one canonical
     encoding per packet (what ``kevidence ingest`` writes)."""
-    from ._fast import ENCODED_KERNELS
+    from ._codec.encode import packet_json_with_id, recorded_kernels, recording_kernels
 
     # the records' JSON the adapters make anyway (ncu, rocprof) is spliced into the packets'
     # JSON, not encoded again: kept while the adapter runs, for the captures whose kernels
     # the edits below leave as the adapter made them (the same list)
-    token = ENCODED_KERNELS.set({})
-    try:
+    with recording_kernels() as registry:
         result = ingest(tool, inputs, ids=False, **kwargs)
-        registry = ENCODED_KERNELS.get() or {}
-    finally:
-        ENCODED_KERNELS.reset(token)
     packets: list[EvidencePacket] = []
     encoded: list[bytes] = []
     with paused_gc():
         for p in result.packets:
-            spliced: dict[int, bytes] = {}
-            for i, cap in enumerate(p.profiler or ()):
-                hit = registry.get(id(cap.kernels)) if cap.kernels else None
-                if hit is not None and hit[0] is cap.kernels:
-                    spliced[i] = hit[1]
-            p, data = p._with_id_json(spliced)
+            p, data = packet_json_with_id(p, recorded_kernels(p, registry))
             packets.append(p)
             encoded.append(data)
     return IngestResult(packets=packets, warnings=result.warnings, side_files=result.side_files), encoded

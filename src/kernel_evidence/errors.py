@@ -6,7 +6,8 @@
     ├── PacketInvalid         a packet failed validation (carries the report)
     ├── AdapterError          a profiler or benchmark output could not be turned into packets
     ├── MissingExtra          an optional dependency is not installed (names the extra)
-    └── ArchiveError          a Parquet archive could not be read or written
+    ├── ArchiveError          a Parquet archive could not be read or written
+    └── MigrationError        a packet's schema_version cannot be read or migrated to the current one
 
 Messages are one line: what was expected, what was found, and where.
 """
@@ -19,6 +20,7 @@ __all__ = [
     "InputError",
     "KernelEvidenceError",
     "LimitExceeded",
+    "MigrationError",
     "MissingExtra",
     "PacketInvalid",
 ]
@@ -98,3 +100,16 @@ class MissingExtra(KernelEvidenceError, ImportError):
 
 class ArchiveError(KernelEvidenceError):
     """A Parquet archive could not be read or written."""
+
+
+class MigrationError(KernelEvidenceError, ValueError):
+    """A packet's ``schema_version`` is not one this version reads, or the packet holds
+    what its own version does not define. ``pointer`` says where (a JSON Pointer)."""
+
+    def __init__(self, pointer: str, message: str) -> None:
+        self.pointer = pointer
+        self.message = message
+        super().__init__(f"{message} - at `{pointer or '/'}`")
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), (self.pointer, self.message))

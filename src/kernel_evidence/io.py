@@ -675,7 +675,7 @@ def read_packets(
     structurally invalid document. Use :func:`kernel_evidence.validate_paths` to collect
     every problem instead.
     """
-    from ._decode import decode_document
+    from ._codec.decode import decode_document
     from .models import EvidencePacket
 
     for name in discover(paths):

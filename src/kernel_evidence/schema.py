@@ -1,7 +1,12 @@
 """The published JSON Schema: generated from the models, committed under ``schema/``.
 
->>> load_schema()["$id"]
+>>> load_schema()["$id"] == f"urn:kernel-evidence:packet:{CURRENT_VERSION}"
+True
+>>> sorted(load_schema(v)["$id"] for v in SUPPORTED_VERSIONS)[0]
 'urn:kernel-evidence:packet:0.1'
+
+Every supported version's schema stays committed and shipped (``schema/v<X.Y>/``);
+:class:`SchemaVersion` (ordered: ``0.9`` < ``0.10``) lives in the codec and is re-exported here.
 
 Regenerate the committed file after a model change with
 ``KEVIDENCE_REGENERATE_SCHEMA=1 python -m pytest tests/core/test_schema.py``
@@ -11,10 +16,11 @@ Regenerate the committed file after a model change with
 from __future__ import annotations
 
 import json
-from functools import lru_cache, total_ordering
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from ._codec.versions import CURRENT, SUPPORTED, SchemaVersion
 from ._resources import schema_dir
 from .models import EvidencePacket
 
@@ -31,45 +37,8 @@ __all__ = [
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
 
 
-@total_ordering
-class SchemaVersion:
-    """An ordered schema version (``0.1`` < ``0.2`` < ``0.10`` < ``1.0``), never compared as a string."""
-
-    __slots__ = ("major", "minor")
-
-    def __init__(self, major: int, minor: int) -> None:
-        self.major = major
-        self.minor = minor
-
-    @classmethod
-    def parse(cls, text: str) -> SchemaVersion:
-        """``"0.1"`` -> ``SchemaVersion(0, 1)``; anything else raises ValueError."""
-        parts = text.split(".")
-        if len(parts) != 2 or not all(p.isdigit() for p in parts):
-            raise ValueError(f"expected a schema version like `0.1`, got `{text}`")
-        return cls(int(parts[0]), int(parts[1]))
-
-    def _key(self) -> tuple[int, int]:
-        return (self.major, self.minor)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, SchemaVersion) and self._key() == other._key()
-
-    def __lt__(self, other: SchemaVersion) -> bool:
-        return self._key() < other._key()
-
-    def __hash__(self) -> int:
-        return hash(self._key())
-
-    def __str__(self) -> str:
-        return f"{self.major}.{self.minor}"
-
-    def __repr__(self) -> str:
-        return f"SchemaVersion({self.major}, {self.minor})"
-
-
-CURRENT_VERSION = SchemaVersion(0, 1)
-SUPPORTED_VERSIONS = (CURRENT_VERSION,)
+CURRENT_VERSION = CURRENT
+SUPPORTED_VERSIONS = SUPPORTED
 
 
 def schema_id(version: SchemaVersion = CURRENT_VERSION) -> str:

@@ -23,7 +23,7 @@ except ImportError as exc:  # Hypothesis comes with the `test` extra
     raise MissingExtra("hypothesis", "test", "kernel_evidence.strategies") from exc
 
 from ._version import __version__
-from .models import EvidencePacket
+from .models import SCHEMA_VERSION, EvidencePacket
 
 __all__ = ["example_packet", "failure_packets", "kernel_claim_packets", "packets", "serving_packets"]
 
@@ -49,7 +49,7 @@ _hex64 = st.binary(min_size=32, max_size=32).map(lambda b: "sha256:" + b.hex())
 
 def _envelope(draw: Any, kind: str, status: str) -> dict[str, Any]:
     return {
-        "schema_version": "0.1",
+        "schema_version": SCHEMA_VERSION,
         "created_at": draw(_ts),
         "producer": {
             "name": draw(st.sampled_from(["kernel-evidence", "my-harness", "kb-eval"])),
@@ -279,7 +279,7 @@ def packets() -> st.SearchStrategy[EvidencePacket]:
 def example_packet() -> EvidencePacket:
     """One fixed, valid kernel packet (deterministic; for docs and quick tests)."""
     d = {
-        "schema_version": "0.1",
+        "schema_version": SCHEMA_VERSION,
         "created_at": "2026-11-01T12:00:00Z",
         "producer": {"name": "kernel-evidence", "version": __version__},
         "subject": {"kind": "kernel", "name": "gemm_bf16_4096"},

@@ -147,7 +147,7 @@ def test_sets_apply_last_and_are_checked() -> None:
 
 def test_into_keeps_base_fields_and_appends_capture(tmp_path: Path) -> None:
     base = {
-        "schema_version": "0.1",
+        "schema_version": "0.2",
         "created_at": "2026-01-01T00:00:00Z",
         "producer": {"name": "my-harness", "version": "3.1"},
         "subject": {"kind": "kernel", "name": "flash_attn_candidate_7"},

@@ -20,14 +20,16 @@ T0 = "2026-11-22T00:00:00Z"
 @pytest.fixture
 def spliced(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """The number of captures spliced, per packet encoded (a spy on the encoder's input)."""
+    from kernel_evidence._codec import encode
+
     counts: list[int] = []
-    original = EvidencePacket._with_id_json
+    original = encode.packet_json_with_id
 
-    def spy(self: EvidencePacket, kernels: dict[int, bytes] | None = None) -> Any:
+    def spy(packet: EvidencePacket, kernels: dict[int, bytes] | None = None) -> Any:
         counts.append(len(kernels or {}))
-        return original(self, kernels)
+        return original(packet, kernels)
 
-    monkeypatch.setattr(EvidencePacket, "_with_id_json", spy)
+    monkeypatch.setattr(encode, "packet_json_with_id", spy)
     return counts
 
 
@@ -69,7 +71,7 @@ def test_edited_captures_are_encoded_again(tmp_path: Path, spliced: list[int]) -
 
 
 def test_nothing_is_kept_after_the_call(tmp_path: Path) -> None:
-    from kernel_evidence._fast import ENCODED_KERNELS
+    from kernel_evidence._codec.encode import kernels_json_wanted
 
     ingest_json("ncu", [str(FIXTURES / "ncu" / "raw_clean.csv")], created_at=T0)
-    assert ENCODED_KERNELS.get() is None
+    assert not kernels_json_wanted()

@@ -89,7 +89,7 @@ def make_packet(i: int, *, month: int = 11, run: str = "run-a") -> EvidencePacke
             }
         )
     return EvidencePacket(
-        schema_version="0.1",
+        schema_version="0.2",
         created_at=f"2026-{month:02d}-{1 + i % 28:02d}T{i % 24:02d}:{i % 60:02d}:{i * 7 % 60:02d}Z",
         producer=Producer(name="kernel-evidence", version=__version__),
         subject=Subject(kind="kernel", name=f"{op}_candidate_{i}"),

@@ -11,7 +11,9 @@ MODULES = [
     "kernel_evidence.schema",
     "kernel_evidence.rules",
     "kernel_evidence.strategies",
-    "kernel_evidence._canonical",
+    "kernel_evidence._codec.canonical",
+    "kernel_evidence._codec.versions",
+    "kernel_evidence._codec.migrate",
 ]
 
 

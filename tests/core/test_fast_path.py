@@ -83,8 +83,8 @@ def test_same_verdict_and_findings_on_mutated_packets(d) -> None:
 def test_decode_checked_gives_the_canonical_id(packet, reorder, spaced) -> None:
     """The validator's in-place id equals the id of the canonical form, whatever the key
     order and whitespace of the input, with or without extensions."""
-    from kernel_evidence._canonical import packet_id_for
-    from kernel_evidence._decode import decode_checked, decode_one
+    from kernel_evidence._codec.canonical import packet_id_for
+    from kernel_evidence._codec.decode import decode_checked, decode_one
 
     d = packet.with_id().to_dict()
     if reorder:
@@ -103,7 +103,7 @@ def test_decode_checked_gives_the_canonical_id(packet, reorder, spaced) -> None:
 
 
 def test_decode_checked_refuses_what_decode_one_refuses() -> None:
-    from kernel_evidence._decode import decode_checked, decode_one
+    from kernel_evidence._codec.decode import decode_checked, decode_one
 
     good = json.dumps(json.loads(next(iter(_example_bytes())))).encode()
     dup = good[:-1] + b',"status":"passed"}'
@@ -150,6 +150,7 @@ _NEAR = [
 _PATTERN_FIELDS = {
     "packet_id",
     "created_at",
+    "measured_at",
     "parent_packet_id",
     "source_digest",
     "sha256",
@@ -173,7 +174,7 @@ def _pattern_sites(obj, prefix=()):
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(packets(), st.data())
 def test_generated_pattern_check_accepts_what_msgspec_patterns_accept(packet, data) -> None:
-    from kernel_evidence._decode import _packet_decoder, decode_checked
+    from kernel_evidence._codec.decode import _packet_decoder, decode_checked
 
     d = packet.with_id().to_dict()
     sites = list(_pattern_sites(d))
@@ -233,7 +234,7 @@ def _schema_pattern_fields(node, out):
 def test_generated_pattern_check_covers_every_pattern_field() -> None:
     """Every field the published schema constrains with a pattern is visited by the
     generated check (and the test's own list of them is complete)."""
-    from kernel_evidence._patterns import pattern_checker
+    from kernel_evidence._codec.patterns import pattern_checker
     from kernel_evidence.models import EvidencePacket
     from kernel_evidence.schema import load_schema
 
@@ -260,7 +261,7 @@ def test_decode_checked_tells_compact_input(packet, seps, indent, ascii_only, re
     """With ``compact=True`` the decoder says the bytes are compact only when
     ``msgspec.json.format`` would leave them as they are, and always so for input without
     escapes."""
-    from kernel_evidence._decode import decode_checked
+    from kernel_evidence._codec.decode import decode_checked
 
     d = packet.with_id().to_dict()
     d["subject"]["name"] = text or d["subject"]["name"]
@@ -283,13 +284,13 @@ def test_decode_checked_tells_compact_input(packet, seps, indent, ascii_only, re
 
 
 def test_remembered_matches_are_bounded_and_do_not_change_answers() -> None:
-    from kernel_evidence import _patterns
-    from kernel_evidence._patterns import REMEMBERED, pattern_checker
+    from kernel_evidence._codec import patterns as _patterns
+    from kernel_evidence._codec.patterns import REMEMBERED, pattern_checker
     from kernel_evidence.models import EvidencePacket
 
     check, _ = pattern_checker(EvidencePacket)
     good = json.loads(next(iter(_example_bytes())))
-    from kernel_evidence._decode import _fast_decoder
+    from kernel_evidence._codec.decode import _fast_decoder
 
     p = _fast_decoder.decode(json.dumps(good).encode())
     assert check(p) and check(p)  # the second time from memory
@@ -307,7 +308,7 @@ def test_remembered_matches_are_bounded_and_do_not_change_answers() -> None:
 def test_long_strings_from_packets_are_not_held_by_caches() -> None:
     """The validator remembers short repeated strings (devices, percentile keys, pattern
     matches); a hostile packet's long strings are checked but never pinned in memory."""
-    from kernel_evidence import _patterns
+    from kernel_evidence._codec import patterns as _patterns
     from kernel_evidence.rules import _checks, _tables
 
     d = json.loads(next(iter(_example_bytes())))
@@ -322,7 +323,7 @@ def test_long_strings_from_packets_are_not_held_by_caches() -> None:
     assert long_device not in _checks._UNIDENTIFIED_CACHE
     assert not any(len(k) > _checks._CACHED_CHARS for k in _checks._PCT_CACHE)
     assert not any(sum(map(len, k)) > _checks._CACHED_CHARS for k in _checks._ORDER_CACHE)
-    from kernel_evidence._decode import _patterns_match
+    from kernel_evidence._codec.decode import _patterns_match
 
     remembered = [v for v in _patterns_match.__globals__.values() if isinstance(v, set)]
     assert remembered and any(remembered)  # the timestamp and digests were remembered

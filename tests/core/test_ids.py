@@ -9,7 +9,7 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 
-from kernel_evidence._canonical import packet_id_for
+from kernel_evidence._codec.canonical import packet_id_for
 from kernel_evidence.cli import main
 from kernel_evidence.models import EvidencePacket
 from kernel_evidence.rules import validate

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from pydantic import ValidationError
 
-from kernel_evidence._canonical import canonical_bytes, packet_id_for
-from kernel_evidence._fast import struct_for
+from kernel_evidence._codec.canonical import canonical_bytes, packet_id_for
+from kernel_evidence._codec.structs import struct_for
 from kernel_evidence.models import EvidencePacket, Stats
 from kernel_evidence.strategies import example_packet, packets
 from kernel_evidence.units import UnitError, convert, dimension_of
@@ -49,7 +49,7 @@ def test_canonical_form_is_sorted_compact_and_excludes_the_id() -> None:
 
 def test_every_field_is_required_or_defaults_to_none() -> None:
     # struct_for raises for any other default; building the packet struct walks every model
-    from kernel_evidence._fast import PacketStruct
+    from kernel_evidence._codec.structs import PacketStruct
 
     assert PacketStruct is struct_for(EvidencePacket)
 

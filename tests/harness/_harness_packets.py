@@ -63,7 +63,7 @@ def timed_packet(
     hardware: dict[str, Any] | None = None,
 ) -> EvidencePacket:
     data: dict[str, Any] = {
-        "schema_version": "0.1",
+        "schema_version": "0.2",
         "created_at": "2026-11-22T01:02:03Z",
         "producer": {"name": "kernel-evidence", "version": "0.1.0"},
         "subject": {"kind": "kernel", "name": "softmax_v1"},

@@ -328,7 +328,7 @@ def test_reward_config_refuses_non_finite_weights(field: str) -> None:
 
 def test_speed_of_light_ignores_an_overflowed_fraction() -> None:
     p = {
-        "schema_version": "0.1",
+        "schema_version": "0.2",
         "created_at": FIXED,
         "producer": {"name": "x", "version": "1"},
         "subject": {"kind": "kernel", "name": "k"},

@@ -139,7 +139,7 @@ def test_cli_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
     assert main(["compare", a, str(broken)]) == 1
     err = capsys.readouterr().err
     assert err.startswith(
-        f"kevidence: error: {broken}: not a valid packet: Field required - at `/created_at`"
+        f"kevidence: error: {broken}: not a valid packet: missing required field `created_at` - at `/created_at`"
     )
     assert main(["compare", a, str(tmp_path / "missing.json")]) == 1
     assert capsys.readouterr().err == f"kevidence: error: {tmp_path / 'missing.json'}: no such file\n"

@@ -85,7 +85,7 @@ def quantities(col: pa.Array | list[float | None], unit: str) -> list[Quantity |
 
 class Records:
     """Kernel records built from checked values and, with ``encode``, their canonical JSON
-    (for the packet id, see ``EvidencePacket._finished``).
+    (for the packet id, see ``kernel_evidence._codec.ids.finish_packet``).
 
     ``metrics`` are the canonical metric columns ``(name, values, unit)``: one value per
     record (a list of finite floats and None, or a float64 Arrow array), in ``unit``. Each
@@ -138,7 +138,7 @@ class Records:
 
     def result(self) -> tuple[list[KernelRecord], bytes | None]:
         """The records and their JSON (the per-record pieces are let go: 10^4..10^5 of them)."""
-        from .._fast import columns_encoder
+        from .._codec.structs import columns_encoder
 
         self._json = []
         encoded = columns_encoder.encode(self._plain) if self.encode else None

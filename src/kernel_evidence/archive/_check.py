@@ -47,7 +47,7 @@ def _from_report(report: Any) -> Checked:
 def check_fields(
     struct: Any, *, content_id: str | None
 ) -> tuple[bool, str | None, list[str], list[dict[str, str]], list[str]]:
-    """Validate one packet decoded by :func:`kernel_evidence._decode.decode_checked` (with
+    """Validate one packet decoded by :func:`kernel_evidence._codec.decode.decode_checked` (with
     the id its content gives): ``(ok, grade, reasons, findings, lines)`` as in
     :class:`Checked`, as a plain tuple for the analysis of a batch (one per packet: no
     dataclass to build, and nothing to format when there is no finding, the common case)."""

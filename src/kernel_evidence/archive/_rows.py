@@ -1,7 +1,7 @@
 """From a decoded packet to the typed column values and the partition.
 
 Two paths with the same values (a test checks it): :func:`extract_struct` reads the core
-packet struct (:class:`kernel_evidence._fast.PacketStruct`, generated from the models, so
+packet struct (:class:`kernel_evidence._codec.structs.PacketStruct`, generated from the models, so
 its attributes are the models' field names and its types are already checked), and
 :func:`extract`, the reference path, reads plain JSON data defensively: with
 ``--allow-invalid`` any member may be missing or of the wrong type, and a wrong type gives
@@ -18,7 +18,7 @@ import re
 from functools import lru_cache
 from typing import Any, Final
 
-from .._fast import struct_for
+from .._codec.structs import struct_for
 from ..models import Stats, Task, Timing
 from ..units import UNIT_FACTORS, Dimension, convert
 
@@ -348,7 +348,7 @@ def extract(data: dict[str, Any], peaks: Any = None) -> list[Any]:
 
 # -- fast path: the core packet struct -------------------------------------------------
 #
-# A packet that decodes into :class:`kernel_evidence._fast.PacketStruct` (generated from the
+# A packet that decodes into :class:`kernel_evidence._codec.structs.PacketStruct` (generated from the
 # models) is already checked for structure: every member has its model type, numbers are
 # finite (msgspec refuses out-of-range numbers) and integers fit 64 bits. Its columns are
 # read straight from its attributes, which are the models' field names.
@@ -385,7 +385,7 @@ def partition_from(vendor: object, created_at: object) -> tuple[str, str]:
 
 
 def extract_struct(p: Any, peaks: Any = None) -> list[Any]:
-    """:func:`extract` for a decoded :class:`~kernel_evidence._fast.PacketStruct` (same
+    """:func:`extract` for a decoded :class:`~kernel_evidence._codec.structs.PacketStruct` (same
     values, faster)."""
     task = p.task or _NO_TASK
     hw = p.hardware

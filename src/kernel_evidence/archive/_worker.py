@@ -1,7 +1,7 @@
 """Packets analysed in batches, in this process or in a second one.
 
 Analysing a packet means decoding its JSON bytes once into the core packet struct
-(:func:`kernel_evidence._decode.decode_checked`), validating that struct and reading the typed
+(:func:`kernel_evidence._codec.decode.decode_checked`), validating that struct and reading the typed
 column values and the partition from it. :func:`analyse` does it for one batch; the archive
 writer calls it directly, and on large inputs also hands batches to a second process
 (``python -m kernel_evidence.archive._worker``) so that two cores share the work while this
@@ -30,7 +30,8 @@ except ImportError:  # pragma: no cover - not on Windows
 
 import msgspec
 
-from .._decode import decode_checked
+from .._codec.decode import decode_checked
+from .._codec.structs import encode_struct
 from .._gc import paused_gc
 from ..errors import ArchiveError
 from ._check import check_fields
@@ -59,7 +60,8 @@ def analyse(raws: list[bytes], peaks: Any) -> tuple[list[Any], dict[int, Any]]:
     writer must know about the bytes themselves.
 
     The bytes are made compact first (insignificant whitespace removed: what the ``packet``
-    column keeps). ``fixes`` maps the index of a document to its compact bytes when they
+    column keeps); a packet of an older schema version is kept migrated, as the canonical
+    JSON of its current form (with the id of that form, see :mod:`kernel_evidence._codec.ids`). ``fixes`` maps the index of a document to its compact bytes when they
     differ from the input, or to the reason it is not JSON (a string); the writer keeps the
     input bytes of every other document, which are compact already.
 
@@ -75,7 +77,10 @@ def analyse(raws: list[bytes], peaks: Any) -> tuple[list[Any], dict[int, Any]]:
         # bytes in canonical form (as kernel-evidence writes packets) are compact already;
         # for others the decoder finds out in its duplicate-key screen
         one = decode_checked(raw, compact=True)
-        if one is None or not one.compact:
+        if one is not None and one.migrated:
+            # a packet of an older schema version is kept in its current form, with its id
+            fixes[i] = encode_struct(one.packet)
+        elif one is None or not one.compact:
             try:
                 compact = msgspec.json.format(raw, indent=-1)
             except (msgspec.DecodeError, ValueError, RecursionError) as exc:

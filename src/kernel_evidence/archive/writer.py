@@ -56,8 +56,8 @@ import msgspec
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .._canonical import packet_id_for
-from .._decode import EMPTY_ARRAY
+from .._codec.canonical import packet_id_for
+from .._codec.decode import EMPTY_ARRAY
 from .._gc import paused_gc
 from .._version import __version__
 from ..errors import ArchiveError

@@ -9,8 +9,10 @@ from typing import Any
 import msgspec
 import typer
 
-from .._canonical import packet_id_for
-from .._decode import EMPTY_ARRAY, _maybe_duplicates, find_duplicate_key
+from .._codec.canonical import packet_id_for
+from .._codec.decode import EMPTY_ARRAY, find_duplicate_key, maybe_duplicates
+from .._codec.migrate import migrate
+from ..errors import MigrationError
 from ..io import discover, iter_records, output_streams_jsonl, write_packets
 from ._common import EXIT_INVALID, EXIT_USAGE, fail, shown
 
@@ -47,7 +49,7 @@ def _repeated_keys(raw: bytes, data: Any) -> dict[int | None, str]:
     first (a document without repeated keys re-encodes with as many quote marks), the exact
     search only when it trips.
     """
-    if not _maybe_duplicates(raw, _encoder.encode(data).count(b'"')):
+    if not maybe_duplicates(raw, _encoder.encode(data).count(b'"')):
         return {}
     if not isinstance(data, list):
         key = find_duplicate_key(raw)
@@ -84,7 +86,10 @@ def register(app: typer.Typer) -> None:
         ),
         force: bool = typer.Option(False, "--force", help="Overwrite the output file if it exists."),
     ) -> None:
-        """Compute each packet's id (sha256 of its canonical JSON without packet_id)."""
+        """Compute each packet's id (sha256 of its canonical JSON without packet_id).
+
+        A packet of an older schema version is migrated first: its id is that of its
+        current form, and -o writes the current form."""
         out: list[dict] = []  # type: ignore[type-arg]
         errors = 0
         seen = False
@@ -132,6 +137,11 @@ def register(app: typer.Typer) -> None:
                         error(
                             f"{at}: duplicate key `{repeated[i]}` in one object; a JSON object must not repeat a key"
                         )
+                        continue
+                    try:
+                        d = migrate(d)  # an older packet's id is that of its current form
+                    except MigrationError as exc:
+                        error(f"{at}: {exc}")
                         continue
                     pid = packet_id_for(d)
                     print(f"{pid}  {where}")

@@ -9,32 +9,31 @@ from typing import Any
 import msgspec
 from pydantic import ValidationError
 
-from .._canonical import packet_id_for
-from .._decode import _maybe_duplicates, find_duplicate_key
-from ..errors import InputError
+from .._codec.canonical import packet_id_for
+from .._codec.decode import find_duplicate_key, maybe_duplicates, model_from_data
+from .._codec.messages import from_pydantic
+from .._codec.migrate import migrate
+from ..errors import InputError, MigrationError
 from ..io import iter_records
 from ..models import EvidencePacket
 
 __all__ = ["load_packet", "packet_from_data"]
 
 
-def _pointer(loc: tuple[Any, ...]) -> str:
-    return "/" + "/".join(str(p).replace("~", "~0").replace("/", "~1") for p in loc) if loc else "/"
-
-
 def packet_from_data(data: Any, source: str, location: str | None = None) -> EvidencePacket:
-    """Validate JSON data as a packet; a refusal names the first problem and its JSON Pointer."""
+    """Validate JSON data (of any supported schema version, migrated to the current one) as
+    a packet; a refusal names the first problem and its JSON Pointer."""
     if not isinstance(data, dict):
         raise InputError(source, location, f"expected a JSON object (a packet), got {type(data).__name__}")
     try:
-        return EvidencePacket.model_validate(data)
+        return model_from_data(data)
+    except MigrationError as exc:
+        raise InputError(source, location, f"not a valid packet: {exc}") from None
     except ValidationError as exc:
-        first = exc.errors()[0]
+        msg, pointer = from_pydantic(exc, data)[0]
         more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
         raise InputError(
-            source,
-            location,
-            f"not a valid packet: {first['msg']} - at `{_pointer(tuple(first['loc']))}`{more}",
+            source, location, f"not a valid packet: {msg} - at `{pointer or '/'}`{more}"
         ) from None
 
 
@@ -57,13 +56,16 @@ def _matches(data: Any, select: str) -> bool:
 
 def _content_ids(data: dict[str, Any]) -> Iterator[str]:
     """The content id of a packet without ``packet_id`` (as ``kevidence id`` and ``replay``
-    show it: the packet read with its types)."""
-    yield packet_id_for(data)
+    show it: the packet read with its types, at the current version)."""
+    try:
+        yield packet_id_for(migrate(data))
+    except MigrationError:
+        yield packet_id_for(data)
 
 
 def _repeats_a_key(data: Any, raw: bytes) -> bool:
     """Cheap screen: decoded data without a repeated key re-encodes with as many quotes."""
-    return _maybe_duplicates(raw, msgspec.json.encode(data).count(b'"'))
+    return maybe_duplicates(raw, msgspec.json.encode(data).count(b'"'))
 
 
 def load_packet(path: str | os.PathLike[str], select: str | None = None) -> EvidencePacket:

@@ -457,7 +457,9 @@ def _as_packet(p: Any, label: str) -> EvidencePacket:
     if isinstance(p, EvidencePacket):
         return p
     if isinstance(p, dict):
-        return EvidencePacket.model_validate(p)
+        from .._codec.decode import model_from_data  # any supported version, migrated
+
+        return model_from_data(p)
     raise TypeError(
         f"compare_packets() takes packets (EvidencePacket or dict); {label} is {type(p).__name__}"
     )

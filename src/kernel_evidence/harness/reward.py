@@ -66,7 +66,11 @@ class RewardConfig:
 
 
 def _packet(p: EvidencePacket | Mapping[str, Any]) -> EvidencePacket:
-    return p if isinstance(p, EvidencePacket) else EvidencePacket.model_validate(dict(p))
+    if isinstance(p, EvidencePacket):
+        return p
+    from .._codec.decode import model_from_data  # any supported version, migrated
+
+    return model_from_data(dict(p))
 
 
 def speed_of_light_fraction(packet: EvidencePacket | Mapping[str, Any]) -> float:
@@ -101,7 +105,7 @@ def speed_of_light_fraction(packet: EvidencePacket | Mapping[str, Any]) -> float
 def reward(packet: EvidencePacket | Mapping[str, Any], config: RewardConfig | None = None) -> float:
     """The reward of one packet (see the module docstring for the formula).
 
-    >>> reward({"schema_version": "0.1", "created_at": "2026-11-22T00:00:00Z",
+    >>> reward({"schema_version": "0.2", "created_at": "2026-11-22T00:00:00Z",
     ...         "producer": {"name": "x", "version": "1"}, "subject": {"kind": "kernel", "name": "k"},
     ...         "status": "failed", "failure": {"failure_class": "nan_inf"}})
     0.0

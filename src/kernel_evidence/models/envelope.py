@@ -5,14 +5,13 @@ The eight categories live in their own modules; :class:`EvidencePacket` puts the
 
 from __future__ import annotations
 
-import hashlib
 from enum import Enum
 from typing import Annotated, Any, Literal
 
-import msgspec
 from pydantic import Field, Strict
 
-from ._base import Artifact, Digest, Model, NonEmptyStr, NonNegInt, Str, UtcTimestamp
+from .._codec.versions import CURRENT
+from ._base import Digest, Model, NonEmptyStr, NonNegInt, Str, UtcTimestamp
 from .compile import Compile
 from .conditions import Defence
 from .cost import Cost
@@ -33,7 +32,9 @@ __all__ = [
     "Subject",
 ]
 
-SCHEMA_VERSION = "0.1"
+#: the schema version the models describe and every writer writes (older ones are
+#: migrated before they reach the models: :mod:`kernel_evidence._codec.migrate`)
+SCHEMA_VERSION = str(CURRENT)
 
 
 class Status(str, Enum):
@@ -106,7 +107,7 @@ ExtensionKey = Annotated[str, Strict(), Field(pattern=r"^[a-zA-Z][a-zA-Z0-9+.-]*
 class EvidencePacket(Model):
     """One run, recorded so another team can see what ran, check it and run it again."""
 
-    schema_version: Literal["0.1"]
+    schema_version: Literal["0.2"]
     packet_id: Digest | None = None
     created_at: UtcTimestamp
     #: schema 0.2: when the measurement was taken, when known and different from when the
@@ -133,116 +134,25 @@ class EvidencePacket(Model):
         """The packet as JSON data, without null members."""
         return self.model_dump(mode="json", exclude_none=True)
 
-    def _struct(self) -> Any:
-        """The packet as the checked msgspec struct that canonical encoding works from.
-
-        msgspec converts the models' attributes into the structs (and checks them) in
-        compiled code: twice as fast as pydantic's JSON decoded again, for 20,000 kernel
-        records. A packet with ``extensions`` takes that JSON round trip, so their free-form
-        values are written as pydantic writes them. Raw-column tables (millions of numbers
-        the models validated already) are encoded once, as canonical JSON, and spliced in as
-        ``msgspec.Raw``.
-        """
-        from .._fast import PacketStruct, columns_encoder, packet_decoder
-
-        captures = self.profiler or []
-        columns = [c.raw_columns for c in captures]
-        light = self
-        if any(c is not None for c in columns):
-            light = self.model_copy(
-                update={"profiler": [c.model_copy(update={"raw_columns": None}) for c in captures]}
-            )
-        struct: Any
-        if self.extensions is None:
-            struct = msgspec.convert(light, PacketStruct, from_attributes=True)
-        else:
-            struct = packet_decoder.decode(light.model_dump_json(exclude_none=True))
-        for i, cols in enumerate(columns):
-            if cols is not None:
-                struct.profiler[i].raw_columns = msgspec.Raw(columns_encoder.encode(cols))
-        return struct
-
     def to_json(self) -> bytes:
         """The packet as compact JSON bytes in canonical key order, without null members."""
-        from .._fast import encode_struct
+        from .._codec.encode import packet_json
 
-        return encode_struct(self._struct())
+        return packet_json(self)
 
     def compute_id(self) -> str:
         """The content-addressed id of this packet (its ``packet_id`` is not part of it)."""
-        from .._fast import canonical_struct_bytes
+        from .._codec.encode import packet_id
 
-        return "sha256:" + hashlib.sha256(canonical_struct_bytes(self._struct())).hexdigest()
+        return packet_id(self)
 
     def with_id(self) -> EvidencePacket:
         """A copy whose ``packet_id`` is the content-addressed id."""
         return self.model_copy(update={"packet_id": self.compute_id()})
 
-    def _finished(
-        self,
-        index: int,
-        *,
-        kernels_json: bytes | None = None,
-        raw_table: Artifact | None = None,
-        with_id: bool = True,
-    ) -> EvidencePacket:
-        """A copy whose ``profiler[index]`` references the side file ``raw_table`` (when
-        given; the capture must then hold neither ``raw_columns`` nor ``raw_table``), with
-        its ``packet_id`` when ``with_id``.
+    def _finished(self, index: int, **kwargs: Any) -> EvidencePacket:
+        """Transitional: :func:`kernel_evidence._codec.ids.finish_packet` (removed once the
+        adapters call it)."""
+        from .._codec.ids import finish_packet
 
-        ``kernels_json`` is the canonical JSON of ``profiler[index].kernels`` (an array of
-        the records' data, nulls omitted, keys sorted, each number of its field's type): an
-        adapter that built the records from plain values encodes those values once with
-        msgspec, and the id is computed with them spliced in, instead of encoding 10^4..10^5
-        record objects again through pydantic. It must be the encoding of exactly those
-        records; the tests compare such ids with :meth:`compute_id`."""
-        captures = list(self.profiler or [])
-        cap = captures[index]
-        if raw_table is not None:
-            if cap.raw_columns is not None or cap.raw_table is not None:
-                raise ValueError("the capture already holds its raw metrics")
-            cap = captures[index] = cap.model_copy(update={"raw_table": raw_table})
-        update: dict[str, Any] = {"profiler": captures}
-        if with_id:
-            if kernels_json is None or not cap.kernels:
-                struct = self.model_copy(update=update)._struct()
-            else:
-                light = list(captures)
-                light[index] = cap.model_copy(update={"kernels": None})
-                struct = self.model_copy(update={"profiler": light})._struct()
-                struct.profiler[index].kernels = msgspec.Raw(kernels_json)
-            from .._fast import canonical_struct_bytes
-
-            update["packet_id"] = "sha256:" + hashlib.sha256(canonical_struct_bytes(struct)).hexdigest()
-        out = self.model_copy(update=update)
-        if kernels_json is not None and cap.kernels:
-            from .._fast import ENCODED_KERNELS
-
-            registry = ENCODED_KERNELS.get()
-            if registry is not None:
-                kernels = out.profiler[index].kernels  # type: ignore[index]
-                registry[id(kernels)] = (kernels, kernels_json)  # type: ignore[assignment]
-        return out
-
-    def _with_id_json(self, kernels: dict[int, bytes] | None = None) -> tuple[EvidencePacket, bytes]:
-        """``(self.with_id(), self.with_id().to_json())`` from one canonical struct: for
-        writers of big packets (10^7 raw cells), which would otherwise build it twice.
-
-        ``kernels``: capture index -> the canonical JSON of that capture's ``kernels``, as
-        for :meth:`_finished` (spliced in, not encoded again; it must be exactly theirs)."""
-        import msgspec
-
-        from .._fast import canonical_struct_bytes, encode_struct
-
-        if kernels:
-            light = list(self.profiler or [])
-            for i in kernels:
-                light[i] = light[i].model_copy(update={"kernels": None})
-            st = self.model_copy(update={"profiler": light})._struct()
-            for i, data in kernels.items():
-                st.profiler[i].kernels = msgspec.Raw(data)
-        else:
-            st = self._struct()
-        pid = "sha256:" + hashlib.sha256(canonical_struct_bytes(st)).hexdigest()
-        st = msgspec.structs.replace(st, packet_id=pid)
-        return self.model_copy(update={"packet_id": pid}), encode_struct(st)
+        return finish_packet(self, index, **kwargs)

@@ -2,7 +2,7 @@
 
 One engine serves the library, the CLI and CI. Rules are declared with their id, severity,
 hint and documentation; :func:`kernel_evidence.rules._checks.check_packet` checks them all in
-one pass over a decoded packet (:data:`kernel_evidence._fast.PacketStruct`).
+one pass over a decoded packet (:data:`kernel_evidence._codec.structs.PacketStruct`).
 """
 
 from __future__ import annotations
