@@ -28,11 +28,15 @@ a JSON packet is used. The child packet names its parent (``lineage.parent_packe
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
+import threading
+from collections import deque
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -196,17 +200,145 @@ class ReplayResult:
     stderr_tail: str = ""
 
 
-def _packet_from_stdout(stdout: str) -> EvidencePacket | None:
-    for line in reversed(stdout.splitlines()):
-        line = line.strip()
-        if not line.startswith("{"):
-            continue
+def _packet_from_stdout(lines: list[str]) -> EvidencePacket | None:
+    """The last of the standard output's last JSON-object lines that is a packet."""
+    for line in reversed(lines):
         try:
             data = msgspec.json.decode(line)
             return packet_from_data(data, "<stdout>")
         except (msgspec.DecodeError, RecursionError, InputError):
             continue
     return None
+
+
+#: standard output lines that start with ``{`` kept while the command runs (the packet is
+#: looked for among the last of them), and the longest one kept
+_CANDIDATES = 4
+_CANDIDATE_BYTES = 64 << 20
+#: seconds the output pipes may stay open after the command exited (a process it left
+#: behind holds them) before its process group is killed
+_GRACE = 2.0
+
+
+@dataclass
+class _Ran:
+    returncode: int | None
+    timed_out: bool
+    stdout_tail: str
+    stderr_tail: str
+    candidates: list[str]
+
+
+class _Drain:
+    """Reads one output pipe to its end in a thread, keeping only its last ``_TAIL`` bytes
+    and (for standard output) its last lines that start with ``{``: a command that prints
+    gigabytes is read through in constant memory."""
+
+    def __init__(self, pipe: Any, lines: bool) -> None:
+        self._pipe = pipe
+        self._lines = lines
+        self.tail = b""
+        self.candidates: deque[bytes] = deque(maxlen=_CANDIDATES)
+        self._line: list[bytes] = []  # the current line, while it may be a candidate
+        self._held = 0
+        self._skip = False  # the current line is not a candidate (or is too long)
+        self._start = True
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        try:
+            while True:
+                chunk = (
+                    self._pipe.read1(1 << 16) if hasattr(self._pipe, "read1") else self._pipe.read(1 << 16)
+                )
+                if not chunk:
+                    break
+                self.tail = (self.tail + chunk)[-_TAIL * 4 :]
+                if self._lines:
+                    self._scan(chunk)
+            if self._lines:
+                self._end_line()
+        except (OSError, ValueError):
+            pass  # the pipe was closed under us: what was read is kept
+        finally:
+            with contextlib.suppress(OSError):
+                self._pipe.close()
+
+    def _scan(self, chunk: bytes) -> None:
+        pos = 0
+        while pos < len(chunk):
+            nl = chunk.find(b"\n", pos)
+            piece = chunk[pos : len(chunk) if nl < 0 else nl]
+            if self._start:
+                piece = piece.lstrip()
+                if piece or nl >= 0:  # else only blanks so far: undecided
+                    self._start = False
+                    self._skip = piece[:1] != b"{"
+            if not self._skip:
+                self._held += len(piece)
+                if self._held > _CANDIDATE_BYTES:
+                    self._skip, self._line, self._held = True, [], 0
+                else:
+                    self._line.append(piece)
+            if nl < 0:
+                return
+            self._end_line()
+            pos = nl + 1
+
+    def _end_line(self) -> None:
+        if not self._skip and self._line:
+            self.candidates.append(b"".join(self._line))
+        self._line, self._held, self._skip, self._start = [], 0, False, True
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    """Kill the command and every process it started (its own process group)."""
+    if hasattr(os, "killpg"):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+    with contextlib.suppress(ProcessLookupError):
+        proc.kill()
+
+
+def _run(command: Any, *, shell: bool, cwd: str | None, env: dict[str, str], timeout: float) -> _Ran:
+    """Run the command in a process group of its own, its output read as it comes (bounded
+    memory); at the timeout the whole group is killed, not only the command."""
+    proc = subprocess.Popen(  # noqa: S603 - argv from the packet, shell only when allowed
+        command,
+        shell=shell,
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    out = _Drain(proc.stdout, lines=True)
+    err = _Drain(proc.stderr, lines=False)
+    timed_out = False
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        _kill_group(proc)
+        proc.wait()
+    except BaseException:  # an interrupt: nothing is left running
+        _kill_group(proc)
+        proc.wait()
+        raise
+    for drain in (out, err):
+        drain.thread.join(_GRACE)
+        if drain.thread.is_alive():  # a process the command left behind holds the pipe
+            _kill_group(proc)
+            drain.thread.join()
+    return _Ran(
+        returncode=None if timed_out else proc.returncode,
+        timed_out=timed_out,
+        stdout_tail=out.tail.decode(errors="replace")[-_TAIL:],
+        stderr_tail=err.tail.decode(errors="replace")[-_TAIL:],
+        candidates=[c.decode(errors="replace") for c in out.candidates],
+    )
 
 
 def _read_stream(path: Path) -> list[EvidencePacket]:
@@ -345,28 +477,20 @@ def execute_replay(
         returncode: int | None = None
         reason = None
         stdout = stderr = ""
+        lines: list[str] = []
         try:
-            proc = subprocess.run(  # noqa: S603 - argv from the packet, shell only when allowed above
+            ran = _run(
                 plan.command[0] if plan.shell else plan.command,
                 shell=plan.shell,
                 cwd=plan.cwd,
                 env=child_env,
-                capture_output=True,
-                text=True,
-                errors="replace",
                 timeout=timeout,
-                check=False,
             )
-            returncode = proc.returncode
-            stdout, stderr = proc.stdout, proc.stderr
-        except subprocess.TimeoutExpired as exc:
-            reason = f"the replay command did not finish within {timeout:g} s"
-            stdout = (
-                exc.stdout.decode(errors="replace") if isinstance(exc.stdout, bytes) else (exc.stdout or "")
-            )
-            stderr = (
-                exc.stderr.decode(errors="replace") if isinstance(exc.stderr, bytes) else (exc.stderr or "")
-            )
+            stdout, stderr, lines = ran.stdout_tail, ran.stderr_tail, ran.candidates
+            if ran.timed_out:
+                reason = f"the replay command did not finish within {timeout:g} s"
+            else:
+                returncode = ran.returncode
         except OSError as exc:
             reason = f"the replay command could not start: {exc.strerror or exc}"
         except ValueError as exc:  # e.g. a NUL byte the plan did not catch
@@ -383,7 +507,7 @@ def execute_replay(
             if new is None:
                 reason = why_not
         if reason is None and new is None:
-            new = _packet_from_stdout(stdout)
+            new = _packet_from_stdout(lines)
         if reason is None and returncode not in (0, None) and new is None:
             reason = f"the replay command exited with code {returncode}"
         if reason is None and new is None:
