@@ -83,7 +83,7 @@ def test_mixed_directory_checks_every_file(capsys, tmp_path: Path) -> None:
         (GOOD.replace(b'"name":"gemm_bf16_4096"', b'"name":"\xff\xfe"'), "not valid UTF-8 at line 1, column"),
         (b"", "empty file; expected a JSON packet"),
         (b"   \n", "empty file; expected a JSON packet"),
-        (GOOD.replace(b'"schema_version":"0.1"', b'"schema_version":"9.0"'), "unsupported schema_version"),
+        (GOOD.replace(b'"schema_version":"0.2"', b'"schema_version":"9.0"'), "unsupported schema_version"),
         (b'"just a string"', "KE001"),
     ],
     ids=[
@@ -266,7 +266,7 @@ def test_rules_markdown_tables(capsys, table: str | None) -> None:
     assert code == 0 and lines[1].startswith("|---|") and all(line.startswith("| ") for line in lines[2:])
     cells = {len(line.replace("\\|", "").split("|")) for line in lines}
     assert len(cells) == 1  # every row has the header's number of cells
-    first = {None: "| KE000 |", "--baselines": "| AITER |", "--peaks": "| b200 |"}[table]
+    first = {None: "| KE000 |", "--baselines": "| AITER |", "--peaks": "| nvidia-b200 |"}[table]
     assert lines[2].startswith(first)
 
 

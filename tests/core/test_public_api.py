@@ -7,7 +7,7 @@ EXPECTED = {
     "Grade", "InputError", "KernelEvidenceError", "LimitExceeded", "Limits", "MissingExtra",
     "PacketInvalid", "Report", "SchemaVersion", "Status", "__version__", "load_schema", "models",
     "read_packets", "strategies", "validate", "validate_paths", "write_packets",
-    "harness", "Recorder", "reward", "archive", "archive_packets", "export_packets", "ingest", "read_raw_table",
+    "harness", "Recorder", "reward", "archive", "archive_packets", "devices", "export_packets", "ingest", "read_raw_table",
 }  # fmt: skip
 
 

@@ -200,10 +200,10 @@ def test_baseline_registry_matching() -> None:
 
 def test_peak_table() -> None:
     h100 = device_peaks("NVIDIA H100 80GB HBM3")
-    assert h100.key == "h100-sxm" and h100.bandwidth == 3.35e12
-    assert device_peaks("NVIDIA H100 PCIe").key == "h100-pcie"
+    assert h100.key == "nvidia-h100-sxm5-80gb" and h100.bandwidth == 3.35e12
+    assert device_peaks("NVIDIA H100 PCIe").key == "nvidia-h100-pcie-80gb"
     assert device_peaks("AMD Instinct MI300X").flops["bf16"] == pytest.approx(1307.4e12)
-    assert device_peaks("TPU v5 lite").key == "tpu-v5e"
+    assert device_peaks("TPU v5 lite").key == "google-tpu-v5e"
     assert device_peaks(None, "gfx942").bandwidth == 6000e9  # upper bound over MI300X/A/MI325X
     assert device_peaks("Some Unknown Accelerator") is None
     assert dtype_class("torch.bfloat16") == "bf16" and dtype_class("fp8_e4m3fnuz") == "fp8"

@@ -1,4 +1,5 @@
-"""The data tables rules consult: the baseline registry and the device peak table."""
+"""The data tables rules consult: the baseline registry, and the peak figures of the device
+table (``devices.toml``, read by :mod:`kernel_evidence.devices`)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
+
+from ..devices import DeviceEntry, _arch_id, _name_candidates, arch_agrees
+from ..devices import all_devices as _all_entries
 
 __all__ = ["BaselineEntry", "DevicePeaks", "baseline_entry", "device_peaks", "dtype_class", "peak_flops_for"]
 
@@ -72,53 +76,54 @@ class DevicePeaks:
     source: str
 
 
-@lru_cache(maxsize=1)
-def _devices() -> tuple[list[tuple[list[re.Pattern[str]], DevicePeaks]], dict[str, list[DevicePeaks]]]:
-    rows = []
-    by_arch: dict[str, list[DevicePeaks]] = {}
-    for row in _load("device_peaks.toml")["devices"]:
-        peaks = DevicePeaks(
-            row["key"],
-            row["vendor"],
-            float(row["memory_bandwidth_gbs"]) * 1e9,
-            {k: float(v) * 1e12 for k, v in row["tflops"].items()},
-            row["source"],
-        )
-        rows.append(([re.compile(p, re.IGNORECASE) for p in row["match"]], peaks))
-        for a in row.get("arch", ()):
-            by_arch.setdefault(a.casefold(), []).append(peaks)
-    return rows, by_arch
+def _peaks_of(e: DeviceEntry) -> DevicePeaks | None:
+    if not e.flops or e.memory_bandwidth is None:
+        return None
+    return DevicePeaks(e.id, e.vendor, e.memory_bandwidth, dict(e.flops), e.source)
 
 
 def all_devices() -> list[DevicePeaks]:
-    """Every device of the peak table, in file order."""
-    return [p for _, p in _devices()[0]]
+    """Every device of the table that has peak figures, in file order."""
+    return [p for e in _all_entries() if (p := _peaks_of(e)) is not None]
 
 
 def device_peaks(device: str | None, arch: str | None = None) -> DevicePeaks | None:
-    """Peaks for a device name (first matching entry), else the upper bound over an arch."""
+    """Peaks for a device name, else the upper bound over an arch.
+
+    A name that could be several devices of the table (``H100``: SXM5, PCIe or NVL) is
+    checked against the highest figure among them that agree with ``arch``, so the check
+    never rejects a result one of them could reach."""
     if len(device or "") + len(arch or "") <= 256:
         return _cached_device_peaks(device, arch)
     return _device_peaks(device, arch)  # no device has such a name: looked up, not held
 
 
+def _upper_bound(key: str, entries: list[DevicePeaks]) -> DevicePeaks:
+    classes = {k for c in entries for k in c.flops}
+    return DevicePeaks(
+        key,
+        entries[0].vendor,
+        max(c.bandwidth for c in entries),
+        {k: max(c.flops.get(k, 0.0) for c in entries) for k in classes},
+        "; ".join(sorted({c.source for c in entries})),
+    )
+
+
 def _device_peaks(device: str | None, arch: str | None) -> DevicePeaks | None:
-    rows, by_arch = _devices()
     if device:
-        for patterns, peaks in rows:
-            if any(p.search(device) for p in patterns):
-                return peaks
+        named = list(_name_candidates(device))
+        if named:
+            agreeing = [e for e in named if arch_agrees(e, arch)] or named
+            peaks = [p for e in agreeing if (p := _peaks_of(e)) is not None]
+            if len(peaks) == 1:
+                return peaks[0]
+            return _upper_bound("/".join(p.key for p in peaks), peaks) if peaks else None
     if arch:
-        cands = by_arch.get(arch.casefold())
-        if cands:
-            classes = {k for c in cands for k in c.flops}
-            return DevicePeaks(
-                f"arch:{arch}",
-                cands[0].vendor,
-                max(c.bandwidth for c in cands),
-                {k: max(c.flops.get(k, 0.0) for c in cands) for k in classes},
-                "; ".join(sorted({c.source for c in cands})),
-            )
+        a = _arch_id(arch)
+        if a is not None:
+            peaks = [p for e in _all_entries() if e.arch == a and (p := _peaks_of(e)) is not None]
+            if peaks:
+                return _upper_bound(f"arch:{arch}", peaks)
     return None
 
 
