@@ -38,6 +38,7 @@ _BUILTIN: dict[str, str] = {
     "vllm": ".vllm",
     "rocprof": ".rocprof",
     "xprof": ".xprof",
+    "flashinfer-trace": ".flashinfer",
 }
 
 

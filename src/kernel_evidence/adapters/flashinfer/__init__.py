@@ -61,7 +61,9 @@ def _zone(value: object) -> tzinfo | None:
     try:
         return datetime.strptime(text, "%z").tzinfo
     except ValueError:
-        raise AdapterError(f"option `timezone`: expected UTC or an offset like +08:00, got {text!r}") from None
+        raise AdapterError(
+            f"option `timezone`: expected UTC or an offset like +08:00, got {text!r}"
+        ) from None
 
 
 def _flag(value: object) -> bool:
@@ -140,7 +142,9 @@ class FlashInferTraceAdapter:
             root = dataset_root(path)
             if root is not None:
                 side.add_root(root, warnings)
-            got = self._read_trace(path, explicit, data, root, builder, str(method) if method else None, strict)
+            got = self._read_trace(
+                path, explicit, data, root, builder, str(method) if method else None, strict
+            )
             if got is None:
                 continue
             made, fs = got
@@ -183,7 +187,9 @@ class FlashInferTraceAdapter:
         strict: bool,
     ) -> tuple[list[EvidencePacket], FileState] | None:
         m, note = method_of(cupti_missing(data), method)
-        fs = FileState(path=path, root=root, run=read_run_log(root) if root else None, method=m, method_note=note)
+        fs = FileState(
+            path=path, root=root, run=read_run_log(root) if root else None, method=m, method_note=note
+        )
         made: list[EvidencePacket] = []
         bad: list[tuple[int, str]] = []
         good = 0
@@ -226,7 +232,9 @@ class FlashInferTraceAdapter:
                 f"{path}: {fs.workload_only} workload-only lines (`evaluation` null) skipped: not measurements"
             )
         for status, n in sorted(fs.unknown_status.items()):
-            warnings.append(f"{path}: {n} lines with evaluation status `{status}` skipped: not a known status")
+            warnings.append(
+                f"{path}: {n} lines with evaluation status `{status}` skipped: not a known status"
+            )
         if fs.naive_timestamps:
             warnings.append(
                 f"{path}: {fs.naive_timestamps} timestamps name no time zone: measured_at left out "

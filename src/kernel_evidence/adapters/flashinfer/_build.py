@@ -65,7 +65,9 @@ STATUSES = _load_statuses()
 def vendor_of(device: str) -> str:
     """The hardware vendor a device name states (``other`` when it states none)."""
     low = device.lower()
-    if "nvidia" in low or any(w in low for w in ("geforce", "tesla", "quadro", "rtx", "gb200", "h100", "b200")):
+    if "nvidia" in low or any(
+        w in low for w in ("geforce", "tesla", "quadro", "rtx", "gb200", "h100", "b200")
+    ):
         return "nvidia"
     if "amd" in low or any(w in low for w in ("radeon", "instinct", "mi300", "mi250", "mi355")):
         return "amd"
@@ -210,7 +212,12 @@ class LineBuilder:
                 source_digest=sol.digest,
                 succeeded=succeeded,
                 artifacts=[
-                    Artifact(kind="source", name=s.path, sha256=s.sha256, size=ByteSize(value=float(s.size), unit="B"))
+                    Artifact(
+                        kind="source",
+                        name=s.path,
+                        sha256=s.sha256,
+                        size=ByteSize(value=float(s.size), unit="B"),
+                    )
                     for s in sol.sources
                 ]
                 or None,
@@ -382,8 +389,10 @@ class LineBuilder:
             atol=_finite_ms(tol.max_atol) if tol is not None else None,
             rtol=_finite_ms(tol.max_rtol) if tol is not None else None,
             required_matched_ratio=_finite_ms(tol.required_matched_ratio) if tol is not None else None,
-            nan_seen=(c.has_nan if c is not None else None) or (True if abs_raw and "nan" in abs_raw.lower() else None),
-            inf_seen=(c.has_inf if c is not None else None) or (True if abs_raw and "inf" in abs_raw.lower() else None),
+            nan_seen=(c.has_nan if c is not None else None)
+            or (True if abs_raw and "nan" in abs_raw.lower() else None),
+            inf_seen=(c.has_inf if c is not None else None)
+            or (True if abs_raw and "inf" in abs_raw.lower() else None),
             message="; ".join(notes) or None,
         )
         return Validation(verdict=verdict, shapes=[shape])  # type: ignore[arg-type]
@@ -473,7 +482,11 @@ class LineBuilder:
         if wl is not None and wl.inputs:
             found = []
             for name, spec in wl.inputs.items():
-                if isinstance(spec, dict) and spec.get("type") == "safetensors" and isinstance(spec.get("path"), str):
+                if (
+                    isinstance(spec, dict)
+                    and spec.get("type") == "safetensors"
+                    and isinstance(spec.get("path"), str)
+                ):
                     key = spec.get("tensor_key")
                     found.append(
                         Artifact(

@@ -143,7 +143,9 @@ def _gunzip(path: str, data: bytes, cap: int) -> bytes:
         try:
             chunk = d.decompress(rest, cap + 1 - total)
         except zlib.error as exc:
-            raise AdapterError(f"{path}: damaged gzip data ({exc}); expected a gzip-compressed trace") from None
+            raise AdapterError(
+                f"{path}: damaged gzip data ({exc}); expected a gzip-compressed trace"
+            ) from None
         total += len(chunk)
         out.append(chunk)
         if total > cap:

@@ -108,7 +108,9 @@ class SideIndex:
                     continue
                 count += 1
                 if count > SIDE_MAX_FILES:
-                    warnings.append(f"{root}: more than {SIDE_MAX_FILES} definition/solution files; the rest not read")
+                    warnings.append(
+                        f"{root}: more than {SIDE_MAX_FILES} definition/solution files; the rest not read"
+                    )
                     return
                 try:
                     item = classify_json(str(p), read_maybe_gzip(str(p), SIDE_MAX_BYTES, "a JSON file"))
@@ -234,7 +236,12 @@ class RunSettings:
 
 
 _RUN_LINE = re.compile(r"flashinfer-bench\s+run\b[^\n]*")
-_FLAGS = {"--warmup-runs": "warmup", "--iterations": "iterations", "--num-trials": "trials", "--timeout": "timeout_s"}
+_FLAGS = {
+    "--warmup-runs": "warmup",
+    "--iterations": "iterations",
+    "--num-trials": "trials",
+    "--timeout": "timeout_s",
+}
 
 
 def read_run_log(root: str) -> RunSettings | None:
