@@ -103,7 +103,7 @@ def generate(path: Path, n: int) -> None:
 
 
 def _check_sample(path: Path) -> tuple[int, int]:
-    from kernel_evidence._canonical import packet_id_for
+    from kernel_evidence._codec.canonical import packet_id_for
     from kernel_evidence.rules import validate
 
     bad = 0

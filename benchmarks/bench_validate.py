@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def make_packets(n: int, path: Path) -> None:
     """Write n valid, varied packets (built from the bundled examples) as JSONL."""
-    from kernel_evidence._canonical import packet_id_for
+    from kernel_evidence._codec.canonical import packet_id_for
 
     templates = [json.loads(p.read_text()) for p in sorted((ROOT / "examples/packets/valid").glob("*.json"))]
     rng = random.Random(7)

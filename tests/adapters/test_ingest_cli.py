@@ -382,7 +382,7 @@ def test_raw_column_packets_serialise_like_their_json_data(corpus: Path) -> None
     # reference is the packet's plain JSON data, sorted, and the id computed from it
     import msgspec
 
-    from kernel_evidence._canonical import packet_id_for
+    from kernel_evidence._codec.canonical import packet_id_for
 
     paths = [
         RAW,

@@ -805,7 +805,7 @@ def test_range_name_column_is_the_workload_name() -> None:
 def test_record_identity_fields_of_the_model_types_are_built_others_validated() -> None:
     from pydantic import ValidationError
 
-    from kernel_evidence._fast import columns_encoder
+    from kernel_evidence._codec.structs import columns_encoder
     from kernel_evidence.adapters.ncu import _buildable, _RawTable, _records
     from kernel_evidence.adapters.ncu._common import Launch, Report
 

@@ -10,7 +10,7 @@ import pyarrow as pa
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from kernel_evidence._fast import columns_encoder
+from kernel_evidence._codec.structs import columns_encoder
 from kernel_evidence.adapters._objects import Records
 from kernel_evidence.models import KernelRecord
 

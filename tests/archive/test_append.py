@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from kernel_evidence._canonical import packet_id_for
+from kernel_evidence._codec.canonical import packet_id_for
 from kernel_evidence.archive import ARCHIVE_LAYOUT_VERSION, FILE_SCHEMA, archive_packets, read_table
 from kernel_evidence.archive import writer as writer_mod
 from kernel_evidence.io import write_packets

@@ -17,8 +17,8 @@ import msgspec
 import pyarrow as pa
 import pytest
 
-from kernel_evidence._canonical import packet_id_for
-from kernel_evidence._decode import decode_one
+from kernel_evidence._codec.canonical import packet_id_for
+from kernel_evidence._codec.decode import decode_one
 from kernel_evidence.archive import archive_packets, build_report, read_table
 from kernel_evidence.archive._rows import extract, extract_struct
 from kernel_evidence.archive.schema import COLUMNS

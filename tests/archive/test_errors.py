@@ -14,7 +14,7 @@ from pathlib import Path
 import pyarrow.dataset as ds
 import pytest
 
-from kernel_evidence._canonical import packet_id_for
+from kernel_evidence._codec.canonical import packet_id_for
 from kernel_evidence.archive import archive_packets, open_archive, read_table
 from kernel_evidence.archive import writer as writer_mod
 from kernel_evidence.cli import main

@@ -12,8 +12,8 @@ import msgspec
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kernel_evidence._canonical import packet_id_for
-from kernel_evidence._decode import decode_one
+from kernel_evidence._codec.canonical import packet_id_for
+from kernel_evidence._codec.decode import decode_one
 from kernel_evidence.archive._rows import extract, extract_struct, partition_from, partition_of
 from kernel_evidence.archive.schema import COLUMNS
 from kernel_evidence.archive.writer import _peak_lookup

@@ -9,7 +9,7 @@ from typing import Any
 import pyarrow.dataset as ds
 import pytest
 
-from kernel_evidence._canonical import packet_id_for
+from kernel_evidence._codec.canonical import packet_id_for
 from kernel_evidence.archive import archive_packets, build_report, export_packets
 from kernel_evidence.archive._rows import created_micros, partition_from
 

@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 
 from kernel_evidence import EvidencePacket, validate
-from kernel_evidence._decode import decode_one
+from kernel_evidence._codec.decode import decode_one
 from kernel_evidence.archive._rows import extract, extract_struct
 from kernel_evidence.archive.writer import _peak_lookup
 from kernel_evidence.harness.compare import compare_packets

@@ -117,9 +117,10 @@ def test_a_changed_value_changes_the_packet_id(tmp_path: Path) -> None:
 
 def test_a_finished_packet_has_the_id_compute_id_gives(tmp_path: Path) -> None:
     """Adapters add the side file's reference and compute the id from the records'
-    canonical JSON they made themselves (``_finished``): the id is the one the finished
+    canonical JSON they made themselves (``finish_packet``): the id is the one the finished
     packet computes, and the JSON given is what it is computed from."""
-    from kernel_evidence._fast import columns_encoder
+    from kernel_evidence._codec.ids import finish_packet
+    from kernel_evidence._codec.structs import columns_encoder
 
     base = ke.strategies.example_packet().to_dict()
     base.pop("packet_id", None)
@@ -130,21 +131,21 @@ def test_a_finished_packet_has_the_id_compute_id_gives(tmp_path: Path) -> None:
     records = bare.profiler[0].kernels  # type: ignore[index]
     encoded = columns_encoder.encode([r.model_dump(exclude_none=True) for r in records or []])
     ref = write_raw_table(COLUMNS, UNITS, 3, tmp_path, "r")
-    done = bare._finished(0, kernels_json=encoded, raw_table=ref)
+    done = finish_packet(bare, 0, kernels_json=encoded, raw_table=ref)
     assert done.profiler is not None and done.profiler[0].raw_table == ref
     assert bare.profiler is not None and bare.profiler[0].raw_table is None  # a copy
     assert (
         done.packet_id == done.compute_id() == ke.EvidencePacket.model_validate(done.to_dict()).compute_id()
     )
-    assert done.packet_id == bare._finished(0, raw_table=ref).packet_id  # records encoded anew
-    inline = bare._finished(0, kernels_json=encoded)
+    assert done.packet_id == finish_packet(bare, 0, raw_table=ref).packet_id  # records encoded anew
+    inline = finish_packet(bare, 0, kernels_json=encoded)
     assert inline.packet_id == bare.compute_id() != done.packet_id
     # the JSON given is what the id covers (an adapter must give the records' own)
-    assert bare._finished(0, kernels_json=encoded.replace(b'"k1"', b'"k9"')).packet_id != bare.compute_id()
-    no_id = bare._finished(0, raw_table=ref, with_id=False)
+    assert finish_packet(bare, 0, kernels_json=encoded.replace(b'"k1"', b'"k9"')).packet_id != bare.compute_id()
+    no_id = finish_packet(bare, 0, raw_table=ref, with_id=False)
     assert no_id.packet_id is None and no_id.profiler == done.profiler
     with pytest.raises(ValueError, match="already holds"):
-        done._finished(0, raw_table=ref)
+        finish_packet(done, 0, raw_table=ref)
 
 
 def test_relative_paths_are_read_from_the_packet_directory(tmp_path: Path) -> None:

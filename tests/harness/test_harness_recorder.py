@@ -185,7 +185,7 @@ def test_passed_packet_and_ids(tmp_path: Path) -> None:
 def test_written_bytes_are_the_canonical_form(tmp_path: Path) -> None:
     """What the recorder writes is what to_json() gives, so validate and archive take it as
     canonical (no re-normalising); an extension's nulls are still written as given."""
-    from kernel_evidence._decode import decode_checked
+    from kernel_evidence._codec.decode import decode_checked
 
     rec = _rec(tmp_path / "c.jsonl")
     with rec.candidate("k", task=None) as c:

@@ -149,10 +149,3 @@ class EvidencePacket(Model):
     def with_id(self) -> EvidencePacket:
         """A copy whose ``packet_id`` is the content-addressed id."""
         return self.model_copy(update={"packet_id": self.compute_id()})
-
-    def _finished(self, index: int, **kwargs: Any) -> EvidencePacket:
-        """Transitional: :func:`kernel_evidence._codec.ids.finish_packet` (removed once the
-        adapters call it)."""
-        from .._codec.ids import finish_packet
-
-        return finish_packet(self, index, **kwargs)

@@ -31,6 +31,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from ..._codec.ids import finish_packet
 from ..._gc import PROMOTE_CELLS, paused_gc, promote_survivors, raw_cell_count
 from ..._resources import load_toml
 from ...errors import AdapterError, InputError, KernelEvidenceError, LimitExceeded, MissingExtra
@@ -1121,7 +1122,7 @@ def _packet(
             side.set_result(_write_side(*args))
     hardware = _hardware(report, raw, hoisted, warnings)
     value_warnings: list[str] = []
-    from ..._fast import kernels_json_wanted
+    from ..._codec.encode import kernels_json_wanted
 
     encode = with_id or kernels_json_wanted()  # the caller writes the packet at once
     records, kernels_json = _records(report, raw, metric_warnings, value_warnings, encode=encode)
@@ -1170,15 +1171,15 @@ def _packet(
         hardware=hardware,
     )
     if side is None:
-        return packet._finished(0, kernels_json=kernels_json, with_id=with_id)
+        return finish_packet(packet, 0, kernels_json=kernels_json, with_id=with_id)
     ref = side.result()
     if ref is None:  # options that keep the values inline after all (a subclass's choice)
         inline = capture.model_copy(update={"raw_columns": _inline_columns(raw, raw_columns)})
         packet = packet.model_copy(update={"profiler": [inline]})
-        return packet._finished(0, kernels_json=kernels_json, with_id=with_id)
+        return finish_packet(packet, 0, kernels_json=kernels_json, with_id=with_id)
     if side_cells is not None:
         side_cells.append(n * len(raw_columns))
-    return packet._finished(0, kernels_json=kernels_json, raw_table=ref, with_id=with_id)
+    return finish_packet(packet, 0, kernels_json=kernels_json, raw_table=ref, with_id=with_id)
 
 
 class NcuAdapter:

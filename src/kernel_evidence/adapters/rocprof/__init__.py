@@ -40,6 +40,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..._codec.ids import finish_packet
 from ..._gc import PROMOTE_CELLS, paused_gc, promote_survivors, raw_cell_count
 from ..._resources import load_toml
 from ...errors import AdapterError, InputError
@@ -569,7 +570,7 @@ def _kernel_records(
 ) -> tuple[list[KernelRecord], bytes | None]:
     """(One record per dispatch: identity, launch shape and canonical metrics (raw is
     columnar), the records' canonical JSON if ``encode``, else None): the same values, as
-    plain data, encoded once for the packet id (see ``EvidencePacket._finished``)."""
+    plain data, encoded once for the packet id (see ``kernel_evidence._codec.ids.finish_packet``)."""
     n = d.n
     kernel = d.values("Kernel_Name")
     ids = _texts(d.column("Dispatch_ID"), n)
@@ -767,7 +768,7 @@ def _dispatch_packet(
             side = pool.submit(options.raw_table, columns, None, d.n, stem)
         derived, derive_warnings = _derive(d, sysinfo)
         with_id = bool(options.extra.get("packet_ids", True))
-        from ..._fast import kernels_json_wanted
+        from ..._codec.encode import kernels_json_wanted
 
         encode = with_id or kernels_json_wanted()  # the caller writes the packet at once
         records, kernels_json = _kernel_records(d, derived, encode=encode)
@@ -834,13 +835,13 @@ def _dispatch_packet(
             notes=command_note,
         )
         if side is None:
-            return packet._finished(0, kernels_json=kernels_json, with_id=with_id)
+            return finish_packet(packet, 0, kernels_json=kernels_json, with_id=with_id)
         ref = side.result()
         if ref is None:  # options that keep the values inline after all (a subclass's choice)
             inline = capture.model_copy(update={"raw_columns": {n: _raw_column(c) for n, c in d.raw.items()}})
             packet = packet.model_copy(update={"profiler": [inline]})
-            return packet._finished(0, kernels_json=kernels_json, with_id=with_id)
-        return packet._finished(0, kernels_json=kernels_json, raw_table=ref, with_id=with_id)
+            return finish_packet(packet, 0, kernels_json=kernels_json, with_id=with_id)
+        return finish_packet(packet, 0, kernels_json=kernels_json, raw_table=ref, with_id=with_id)
 
 
 def _read_workload(job: _Job, options: AdapterOptions) -> EvidencePacket:
