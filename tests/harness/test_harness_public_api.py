@@ -5,7 +5,7 @@ from __future__ import annotations
 import kernel_evidence.harness as harness
 
 EXPECTED = {
-    "EXIT_CODES", "CandidateFailure", "CandidateRecord", "Comparison", "Environment", "InfraError",
+    "EXIT_CODES", "CacheFlush", "CandidateFailure", "CandidateRecord", "Comparison", "Environment", "InfraError",
     "Measurement", "MeasurementTimeout", "Recorder", "ReplayPlan", "ReplayResult", "RewardConfig",
     "StopRule", "Timer", "capture_environment", "check_output", "classify_exception",
     "compare_packets", "compare_samples", "execute_replay", "open_sink", "plan_replay", "reward",

@@ -49,7 +49,7 @@ def test_ci_target_stops_a_quiet_measurement() -> None:
     assert "CI half-width" in m.stop_reason
 
 
-def test_compare_interleaves_abba_on_the_same_inputs() -> None:
+def test_compare_interleaves_abba_each_side_on_its_own_fresh_inputs() -> None:
     order: list[tuple[str, int]] = []
     counter = iter(range(10_000))
     timer = Timer(
@@ -63,7 +63,10 @@ def test_compare_interleaves_abba_on_the_same_inputs() -> None:
     )
     timed = order[2:]  # after one warmup round
     assert [t for t, _ in timed] == ["A", "B", "B", "A", "A", "B", "B", "A"]
-    assert [x for _, x in timed] == [1, 1, 2, 2, 3, 3, 4, 4]
+    # setup runs once per side per round (candidate's first), before either side runs:
+    # no two calls share an input object (before: both sides of a round got the same one)
+    assert [x for _, x in timed] == [2, 3, 5, 4, 6, 7, 9, 8]
+    assert [x for _, x in order[:2]] == [0, 1]
     assert cand.interleaved and base.interleaved
     assert cand.repeats == base.repeats == 4
 
@@ -80,7 +83,7 @@ def test_call_timeout_raises_a_timeout_error() -> None:
 def _m(samples_ns: list[float]) -> Measurement:
     return Measurement(
         samples_ns=samples_ns, method="host_clock", warmup=1, stop_rule="fixed", stop_reason="test",
-        cache_policy="warm", synchronized=True, interleaved=True,
+        cache_policy="warm", synchronized=True, interleaved=True, session="run-1",
     )  # fmt: skip
 
 
@@ -94,6 +97,17 @@ def test_timing_records_method_baseline_and_a_checkable_speedup() -> None:
     assert t.baseline is not None and t.baseline.same_session and t.baseline.interleaved
     assert t.speedup is not None and t.speedup.value == pytest.approx(2.0) and t.speedup.basis == "median"
     assert t.cache_policy == "warm" and t.synchronized and t.interleaved and t.stop_rule == "fixed"
+
+
+def test_same_session_is_derived_from_the_sessions_never_assumed() -> None:
+    # failed before: any baseline Measurement was recorded as same_session=True
+    cand, base = _m([1000.0, 1100.0]), _m([2000.0, 2100.0])
+    base.session = "run-2"
+    t = cand.timing(baseline=base, provider="numpy", version="2.0", call="np.exp")
+    assert t.baseline is not None and t.baseline.same_session is False
+    cand.session = base.session = None  # built by hand, no session: unknown, not asserted
+    t = cand.timing(baseline=base, provider="numpy", version="2.0", call="np.exp")
+    assert t.baseline is not None and t.baseline.same_session is None
 
 
 def test_timing_without_a_named_provider_makes_no_claim() -> None:

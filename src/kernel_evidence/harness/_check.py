@@ -5,13 +5,63 @@ numpy is imported here only, when a harness calls :meth:`CandidateRecord.check`.
 
 from __future__ import annotations
 
+import copy
 import math
+import sys
 from typing import Any
 
 from ..errors import MissingExtra
 from ..models import FailureClass, ShapeResult
 
-__all__ = ["compare_arrays"]
+__all__ = ["compare_arrays", "materialized", "same_values", "snapshot"]
+
+_PLAIN = (int, float, complex, bool, str, bytes, type(None))
+
+
+def _is_tensor(obj: Any) -> bool:
+    """A torch-like tensor: ``detach``, ``clone`` and a ``shape``."""
+    return (
+        callable(getattr(obj, "detach", None))
+        and callable(getattr(obj, "clone", None))
+        and hasattr(obj, "shape")
+    )
+
+
+def snapshot(obj: Any) -> Any:
+    """A copy of ``obj`` as it is now: numpy arrays copied, tensors cloned on their device
+    (on the current stream: work still running on another stream is not waited for),
+    tuples, lists and dicts copied member by member, plain values as they are. Anything
+    else is deep-copied where it can be, else kept as the object itself (a future or a
+    lazy result stays what it is, and :func:`materialized` says so)."""
+    np = sys.modules.get("numpy")
+    if np is not None and isinstance(obj, np.ndarray):
+        return obj.copy()
+    if isinstance(obj, _PLAIN):
+        return obj
+    if _is_tensor(obj):
+        return obj.detach().clone()
+    if isinstance(obj, tuple):
+        return tuple(snapshot(o) for o in obj)
+    if isinstance(obj, list):
+        return [snapshot(o) for o in obj]
+    if isinstance(obj, dict):
+        return {k: snapshot(v) for k, v in obj.items()}
+    try:
+        return copy.deepcopy(obj)
+    except Exception:  # noqa: BLE001 - locks, handles: what cannot be copied is kept as is
+        return obj
+
+
+def materialized(obj: Any) -> bool:
+    """True when ``obj`` holds its values already: a numpy array, a tensor, a plain value, or
+    a tuple/list of these. A future, a generator or an object that computes its values
+    when asked (``__array__`` on demand) is not."""
+    np = sys.modules.get("numpy")
+    if isinstance(obj, _PLAIN) or (np is not None and isinstance(obj, (np.ndarray, np.generic))):
+        return True
+    if isinstance(obj, (tuple, list)):
+        return all(materialized(o) for o in obj)
+    return _is_tensor(obj) and type(obj).__module__.split(".")[0] == "torch"
 
 
 def _numpy() -> Any:
@@ -47,6 +97,17 @@ def _host_array(np: Any, obj: Any) -> Any:
                 return np.asarray(host.float())
             raise
     return np.asarray(obj)
+
+
+def same_values(a: Any, b: Any) -> bool:
+    """True when two outputs hold the same values (and shape): an output that does not
+    change when its inputs do was not computed from them."""
+    np = _numpy()
+    try:
+        x, y = _host_array(np, a), _host_array(np, b)
+    except (TypeError, ValueError, RuntimeError):
+        return False
+    return bool(x.shape == y.shape and np.array_equal(x, y, equal_nan=x.dtype.kind in "fc"))
 
 
 def compare_arrays(

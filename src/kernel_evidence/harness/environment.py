@@ -54,6 +54,8 @@ __all__ = [
     "EnvironmentDifference",
     "capture_environment",
     "capture_hardware",
+    "cpu_last_level_cache",
+    "device_last_level_cache",
     "diff_environment",
     "package_versions",
     "replay_command",
@@ -299,6 +301,54 @@ def cpu_clock_mhz(cpuinfo: str | None = None) -> float | None:
     return int(khz) / 1000.0 if khz.isdigit() else None
 
 
+_CACHE_SIZE = re.compile(r"^\s*(\d+)\s*([KMG]?)(?:i?B)?\s*$", flags=re.I)
+_CACHE_SCALE = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3}
+
+
+def parse_cache_size(text: str) -> int | None:
+    """Bytes of a cache size as sysfs writes it (``48K``, ``32768K``, ``36M``); None otherwise."""
+    m = _CACHE_SIZE.match(text)
+    if m is None:
+        return None
+    return int(m.group(1)) * _CACHE_SCALE[m.group(2).upper()]
+
+
+def cpu_last_level_cache(root: str = "/sys/devices/system/cpu/cpu0/cache") -> int | None:
+    """Size in bytes of CPU 0's last-level cache (the highest ``level`` among its data and
+    unified caches in ``root/index*/``), or None where sysfs does not say (not Linux, a
+    container hiding it)."""
+    best: tuple[int, int] | None = None
+    for index in sorted(Path(root).glob("index*")):
+        level = _read(str(index / "level")).strip()
+        kind = _read(str(index / "type")).strip().lower()
+        size = parse_cache_size(_read(str(index / "size")))
+        if not level.isdigit() or kind == "instruction" or not size:
+            continue
+        if best is None or (int(level), size) > best:
+            best = (int(level), size)
+    return best[1] if best is not None else None
+
+
+def device_last_level_cache(index: int = 0) -> int | None:
+    """Bytes of the L2 cache of device ``index`` as ``torch.cuda`` reports it
+    (``get_device_properties(index).L2_cache_size``), only when the harness already imported
+    torch and a device is there; None otherwise (NVML and nvidia-smi do not report it)."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return None
+    try:
+        if not torch.cuda.is_available():
+            return None
+        size = getattr(torch.cuda.get_device_properties(index), "L2_cache_size", None)
+    except Exception:  # noqa: BLE001 - a broken framework install means "unknown"
+        return None
+    return int(size) if isinstance(size, int) and size > 0 else None
+
+
+def _bytes(n: int | None) -> ByteSize | None:
+    return ByteSize(value=float(n), unit="B") if n else None
+
+
 def host_info() -> Host:
     """Host name, OS, CPU model, Python version and memory."""
     mem = None
@@ -394,8 +444,18 @@ _SMI_FIELDS = (
 def parse_nvidia_smi(
     csv_text: str, fields: Sequence[str] = _SMI_FIELDS, host: Host | None = None
 ) -> Hardware | None:
-    """Hardware from ``nvidia-smi --query-gpu=<fields> --format=csv,noheader,nounits`` output."""
+    """Hardware from ``nvidia-smi --query-gpu=<fields> --format=csv...`` output, one row per GPU.
+
+    Both forms nvidia-smi writes are read: ``csv,noheader,nounits`` (``81559``) and plain
+    ``csv``, whose header row (``memory.total [MiB]``) names the fields in its own order and
+    whose values carry units (``81559 MiB``, ``700.00 W``). ``[N/A]`` and ``[Not Supported]``
+    mean unknown.
+    """
     rows = [[c.strip() for c in line.split(",")] for line in csv_text.splitlines() if line.strip()]
+    if rows:
+        header = [re.sub(r"\s*\[[^\]]*\]$", "", c) for c in rows[0]]
+        if "name" in header and all(re.fullmatch(r"[a-z_][a-z0-9_.]*", c) for c in header):
+            fields, rows = header, rows[1:]
     rows = [r for r in rows if len(r) == len(fields)]
     if not rows:
         return None
@@ -559,6 +619,7 @@ def _torch_hardware(host: Host) -> Hardware | None:
             compute_units=int(props.multi_processor_count) or None,
             memory=ByteSize(value=round(props.total_memory / 1024.0**3, 2), unit="GiB"),
             runtime=Software(name="hip" if hip else "cuda", version=hip or torch.version.cuda),
+            last_level_cache=_bytes(device_last_level_cache(0)),
             host=host,
         )
     except Exception:  # noqa: BLE001 - a broken framework install must not stop the capture
@@ -575,18 +636,38 @@ def cpu_hardware(host: Host) -> Hardware:
         count=1,
         compute_units=os.cpu_count() or None,
         clocks=Clocks(sm_observed=Frequency(value=round(mhz, 1), unit="MHz")) if mhz else None,
+        last_level_cache=_bytes(cpu_last_level_cache()),
         host=host,
     )
 
 
+def _with_device_details(hw: Hardware) -> Hardware:
+    """``hw`` from NVML or a vendor tool, with what only the framework's device query knows
+    (SM count, L2 size, runtime version) filled in where the harness imported torch."""
+    details = _torch_hardware(hw.host or Host())
+    if details is None or details.vendor != hw.vendor:
+        return hw
+    update = {
+        k: getattr(details, k)
+        for k in ("compute_units", "last_level_cache", "runtime", "arch")
+        if getattr(hw, k) is None and getattr(details, k) is not None
+    }
+    return hw.model_copy(update=update) if update else hw
+
+
 def capture_hardware(host: Host | None = None) -> Hardware:
-    """The accelerator (or the CPU when none is found), with the clocks observed now."""
+    """The accelerator (or the CPU when none is found), with the clocks observed now.
+
+    Only queries: nothing here locks clocks, changes power limits or persistence mode, or
+    resets a device; the clocks and power limit are recorded as observed.
+    """
     host = host or host_info()
-    for probe in (_nvml_hardware, _nvidia_smi_hardware, _amd_hardware, _torch_hardware):
+    for probe in (_nvml_hardware, _nvidia_smi_hardware, _amd_hardware):
         hw = probe(host)
         if hw is not None:
-            return hw
-    return cpu_hardware(host)
+            return _with_device_details(hw)
+    hw = _torch_hardware(host)
+    return hw if hw is not None else cpu_hardware(host)
 
 
 def capture_environment(cwd: str | None = None, packages: Sequence[str] = DEFAULT_PACKAGES) -> Environment:

@@ -25,14 +25,15 @@ from __future__ import annotations
 import builtins
 import hashlib
 import os
+import secrets
 import threading
 import time
 import traceback
 import uuid
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 from pydantic import ValidationError
@@ -41,14 +42,18 @@ from .._codec.canonical import strip_nulls
 from ..adapters._envelope import start_packet_data
 from ..errors import MissingExtra
 from ..models import (
+    DEFENCE_CHECKS,
     Compile,
+    Conditions,
     Cost,
+    Defence,
     Duration,
     EvidencePacket,
     Failure,
     FailureClass,
     Lineage,
     Reference,
+    ServingTask,
     ShapeCase,
     ShapeResult,
     Software,
@@ -57,10 +62,11 @@ from ..models import (
     Timing,
     TolerancePolicy,
     Validation,
+    Work,
 )
 from .environment import Environment, capture_environment
 from .sink import MemorySink, PacketSink, TeeSink, open_sink
-from .timer import Measurement
+from .timer import Measurement, Timer
 
 __all__ = [
     "CandidateFailure",
@@ -227,11 +233,40 @@ def _format_traceback(exc: BaseException) -> str:
         return _describe(exc)
 
 
+ShapesArg = Sequence[ShapeCase | Mapping[str, Any]]
+Relation = Literal["mutation", "replay", "rerun", "baseline", "other"]
+
+
+def _task_data(**given: Any) -> dict[str, Any]:
+    """Task fields as plain data (models dumped, sequences listed), None values left out."""
+    out: dict[str, Any] = {}
+    for key, value in given.items():
+        if value is None:
+            continue
+        if isinstance(value, Task):
+            out.update(value.model_dump(exclude_none=True))
+            continue
+        if hasattr(value, "model_dump"):
+            value = value.model_dump(exclude_none=True)
+        elif key in ("shapes", "dtypes"):
+            value = [v.model_dump(exclude_none=True) if hasattr(v, "model_dump") else v for v in value]
+        out[key] = value
+    return out
+
+
 class CandidateRecord:
     """Builds the packet of one candidate; a context manager, or call :meth:`finish` yourself.
 
-    After the block, :attr:`packet` is the written packet, :attr:`location` where it went,
+    Made by :meth:`Recorder.candidate` (its parameters are described there). After the
+    block, :attr:`packet` is the written packet, :attr:`location` where it went,
     :attr:`error` the exception raised inside the block (if any).
+
+    Besides the packet's categories it keeps the **defence record**: which anti-gaming
+    checks ran for this candidate and what they found (:meth:`timing` with a
+    :class:`Measurement` adds the timer's: fresh inputs, cache flush, timer integrity;
+    :meth:`time_and_check` adds ``outputs_checked_after_timing``, :meth:`check_unseen`
+    ``unseen_inputs``; :meth:`defence` any other). A failed defence makes the packet
+    ``failed`` with class ``reward_hack``.
     """
 
     def __init__(
@@ -239,15 +274,15 @@ class CandidateRecord:
         recorder: Recorder,
         name: str,
         *,
-        kind: str = "kernel",
+        kind: Literal["kernel", "serving"] = "kernel",
         description: str | None = None,
         candidate_id: str | None = None,
         iteration: int | None = None,
         parent_packet_id: str | None = None,
-        relation: str | None = None,
+        relation: Relation | None = None,
         suppress: bool | None = None,
         task: Task | None = None,
-        **task_fields: Any,
+        task_fields: Mapping[str, Any] | None = None,
     ) -> None:
         self._rec = recorder
         self.name = _scrub(name)
@@ -262,9 +297,7 @@ class CandidateRecord:
         )
         self._suppress = recorder.suppress if suppress is None else suppress
         base = recorder.task_defaults.copy()
-        if task is not None:
-            base.update(task.model_dump(exclude_none=True))
-        base.update({k: v for k, v in task_fields.items() if v is not None})
+        base.update(_task_data(task=task, **(task_fields or {})))
         self._task = base
         self._compile: Compile | None = None
         self._shapes: list[ShapeResult] = []
@@ -272,6 +305,7 @@ class CandidateRecord:
         self._seeds: dict[str, int] = {}
         self._inputs_regenerated: bool | None = None
         self._timing: Timing | None = None
+        self._defences: dict[str, Defence] = {}
         self._extensions: dict[str, dict[str, Any]] = {}
         self._failure: Failure | None = None
         self._started = time.perf_counter()
@@ -470,7 +504,164 @@ class CandidateRecord:
             self._timing = measurement.timing(
                 shape_id=shape_id, baseline=baseline, provider=provider, version=version, call=call
             )
+            sides = [measurement] if baseline is None else [measurement, baseline]
+            for found in zip(*(m.defences() for m in sides), strict=True):
+                self._defences[found[0].check] = _combined(found)
         return self
+
+    def defence(
+        self,
+        check: str,
+        outcome: Literal["passed", "failed", "skipped", "not_applicable"],
+        *,
+        detail: str | None = None,
+        tool: str | None = None,
+    ) -> CandidateRecord:
+        """Record an anti-gaming check the harness ran itself (``check`` from
+        :data:`~kernel_evidence.models.DEFENCE_CHECKS`), e.g. ``hidden_workload`` when the
+        seed was drawn after the candidate was built, or ``candidate_kernel_profiled`` once
+        a profile shows the candidate's own kernel. ``failed`` fails the candidate
+        (``reward_hack``)."""
+        if check not in DEFENCE_CHECKS:
+            raise ValueError(f"expected one of {', '.join(sorted(DEFENCE_CHECKS))}, got `{check}`")
+        self._defences[check] = Defence(check=check, outcome=outcome, detail=_scrub(detail), tool=tool)  # type: ignore[arg-type]
+        return self
+
+    def time_and_check(
+        self,
+        timer: Timer,
+        candidate: Callable[..., Any],
+        reference: Callable[..., Any],
+        *,
+        setup: Callable[[], Any],
+        shape_id: str,
+        baseline: Callable[..., Any] | None = None,
+        provider: str | None = None,
+        version: str | None = None,
+        call: str | None = None,
+        atol: float = 1e-5,
+        rtol: float = 1e-5,
+        required_matched_ratio: float = 1.0,
+        checked_calls: int = 3,
+    ) -> tuple[Measurement, Measurement | None]:
+        """Time the candidate (interleaved with ``baseline`` when given), record the timing,
+        then check the outputs of the timed calls themselves against ``reference``.
+
+        ``checked_calls`` timed calls, chosen at random while timing, keep a copy of their
+        inputs (taken before the call) and of their output as it was the moment the clock
+        stopped; after timing, ``reference(*inputs)`` is compared with each (``atol``,
+        ``rtol``, ``required_matched_ratio`` as in :meth:`check`). Work deferred past the
+        timed window (another stream, a thread, a lazy or future result) leaves an
+        unfinished or unmaterialised output there, and fails the
+        ``outputs_checked_after_timing`` defence: the packet fails as ``reward_hack``.
+        ``provider``, ``version`` and ``call`` name the baseline, as in :meth:`timing`.
+        Returns ``(candidate, baseline)`` measurements (baseline None without one).
+        """
+        from ._check import compare_arrays, materialized
+
+        if baseline is not None:
+            cand, base = timer.compare(candidate, baseline, setup=setup, keep_outputs=checked_calls)
+        else:
+            cand, base = timer.measure(candidate, setup=setup, keep_outputs=checked_calls), None
+        self.timing(cand, baseline=base, provider=provider, version=version, call=call, shape_id=shape_id)
+        if not cand.kept:
+            self.defence(
+                "outputs_checked_after_timing", "skipped", detail="no timed call kept (checked_calls=0)"
+            )
+            return cand, base
+        problems = []
+        for kept in cand.kept:
+            where = f"timed call {kept.index + 1}"
+            if not materialized(kept.output):
+                problems.append(
+                    f"{where} returned a {type(kept.output).__name__}, not its values: its work can run after"
+                    " the timer stopped"
+                )
+                continue
+            result, _ = compare_arrays(
+                shape_id, kept.output, reference(*kept.inputs),
+                atol=atol, rtol=rtol, required_matched_ratio=required_matched_ratio,
+            )  # fmt: skip
+            if not result.passed:
+                problems.append(f"the output of {where}, as it was when the clock stopped: {result.message}")
+        calls = ", ".join(str(k.index + 1) for k in cand.kept)
+        self.defence(
+            "outputs_checked_after_timing",
+            "failed" if problems else "passed",
+            detail="; ".join(problems)[:2000]
+            if problems
+            else f"the outputs of timed calls {calls} of {cand.repeats} (chosen at random), copied when the"
+            f" clock stopped, matched the reference (atol={atol:g}, rtol={rtol:g}) after timing",
+            tool="kernel-evidence CandidateRecord.time_and_check",
+        )
+        return cand, base
+
+    def check_unseen(
+        self,
+        fn: Callable[..., Any],
+        reference: Callable[..., Any],
+        inputs: Callable[[int], Any],
+        *,
+        draws: int = 2,
+        shape_id: str = "unseen",
+        atol: float = 1e-5,
+        rtol: float = 1e-5,
+        required_matched_ratio: float = 1.0,
+    ) -> bool:
+        """Re-run the candidate on inputs it has not seen, and record ``unseen_inputs``.
+
+        ``inputs(seed)`` makes the arguments of one call from a seed; ``draws`` seeds are
+        drawn now from the operating system's random source, so no candidate could know
+        them while it was built or validated. Each draw's output must match
+        ``reference`` on a copy of the same inputs, and two draws must not give the same
+        output while their references differ: a candidate that serves outputs cached by an
+        input fingerprint (or by the seeds it was validated on) fails, and the packet fails
+        as ``reward_hack``. Returns whether the check passed. The seeds are in the detail,
+        so the check can be repeated.
+        """
+        from ._check import compare_arrays, materialized, same_values, snapshot
+
+        if isinstance(draws, bool) or not isinstance(draws, int) or draws < 1:
+            raise ValueError(f"expected draws to be an int >= 1, got {draws!r}")
+        source = secrets.SystemRandom()
+        seeds: list[int] = []
+        while len(seeds) < draws:
+            seed = source.randrange(2**31)
+            if seed not in seeds:
+                seeds.append(seed)
+        problems: list[str] = []
+        seen: list[tuple[int, Any, Any]] = []
+        for seed in seeds:
+            made = inputs(seed)
+            args = made if isinstance(made, tuple) else (made,)
+            before = snapshot(args)
+            out = snapshot(fn(*args))
+            expected = reference(*before)
+            if not materialized(out):
+                problems.append(f"seed {seed}: returned a {type(out).__name__}, not its values")
+                continue
+            result, _ = compare_arrays(
+                shape_id, out, expected, atol=atol, rtol=rtol, required_matched_ratio=required_matched_ratio
+            )
+            if not result.passed:
+                problems.append(f"seed {seed}: {result.message}")
+            for other_seed, other_out, other_expected in seen:
+                if same_values(out, other_out) and not same_values(expected, other_expected):
+                    problems.append(
+                        f"seeds {other_seed} and {seed}: the same output for different inputs (a cached result)"
+                    )
+            seen.append((seed, out, expected))
+        listed = ", ".join(str(s) for s in seeds)
+        self.defence(
+            "unseen_inputs",
+            "failed" if problems else "passed",
+            detail="; ".join(problems)[:2000]
+            if problems
+            else f"{draws} re-runs on inputs from seeds drawn after the candidate was built ({listed})"
+            f" matched the reference (atol={atol:g}, rtol={rtol:g})",
+            tool="kernel-evidence CandidateRecord.check_unseen",
+        )
+        return not problems
 
     def fail(
         self,
@@ -514,6 +705,14 @@ class CandidateRecord:
             )
         if self._failure is not None:
             return self._failure
+        failed = [d for d in self._defences.values() if d.outcome == "failed"]
+        if failed:
+            return Failure(
+                failure_class=FC.REWARD_HACK,
+                message=_head(
+                    "; ".join(f"defence {d.check} failed: {d.detail or 'no detail'}" for d in failed)
+                ),
+            )
         if self._first_failure is not None:
             fc, msg, sid = self._first_failure
             return Failure(
@@ -594,8 +793,10 @@ class CandidateRecord:
                 timing = timing.model_copy(
                     update={"speedup": None, "notes": f"{timing.notes}; {note}" if timing.notes else note}
                 )
+        timing = self._with_workload(timing)
         wall = time.perf_counter() - self._started
         data.update(
+            defences=self._defence_record(timing),
             task=Task(**self._task) if self._task else None,
             compile=compile_,
             validation=validation,
@@ -604,6 +805,72 @@ class CandidateRecord:
             extensions=self._extensions or None,
         )
         return EvidencePacket(**data)
+
+    def _with_workload(self, timing: Timing | None) -> Timing | None:
+        """``timing`` with the workload and device filled into both sides' conditions where
+        they are missing: dtypes from the task, dims from the task's shape of that id, the
+        device from the environment."""
+        if timing is None:
+            return None
+        hw = self._rec.environment.hardware
+        shapes = self._task.get("shapes") or []
+        known: dict[str, Any] = {
+            "dtypes": self._task.get("dtypes"),
+            "device": hw.device,
+            "device_id": hw.device_id,
+        }
+
+        def fill(c: Conditions | None) -> Conditions | None:
+            if c is None:
+                return None
+            given = dict(known)
+            for shape in shapes:
+                if isinstance(shape, Mapping) and shape.get("id") == c.shape_id and shape.get("dims"):
+                    given["dims"] = shape["dims"]
+            update = {k: v for k, v in given.items() if v is not None and getattr(c, k) is None}
+            return c.model_copy(update=update) if update else c
+
+        update: dict[str, Any] = {"conditions": fill(timing.conditions)}
+        if timing.baseline is not None and timing.baseline.conditions is not None:
+            update["baseline"] = timing.baseline.model_copy(
+                update={"conditions": fill(timing.baseline.conditions)}
+            )
+        return timing.model_copy(update=update)
+
+    def _defence_record(self, timing: Timing | None) -> list[Defence] | None:
+        """Every named check, in registry order: as recorded, or ``skipped`` with what would
+        have run it. None for a packet without timing where no check ran (it claims no speed
+        that a defence would protect)."""
+        if timing is None and not self._defences:
+            return None
+        return [self._defences.get(check) or Defence(check=check, outcome="skipped", detail=_NOT_RUN[check])  # type: ignore[arg-type]
+                for check in DEFENCE_CHECKS]  # fmt: skip
+
+
+#: why a check the harness did not run was skipped, and what would run it
+_NOT_RUN = {
+    "fresh_inputs": "not run: the timing was not measured by the harness's Timer",
+    "outputs_checked_after_timing": "not run: CandidateRecord.time_and_check checks the timed calls' outputs",
+    "timer_integrity": "not run: the timing was not measured by the harness's Timer",
+    "unseen_inputs": "not run: CandidateRecord.check_unseen re-runs the candidate on unseen inputs",
+    "candidate_kernel_profiled": "no profile showing the candidate's own kernel was attached",
+    "hidden_workload": "the harness did not say that the workload or seed was hidden from the candidate",
+    "cache_flush": "not run: the timing was not measured by the harness's Timer",
+}
+_ORDER = {"failed": 0, "skipped": 1, "not_applicable": 2, "passed": 3}
+
+
+def _combined(found: Sequence[Defence]) -> Defence:
+    """One defence from the candidate's and the baseline's: the worse outcome; both details
+    when they differ."""
+    if len(found) == 1 or found[0] == found[1]:
+        return found[0]
+    cand, base = found
+    worst = min(found, key=lambda d: _ORDER[d.outcome])
+    detail = (
+        cand.detail if cand.detail == base.detail else f"candidate: {cand.detail}; baseline: {base.detail}"
+    )
+    return worst.model_copy(update={"detail": detail[:2000] if detail else None})
 
 
 #: failure classes about the output, which a packet must back with a failed shape (KE406)
@@ -637,8 +904,23 @@ class Recorder:
     ``KEVIDENCE_OUT`` environment variable names the output, and without it packets are
     kept in memory only (:attr:`packets`). When ``KEVIDENCE_OUT`` is set and ``out`` names
     another output, packets go to both (this is how ``kevidence replay --execute`` collects
-    the packets of a replayed run). The environment is captured once, at creation.
-    ``keep`` keeps every packet in :attr:`packets` (default: only when writing to memory).
+    the packets of a replayed run).
+
+    Parameters:
+
+    * ``run_id``: ``lineage.run_id`` of every packet (default: a new random id).
+    * ``suppress``: an exception in a candidate block is recorded, then suppressed (the
+      default) or re-raised; a candidate can override it.
+    * ``created_at``: a fixed ``created_at`` (RFC 3339 UTC) for reproducible packets;
+      default: the time each packet is made.
+    * ``environment``: the machine and code to record; default: captured once, now
+      (:func:`~kernel_evidence.harness.capture_environment`).
+    * ``durable``: ``fsync`` after every packet.
+    * ``keep``: keep every packet in :attr:`packets` (default: only when writing to memory).
+    * task defaults for every candidate (a candidate's own values win): ``task`` (a whole
+      :class:`~kernel_evidence.models.Task`), ``operator``, ``workload``, ``description``
+      (of the task), ``shapes``, ``dtypes``, ``reference``, ``tolerance``, ``work``,
+      ``serving``; models or their JSON data.
     """
 
     def __init__(
@@ -651,7 +933,16 @@ class Recorder:
         environment: Environment | None = None,
         durable: bool = False,
         keep: bool | None = None,
-        **task_defaults: Any,
+        task: Task | None = None,
+        operator: str | None = None,
+        workload: str | None = None,
+        description: str | None = None,
+        shapes: ShapesArg | None = None,
+        dtypes: Sequence[str] | None = None,
+        reference: Reference | Mapping[str, Any] | None = None,
+        tolerance: TolerancePolicy | Mapping[str, Any] | None = None,
+        work: Work | Mapping[str, Any] | None = None,
+        serving: ServingTask | Mapping[str, Any] | None = None,
     ) -> None:
         env_out = os.environ.get("KEVIDENCE_OUT") or None
         target = out if out is not None else env_out
@@ -667,7 +958,10 @@ class Recorder:
         self.suppress = suppress
         self.created_at = created_at
         self.environment = environment if environment is not None else capture_environment()
-        self.task_defaults: dict[str, Any] = {k: v for k, v in task_defaults.items() if v is not None}
+        self.task_defaults: dict[str, Any] = _task_data(
+            task=task, operator=operator, workload=workload, description=description, shapes=shapes,
+            dtypes=dtypes, reference=reference, tolerance=tolerance, work=work, serving=serving,
+        )  # fmt: skip
         self.keep = isinstance(self.sink, MemorySink) if keep is None else keep
         self.packets: list[EvidencePacket] = []
         #: ``passed`` or the failure class -> count, over every packet written
@@ -703,18 +997,60 @@ class Recorder:
             self.environment, hardware=capture_hardware(self.environment.hardware.host)
         )
 
-    def candidate(self, name: str, **kwargs: Any) -> CandidateRecord:
+    def candidate(
+        self,
+        name: str,
+        *,
+        kind: Literal["kernel", "serving"] = "kernel",
+        description: str | None = None,
+        candidate_id: str | None = None,
+        iteration: int | None = None,
+        parent_packet_id: str | None = None,
+        relation: Relation | None = None,
+        suppress: bool | None = None,
+        task: Task | None = None,
+        operator: str | None = None,
+        workload: str | None = None,
+        shapes: ShapesArg | None = None,
+        dtypes: Sequence[str] | None = None,
+        reference: Reference | Mapping[str, Any] | None = None,
+        tolerance: TolerancePolicy | Mapping[str, Any] | None = None,
+        work: Work | Mapping[str, Any] | None = None,
+        serving: ServingTask | Mapping[str, Any] | None = None,
+    ) -> CandidateRecord:
         """Start the record of one candidate (see :class:`CandidateRecord` for the calls).
 
-        Keyword arguments: ``kind``, ``description``, ``candidate_id``, ``iteration`` (by
-        default the running count), ``parent_packet_id``, ``relation``, ``suppress``,
-        ``task`` and task fields (``operator=``, ``shapes=``, ...).
+        * ``name``: ``subject.name``; ``kind``: ``kernel`` or ``serving``; ``description``:
+          ``subject.description`` (the candidate's, not the task's).
+        * lineage: ``candidate_id`` (default: ``name``), ``iteration`` (default: the running
+          count of this recorder), ``parent_packet_id`` and its ``relation``
+          (``mutation``, ``replay``, ``rerun``, ``baseline``, ``other``).
+        * ``suppress``: this candidate's choice over the recorder's (see :class:`Recorder`).
+        * the task, over the recorder's defaults: ``task`` (a whole
+          :class:`~kernel_evidence.models.Task`), then ``operator``, ``workload``,
+          ``shapes``, ``dtypes``, ``reference``, ``tolerance``, ``work``, ``serving``.
         """
         with self._lock:
-            if kwargs.get("iteration") is None:
-                kwargs["iteration"] = self._iteration
+            if iteration is None:
+                iteration = self._iteration
             self._iteration += 1
-        return CandidateRecord(self, name, **kwargs)
+        fields = {
+            "operator": operator, "workload": workload, "shapes": shapes, "dtypes": dtypes,
+            "reference": reference, "tolerance": tolerance, "work": work, "serving": serving,
+        }  # fmt: skip
+        return CandidateRecord(
+            self,
+            name,
+            kind=kind,
+            description=description,
+            candidate_id=candidate_id,
+            iteration=iteration,
+            parent_packet_id=parent_packet_id,
+            relation=relation,
+            suppress=suppress,
+            task=task,
+            task_fields=fields,
+        )
 
     def record(self, packet: EvidencePacket) -> str:
         """Write a packet built elsewhere (its id is (re)computed)."""

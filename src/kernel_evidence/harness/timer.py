@@ -14,12 +14,21 @@ The rules, and why (see ``docs/harness.md``):
   when ``time_budget_s`` of wall time is spent. What stopped it is recorded.
 * **Fresh inputs**: ``setup`` is called before every timed call, outside the timed region,
   and its result is passed to the function, so a candidate that caches its last output
-  cannot pass.
+  cannot pass. :meth:`Timer.compare` calls it once per side in every round: an in-place
+  candidate cannot hand its output to the baseline as input.
 * **Interleaving**: :meth:`Timer.compare` runs candidate and baseline alternately
-  (ABBA order, same fresh inputs per round), so drift (thermal, clocks, other tenants)
-  hits both alike.
+  (ABBA order), so drift (thermal, clocks, other tenants) hits both alike.
+* **Cache**: ``flush`` (a :class:`~kernel_evidence.harness.flush.CacheFlush`) writes a buffer
+  larger than the last-level cache before every timed call, outside the timed window.
 * **Clock**: CUDA events when the harness already imported ``torch`` and CUDA is
   available (the timer never imports torch itself); ``time.perf_counter_ns`` otherwise.
+* **Timer integrity**: the clock functions must be the ones the harness imported, checked
+  before, after every call and after the measurement (a replaced one is put back), and a
+  known busy-wait must measure as such (see :mod:`._integrity`).
+* **Outputs kept for checking**: with ``keep_outputs=k``, the inputs and the output of
+  ``k`` timed calls chosen at random are copied (outside the timed window) the moment the
+  clock stops, so a harness can check them after timing: work deferred past the timed
+  window leaves an unfinished output.
 * **Statistics**: median, percentiles, and a distribution-free confidence interval of the
   median from order statistics; every sample is kept.
 """
@@ -29,18 +38,26 @@ from __future__ import annotations
 import inspect
 import itertools
 import math
+import random
+import secrets
 import sys
 import time
+import uuid
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ..models import Baseline, Speedup, Stats, Timing
+from ..models import Baseline, ByteSize, CachePolicy, Conditions, Defence, Speedup, Stats, Timing
 from ..units import convert, to_base
+from ._check import snapshot
+from ._integrity import CALIBRATION_NS, ClockGuard, busy_wait, calibration_problem
 from ._stats import Summary, summarize
 
-__all__ = ["Measurement", "MeasurementTimeout", "StopRule", "Timer"]
+__all__ = ["SESSION", "KeptCall", "Measurement", "MeasurementTimeout", "StopRule", "Timer"]
+
+#: one id per process: measurements with the same session ran in the same process
+SESSION = uuid.uuid4().hex
 
 TimeUnit = Literal["ns", "us", "ms", "s"]
 
@@ -92,9 +109,25 @@ def _rel_half_width(s: Summary) -> float:
     return (s.ci_high - s.ci_low) / 2.0 / s.median
 
 
+@dataclass(frozen=True)
+class KeptCall:
+    """One timed call kept for checking: its inputs as they were before the call, and its
+    output as it was when the clock stopped (copies, taken outside the timed window)."""
+
+    index: int
+    inputs: tuple[Any, ...]
+    output: Any
+
+
 @dataclass
 class Measurement:
-    """Samples of one timed function and how they were taken. Samples are in nanoseconds."""
+    """Samples of one timed function and how they were taken. Samples are in nanoseconds.
+
+    Besides the samples it knows the conditions it ran under (:meth:`conditions`) and the
+    defences the timer ran (:meth:`defences`): fresh inputs, the cache flush with its size,
+    and timer integrity (``integrity`` is ``passed``, ``failed`` or ``skipped`` for a
+    measurement made by hand, with ``integrity_detail`` saying what was seen).
+    """
 
     samples_ns: list[float]
     method: str
@@ -106,6 +139,15 @@ class Measurement:
     interleaved: bool = False
     inputs_regenerated: bool = False
     ci_level: float = 0.95
+    #: bytes the flush wrote before each timed call, and the last-level cache size (None: unknown)
+    flush_bytes: int | None = None
+    last_level_cache: int | None = None
+    #: the process that measured (:data:`SESSION` for the timer's measurements)
+    session: str | None = None
+    integrity: Literal["passed", "failed", "skipped"] = "skipped"
+    integrity_detail: str | None = None
+    #: timed calls kept for checking after timing (``keep_outputs``), in call order
+    kept: list[KeptCall] = field(default_factory=list, repr=False)
     #: which :meth:`Timer.compare` call measured this (set by the timer; None when unknown)
     pair: int | None = field(default=None, repr=False)
     _summary: Summary | None = field(default=None, repr=False)
@@ -159,6 +201,96 @@ class Measurement:
             return True  # built by hand: the flags are all there is
         return self.pair == baseline.pair
 
+    def cache(self) -> CachePolicy:
+        """The cache policy with its evidence: flush size against the last-level cache."""
+        if self.cache_policy != "flushed":
+            return CachePolicy(mode=self.cache_policy)
+        return CachePolicy(
+            mode="flushed",
+            flush_bytes=_bytes(self.flush_bytes),
+            last_level_cache=_bytes(self.last_level_cache),
+            flush_in_timed_window=False,
+        )
+
+    def conditions(
+        self,
+        *,
+        shape_id: str | None = None,
+        dims: Mapping[str, int] | None = None,
+        dtypes: Sequence[str] | None = None,
+        device: str | None = None,
+        device_id: str | None = None,
+        interleaved: bool | None = None,
+    ) -> Conditions:
+        """The conditions this side was measured under, in the structure the rules compare.
+
+        The timer supplies method, warmup, repeats, synchronisation, the cache policy with
+        its evidence, the session, fresh inputs and the sample handling (every sample kept:
+        ``all``); the caller the workload (``shape_id``, ``dims``, ``dtypes``) and the
+        ``device``. ``interleaved`` defaults to the measurement's own flag.
+        """
+        return Conditions(
+            dtypes=list(dtypes) if dtypes else None,
+            shape_id=shape_id,
+            dims=dict(dims) if dims else None,
+            device=device,
+            device_id=device_id,
+            method=self.method,  # type: ignore[arg-type]
+            warmup=self.warmup,
+            repeats=self.repeats,
+            synchronized=self.synchronized,
+            cache=self.cache(),
+            session=self.session,
+            interleaved=self.interleaved if interleaved is None else interleaved,
+            fresh_inputs=self.inputs_regenerated,
+            sample_handling="all",
+        )
+
+    def defences(self) -> list[Defence]:
+        """The defences the timer ran for this measurement: fresh inputs, cache flush, timer
+        integrity (``skipped`` where it did not run one)."""
+        if self.inputs_regenerated:
+            fresh = Defence(
+                check="fresh_inputs",
+                outcome="passed",
+                detail="setup made new inputs before every call, for each side separately",
+                tool="kernel-evidence Timer",
+            )
+        else:
+            fresh = Defence(
+                check="fresh_inputs", outcome="skipped", detail="no setup: every call got the same arguments"
+            )
+        if self.cache_policy != "flushed":
+            flush = Defence(
+                check="cache_flush", outcome="skipped", detail=f"cache {self.cache_policy}: nothing flushed"
+            )
+        elif self.flush_bytes is None or self.last_level_cache is None:
+            flush = Defence(
+                check="cache_flush",
+                outcome="skipped",
+                detail="a flush ran between timed calls, but its size or the cache size is unknown",
+            )
+        else:
+            flush = Defence(
+                check="cache_flush",
+                outcome="passed" if self.flush_bytes >= self.last_level_cache else "failed",
+                detail=f"{self.flush_bytes} bytes written before every timed call, outside the timed"
+                f" window; last-level cache {self.last_level_cache} bytes",
+                tool="kernel-evidence CacheFlush",
+            )
+        integrity = Defence(
+            check="timer_integrity",
+            outcome=self.integrity,
+            detail=self.integrity_detail
+            or (
+                "not checked: the measurement was not made by the timer"
+                if self.integrity == "skipped"
+                else None
+            ),
+            tool="kernel-evidence Timer" if self.integrity != "skipped" else None,
+        )
+        return [fresh, flush, integrity]
+
     def timing(
         self,
         *,
@@ -169,12 +301,17 @@ class Measurement:
         call: str | None = None,
         unit: TimeUnit = "us",
         claim_speedup: bool = True,
+        dims: Mapping[str, int] | None = None,
+        dtypes: Sequence[str] | None = None,
+        device: str | None = None,
+        device_id: str | None = None,
     ) -> Timing:
         """The ``timing`` category; with a baseline measurement, the baseline and the speedup.
 
         The speedup (``baseline median / candidate median``) is only stated when the
         baseline is named (``provider``) and ``claim_speedup`` is true; the recorder drops
-        it from any packet that did not pass.
+        it from any packet that did not pass. Both sides carry their :meth:`conditions`
+        (``dims``, ``dtypes`` and ``device`` describe the workload and device of both).
         """
         base = None
         speedup = None
@@ -182,15 +319,23 @@ class Measurement:
         interleaved = self.interleaved
         if baseline is not None:
             interleaved = self.interleaved_with(baseline)
+        workload: dict[str, Any] = {
+            "shape_id": shape_id, "dims": dims, "dtypes": dtypes, "device": device, "device_id": device_id,
+        }  # fmt: skip
         if baseline is not None or provider is not None:
             base_stats = baseline.stats(unit) if baseline is not None else None
             base = Baseline(
                 provider=provider,
                 version=version,
                 call=call,
-                same_session=True if baseline is not None else None,
+                same_session=self.session == baseline.session
+                if baseline is not None and self.session is not None and baseline.session is not None
+                else None,
                 interleaved=interleaved if baseline is not None else None,
                 stats=base_stats,
+                conditions=baseline.conditions(interleaved=interleaved, **workload)
+                if baseline is not None
+                else None,
             )
             if base_stats is not None and provider and claim_speedup:
                 value = _median_ratio(base_stats, stats)
@@ -199,6 +344,8 @@ class Measurement:
         notes = f"stopped: {self.stop_reason}"
         if self.inputs_regenerated:
             notes += "; inputs regenerated before every timed call"
+        if self.integrity == "failed":
+            notes += f"; timer integrity failed: {self.integrity_detail}"
         return Timing(
             method=self.method,
             warmup=self.warmup,
@@ -213,7 +360,12 @@ class Measurement:
             notes=notes,
             baseline=base,
             speedup=speedup,
+            conditions=self.conditions(interleaved=interleaved, **workload),
         )
+
+
+def _bytes(n: int | None) -> ByteSize | None:
+    return ByteSize(value=float(n), unit="B") if n is not None else None
 
 
 def _median_ratio(base: Stats, cand: Stats) -> float | None:
@@ -290,16 +442,48 @@ def _torch_cuda() -> Any | None:
         return None
 
 
+class _Side:
+    """What one side of a measurement collects: its samples, what the integrity checks saw
+    after its calls, and the timed calls kept for checking (a reservoir sample: every timed
+    call is equally likely to be kept, and which ones is decided before each call from the
+    timer's private random source)."""
+
+    def __init__(self, name: str, keep: int, rng: random.Random) -> None:
+        self.name = name
+        self.samples: list[float] = []
+        self.problems: list[str] = []
+        self.kept: list[KeptCall] = []
+        self._keep = keep
+        self._rng = rng
+        self._seen = 0
+
+    def slot(self) -> int | None:
+        """Where the next timed call goes in :attr:`kept`, or None when it is not kept."""
+        self._seen += 1
+        if len(self.kept) < self._keep:
+            return len(self.kept)
+        j = self._rng.randrange(self._seen) if self._keep else self._keep
+        return j if j < self._keep else None
+
+    def keep(self, slot: int, call: KeptCall) -> None:
+        if slot == len(self.kept):
+            self.kept.append(call)
+        else:
+            self.kept[slot] = call
+
+
 class Timer:
     """Measures a function under the rules in the module docstring.
 
     ``setup`` (per call) returns the arguments for the timed function, regenerated every
-    time; ``flush`` runs before every timed call (e.g. writes a buffer larger than the last
-    level cache) and makes the cache policy ``flushed``; ``synchronize`` is called before
-    and after a host-clock measurement (a device sync); without it the timed function is
-    taken to be synchronous (CPU code), which is what ``synchronized`` records.
-    ``clock`` is ``"auto"``, ``"host"`` or ``"cuda_events"``. ``call_timeout_s`` raises
-    :class:`MeasurementTimeout` (a :class:`TimeoutError`) after any call that took longer.
+    time; ``flush`` runs before every timed call, outside the timed window, and makes the
+    cache policy ``flushed``: a :class:`~kernel_evidence.harness.flush.CacheFlush` (``True``
+    makes one sized from the device's last-level cache) records its size against the cache,
+    any other callable is run as given. ``synchronize`` is called before and after a
+    host-clock measurement (a device sync); without it the timed function is taken to be
+    synchronous (CPU code), which is what ``synchronized`` records. ``clock`` is ``"auto"``,
+    ``"host"`` or ``"cuda_events"``. ``call_timeout_s`` raises :class:`MeasurementTimeout`
+    (a :class:`TimeoutError`) after any call that took longer.
     """
 
     def __init__(
@@ -308,7 +492,7 @@ class Timer:
         warmup: int = 3,
         stop: StopRule | None = None,
         clock: Literal["auto", "host", "cuda_events"] = "auto",
-        flush: Callable[[], Any] | None = None,
+        flush: Callable[[], Any] | bool | None = None,
         synchronize: Callable[[], None] | None = None,
         call_timeout_s: float | None = None,
     ) -> None:
@@ -318,29 +502,52 @@ class Timer:
             raise ValueError(
                 f"expected call_timeout_s to be a finite number > 0 or None, got {call_timeout_s}"
             )
+        if flush is True:
+            from .flush import CacheFlush
+
+            flush = CacheFlush()
+        size, cache = getattr(flush, "flush_bytes", None), getattr(flush, "last_level_cache", None)
+        if isinstance(size, int) and isinstance(cache, int) and size < cache:
+            raise ValueError(f"a flush of {size} bytes cannot evict a last-level cache of {cache} bytes")
         self.warmup = warmup
         self.stop = stop or StopRule()
-        self.flush = flush
+        self.flush: Callable[[], Any] | None = flush or None
         self.call_timeout_s = call_timeout_s
         self._lazy_warned: set[int] = set()  # functions warned about in the current call
         torch = _torch_cuda() if clock in ("auto", "cuda_events") else None
         if clock == "cuda_events" and torch is None:
             raise ValueError("clock='cuda_events' needs torch (already imported) with CUDA available")
         self._clock: _Clock = _CudaEventClock(torch) if torch is not None else _Clock(synchronize)
+        self._guard = ClockGuard(module=sys.modules[__name__], torch=torch)
+        self._rng = random.Random(secrets.randbits(64))
+        self._calibrated: list[float] = []
 
     @property
     def method(self) -> str:
         """``cuda_events`` or ``host_clock``."""
         return self._clock.method
 
-    def _one(self, fn: Fn, args: tuple[Any, ...], what: str) -> float:
+    @property
+    def session(self) -> str:
+        """The id of this process (:data:`SESSION`), recorded with every measurement."""
+        return SESSION
+
+    def _one(self, fn: Fn, args: tuple[Any, ...], what: str, side: _Side, *, timed: bool = True) -> float:
         """One flushed, timed call; ``what`` ("warmup call 1 of 3", "timed call 4") is
         added as a note to an exception it raises (Python 3.11+), so a failure packet says
-        whether warmup or a timed repeat failed."""
+        whether warmup or a timed repeat failed. After the call (outside the timed window)
+        the output of a kept call is copied, and the clock functions are checked."""
         try:
+            slot = side.slot() if timed else None
+            inputs = snapshot(args) if slot is not None else None
             if self.flush is not None:
                 self.flush()
             ns, result = self._clock.time_ns(fn, args)
+            if slot is not None:
+                side.keep(slot, KeptCall(index=len(side.samples), inputs=inputs, output=snapshot(result)))
+            replaced = self._guard.replaced()
+            if replaced:
+                side.problems.append(f"{', '.join(replaced)} replaced during {side.name}{what} (put back)")
             if self.call_timeout_s is not None and ns > self.call_timeout_s * 1e9:
                 raise MeasurementTimeout(
                     f"one call took {ns / 1e9:.3g} s, over the {self.call_timeout_s:g} s limit per call"
@@ -348,7 +555,7 @@ class Timer:
                 )
         except Exception as exc:
             if hasattr(exc, "add_note") and not isinstance(exc, MeasurementTimeout):
-                exc.add_note(f"raised by the timer during {what}")
+                exc.add_note(f"raised by the timer during {side.name}{what}")
             raise
         if _is_lazy(result):
             if inspect.iscoroutine(result):
@@ -364,6 +571,20 @@ class Timer:
                 stacklevel=3,
             )
         return ns
+
+    def _integrity(self, when: str) -> list[str]:
+        """Problems seen by the clock checks ``when`` ("before"/"after") the measurement: a
+        replaced clock function, or a busy-wait of known length measured wrongly."""
+        problems = []
+        replaced = self._guard.replaced()
+        if replaced:
+            problems.append(f"{', '.join(replaced)} replaced {when} the measurement (put back)")
+        ns, _ = self._clock.time_ns(busy_wait(CALIBRATION_NS), ())
+        self._calibrated.append(ns)
+        wrong = calibration_problem(ns)
+        if wrong:
+            problems.append(f"{wrong} {when} the measurement")
+        return problems
 
     @staticmethod
     def _args(setup: Callable[[], Any] | None) -> tuple[Any, ...]:
@@ -393,9 +614,10 @@ class Timer:
 
     def _measurement(
         self,
-        samples: list[float],
+        side: _Side,
         reason: str,
         *,
+        shared: list[str],
         interleaved: bool,
         regenerated: bool,
         pair: int | None = None,
@@ -405,8 +627,18 @@ class Timer:
         sync = (
             isinstance(self._clock, _CudaEventClock) or self._clock._sync is not None or _torch_cuda() is None
         )
+        problems = shared + side.problems
+        if problems:
+            detail = "; ".join(problems)
+        else:
+            measured = ", ".join(f"{ns / 1e6:.3f} ms" for ns in self._calibrated[-2:])
+            detail = (
+                f"{', '.join(self._guard.labels)} unchanged before, after every call and after the"
+                f" measurement; a {CALIBRATION_NS / 1e6:g} ms busy-wait measured {measured} before"
+                " and after"
+            )
         return Measurement(
-            samples_ns=samples,
+            samples_ns=side.samples,
             method=self.method,
             warmup=self.warmup,
             stop_rule=self.stop.describe(),
@@ -416,61 +648,93 @@ class Timer:
             interleaved=interleaved,
             inputs_regenerated=regenerated,
             ci_level=self.stop.ci_level,
+            flush_bytes=getattr(self.flush, "flush_bytes", None),
+            last_level_cache=getattr(self.flush, "last_level_cache", None),
+            session=SESSION,
+            integrity="failed" if problems else "passed",
+            integrity_detail=detail[:2000],
+            kept=sorted(side.kept, key=lambda k: k.index),
             pair=pair,
         )
 
-    def measure(self, fn: Fn, *, setup: Callable[[], Any] | None = None) -> Measurement:
+    def measure(
+        self, fn: Fn, *, setup: Callable[[], Any] | None = None, keep_outputs: int = 0
+    ) -> Measurement:
         """Time ``fn(*setup())`` (or ``fn()``) under the stop rule.
 
-        A function that returns a generator or coroutine (work that runs lazily, after the
-        timed region) gets a ``RuntimeWarning``: its time is not the time of that work.
+        ``keep_outputs``: how many timed calls (chosen at random) keep a copy of their
+        inputs and of their output as it was when the clock stopped
+        (:attr:`Measurement.kept`), for a check after timing. A function that returns a
+        generator or coroutine (work that runs lazily, after the timed region) gets a
+        ``RuntimeWarning``: its time is not the time of that work.
         """
         self._lazy_warned = set()
+        side = _Side("", _keep_count(keep_outputs), self._rng)
+        shared = self._integrity("before")
         for i in range(self.warmup):
-            self._one(fn, self._args(setup), f"warmup call {i + 1} of {self.warmup}")
-        samples: list[float] = []
+            self._one(fn, self._args(setup), f"warmup call {i + 1} of {self.warmup}", side, timed=False)
         started = time.perf_counter()
         while True:
-            samples.append(self._one(fn, self._args(setup), f"timed call {len(samples) + 1}"))
-            reason = self._should_stop([samples], started)
+            side.samples.append(self._one(fn, self._args(setup), f"timed call {len(side.samples) + 1}", side))
+            reason = self._should_stop([side.samples], started)
             if reason:
-                return self._measurement(samples, reason, interleaved=False, regenerated=setup is not None)
+                shared += self._integrity("after")
+                return self._measurement(
+                    side, reason, shared=shared, interleaved=False, regenerated=setup is not None
+                )
 
     def compare(
-        self, candidate: Fn, baseline: Fn, *, setup: Callable[[], Any] | None = None
+        self,
+        candidate: Fn,
+        baseline: Fn,
+        *,
+        setup: Callable[[], Any] | None = None,
+        keep_outputs: int = 0,
     ) -> tuple[Measurement, Measurement]:
-        """Time candidate and baseline interleaved (ABBA), each round on the same fresh inputs.
+        """Time candidate and baseline interleaved (ABBA), each on its own fresh inputs.
 
-        The stop rule applies to both: it stops when both medians are tight enough, or at
-        the shared budget or repeat cap. Returns ``(candidate, baseline)``, paired: their
-        :attr:`Measurement.pair` is the same, so :meth:`Measurement.timing` records them as
-        interleaved with each other (and a measurement from another call as not).
+        ``setup`` is called once per side in every round, before either runs, so a
+        candidate that works in place cannot pass its output to the baseline as input. The
+        stop rule applies to both: it stops when both medians are tight enough, or at the
+        shared budget or repeat cap. ``keep_outputs`` keeps that many of the candidate's
+        timed calls for checking (see :meth:`measure`). Returns ``(candidate, baseline)``,
+        paired: their :attr:`Measurement.pair` is the same, so :meth:`Measurement.timing`
+        records them as interleaved with each other (and a measurement from another call
+        as not).
         """
         self._lazy_warned = set()
+        cand = _Side("candidate ", _keep_count(keep_outputs), self._rng)
+        base = _Side("baseline ", 0, self._rng)
+        shared = self._integrity("before")
         for i in range(self.warmup):
-            args = self._args(setup)
+            cand_args, base_args = self._args(setup), self._args(setup)
             what = f"warmup call {i + 1} of {self.warmup}"
-            self._one(candidate, args, f"candidate {what}")
-            self._one(baseline, args, f"baseline {what}")
-        cand: list[float] = []
-        base: list[float] = []
+            self._one(candidate, cand_args, what, cand, timed=False)
+            self._one(baseline, base_args, what, base, timed=False)
         started = time.perf_counter()
         rnd = 0
         while True:
-            args = self._args(setup)
+            cand_args, base_args = self._args(setup), self._args(setup)
             what = f"timed call {rnd + 1}"
             if rnd % 2 == 0:
-                cand.append(self._one(candidate, args, f"candidate {what}"))
-                base.append(self._one(baseline, args, f"baseline {what}"))
+                cand.samples.append(self._one(candidate, cand_args, what, cand))
+                base.samples.append(self._one(baseline, base_args, what, base))
             else:
-                base.append(self._one(baseline, args, f"baseline {what}"))
-                cand.append(self._one(candidate, args, f"candidate {what}"))
+                base.samples.append(self._one(baseline, base_args, what, base))
+                cand.samples.append(self._one(candidate, cand_args, what, cand))
             rnd += 1
-            reason = self._should_stop([cand, base], started)
+            reason = self._should_stop([cand.samples, base.samples], started)
             if reason:
+                shared += self._integrity("after")
                 regen = setup is not None
                 pair = next(_PAIRS)
-                return (
-                    self._measurement(cand, reason, interleaved=True, regenerated=regen, pair=pair),
-                    self._measurement(base, reason, interleaved=True, regenerated=regen, pair=pair),
-                )
+                common: dict[str, Any] = {
+                    "shared": shared, "interleaved": True, "regenerated": regen, "pair": pair,
+                }  # fmt: skip
+                return self._measurement(cand, reason, **common), self._measurement(base, reason, **common)
+
+
+def _keep_count(keep: int) -> int:
+    if isinstance(keep, bool) or not isinstance(keep, int) or keep < 0:
+        raise ValueError(f"expected keep_outputs to be an int >= 0, got {keep!r}")
+    return keep
