@@ -1,0 +1,88 @@
+"""The adversarial suite (issue 16, item 6): every cheat caught, every control accepted.
+
+Cheats live in ``_adv_cheats`` (one honest control plus one lie each), controls in
+``_adv_controls``. ``python -m tests.adversarial.report`` prints which rules catch what.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+from _adv_build import finalize
+from _adv_cheats import CHEATS, CLASSES
+from _adv_controls import CONTROLS
+from _adv_judge import build_cheat, judge, judge_cheat, related
+
+from kernel_evidence.models import EvidencePacket
+
+
+def _describe(v) -> str:
+    lines = [f"ok={v.ok} grade={v.grade} reasons={list(v.reasons)}"]
+    lines += [f"  {rid} {sev} at {ptr}: {msg}" for rid, sev, ptr, msg in v.findings]
+    return "\n".join(lines)
+
+
+@pytest.mark.parametrize("name", sorted(CONTROLS))
+def test_control_accepted(name: str) -> None:
+    c = CONTROLS[name]
+    packet = c.build()
+    if packet["schema_version"] != "0.1":
+        EvidencePacket.model_validate(packet)  # the control is well formed 0.2
+        assert finalize(dict(packet))["packet_id"] == packet["packet_id"]
+    v = judge(packet)
+    errors = [f for f in v.findings if f[1] == "error"]
+    assert not errors, f"honest control `{name}` falsely rejected:\n{_describe(v)}"
+    if c.grade is not None:
+        assert v.grade in c.grade, (
+            f"control `{name}` ({c.about}) graded {v.grade}, expected {c.grade}:\n{_describe(v)}"
+        )
+
+
+@pytest.mark.parametrize("name", sorted(CHEATS))
+def test_cheat_caught(name: str) -> None:
+    c = CHEATS[name]
+    packet = build_cheat(c)
+    if not c.structural:
+        EvidencePacket.model_validate(packet)  # the lie hides in a well-formed packet
+    v = judge_cheat(name)
+    assert v.caught, (
+        f"cheat `{name}` ({c.klass}) not caught: {c.lie}\n"
+        f"lying fields: {', '.join(c.pointers)}\n{_describe(v)}"
+    )
+
+
+def test_cheats_change_their_control() -> None:
+    """A cheat that leaves its control unchanged would test nothing."""
+    for c in CHEATS.values():
+        control = CONTROLS[c.control].build()
+        assert build_cheat(c) != control, c.name
+
+
+def test_suite_size_and_coverage() -> None:
+    assert len(CHEATS) >= 80
+    assert len(CONTROLS) >= 25
+    per_class = Counter(c.klass for c in CHEATS.values())
+    assert set(per_class) == set(CLASSES), set(CLASSES) - set(per_class)
+    assert min(per_class.values()) >= 3, per_class
+    vendors = {c.build().get("hardware", {}).get("vendor") for c in CONTROLS.values()}
+    assert {"nvidia", "amd", "google", "cpu", "intel"} <= vendors
+    kinds = Counter(c.build()["subject"]["kind"] for c in CONTROLS.values())
+    assert kinds["serving"] >= 3
+    assert sum(c.build()["status"] != "passed" for c in CONTROLS.values()) >= 4
+
+
+@pytest.mark.parametrize(
+    ("found", "lie", "expected"),
+    [
+        ("/timing/stats/median", "/timing/stats", True),
+        ("/timing/stats", "/timing/stats/median", True),
+        ("/timing/stats", "/timing/stats", True),
+        ("/timing/statsx", "/timing/stats", False),
+        ("/timing/baseline/stats", "/timing/stats", False),
+        ("", "/timing/stats", False),
+        ("/", "/timing/stats", False),
+    ],
+)
+def test_related_pointers(found: str, lie: str, expected: bool) -> None:
+    assert related(found, lie) is expected
