@@ -24,6 +24,7 @@ table, so a damaged or substituted file is refused, not read.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import hashlib
 import json
 import mmap
@@ -31,11 +32,12 @@ import os
 import re
 import stat
 import tempfile
-from collections.abc import Mapping
+from collections import OrderedDict
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .errors import InputError, MissingExtra
+from .errors import InputError, MissingExtra, shown
 from .io import _UMASK
 from .models import Artifact
 from .models._base import ByteSize
@@ -52,6 +54,7 @@ __all__ = [
     "check_raw_table_file",
     "raw_columns_of",
     "read_raw_table",
+    "side_files_from",
     "write_raw_table",
 ]
 
@@ -320,17 +323,69 @@ def raw_columns_of(table: pa.Table) -> tuple[dict[str, list[Any]], dict[str, str
     return columns, units
 
 
-def check_raw_table_file(ref: Any, base_dir: str | os.PathLike[str]) -> tuple[str, str] | None:
+#: folders besides the packet's own that side files may be read from (``--side-files-from``)
+_SIDE_DIRS: contextvars.ContextVar[tuple[str, ...]] = contextvars.ContextVar("side_dirs", default=())
+
+
+@contextlib.contextmanager
+def side_files_from(*dirs: str | os.PathLike[str]) -> Iterator[None]:
+    """Within the block, :func:`check_raw_table_file` (and so ``validate_paths``) also reads
+    side files found in ``dirs`` and below, not only in the packet's own folder."""
+    token = _SIDE_DIRS.set(_SIDE_DIRS.get() + tuple(os.path.realpath(d) for d in dirs))
+    try:
+        yield
+    finally:
+        _SIDE_DIRS.reset(token)
+
+
+def inside(path: str | os.PathLike[str], roots: Iterable[str | os.PathLike[str]]) -> bool:
+    """Whether ``path``, symbolic links resolved, is one of ``roots`` (resolved too) or lies
+    below one. Decided before the file is opened or even looked at, so that a packet's path
+    learns nothing about files outside (not whether they exist)."""
+    real = os.path.realpath(path)
+    for root in roots:
+        top = os.path.realpath(root or ".")
+        if real == top or real.startswith(top.rstrip(os.sep) + os.sep):
+            return True
+    return False
+
+
+def outside_message(shown_path: str) -> str:
+    """What a side file outside the folders it may be read from is told (the same whether
+    or not such a file exists)."""
+    return (
+        f"raw table {shown_path} is outside the packet's folder; side files are read only "
+        "from there (allow another folder with --side-files-from)"
+    )
+
+
+#: (real path, device, inode, size, mtime_ns) -> hex sha256 of side files hashed: several
+#: packets naming one large file hash it once; a file changed meanwhile is hashed again
+_DIGESTS: OrderedDict[tuple[str, int, int, int, int], str] = OrderedDict()
+_DIGESTS_KEPT = 256
+
+
+def check_raw_table_file(
+    ref: Any, base_dir: str | os.PathLike[str], *, side_dirs: Iterable[str | os.PathLike[str]] = ()
+) -> tuple[str, str] | None:
     """Whether the side file a reference names (a relative path from ``base_dir``) is there
     and is the one it names: ``("missing", why)``, ``("differs", why)``, or None when its size
     and sha256 match. Reads a regular file only (never blocks on a FIFO), in chunks, and no
     further than one byte past the size the reference gives. ``ref`` is an
-    :class:`~kernel_evidence.models.Artifact` or the validator's struct of one."""
+    :class:`~kernel_evidence.models.Artifact` or the validator's struct of one.
+
+    The file must lie in ``base_dir`` (the packet's folder) or below, or in one of
+    ``side_dirs`` (and those of :func:`side_files_from`): a path elsewhere is "missing"
+    without being looked at, so a packet cannot probe the reader's files. A file's digest
+    is remembered by path, size and modification time: packets naming one file hash it once.
+    """
     import stat
 
     path = Path(ref.path)
     if not path.is_absolute():
-        path = Path(base_dir) / path
+        path = Path(base_dir or ".") / path
+    if not inside(path, (base_dir or ".", *side_dirs, *_SIDE_DIRS.get())):
+        return "missing", outside_message(shown(ref.path))
     try:
         st = os.stat(path)
     except FileNotFoundError:
@@ -342,6 +397,29 @@ def check_raw_table_file(ref: Any, base_dir: str | os.PathLike[str]) -> tuple[st
     want = None if ref.size is None else ref.size.value
     if want is not None and st.st_size != want:
         return "differs", f"raw table {shown_path(path)} is {st.st_size} bytes; the packet says {int(want)}"
+    key = (os.path.realpath(path), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+    got = _DIGESTS.get(key)
+    if got is None:
+        hashed = _hash_regular(path, st.st_size + 1)
+        if isinstance(hashed, tuple):
+            return hashed
+        got = "sha256:" + hashed.hexdigest()
+        _DIGESTS[key] = got
+        if len(_DIGESTS) > _DIGESTS_KEPT:
+            _DIGESTS.popitem(last=False)
+    else:
+        _DIGESTS.move_to_end(key)
+    if ref.sha256 is not None and got != ref.sha256:
+        # the digest found is not shown: a packet's path may name any file of the reader's
+        return "differs", f"raw table {shown_path(path)} does not have the packet's sha256 {ref.sha256}"
+    return None
+
+
+def _hash_regular(path: Path, limit: int) -> Any:
+    """The sha256 object of the regular file ``path`` (at most ``limit`` bytes), or the
+    ``("missing" | "differs", why)`` that stopped reading it."""
+    import stat
+
     h = hashlib.sha256()
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
@@ -350,7 +428,6 @@ def check_raw_table_file(ref: Any, base_dir: str | os.PathLike[str]) -> tuple[st
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             return "differs", f"raw table {shown_path(path)} is not a regular file"
-        limit = st.st_size + 1
         total = 0
         while total < limit:
             chunk = os.read(fd, min(1 << 20, limit - total))
@@ -362,11 +439,7 @@ def check_raw_table_file(ref: Any, base_dir: str | os.PathLike[str]) -> tuple[st
         return "missing", f"raw table {shown_path(path)} cannot be read: {_why(exc)}"
     finally:
         os.close(fd)
-    got = "sha256:" + h.hexdigest()
-    if ref.sha256 is not None and got != ref.sha256:
-        # the digest found is not shown: a packet's path may name any file of the reader's
-        return "differs", f"raw table {shown_path(path)} does not have the packet's sha256 {ref.sha256}"
-    return None
+    return h
 
 
 def _why(exc: BaseException) -> str:
@@ -374,6 +447,4 @@ def _why(exc: BaseException) -> str:
 
 
 def shown_path(path: Path) -> str:
-    from .errors import shown
-
     return shown(str(path))

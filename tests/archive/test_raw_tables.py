@@ -136,11 +136,15 @@ def test_identical_raw_table_is_not_copied_again(tmp_path: Path, side: tuple[Pat
     assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
 
 
-def test_absolute_path_is_read_as_it_is(tmp_path: Path) -> None:
+def test_absolute_path_is_read_from_an_allowed_folder_only(tmp_path: Path) -> None:
     ref = write_raw_table(COLUMNS, UNITS, 3, tmp_path / "side", "abs")
     assert ref.path is not None and os.path.isabs(ref.path)
     write_packets(tmp_path / "in" / "p.json", [_packet(ref)])
     summary = archive_packets([tmp_path / "in" / "p.json"], tmp_path / "a")
+    assert summary.raw_files == [] and "outside the packet's folder" in summary.warnings[0].reason
+    summary = archive_packets(
+        [tmp_path / "in" / "p.json"], tmp_path / "a", side_files_from=[tmp_path / "side"]
+    )
     assert summary.raw_files == [f"_raw/{_hex(ref)}.arrow"] and summary.warnings == []
 
 
@@ -339,7 +343,9 @@ def test_symlink_to_a_device_is_not_read(tmp_path: Path) -> None:
     (d / str(ref.name)).unlink()
     os.symlink(os.devnull, d / str(ref.name))
     write_packets(d / "p.json", [_packet(ref)])
-    summary = archive_packets([d / "p.json"], tmp_path / "a")
+    # the device's folder allowed: the link is followed, and the device still not read
+    devices = os.path.dirname(os.path.realpath(os.devnull))
+    summary = archive_packets([d / "p.json"], tmp_path / "a", side_files_from=[devices])
     assert summary.added == 1
     assert [w.reason for w in summary.warnings] == [f"{d / str(ref.name)}: not a regular file"]
 

@@ -6,9 +6,10 @@ digest. The archive keeps a copy of each such file as ``_raw/<sha256 hex>.arrow`
 (content-addressed: one copy however many packets name it). Dataset readers skip the
 ``_raw`` folder (names starting with ``_`` are not data).
 
-The path in a packet is untrusted input: only a regular file is read (checked before and
-after opening; opened non-blocking, so a FIFO cannot hang the run), in chunks, and only up
-to the size the packet gives.
+The path in a packet is untrusted input: it must lead (links resolved) into the packet
+file's folder, or a folder the user allowed (``--side-files-from``), else it is not looked
+at; only a regular file is read (checked before and after opening; opened non-blocking, so
+a FIFO cannot hang the run), in chunks, and only up to the size the packet gives.
 """
 
 from __future__ import annotations
@@ -26,8 +27,9 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from ..errors import InputError
+from ..errors import InputError, shown
 from ..io import _UMASK
+from ..rawtable import inside, outside_message
 
 if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
@@ -247,9 +249,11 @@ class RawStore:
     packet is archived all the same.
     """
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, side_dirs: Iterable[str | os.PathLike[str]] = ()) -> None:
         self.root = root
         self.dir = root / RAW_DIR
+        #: folders side files may be read from besides each packet's own
+        self.side_dirs = tuple(side_dirs)
         #: digests known to be in the archive already
         self.present: set[str] = set()
         #: digest -> its hidden temporary copy, staged in this run
@@ -314,6 +318,9 @@ class RawStore:
         key = os.path.abspath(where)
         if (key, hex_digest) in self.reported:
             return None
+        if not inside(where, (os.path.dirname(source) or ".", *self.side_dirs)):
+            # not looked at: a packet must not learn (or copy) files outside its folder
+            return key, hex_digest, table, outside_message(shown(path))
         size, said = _size(ref)
         made: list[tuple[Path, int]] = []
 

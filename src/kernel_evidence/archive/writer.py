@@ -467,7 +467,9 @@ def _ke004(want: str) -> str:
 
 
 class _Writer:
-    def __init__(self, root: Path, *, allow_invalid: bool, peaks: Any) -> None:
+    def __init__(
+        self, root: Path, *, allow_invalid: bool, peaks: Any, side_dirs: tuple[str, ...] = ()
+    ) -> None:
         self.root = root
         self.allow_invalid = allow_invalid
         self.peaks = peaks
@@ -476,7 +478,7 @@ class _Writer:
         self.summary = ArchiveSummary()
         self.created_dirs: list[Path] = []
         self.renamed: list[Path] = []
-        self.raw = RawStore(root)
+        self.raw = RawStore(root, side_dirs)
         #: partitions with a file open
         self.open_files = 0
         self.metadata = {
@@ -859,6 +861,7 @@ def archive_packets(
     limits: Limits | None = None,
     on_refusal: Callable[[Refusal], None] | None = None,
     parallel: bool | None = None,
+    side_files_from: Iterable[str | os.PathLike[str]] = (),
 ) -> ArchiveSummary:
     """Archive the packets of ``sources`` (files, directories, ``-``) into the dataset ``to``.
 
@@ -876,6 +879,10 @@ def archive_packets(
     A run that adds nothing (every document refused, no document found, or a failure)
     leaves no new archive behind: when it created ``to``, it removes what it created, and
     nothing else. ``archive_packets([], to)`` makes an empty archive.
+
+    A capture's side file (``raw_table``) is copied only from the folder of the packet file
+    naming it (and below), or from one of ``side_files_from``: a path that leads elsewhere
+    is a :class:`RawTableWarning` and is not looked at.
 
     Raises :class:`~kernel_evidence.archive.reader.OutputError` (a usage error, before
     anything is created) when ``to`` is, or is inside, an input directory (its own files
@@ -900,7 +907,10 @@ def archive_packets(
             _remove_new_archive(root, made)
         raise ArchiveError(f"{root}: could not lock the archive: {_os_reason(exc)}") from None
     try:
-        return _archive_locked(sources, root, made, created, allow_invalid, limits, on_refusal, parallel)
+        side_dirs = tuple(os.fspath(d) for d in side_files_from)
+        return _archive_locked(
+            sources, root, made, created, allow_invalid, limits, on_refusal, parallel, side_dirs
+        )
     finally:
         if lock is not None:
             os.close(lock)  # releases the lock
@@ -915,9 +925,10 @@ def _archive_locked(
     limits: Limits | None,
     on_refusal: Callable[[Refusal], None] | None,
     parallel: bool | None,
+    side_dirs: tuple[str, ...] = (),
 ) -> ArchiveSummary:
     """:func:`archive_packets` once this process is the archive's only writer."""
-    writer = _Writer(root, allow_invalid=allow_invalid, peaks=_peak_lookup())
+    writer = _Writer(root, allow_invalid=allow_invalid, peaks=_peak_lookup(), side_dirs=side_dirs)
     pipeline = _Pipeline(writer, on_refusal, parallel)
     try:
         if _file_bytes(sources) >= PARALLEL_BYTES:

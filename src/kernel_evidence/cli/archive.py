@@ -32,6 +32,12 @@ def register(app: typer.Typer) -> None:
             help="Store invalid packets too, with their findings and grade.",
         ),
         quiet: bool = typer.Option(False, "--quiet", "-q", help="Only the summary line."),
+        side_files_from: list[str] = typer.Option(
+            [],
+            "--side-files-from",
+            metavar="DIR",
+            help="Also copy raw tables (side files) found in DIR and below; by default only those in the packet file's folder are read. Repeatable.",
+        ),
         max_record_bytes: int = typer.Option(
             Limits.max_record_bytes, min=1, max=MAX_SIZE_LIMIT, help="Largest single document accepted."
         ),
@@ -64,7 +70,14 @@ def register(app: typer.Typer) -> None:
             shown[0] += 1
 
         try:
-            summary = archive_packets(paths, to, allow_invalid=allow_invalid, limits=limits, on_refusal=show)
+            summary = archive_packets(
+                paths,
+                to,
+                allow_invalid=allow_invalid,
+                limits=limits,
+                on_refusal=show,
+                side_files_from=side_files_from,
+            )
         except OutputError as exc:
             fail(str(exc), EXIT_USAGE)
         except ArchiveError as exc:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
 import time
+from typing import Any
 
 import typer
 
@@ -59,6 +61,12 @@ def register(app: typer.Typer) -> None:
             max=MAX_SIZE_LIMIT,
             help="Largest amount one zstd file may decompress to.",
         ),
+        side_files_from: list[str] = typer.Option(
+            [],
+            "--side-files-from",
+            metavar="DIR",
+            help="Also check raw tables (side files) found in DIR and below; by default only those in the packet file's folder are read. Repeatable.",
+        ),
     ) -> None:
         """Validate packets: exit 0 when all are valid, 1 when any is invalid, 2 on usage errors."""
         if fmt not in ("text", "json"):
@@ -66,16 +74,23 @@ def register(app: typer.Typer) -> None:
         limits = Limits(max_record_bytes=max_record_bytes, max_decompressed_bytes=max_decompressed_bytes)
         if jobs > 1:
             jobs = min(jobs, _cpus())  # more workers than CPUs only cost start-up time and memory
-        code = run(
-            paths,
-            fmt=fmt,
-            strict=strict,
-            verbose=verbose,
-            quiet=quiet,
-            progress=progress,
-            limits=limits,
-            jobs=jobs,
-        )
+        allowing: Any = contextlib.nullcontext()
+        if side_files_from:
+            from ..rawtable import side_files_from as allow  # here: the models load slowly
+
+            allowing = allow(*side_files_from)
+            jobs = 1  # the folders allowed are this process's setting, not its workers'
+        with allowing:
+            code = run(
+                paths,
+                fmt=fmt,
+                strict=strict,
+                verbose=verbose,
+                quiet=quiet,
+                progress=progress,
+                limits=limits,
+                jobs=jobs,
+            )
         raise typer.Exit(code)
 
 
