@@ -78,6 +78,22 @@ class Cheat:
 
 CHEATS: dict[str, Cheat] = {}
 
+#: classes whose lie is a difference between the two sides: a rule may point at either
+_COMPARED = ("mismatched_baseline", "cherry_picked_statistics")
+_SIDES = ("/timing/conditions", "/timing/baseline/conditions")
+
+
+def _mirrored(pointers: tuple[str, ...]) -> tuple[str, ...]:
+    """The pointers plus, for each side's conditions field, the same field of the other side."""
+    out = list(pointers)
+    for p in pointers:
+        for mine, other in (_SIDES, _SIDES[::-1]):
+            if p == mine or p.startswith(mine + "/"):
+                twin = other + p[len(mine) :]
+                if twin not in out:
+                    out.append(twin)
+    return tuple(out)
+
 
 def cheat(
     klass: str, control: str, *pointers: str
@@ -87,7 +103,8 @@ def cheat(
     def register(fn: Callable[[Packet], None]) -> Callable[[Packet], None]:
         assert fn.__name__ not in CHEATS, fn.__name__
         lie = " ".join((fn.__doc__ or "").split())
-        CHEATS[fn.__name__] = Cheat(fn.__name__, klass, control, pointers, fn, lie)
+        ptrs = _mirrored(pointers) if klass in _COMPARED else pointers
+        CHEATS[fn.__name__] = Cheat(fn.__name__, klass, control, ptrs, fn, lie)
         return fn
 
     return register
@@ -421,6 +438,28 @@ def baseline_host_clock_candidate_events(p: Packet) -> None:
     set_side_samples(p, "baseline", [round(x + 0.031, 4) for x in st["samples"]], st["unit"])
 
 
+@cheat("mismatched_baseline", "tpu_v6e_paged_attention_vs_xla", "/timing/baseline/conditions/method")
+def baseline_host_clock_candidate_xprof_tpu(p: Packet) -> None:
+    """On TPU: the XLA baseline timed with the host clock around ``block_until_ready`` (dispatch
+    included), the Pallas candidate from xprof device events."""
+    _base(p)["conditions"]["method"] = "host_clock"
+    st = _base(p)["stats"]
+    set_side_samples(p, "baseline", [round(x + 0.085, 4) for x in st["samples"]], st["unit"])
+
+
+@cheat(
+    "mismatched_baseline",
+    "mi300x_bf16_gemm_vs_rocblas",
+    "/timing/baseline/conditions/cache/mode",
+    "/timing/baseline/conditions/cache",
+)
+def baseline_cold_start_candidate_flushed_mi300x(p: Packet) -> None:
+    """The rocBLAS baseline was timed cold (one call per fresh process, code objects loaded
+    inside the window), the candidate hot with a flushed cache."""
+    _base(p)["conditions"]["cache"] = {"mode": "cold_start"}
+    scale_side(p, "baseline", 1.4)
+
+
 @cheat(
     "mismatched_baseline",
     "h100_bf16_gemm_vs_cublaslt",
@@ -659,6 +698,8 @@ def suite_shapes_missing_from_validation(p: Packet) -> None:
     "/timing/shape_id",
     "/timing/conditions/shape_id",
     "/timing/conditions/dims",
+    "/timing/baseline/conditions/shape_id",
+    "/timing/baseline/conditions/dims",
 )
 def timed_a_smaller_shape_than_validated(p: Packet) -> None:
     """The candidate was timed at 4096^3 (1/8 of the work) under the validated 8192^3 suite;
@@ -902,14 +943,16 @@ def tpu_v5e_relabelled_v6e(p: Packet) -> None:
         c["device_id"] = "tpu-v6e"
 
 
-@cheat("work_figures", "h100_bf16_gemm_vs_cublaslt", "/hardware/peak_flop_rate")
+@cheat("work_figures", "h100_bf16_gemm_vs_cublaslt", "/hardware/peak_flop_rate", "/timing/stats")
 def self_declared_peak_flop_rate_raises_limit(p: Packet) -> None:
     """``peak_flop_rate: 3 PFLOP/s`` declared for an H100 to admit a 1.5 PFLOP/s bf16 result."""
     p["hardware"]["peak_flop_rate"] = {"value": 3000.0, "unit": "TFLOP/s"}
     scale_side(p, "candidate", 0.4)
 
 
-@cheat("work_figures", "l40s_layernorm_llmc_vs_transformer_engine", "/hardware/peak_bandwidth")
+@cheat(
+    "work_figures", "l40s_layernorm_llmc_vs_transformer_engine", "/hardware/peak_bandwidth", "/timing/stats"
+)
 def self_declared_bandwidth_llmc_851(p: Packet) -> None:
     """``peak_bandwidth: 4000 GB/s`` declared for an L40S (864 GB/s) to admit 3530 GB/s."""
     p["hardware"]["peak_bandwidth"] = {"value": 4000.0, "unit": "GB/s"}
@@ -1003,20 +1046,20 @@ def failed_requests_vanish_from_counts_vllm_26478(p: Packet) -> None:
     _serving_counts(p, completed=880, failed=0)
 
 
-@cheat("serving_arithmetic", "serving_vllm_mi300x", "/timing/serving/completed")
+@cheat("serving_arithmetic", "serving_vllm_mi300x", "/timing/serving/completed", "/task/serving/num_prompts")
 def completed_exceeds_prompts_retries_counted(p: Packet) -> None:
     """600 completed requests out of 500 prompts (retries counted as completions)."""
     _serving_counts(p, completed=600, failed=0)
 
 
-@cheat("serving_arithmetic", "serving_sglang_tp8_llama70b", "/timing/serving/failed")
+@cheat("serving_arithmetic", "serving_sglang_tp8_llama70b", "/timing/serving/failed", "/timing/speedup")
 def failed_requests_behind_passed_claim_vllm_26478(p: Packet) -> None:
     """240 of 2000 requests failed (the server shed load) and the run still claims a
     throughput speedup."""
     _serving_counts(p, completed=1760, failed=240)
 
 
-@cheat("serving_arithmetic", "serving_vllm_mi300x", "/timing/serving/e2el")
+@cheat("serving_arithmetic", "serving_vllm_mi300x", "/timing/serving/e2el", "/timing/serving/ttft")
 def e2el_below_ttft(p: Packet) -> None:
     """End-to-end latency (median 118 ms) below the time to the first token (236 ms)."""
     sv = _timing(p)["serving"]

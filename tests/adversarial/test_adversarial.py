@@ -27,7 +27,7 @@ def _describe(v) -> str:
 def test_control_accepted(name: str) -> None:
     c = CONTROLS[name]
     packet = c.build()
-    if packet["schema_version"] != "0.1":
+    if not name.startswith("migrated_v01"):
         EvidencePacket.model_validate(packet)  # the control is well formed 0.2
         assert finalize(dict(packet))["packet_id"] == packet["packet_id"]
     v = judge(packet)
@@ -86,3 +86,36 @@ def test_suite_size_and_coverage() -> None:
 )
 def test_related_pointers(found: str, lie: str, expected: bool) -> None:
     assert related(found, lie) is expected
+
+
+_STRONG = [n for n, c in sorted(CONTROLS.items()) if c.grade == "A"]
+
+
+@pytest.mark.parametrize("name", _STRONG)
+def test_self_asserted_booleans_alone_never_earn_a(name: str) -> None:
+    """Strip what the harness proved (both sides' conditions, the defence record) and keep
+    only its word (``same_session``/``interleaved: true``): the packet stays valid, not A."""
+    p = CONTROLS[name].build()
+    t = p["timing"]
+    t.pop("conditions", None)
+    t["baseline"].pop("conditions", None)
+    p.pop("defences", None)
+    assert t["baseline"]["same_session"] is True
+    v = judge(finalize(p))
+    assert v.ok, _describe(v)
+    assert v.grade != "A", _describe(v)
+
+
+@pytest.mark.parametrize(
+    "check", ["fresh_inputs", "outputs_checked_after_timing", "unseen_inputs", "timer_integrity"]
+)
+def test_a_skipped_defence_shows_in_the_grade(check: str) -> None:
+    """A harness author who skips a defence sees it in the grade (issue 16, item 5)."""
+    p = CONTROLS["h100_bf16_gemm_vs_cublaslt"].build()
+    for d in p["defences"]:
+        if d["check"] == check:
+            d["outcome"] = "skipped"
+            d.pop("detail", None)
+    v = judge(finalize(p))
+    assert v.ok, _describe(v)
+    assert v.grade != "A", _describe(v)
