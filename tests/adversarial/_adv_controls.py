@@ -261,6 +261,43 @@ def h100_ingested_historical_result() -> Packet:
     return finalize(p)
 
 
+@_control("C", "a baseline from another session, declared as such (same_session false, sessions differ)")
+def h100_baseline_other_session_declared() -> Packet:
+    p = h100_bf16_gemm_vs_cublaslt()
+    p.pop("packet_id")
+    b = p["timing"]["baseline"]
+    b["same_session"] = False
+    b["interleaved"] = False
+    b["conditions"]["session"] = "sess-20261119-77c2"
+    b["conditions"]["interleaved"] = False
+    p["timing"]["conditions"]["interleaved"] = False
+    p["timing"]["interleaved"] = False
+    return finalize(p)
+
+
+@_control("AB", "both sides timed L2-warm on purpose (a decode kernel whose weights stay cached), said so")
+def h100_both_sides_warm_declared() -> Packet:
+    p = h100_rmsnorm_decode_short_kernel()
+    p.pop("packet_id")
+    for c in (p["timing"]["conditions"], p["timing"]["baseline"]["conditions"]):
+        c["cache"] = {"mode": "warm", "last_level_cache": {"value": 50.0, "unit": "MiB"}}
+    p["timing"]["cache_policy"] = "warm"
+    for d in p["defences"]:
+        if d["check"] == "cache_flush":
+            d["outcome"] = "not_applicable"
+            d["detail"] = "the production call is L2-warm; both sides timed warm"
+    return finalize(p)
+
+
+@_control("A", "both sides replayed from CUDA graphs (100 replays each): launch overhead removed on both")
+def h100_both_sides_cuda_graphs() -> Packet:
+    p = h100_rmsnorm_decode_short_kernel()
+    p.pop("packet_id")
+    for c in (p["timing"]["conditions"], p["timing"]["baseline"]["conditions"]):
+        c["cache"]["cuda_graph_replays"] = 100
+    return finalize(p)
+
+
 # ---------------------------------------------------------------- AMD
 
 
@@ -408,6 +445,22 @@ def serving_run_with_failures_no_claim() -> Packet:
         engine=("vLLM", "0.11.0"), base_engine=("vLLM", "0.11.0"), failed=23, claim=False,
         duration_s=44.8,
     )  # fmt: skip
+
+
+@_control("D", "a serving run whose server crashed mid-run: status error, partial counts, no claim")
+def serving_error_server_crashed() -> Packet:
+    p = serving_claim(
+        "llama-3.1-8b-crash", "h100", model="meta-llama/Llama-3.1-8B-Instruct",
+        engine=("vLLM", "0.11.0"), base_engine=("vLLM", "0.11.0"), failed=688, claim=False,
+        duration_s=12.9,
+    )  # fmt: skip
+    p.pop("packet_id")
+    p["status"] = "error"
+    p["failure"] = {
+        "failure_class": "infra_error",
+        "message": "engine core died: CUDA out of memory in the sampler after 312 requests",
+    }
+    return finalize(p)
 
 
 # ---------------------------------------------------------------- honest failures and packets without claims
