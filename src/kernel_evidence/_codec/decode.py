@@ -73,6 +73,8 @@ class Decoded:
     rule_id: str | None = None
     error: str | None = None
     pointer: str = ""
+    #: the packet was migrated from an older schema version
+    migrated: bool = False
 
 
 def _pairs_hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -271,7 +273,7 @@ def _older_document(raw: bytes, loc: str | None) -> list[Decoded] | None:
         try:
             if isinstance(d, dict) and older_supported(d.get("schema_version")):
                 p, cid = _migrated(d)
-                out.append(Decoded(at, packet=p, content_id=cid))
+                out.append(Decoded(at, packet=p, content_id=cid, migrated=True))
             else:
                 p = _packet_decoder.decode(_plain_encoder.encode(d))
                 out.append(Decoded(at, packet=p, canonical=canonical_struct_bytes(p)))
@@ -324,7 +326,7 @@ def decode_document(record: Any) -> Iterator[Decoded]:
     loc = record.location
     one = decode_checked(raw)
     if one is not None:
-        yield Decoded(loc, packet=one.packet, content_id=one.content_id)
+        yield Decoded(loc, packet=one.packet, content_id=one.content_id, migrated=one.migrated)
         return
     older = _older_document(raw, loc)
     if older is not None:

@@ -124,87 +124,113 @@ def _schema(version: SchemaVersion) -> dict[str, Any]:
 
 
 def not_in_version(data: Mapping[str, Any], version: SchemaVersion) -> tuple[str, str] | None:
-    """``(pointer, message)`` for the first member or value of ``data`` that the published
-    JSON Schema of ``version`` does not define, or None.
+    """``(pointer, message)`` for the first member of ``data`` that the published JSON
+    Schema of ``version`` does not define, or the first value it does not allow that the
+    current version does (a value wrong at both is left to the current models, whose
+    message says what is expected); None when there is none.
 
     Only names and enumerated values are looked at: the rest of the structure is checked
     after migration, by the current models, which accept all that the older version did.
     """
-    root = _schema(version)
-    return _walk(root, root, data, "", version)
+    old, new = _schema(version), _schema(CURRENT)
+    return _walk(_Roots(old, new, version), old, new, data, "")
+
+
+class _Roots:
+    __slots__ = ("new", "old", "version")
+
+    def __init__(self, old: dict[str, Any], new: dict[str, Any], version: SchemaVersion) -> None:
+        self.old, self.new, self.version = old, new, version
 
 
 def _resolve(root: dict[str, Any], node: dict[str, Any]) -> dict[str, Any]:
     while "$ref" in node:
-        ref = node["$ref"]
-        node = root["$defs"][ref.rsplit("/", 1)[1]]
+        node = root["$defs"][node["$ref"].rsplit("/", 1)[1]]
     return node
 
 
-def _branch(root: dict[str, Any], node: dict[str, Any], want: str) -> dict[str, Any] | None:
-    """The schema of ``node`` (or of the first of its ``anyOf`` members) for data of JSON type ``want``."""
+def _members(root: dict[str, Any], node: dict[str, Any] | None) -> list[dict[str, Any]]:
+    if node is None:
+        return []
     node = _resolve(root, node)
-    if "anyOf" not in node:
-        return node
-    for member in node["anyOf"]:
-        m = _resolve(root, member)
+    return [_resolve(root, m) for m in node["anyOf"]] if "anyOf" in node else [node]
+
+
+def _branch(root: dict[str, Any], node: dict[str, Any] | None, want: str) -> dict[str, Any] | None:
+    """The member of ``node`` (itself or one of its ``anyOf``) for data of JSON type ``want``."""
+    for m in _members(root, node):
         if m.get("type") == want or (want == "object" and "properties" in m):
             return m
     return None
 
 
-def _members(root: dict[str, Any], node: dict[str, Any]) -> list[dict[str, Any]]:
-    node = _resolve(root, node)
-    return [_resolve(root, m) for m in node["anyOf"]] if "anyOf" in node else [node]
+def _strings(root: dict[str, Any], node: dict[str, Any] | None) -> list[Any] | None:
+    """The strings ``node`` allows, or None when it allows any string."""
+    allowed: list[Any] = []
+    for m in _members(root, node):
+        if m.get("type", "string") != "string":
+            continue
+        values = m.get("enum", [m["const"]] if "const" in m else None)
+        if values is None:
+            return None
+        allowed.extend(values)
+    return allowed
+
+
+def _child(schema: dict[str, Any] | None, key: str) -> dict[str, Any] | None:
+    if schema is None:
+        return None
+    props = schema.get("properties")
+    if props is not None and key in props:
+        sub: dict[str, Any] = props[key]
+        return sub
+    extra = schema.get("additionalProperties")
+    return extra if isinstance(extra, dict) else None
 
 
 def _walk(
-    root: dict[str, Any], node: dict[str, Any], data: Any, pointer: str, version: SchemaVersion
+    r: _Roots, old: dict[str, Any], new: dict[str, Any] | None, data: Any, pointer: str
 ) -> tuple[str, str] | None:
     if isinstance(data, dict):
-        schema = _branch(root, node, "object")
-        if schema is None:
+        so, sn = _branch(r.old, old, "object"), _branch(r.new, new, "object")
+        if so is None:
             return None
-        props = schema.get("properties")
-        extra = schema.get("additionalProperties")
+        props = so.get("properties")
         for key, value in data.items():
-            at = pointer + "/" + str(key).replace("~", "~0").replace("/", "~1")
-            if props is not None and key in props:
-                sub = props[key]
-            elif isinstance(extra, dict):
-                sub = extra
-            elif props is not None and extra is False:
+            sub = _child(so, key)
+            if sub is None:
+                if props is None or so.get("additionalProperties") is not False:
+                    continue  # free-form (extensions, maps of any value)
+                if _child(sn, key) is not None:
+                    return pointer, (
+                        f"field `{key}` is new in schema {CURRENT}; a {r.version} packet must not "
+                        f"carry it (set schema_version to {CURRENT}, or remove it)"
+                    )
                 return pointer, (
-                    f"unknown field `{key}` (not in schema {version}; a {version} packet must not "
-                    f"carry it: set schema_version to {CURRENT} or remove it)"
+                    f"unknown field `{key}` (not in schema {r.version}; put tool-specific data under /extensions)"
                 )
-            else:
-                continue
-            found = _walk(root, sub, value, at, version)
+            at = pointer + "/" + str(key).replace("~", "~0").replace("/", "~1")
+            found = _walk(r, sub, _child(sn, key), value, at)
             if found is not None:
                 return found
         return None
     if isinstance(data, list):
-        schema = _branch(root, node, "array")
-        items = schema.get("items") if schema is not None else None
+        so, sn = _branch(r.old, old, "array"), _branch(r.new, new, "array")
+        items = so.get("items") if so is not None else None
         if isinstance(items, dict):
+            new_items = sn.get("items") if sn is not None else None
             for i, value in enumerate(data):
-                found = _walk(root, items, value, f"{pointer}/{i}", version)
+                found = _walk(r, items, new_items, value, f"{pointer}/{i}")
                 if found is not None:
                     return found
         return None
-    if isinstance(data, str):
-        allowed: list[Any] = []
-        for member in _members(root, node):
-            if member.get("type", "string") != "string":
-                continue
-            values = member.get("enum", [member["const"]] if "const" in member else None)
-            if values is None:
-                return None  # a member that takes any string
-            allowed.extend(values)
-        if allowed and data not in allowed and pointer != "/schema_version":
-            return pointer, (
-                f"`{data}` is not a value of schema {version} (expected one of "
-                f"{', '.join(map(str, allowed))}; set schema_version to {CURRENT} to use it)"
-            )
+    if isinstance(data, str) and pointer != "/schema_version":
+        allowed = _strings(r.old, old)
+        if allowed is not None and data not in allowed:
+            now = _strings(r.new, new)
+            if now is None or data in now:
+                return pointer, (
+                    f"`{data}` is new in schema {CURRENT}; a {r.version} packet must not use it "
+                    f"(expected one of {', '.join(map(str, allowed))}, or set schema_version to {CURRENT})"
+                )
     return None

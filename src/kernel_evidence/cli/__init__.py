@@ -32,6 +32,7 @@ COMMANDS = (
     "rules",
     "schema",
     "id",
+    "migrate",
     "ingest",
     "metrics",
     "replay",
