@@ -138,6 +138,11 @@ class FileState:
     unprofiled_reference: int = 0
     unknown_status: dict[str, int] = field(default_factory=dict)
     packets: int = 0
+    #: the file's name (not its path: the same file read from anywhere gives the same packets)
+    name: str = ""
+
+    def __post_init__(self) -> None:
+        self.name = os.path.basename(self.path)
 
 
 @dataclass
@@ -152,6 +157,9 @@ class LineBuilder:
     _reference: dict[str, Reference] = field(default_factory=dict)
     _compile: dict[tuple[str, bool | None], Compile] = field(default_factory=dict)
     _missing: set[str] = field(default_factory=set)
+    _replays: dict[int, Replay] = field(default_factory=dict)
+    #: workload-only lines met in every file read so far
+    workload_only: int = 0
 
     # ------------------------------------------------------------------ shared parts
 
@@ -167,8 +175,8 @@ class LineBuilder:
         hw: Hardware | None = None
         if env.hardware and env.hardware.strip():
             runtime = None
-            for key, name in (("cuda", "CUDA"), ("rocm", "ROCm"), ("hip", "HIP")):
-                version = (packages or {}).get(key)
+            for lib, name in (("cuda", "CUDA"), ("rocm", "ROCm"), ("hip", "HIP")):
+                version = (packages or {}).get(lib)
                 if version:
                     runtime = Software(name=name, version=version)
                     break
@@ -321,11 +329,10 @@ class LineBuilder:
             succeeded = True
         replay = self._replay(t, fs, uuid, packages, definition)
         fs.packets += 1
-        name = os.path.basename(fs.path)
         return start_packet(
             subject_kind="kernel",
             subject_name=definition,
-            description=f"solution {t.solution or '(unnamed)'} on workload {uuid} ({name} line {lineno})",
+            description=f"solution {t.solution or '(unnamed)'} on workload {uuid} ({fs.name} line {lineno})",
             status=status,
             created_at=self.created_at,
             measured_at=measured_at,
@@ -457,9 +464,8 @@ class LineBuilder:
             conditions=cond,
         )
 
-    @staticmethod
     def _replay(
-        t: TraceLine, fs: FileState, uuid: str, packages: dict[str, str] | None, definition: str
+        self, t: TraceLine, fs: FileState, uuid: str, packages: dict[str, str] | None, definition: str
     ) -> Replay | None:
         command = None
         notes = None
@@ -497,8 +503,14 @@ class LineBuilder:
                         )
                     )
             inputs = found or None
-        if command is None and inputs is None and packages is None:
-            return None
+        if command is None and inputs is None:
+            if packages is None:
+                return None
+            # the same environment's packages (one dict per environment): one Replay for them
+            hit = self._replays.get(id(packages))
+            if hit is None:
+                hit = self._replays[id(packages)] = Replay(packages=packages)
+            return hit
         return Replay(command=command, packages=packages, inputs=inputs, notes=notes)
 
 
