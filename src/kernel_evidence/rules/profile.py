@@ -1,0 +1,149 @@
+"""KE11xx: a profile of the timed call agrees with the claim.
+
+A capture that says what it is of (``ProfilerCapture.of``: candidate or baseline, which shape,
+which kernels to expect) can be held against the packet's own timing: the kernels of one call
+must fit in the time claimed for that call, and a capture of the candidate must show the
+candidate's kernel rather than, say, a library call it dispatched to.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ._context import Add, Ctx
+from ._engine import declare
+from ._units import FACTOR
+
+declare(
+    "KE1101",
+    "error",
+    "the claimed time fits the profiled kernels",
+    "time the same call you profiled, with device timers, synchronised, and record the capture's shape",
+    "A capture of the candidate (or the baseline) at the timed shape (`of.shape_id` equal to "
+    "the timing's shape, or both absent) gives the kernel time of one call: per stream, the "
+    "sum over kernel names of the median launch duration (canonical metric `duration`, one "
+    "launch per record, a record with `invocations` counting as that many launches) times "
+    "the launches per call (launches of the name / launches of the least-launched name); the "
+    "longest stream bounds the call. The side's claimed median (else mean) x (1 + "
+    "`of.claim_tolerance`, default 0.5) MUST NOT be below it: a call cannot finish before its "
+    "own kernels. Where `of.expected_kernels` is given only those kernels count; otherwise "
+    "memset, memcpy and fill kernels (a harness's cache flush) are left out.",
+)
+declare(
+    "KE1102",
+    "error",
+    "the candidate's capture shows the candidate's kernel",
+    "profile the candidate's own call and name the kernels it launches in /profiler/N/of/expected_kernels",
+    "A capture of the candidate (`of.side: candidate`) that lists kernel records MUST show at "
+    "least one of `of.expected_kernels` (matched as a case-insensitive substring of a "
+    "record's name or raw name): a capture without them profiled something else.",
+)
+
+_DEFAULT_TOLERANCE = 0.5
+_UTILITY = re.compile(r"memset|memcpy|fill|flush|\bzero", re.IGNORECASE)
+
+
+def check(p: Any, ctx: Ctx, add: Add) -> None:
+    caps = p.profiler
+    if not caps:
+        return
+    for i, cap in enumerate(caps):
+        of = cap.of
+        if of is None or not cap.kernels:
+            continue
+        if of.side == "candidate" and of.expected_kernels:
+            _expected_present(i, cap, of.expected_kernels, add)
+        if of.side in ("candidate", "baseline"):
+            _fits_claim(p, i, cap, of, add)
+
+
+def _matches(rec: Any, wanted: list[str]) -> bool:
+    name = rec.name.casefold()
+    raw = rec.raw_name.casefold() if rec.raw_name else ""
+    return any(w in name or (raw and w in raw) for w in wanted)
+
+
+def _expected_present(i: int, cap: Any, expected: list[str], add: Add) -> None:
+    wanted = [w.casefold() for w in expected]
+    if not any(_matches(rec, wanted) for rec in cap.kernels):
+        shown = ", ".join(sorted({r.name for r in cap.kernels})[:3])
+        add(
+            (
+                "KE1102",
+                f"/profiler/{i}/kernels",
+                f"a capture of the candidate without any expected kernel ({', '.join(expected)}); it shows {shown}",
+            )
+        )
+
+
+def _fits_claim(p: Any, i: int, cap: Any, of: Any, add: Add) -> None:
+    t = p.timing
+    if t is None:
+        return
+    if of.side == "candidate":
+        stats = t.stats
+        ptr = "/timing/stats"
+    else:
+        stats = t.baseline.stats if t.baseline is not None else None
+        ptr = "/timing/baseline/stats"
+    if stats is None:
+        return
+    cond = t.conditions
+    timed_shape = t.shape_id or (cond.shape_id if cond is not None else None)
+    if of.shape_id != timed_shape:
+        return
+    which = "median" if stats.median is not None else "mean"
+    claimed = getattr(stats, which)
+    if claimed is None:
+        return
+    floor = _kernel_time_per_call(cap, of.expected_kernels)
+    if floor is None:
+        return
+    tol = of.claim_tolerance if of.claim_tolerance is not None else _DEFAULT_TOLERANCE
+    sec = claimed * FACTOR[stats.unit]
+    if sec * (1 + tol) < floor:
+        add(
+            (
+                "KE1101",
+                f"{ptr}/{which}",
+                f"claimed {which} {sec * 1e6:.4g} us is below the {of.side}'s profiled kernel time per call "
+                f"{floor * 1e6:.4g} us (/profiler/{i}, tolerance {tol:g})",
+            )
+        )
+
+
+def _kernel_time_per_call(cap: Any, expected: list[str] | None) -> float | None:
+    """Seconds of kernel time in one call (the longest stream), or None when the capture
+    gives no durations."""
+    wanted = [w.casefold() for w in expected] if expected else None
+    launches: dict[str, int] = {}
+    durations: dict[str, list[float]] = {}
+    stream_of: dict[str, str | None] = {}
+    for rec in cap.kernels:
+        m = rec.metrics
+        d = m.get("duration") if m else None
+        if d is None or d.unit not in FACTOR:
+            continue
+        if wanted is not None:
+            if not _matches(rec, wanted):
+                continue
+        elif _UTILITY.search(rec.name):
+            continue
+        n = rec.invocations if rec.invocations is not None else 1
+        if n <= 0:
+            continue
+        launches[rec.name] = launches.get(rec.name, 0) + n
+        durations.setdefault(rec.name, []).append(d.value * FACTOR[d.unit])
+        stream_of.setdefault(rec.name, rec.stream)
+    if not launches:
+        return None
+    calls = min(launches.values())
+    per_stream: dict[str | None, float] = {}
+    for name, ds in durations.items():
+        ds.sort()
+        k = len(ds)
+        med = ds[k // 2] if k % 2 else (ds[k // 2 - 1] + ds[k // 2]) / 2
+        s = stream_of[name]
+        per_stream[s] = per_stream.get(s, 0.0) + med * launches[name] / calls
+    return max(per_stream.values())

@@ -1,0 +1,286 @@
+"""KE10xx: the serving figures add up.
+
+A serving benchmark reports counts (requests completed and failed, tokens in and out), a
+duration, throughputs and latency distributions. Each throughput is a count over the
+duration; each request's end-to-end latency contains its time to first token; requests cannot
+take longer in sum than the run's concurrency allows. A figure edited on its own breaks one of
+these identities, and that is what this band looks for, on the candidate's side
+(``timing.serving``) and the baseline's (``timing.baseline.serving``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ._context import Add, Ctx
+from ._engine import declare
+from ._units import FACTOR
+
+declare(
+    "KE1001",
+    "error",
+    "serving throughputs follow from tokens, requests and duration",
+    "recompute the throughputs as counts over the benchmark duration, or fix the counts and the duration",
+    "Where a serving block gives both, `output_throughput` MUST NOT exceed `total_output_tokens` / "
+    "`duration`, `request_throughput` `completed` / `duration` and `total_token_throughput` "
+    "(`total_input_tokens` + `total_output_tokens`) / `duration` by more than 10% (on the baseline's "
+    "side: MUST NOT fall short of them by more than 10%, which would inflate the speedup). The "
+    "duration MUST cover the requests: at least the largest end-to-end latency given (max or "
+    "a percentile), and, where the concurrency is bounded (`task.serving.max_concurrency`), at "
+    "least completed x mean end-to-end latency / concurrency (10% slack).",
+)
+declare(
+    "KE1002",
+    "error",
+    "output tokens fit the requests and the output length",
+    "record the tokens the completed requests really produced",
+    "Where `task.serving.output_len` is set (the requested output length), the candidate's "
+    "`total_output_tokens` MUST NOT exceed `completed` x `output_len` by more than 5% (widened "
+    "by a `random_range_ratio`-like setting when one is recorded), and a run that completed "
+    "requests produced at least one token for each.",
+)
+declare(
+    "KE1003",
+    "error",
+    "every prompt is accounted for",
+    "record every request sent: completed + failed equals the number of prompts",
+    "Where `task.serving.num_prompts` is given, the candidate's `completed` + `failed` MUST "
+    "equal it: requests that vanish from both counts hide failures (a missing `failed` counts "
+    "as 0).",
+)
+declare(
+    "KE1004",
+    "error",
+    "end-to-end latency contains the time to first token",
+    "take TTFT and end-to-end latency from the same requests and units",
+    "Every request's end-to-end latency includes its time to first token, so each statistic "
+    "of `e2el` (median, mean, min, max, each percentile both give) MUST be at least the same "
+    "statistic of `ttft` (1% slack).",
+)
+declare(
+    "KE1005",
+    "error",
+    "time to first token above a physical floor",
+    "measure TTFT at the client, from sending the request to receiving the first token",
+    "A served model's time to first token includes a network round trip and a prefill: a "
+    "median (else mean) TTFT below 1 ms is not a measurement of a real serving stack.",
+)
+declare(
+    "KE1006",
+    "error",
+    "a passed claim does not rest on failed requests",
+    "fix the failing requests, or record the run as failed",
+    "A `passed` packet that claims a speedup MUST NOT have more than 5% of its candidate's (or "
+    "baseline's) requests failed, and a `passed` packet MUST NOT have every request failed: "
+    "the throughput of a run that dropped requests is not comparable.",
+)
+
+_SLACK = 1.10
+_TTFT_FLOOR_S = 1e-3
+_FAILED_SHARE = 0.05
+
+
+def check(p: Any, ctx: Ctx, add: Add) -> None:
+    t = p.timing
+    if t is None:
+        return
+    s = t.serving
+    b = t.baseline
+    bs = b.serving if b is not None else None
+    if s is None and bs is None:
+        return
+    task = p.task
+    st = task.serving if task is not None else None
+    if s is not None:
+        _side("/timing/serving", s, st, False, ctx, add)
+        if st is not None:
+            _counts(s, st, add)
+    if bs is not None:
+        _side("/timing/baseline/serving", bs, st, True, ctx, add)
+
+
+def _side(ptr: str, s: Any, st: Any, baseline: bool, ctx: Ctx, add: Add) -> None:
+    dur = s.duration
+    sec = dur.value * FACTOR[dur.unit] if dur is not None else None
+    if sec is not None and sec > 0:
+        _throughputs(ptr, s, sec, baseline, add)
+        _duration_covers(ptr, s, st, sec, add)
+    ttft, e2el = s.ttft, s.e2el
+    if ttft is not None and e2el is not None:
+        _e2el_contains_ttft(ptr, ttft, e2el, add)
+    if ttft is not None:
+        typical = ttft.median if ttft.median is not None else ttft.mean
+        if typical is not None and typical * FACTOR[ttft.unit] < _TTFT_FLOOR_S:
+            which = "median" if ttft.median is not None else "mean"
+            add(
+                (
+                    "KE1005",
+                    f"{ptr}/ttft/{which}",
+                    f"{which} time to first token {typical:g} {ttft.unit} is below 1 ms",
+                )
+            )
+    if ctx.status == "passed" and s.failed:
+        done = s.completed or 0
+        share = s.failed / (s.failed + done)
+        if done == 0 or (ctx.claim and share > _FAILED_SHARE):
+            add(
+                (
+                    "KE1006",
+                    f"{ptr}/failed",
+                    f"{s.failed} of {s.failed + done} requests failed ({share:.0%}) behind a passed packet",
+                )
+            )
+
+
+_RATES = (
+    ("output_throughput", "total_output_tokens", "output tokens"),
+    ("request_throughput", "completed", "completed requests"),
+)
+
+
+def _throughputs(ptr: str, s: Any, sec: float, baseline: bool, add: Add) -> None:
+    for rate_name, count_name, what in _RATES:
+        rate = getattr(s, rate_name)
+        count = getattr(s, count_name)
+        if rate is not None and count is not None:
+            _rate(ptr, rate_name, rate.value, count, sec, what, baseline, add)
+    tot = s.total_token_throughput
+    if tot is not None and s.total_input_tokens is not None and s.total_output_tokens is not None:
+        count = s.total_input_tokens + s.total_output_tokens
+        _rate(ptr, "total_token_throughput", tot.value, count, sec, "tokens", baseline, add)
+
+
+def _rate(
+    ptr: str, name: str, value: float, count: int, sec: float, what: str, baseline: bool, add: Add
+) -> None:
+    implied = count / sec
+    if baseline:
+        if value * _SLACK < implied:
+            add(
+                (
+                    "KE1001",
+                    f"{ptr}/{name}",
+                    f"{name} {value:g} is below {count} {what} over {sec:g} s = {implied:.4g}/s",
+                )
+            )
+    elif value > implied * _SLACK:
+        add(
+            (
+                "KE1001",
+                f"{ptr}/{name}",
+                f"{name} {value:g} exceeds {count} {what} over {sec:g} s = {implied:.4g}/s",
+            )
+        )
+
+
+def _duration_covers(ptr: str, s: Any, st: Any, sec: float, add: Add) -> None:
+    e2el = s.e2el
+    if e2el is None:
+        return
+    f = FACTOR[e2el.unit]
+    longest = e2el.max
+    if longest is None and e2el.percentiles:
+        longest = max(e2el.percentiles.values(), default=None)
+    if longest is not None and longest * f > sec * _SLACK:
+        add(
+            (
+                "KE1001",
+                f"{ptr}/duration",
+                f"duration {sec:g} s is shorter than a request's end-to-end latency {longest * f:g} s",
+            )
+        )
+        return
+    conc = st.max_concurrency if st is not None else None
+    if conc and s.completed and e2el.mean is not None:
+        # Little's law: the requests' latencies sum to at most concurrency x duration
+        busy = s.completed * e2el.mean * f
+        if busy > conc * sec * _SLACK:
+            add(
+                (
+                    "KE1001",
+                    f"{ptr}/duration",
+                    f"duration {sec:g} s is too short for {s.completed} requests of mean latency "
+                    f"{e2el.mean * f:g} s at concurrency {conc} (needs at least {busy / conc:.4g} s)",
+                )
+            )
+
+
+_PAIRED = ("median", "mean", "min", "max")
+
+
+def _e2el_contains_ttft(ptr: str, ttft: Any, e2el: Any, add: Add) -> None:
+    ft, fe = FACTOR[ttft.unit], FACTOR[e2el.unit]
+    for k in _PAIRED:
+        a, b = getattr(ttft, k), getattr(e2el, k)
+        if a is not None and b is not None and b * fe < a * ft * 0.99:
+            add(
+                (
+                    "KE1004",
+                    f"{ptr}/e2el/{k}",
+                    f"end-to-end latency {k} {b:g} {e2el.unit} is below the time to first token {k} {a:g} {ttft.unit}",
+                )
+            )
+            return
+    pa, pb = ttft.percentiles, e2el.percentiles
+    if pa and pb:
+        for k, a in pa.items():
+            b = pb.get(k)
+            if b is not None and b * fe < a * ft * 0.99:
+                add(
+                    (
+                        "KE1004",
+                        f"{ptr}/e2el/percentiles/{k}",
+                        f"end-to-end latency {k} {b:g} {e2el.unit} is below the time to first token {k} {a:g} {ttft.unit}",
+                    )
+                )
+                return
+
+
+def _range_ratio(st: Any) -> float:
+    """The output-length spread a recorded setting allows (``random_range_ratio: 0.1``)."""
+    settings = st.settings
+    if not settings:
+        return 0.0
+    for k, v in settings.items():
+        if "range_ratio" in k and isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v <= 1:
+            return float(v)
+    return 0.0
+
+
+def _counts(s: Any, st: Any, add: Add) -> None:
+    done = s.completed
+    n = st.num_prompts
+    if n is not None and done is not None:
+        failed = s.failed or 0
+        if done + failed != n:
+            ptr = "/timing/serving/failed" if done + failed < n else "/timing/serving/completed"
+            add(
+                (
+                    "KE1003",
+                    ptr,
+                    f"completed {done} + failed {failed} = {done + failed} requests, but {n} prompts were sent",
+                )
+            )
+    out = s.total_output_tokens
+    if out is None or not done:
+        return
+    if out < done:
+        add(
+            (
+                "KE1002",
+                "/timing/serving/total_output_tokens",
+                f"{out} output tokens for {done} completed requests: fewer than one each",
+            )
+        )
+        return
+    olen = st.output_len
+    if olen:
+        most = done * olen * (1 + _range_ratio(st))
+        if out > most * 1.05:
+            add(
+                (
+                    "KE1002",
+                    "/timing/serving/total_output_tokens",
+                    f"{out} output tokens exceed {done} completed requests x output_len {olen} = {most:.0f}",
+                )
+            )
