@@ -1,0 +1,138 @@
+"""KE0xx: the input is readable, structured, and the packet's identity holds.
+
+KE000, KE001 and KE003 are checked while decoding (:mod:`kernel_evidence._decode`): they are
+declared here so every rule has one home. KE004/KE005 need the canonical bytes the decoder
+computed, so :func:`identity_finding` is called beside :func:`check` by the reports.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+from ._context import Add, Ctx
+from ._engine import declare
+
+declare(
+    "KE000",
+    "error",
+    "input is readable",
+    "check the path, permissions and compression of the input",
+    "The file exists, can be read, decompresses within the cap, is UTF-8 text and is not empty.",
+)
+declare(
+    "KE001",
+    "error",
+    "document matches the packet schema",
+    "fix the field at the pointer; `kevidence schema` prints the JSON Schema",
+    "The document must be valid JSON (no NaN/Infinity tokens, bounded nesting, numbers "
+    "in range) and match the published JSON Schema of its schema_version: required fields "
+    "present, types and units right, no unknown fields (tool-specific data goes under "
+    "`extensions`).",
+)
+declare(
+    "KE003",
+    "error",
+    "no duplicate keys",
+    "remove the repeated key; parsers disagree on which value wins",
+    "A JSON object must not repeat a key: readers would silently keep different values.",
+)
+declare(
+    "KE004",
+    "error",
+    "packet_id matches the content",
+    "recompute it: EvidencePacket.with_id() or `kevidence id FILE -o OUT`",
+    "`packet_id` is `sha256:` + the SHA-256 of the canonical JSON of the packet without its id "
+    "(keys sorted, null members dropped, compact). A packet whose content changed after its id "
+    "was computed fails.",
+)
+declare(
+    "KE005",
+    "warning",
+    "packet has a packet_id",
+    "set it with EvidencePacket.with_id() or `kevidence id FILE -o OUT`",
+    "Packets SHOULD carry their content-addressed id so that others can reference them.",
+)
+declare(
+    "KE006",
+    "warning",
+    "created_at is not in the future",
+    "record the time in UTC when the packet was made",
+    "`created_at` more than a day in the future means a wrong clock or timezone.",
+)
+declare("KE007", "error", "created_at is a real calendar time",
+     "record the time the packet was made, in UTC (e.g. 2026-02-28T12:00:00Z)",
+     "`created_at` names a day that exists in its month (no 30 February, 29 February only in "
+     "leap years) and a leap second only at 23:59:60.")  # fmt: skip
+
+_sha256 = hashlib.sha256
+
+
+def check(p: Any, ctx: Ctx, add: Add) -> None:
+    # KE006: same fixed-width UTC format on both sides, so string order is time order (the
+    # whole string is never before its first 19 characters: compared first, it spares
+    # cutting them in the common case)
+    ts = p.created_at
+    future = ctx.future
+    if ts > future and ts[:19] > future:
+        add(("KE006", "/created_at", f"created_at {ts} is in the future"))
+    if ts[8:10] > "28" or ts[17:19] == "60":  # the pattern checked the ranges; rarely needed
+        why = _not_a_calendar_time(ts)
+        if why:
+            add(("KE007", "/created_at", f"created_at {ts} is not a real time: {why}"))
+
+
+def identity_finding(
+    p: Any, canonical: bytes | None, content_id: str | None = None
+) -> tuple[str, str, str] | None:
+    """KE004/KE005: the id the content gives (``content_id``, or hashed from the canonical
+    bytes, both computed once by the decoder when it can) against the packet's own."""
+    pid = p.packet_id
+    if pid is None:
+        return "KE005", "/packet_id", "no packet_id; other packets and archives cannot reference this one"
+    if content_id is not None:
+        want = content_id
+    else:
+        if canonical is None:
+            from .._codec.structs import canonical_struct_bytes
+
+            canonical = canonical_struct_bytes(p)
+        want = "sha256:" + _sha256(canonical).hexdigest()
+    if want != pid:
+        return "KE004", "/packet_id", f"packet_id does not match the content; expected {want}"
+    return None
+
+
+_future_cache: list[Any] = [float("-inf"), ""]
+
+
+def future_limit() -> str:
+    """Now + 1 day as ``YYYY-MM-DDTHH:MM:SS`` (UTC), refreshed once a minute: a created_at
+    after it is in the future (KE006)."""
+    mono = time.monotonic()
+    if mono - _future_cache[0] > 60:
+        _future_cache[0] = mono
+        _future_cache[1] = (datetime.now(timezone.utc) + timedelta(days=1)).strftime("%Y-%m-%dT%H:%M:%S")
+    return str(_future_cache[1])
+
+
+def current_future() -> str:
+    """:func:`future_limit`, from its cache without a call when it is fresh."""
+    return _future_cache[1] if time.monotonic() - _future_cache[0] <= 60 else future_limit()  # type: ignore[no-any-return]
+
+
+_MONTH_DAYS = (31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
+
+
+def _not_a_calendar_time(ts: str) -> str | None:
+    """Why a timestamp that matches the pattern names no real time (None when it does)."""
+    year, month, day = int(ts[0:4]), int(ts[5:7]), int(ts[8:10])
+    leap = year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)
+    days = 29 if month == 2 and leap else _MONTH_DAYS[month - 1]
+    if day > days:
+        return f"month {ts[5:7]} of {ts[0:4]} has {days} days"
+    if ts[17:19] == "60" and ts[11:16] != "23:59":
+        return "a leap second is only at 23:59:60"
+    return None

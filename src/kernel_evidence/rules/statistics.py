@@ -1,0 +1,284 @@
+"""KE5xx: timing statistics are consistent with themselves and with their samples."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ._common import CACHED_CHARS as _CACHED_CHARS
+from ._common import HI as _HI
+from ._common import LO as _LO
+from ._context import Add, Ctx
+from ._engine import declare
+
+declare(
+    "KE501",
+    "error",
+    "timing statistics are self-consistent",
+    "recompute the statistics from the measurements",
+    "For every statistics block: min <= median <= max, min <= mean <= max, percentiles named `pNN` and non-decreasing with NN and within [min, max], `p50` equal to the median (1%), ci_low <= median <= ci_high (ci_low <= ci_high when there is no median).",
+)
+declare(
+    "KE502",
+    "error",
+    "at least one repeat",
+    "time the kernel at least once; record warmup and repeats",
+    "`timing.repeats`, when given, MUST be at least 1, and a statistics block's `n` at least 1.",
+)
+declare(
+    "KE503",
+    "error",
+    "raw samples agree with the summary",
+    "recompute median, min and max from the samples you kept",
+    "When raw `samples` are kept, their median (1%), min and max MUST match the stated statistics (those given; a block may lack a median) and `n` MUST equal their count.",
+)
+declare(
+    "KE504",
+    "warning",
+    "repeats agree with the samples",
+    "record repeats equal to the number of timed runs",
+    "When both are given, `timing.repeats` SHOULD equal the number of samples of `timing.stats`.",
+)
+
+_PCT = re.compile(r"^p(\d+(?:\.\d+)?)$")
+_LATENCIES = ("ttft", "tpot", "itl", "e2el")
+#: the pointers of the latency blocks, in the order of ``_LATENCIES`` (ttft, tpot, itl, e2el)
+_SERVING_PTRS = tuple(f"/timing/serving/{k}" for k in _LATENCIES)
+_BASELINE_SERVING_PTRS = tuple(f"/timing/baseline/serving/{k}" for k in _LATENCIES)
+
+
+def check(p: Any, ctx: Ctx, add: Add) -> None:
+    t = p.timing
+    if t is None:
+        return
+    st = t.stats
+    repeats = t.repeats
+    if repeats is not None:
+        if repeats < 1:
+            add(("KE502", "/timing/repeats", f"repeats is {repeats}; expected at least 1"))
+        elif st is not None and st.samples and len(st.samples) != repeats:
+            add(
+                (
+                    "KE504",
+                    "/timing/repeats",
+                    f"repeats is {repeats} but {len(st.samples)} samples are kept",
+                )
+            )
+    # every statistics block: candidate, its serving latencies, then the baseline's
+    if st is not None:
+        _stats("/timing/stats", st, add)
+    sv = t.serving
+    if sv is not None:
+        _serving_stats(sv, _SERVING_PTRS, add)
+    b = t.baseline
+    if b is not None:
+        bs = b.stats
+        if bs is not None:
+            _stats("/timing/baseline/stats", bs, add)
+        sv = b.serving
+        if sv is not None:
+            _serving_stats(sv, _BASELINE_SERVING_PTRS, add)
+
+
+def _serving_stats(sv: Any, ptrs: tuple[str, ...], add: Add) -> None:
+    """Each latency statistics block of a serving run (``ptrs``: their pointers)."""
+    for s, ptr in zip((sv.ttft, sv.tpot, sv.itl, sv.e2el), ptrs, strict=True):
+        if s is not None:
+            _stats(ptr, s, add)
+
+
+_PCT_CACHE: dict[str, float | None] = {}
+
+
+def _pct(key: str) -> float | None:
+    """``"p99.9"`` -> 99.9; None for a key that is not a percentile (cached)."""
+    try:
+        return _PCT_CACHE[key]
+    except KeyError:
+        m = _PCT.match(key)
+        q = float(m.group(1)) if m is not None and float(m.group(1)) <= 100 else None
+        if len(_PCT_CACHE) < 4096 and len(key) <= _CACHED_CHARS:
+            _PCT_CACHE[key] = q
+        return q
+
+
+_ORDER_CACHE: dict[tuple[str, ...], list[tuple[float | None, str]]] = {}
+#: the key tuples of _ORDER_CACHE that are all percentiles, already in level order: their
+#: p50 keys (see _stats)
+_LEVEL_ORDER: dict[tuple[str, ...], tuple[str, ...]] = {}
+
+
+def _percentile_order(keys: tuple[str, ...]) -> list[tuple[float | None, str]]:
+    """Keys that are not percentiles first (reported in their order), then percentiles by
+    level (ties by key); cached per key tuple, as a batch repeats the same few key sets."""
+    bad = [(None, k) for k in keys if _pct(k) is None]
+    good = sorted((q, k) for k in keys if (q := _pct(k)) is not None)
+    order: list[tuple[float | None, str]] = [*bad, *good]
+    if len(_ORDER_CACHE) < 1024 and sum(map(len, keys)) <= _CACHED_CHARS:
+        _ORDER_CACHE[keys] = order
+        if not bad and tuple(k for _, k in good) == keys:
+            _LEVEL_ORDER[keys] = tuple(k for q, k in good if q == 50)
+    return order
+
+
+def _stats(ptr: str, s: Any, add: Add) -> None:
+    med = s.median
+    lo = s.min
+    hi = s.max
+    mean = s.mean
+    if med is None:
+        if mean is None:
+            add(("KE501", f"{ptr}", "statistics block has neither a median nor a mean"))
+        _stats_without_median(ptr, s, add)
+        return
+    # the common case first: 0 <= min <= median, mean <= max leaves nothing to say below (the
+    # slack only widens the bounds of values >= 0); a missing bound (None) or NaN takes the
+    # detailed checks
+    try:
+        plain = 0.0 <= lo <= med <= hi and lo <= mean <= hi
+    except TypeError:
+        plain = False
+    if not plain:
+        if lo is not None and lo > med * _HI:
+            add(("KE501", f"{ptr}/min", f"min {lo:g} is above the median {med:g}"))
+        if hi is not None and hi < med * _LO:
+            add(("KE501", f"{ptr}/max", f"max {hi:g} is below the median {med:g}"))
+        if mean is not None and (
+            (lo is not None and mean < lo * _LO) or (hi is not None and mean > hi * _HI)
+        ):
+            _mean_within(ptr, mean, lo, hi, add)
+    pcts = s.percentiles
+    if pcts:
+        # the common case in a few steps: percentile keys already in level order (known from
+        # an earlier block), values that never decrease from the min (>= 0, so none is below
+        # the one before by the slack either) to at most the max, and p50 within 1% of the
+        # median, leave nothing to say; anything else takes _percentiles, which words it
+        mids = _LEVEL_ORDER.get(tuple(pcts)) if plain else None
+        if mids is None:
+            _percentiles(ptr, pcts, med, lo, hi, add)
+        else:
+            prev = lo
+            for val in pcts.values():
+                if not val >= prev:  # NaN too
+                    _percentiles(ptr, pcts, med, lo, hi, add)
+                    break
+                prev = val
+            else:
+                if not prev <= hi:
+                    _percentiles(ptr, pcts, med, lo, hi, add)
+                else:
+                    for k in mids:
+                        val = pcts[k]  # >= 0: equal to the median is within 1% of it
+                        if val != med and abs(val - med) > 0.01 * (val if val > med else med):
+                            _percentiles(ptr, pcts, med, lo, hi, add)
+                            break
+    if s.ci_low is not None and s.ci_low > med * _HI:
+        add(("KE501", f"{ptr}/ci_low", f"confidence interval low {s.ci_low:g} is above the median {med:g}"))
+    if s.ci_high is not None and s.ci_high < med * _LO:
+        add(
+            ("KE501", f"{ptr}/ci_high", f"confidence interval high {s.ci_high:g} is below the median {med:g}")
+        )
+    n = s.n
+    if n is not None and n < 1:
+        add(("KE502", f"{ptr}/n", f"n is {n}; expected at least 1"))
+    xs = s.samples
+    if xs:
+        # _samples(ptr, xs, n, med, lo, hi, add), inline
+        count = len(xs)
+        if n is not None and n != count:
+            add(("KE503", f"{ptr}/n", f"n is {n} but {count} samples are kept"))
+        ys = sorted(xs)
+        mid = count // 2
+        # summaries computed from the samples match them exactly (the common case): equal
+        # values >= 0 are within any relative tolerance of each other
+        if not (count % 2 and (ys[0], ys[mid], ys[-1]) == (lo, med, hi) and plain):
+            smed = ys[mid] if count % 2 else (ys[mid - 1] + ys[mid]) / 2
+            y0 = ys[0]
+            y1 = ys[-1]
+            if abs(smed - med) > 0.01 * (smed if smed > med else med):
+                add(("KE503", f"{ptr}/median", f"median {med:g} does not match the samples' median {smed:g}"))
+            if lo is not None and abs(y0 - lo) > 1e-6 * (y0 if y0 > lo else lo):
+                add(("KE503", f"{ptr}/min", f"min {lo:g} does not match the samples' min {y0:g}"))
+            if hi is not None and abs(y1 - hi) > 1e-6 * (y1 if y1 > hi else hi):
+                add(("KE503", f"{ptr}/max", f"max {hi:g} does not match the samples' max {y1:g}"))
+
+
+def _samples(
+    ptr: str, xs: list[float], n: int | None, med: float | None, lo: float | None, hi: float | None, add: Add
+) -> None:
+    """KE503: raw samples agree with n, the median (when given), min and max."""
+    count = len(xs)
+    if n is not None and n != count:
+        add(("KE503", f"{ptr}/n", f"n is {n} but {count} samples are kept"))
+    ys = sorted(xs)
+    mid = count // 2
+    smed = ys[mid] if count % 2 else (ys[mid - 1] + ys[mid]) / 2
+    # all values are >= 0 (the schema says so): the larger one bounds the relative difference
+    if med is not None and abs(smed - med) > 0.01 * (smed if smed > med else med):
+        add(("KE503", f"{ptr}/median", f"median {med:g} does not match the samples' median {smed:g}"))
+    y0, y1 = ys[0], ys[-1]
+    if lo is not None and abs(y0 - lo) > 1e-6 * (y0 if y0 > lo else lo):
+        add(("KE503", f"{ptr}/min", f"min {lo:g} does not match the samples' min {y0:g}"))
+    if hi is not None and abs(y1 - hi) > 1e-6 * (y1 if y1 > hi else hi):
+        add(("KE503", f"{ptr}/max", f"max {hi:g} does not match the samples' max {y1:g}"))
+
+
+def _mean_within(ptr: str, mean: float, lo: float | None, hi: float | None, add: Add) -> None:
+    if lo is not None and mean < lo * _LO:
+        add(("KE501", f"{ptr}/mean", f"mean {mean:g} is below the min {lo:g}"))
+    if hi is not None and mean > hi * _HI:
+        add(("KE501", f"{ptr}/mean", f"mean {mean:g} is above the max {hi:g}"))
+
+
+def _percentiles(
+    ptr: str, pcts: dict[str, float], med: float | None, lo: float | None, hi: float | None, add: Add
+) -> None:
+    """Percentile keys are ``pNN``; values do not decrease with NN, stay within [min, max],
+    and p50 equals the median (1%) when there is one."""
+    keys = tuple(pcts)
+    order = _ORDER_CACHE.get(keys)
+    if order is None:
+        order = _percentile_order(keys)
+    pk = pv = None
+    for q, k in order:
+        val = pcts[k]
+        if q is None:
+            bad = f"percentile key `{k}` is not of the form p0..p100 (e.g. p50, p99.9)"
+            add(("KE501", f"{ptr}/percentiles/{k}", bad))
+            continue
+        if pv is not None and val < pv * _LO:
+            add(
+                (
+                    "KE501",
+                    f"{ptr}/percentiles/{k}",
+                    f"{k} = {val:g} is below {pk} = {pv:g}; percentiles must not decrease",
+                )
+            )
+        pk, pv = k, val
+        if med is not None and q == 50 and abs(val - med) > 0.01 * (val if val > med else med):
+            add(("KE501", f"{ptr}/percentiles/{k}", f"p50 = {val:g} differs from the median {med:g}"))
+        if lo is not None and val < lo * _LO:
+            add(("KE501", f"{ptr}/percentiles/{k}", f"{k} = {val:g} is below the min {lo:g}"))
+        if hi is not None and val > hi * _HI:
+            add(("KE501", f"{ptr}/percentiles/{k}", f"{k} = {val:g} is above the max {hi:g}"))
+
+
+def _stats_without_median(ptr: str, s: Any, add: Add) -> None:
+    """The checks that need no median, for blocks that only report mean and percentiles."""
+    lo, hi, mean = s.min, s.max, s.mean
+    if mean is not None:
+        _mean_within(ptr, mean, lo, hi, add)
+    if s.percentiles:
+        _percentiles(ptr, s.percentiles, None, lo, hi, add)
+    if s.ci_low is not None and s.ci_high is not None and s.ci_low > s.ci_high * _HI:
+        add(
+            (
+                "KE501",
+                f"{ptr}/ci_low",
+                f"confidence interval low {s.ci_low:g} is above its high {s.ci_high:g}",
+            )
+        )
+    if s.n is not None and s.n < 1:
+        add(("KE502", f"{ptr}/n", f"n is {s.n}; expected at least 1"))
+    if s.samples:
+        _samples(ptr, s.samples, s.n, None, lo, hi, add)

@@ -1,0 +1,61 @@
+"""KE7xx: a correctness check that could fail."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ._context import Add, Ctx
+from ._engine import declare
+
+declare(
+    "KE701",
+    "error",
+    "the tolerance can fail",
+    "tighten atol below the reference's magnitude, keep rtol below 1, and use inputs with non-trivial outputs",
+    "A correctness check that an all-zeros output would pass is vacuous: it happens when the largest reference magnitude r satisfies r <= atol + rtol * r (in particular when r <= atol, or when rtol >= 1). Such a check MUST NOT back a passed shape.",
+)
+
+
+def check(p: Any, ctx: Ctx, add: Add) -> None:
+    v = p.validation
+    if v is not None and v.shapes:
+        _tolerance(p, v, add)
+
+
+def _tolerance(p: Any, v: Any, add: Add) -> None:
+    tol = p.task.tolerance if p.task is not None else None
+    for i, s in enumerate(v.shapes):
+        if not s.passed:
+            continue
+        atol = s.atol if s.atol is not None else (tol.atol if tol is not None else None)
+        rtol = s.rtol if s.rtol is not None else (tol.rtol if tol is not None else None)
+        if atol is not None and s.reference_max_abs is not None and s.reference_max_abs < atol:
+            add(
+                (
+                    "KE701",
+                    f"/validation/shapes/{i}",
+                    f"shape `{s.shape_id}`: largest reference magnitude {s.reference_max_abs:g} is below atol {atol:g}; an all-zeros output would pass",
+                )
+            )
+        elif rtol is not None and rtol >= 1:
+            add(
+                (
+                    "KE701",
+                    f"/validation/shapes/{i}",
+                    f"shape `{s.shape_id}`: rtol {rtol:g} >= 1 lets an all-zeros output pass",
+                )
+            )
+        elif (
+            (atol is not None or rtol is not None)
+            and (ref := s.reference_max_abs) is not None
+            and ref <= (atol or 0.0) + (rtol or 0.0) * ref
+        ):
+            # an all-zeros output passes the element of largest magnitude, so every element:
+            # |0 - ref| <= atol + rtol * |ref|
+            add(
+                (
+                    "KE701",
+                    f"/validation/shapes/{i}",
+                    f"shape `{s.shape_id}`: largest reference magnitude {ref:g} is within atol {atol or 0.0:g} + rtol {rtol or 0.0:g} of zero; an all-zeros output would pass",
+                )
+            )
