@@ -57,7 +57,7 @@ DEVICES: dict[str, dict[str, Any]] = {
         hardware={
             "vendor": "nvidia",
             "device": "NVIDIA H100 80GB HBM3",
-            "device_id": "h100-sxm",
+            "device_id": "nvidia-h100-sxm5-80gb",
             "arch": "sm_90a",
             "count": 1,
             "compute_units": 132,
@@ -93,7 +93,7 @@ DEVICES: dict[str, dict[str, Any]] = {
         hardware={
             "vendor": "nvidia",
             "device": "NVIDIA H200",
-            "device_id": "h200",
+            "device_id": "nvidia-h200-sxm-141gb",
             "arch": "sm_90a",
             "count": 1,
             "compute_units": 132,
@@ -123,7 +123,7 @@ DEVICES: dict[str, dict[str, Any]] = {
         hardware={
             "vendor": "nvidia",
             "device": "NVIDIA A100-SXM4-80GB",
-            "device_id": "a100-80gb",
+            "device_id": "nvidia-a100-sxm4-80gb",
             "arch": "sm_80",
             "count": 1,
             "compute_units": 108,
@@ -153,7 +153,7 @@ DEVICES: dict[str, dict[str, Any]] = {
         hardware={
             "vendor": "nvidia",
             "device": "NVIDIA B200",
-            "device_id": "b200",
+            "device_id": "nvidia-b200",
             "arch": "sm_100a",
             "count": 1,
             "compute_units": 148,
@@ -183,7 +183,7 @@ DEVICES: dict[str, dict[str, Any]] = {
         hardware={
             "vendor": "nvidia",
             "device": "NVIDIA L40S",
-            "device_id": "l40s",
+            "device_id": "nvidia-l40s",
             "arch": "sm_89",
             "count": 1,
             "compute_units": 142,
@@ -209,7 +209,7 @@ DEVICES: dict[str, dict[str, Any]] = {
         hardware={
             "vendor": "amd",
             "device": "AMD Instinct MI300X",
-            "device_id": "mi300x",
+            "device_id": "amd-mi300x",
             "arch": "gfx942",
             "count": 1,
             "compute_units": 304,
@@ -235,7 +235,7 @@ DEVICES: dict[str, dict[str, Any]] = {
         hardware={
             "vendor": "amd",
             "device": "AMD Instinct MI355X",
-            "device_id": "mi355x",
+            "device_id": "amd-mi355x",
             "arch": "gfx950",
             "count": 1,
             "compute_units": 256,
@@ -261,7 +261,7 @@ DEVICES: dict[str, dict[str, Any]] = {
         hardware={
             "vendor": "google",
             "device": "TPU v5 lite",
-            "device_id": "tpu-v5e",
+            "device_id": "google-tpu-v5e",
             "arch": "TPU v5 lite",
             "count": 1,
             "memory": {"value": 16.0, "unit": "GiB"},
@@ -283,7 +283,7 @@ DEVICES: dict[str, dict[str, Any]] = {
         hardware={
             "vendor": "google",
             "device": "TPU v6e",
-            "device_id": "tpu-v6e",
+            "device_id": "google-tpu-v6e",
             "arch": "TPU v6e",
             "count": 1,
             "memory": {"value": 32.0, "unit": "GiB"},

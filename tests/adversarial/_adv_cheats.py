@@ -72,7 +72,9 @@ class Cheat:
     pointers: tuple[str, ...]
     mutate: Callable[[Packet], None]
     lie: str
-    #: true when the lie breaks the schema itself (none here yet: every cheat is well formed)
+    #: the pointers the cheat names (``pointers`` adds the other side's twin where it compares)
+    declared: tuple[str, ...] = ()
+    #: true when the lie breaks the schema itself (KE001 must then report it at the field)
     structural: bool = False
 
 
@@ -99,12 +101,27 @@ def cheat(
     klass: str, control: str, *pointers: str
 ) -> Callable[[Callable[[Packet], None]], Callable[[Packet], None]]:
     assert klass in CLASSES, klass
+    return _register(klass, control, pointers, structural=False)
 
+
+def structural_cheat(
+    klass: str, control: str, *pointers: str
+) -> Callable[[Callable[[Packet], None]], Callable[[Packet], None]]:
+    """A cheat whose lie the schema itself refuses (the packet is not well formed)."""
+    assert klass in CLASSES, klass
+    return _register(klass, control, pointers, structural=True)
+
+
+def _register(
+    klass: str, control: str, pointers: tuple[str, ...], *, structural: bool
+) -> Callable[[Callable[[Packet], None]], Callable[[Packet], None]]:
     def register(fn: Callable[[Packet], None]) -> Callable[[Packet], None]:
         assert fn.__name__ not in CHEATS, fn.__name__
         lie = " ".join((fn.__doc__ or "").split())
         ptrs = _mirrored(pointers) if klass in _COMPARED else pointers
-        CHEATS[fn.__name__] = Cheat(fn.__name__, klass, control, ptrs, fn, lie)
+        CHEATS[fn.__name__] = Cheat(
+            fn.__name__, klass, control, ptrs, fn, lie, declared=pointers, structural=structural
+        )
         return fn
 
     return register
@@ -212,6 +229,15 @@ def identical_samples_xprof_tpu_v6e(p: Packet) -> None:
 def identical_samples_host_clock_cpu(p: Packet) -> None:
     """31 identical host-clock samples of a 27 ms multi-threaded SGEMM."""
     _constant_samples(p, "candidate")
+
+
+@structural_cheat("degenerate_timings", "a100_fp16_gemm_vs_cublas", "/timing/stats")
+def negative_duration_from_wrapped_timer(p: Packet) -> None:
+    """A candidate sample of -3.2 us (end event recorded before start, a wrapped or patched
+    timer) kept in the samples and the minimum."""
+    st = _timing(p)["stats"]
+    st["samples"][4] = -0.0032
+    st["min"] = -0.0032
 
 
 @cheat("degenerate_timings", "mi300x_bf16_gemm_vs_rocblas", "/timing/stats/std", "/timing/stats")
@@ -425,7 +451,7 @@ def baseline_timed_on_a100_candidate_on_h100(p: Packet) -> None:
     candidate."""
     c = _base(p)["conditions"]
     c["device"] = "NVIDIA A100-SXM4-80GB"
-    c["device_id"] = "a100-80gb"
+    c["device_id"] = "nvidia-a100-sxm4-80gb"
     scale_side(p, "baseline", 3.1)
 
 
@@ -909,10 +935,10 @@ def a100_relabelled_h100_sm80(p: Packet) -> None:
     so its results are checked against the H100's higher peaks."""
     hw = p["hardware"]
     hw["device"] = "NVIDIA H100 80GB HBM3"
-    hw["device_id"] = "h100-sxm"
+    hw["device_id"] = "nvidia-h100-sxm5-80gb"
     for c in _both_conditions(p):
         c["device"] = hw["device"]
-        c["device_id"] = "h100-sxm"
+        c["device_id"] = "nvidia-h100-sxm5-80gb"
 
 
 @cheat("work_figures", "mi300x_fp8_gemm_vs_hipblaslt", "/hardware/compute_units", "/hardware/device")
@@ -937,10 +963,10 @@ def h100_with_192_gib_memory(p: Packet) -> None:
 def tpu_v5e_relabelled_v6e(p: Packet) -> None:
     """A v5e run (arch ``TPU v5 lite``, 16 GiB) relabelled ``TPU v6e`` for its 2x peaks."""
     p["hardware"]["device"] = "TPU v6e"
-    p["hardware"]["device_id"] = "tpu-v6e"
+    p["hardware"]["device_id"] = "google-tpu-v6e"
     for c in _both_conditions(p):
         c["device"] = "TPU v6e"
-        c["device_id"] = "tpu-v6e"
+        c["device_id"] = "google-tpu-v6e"
 
 
 @cheat("work_figures", "h100_bf16_gemm_vs_cublaslt", "/hardware/peak_flop_rate", "/timing/stats")
@@ -1160,6 +1186,14 @@ def profiled_kernel_slower_than_claim_tpu(p: Packet) -> None:
     """The xprof capture of the candidate shows 2.5x the claimed time."""
     d = p["profiler"][0]["kernels"][0]["metrics"]["duration"]
     d["value"] = round(d["value"] * 2.5, 1)
+
+
+@cheat("profile_vs_claim", "a100_fp16_gemm_vs_cublas", "/profiler/0", "/timing/stats")
+def profiled_time_outside_its_stated_tolerance(p: Packet) -> None:
+    """The capture states ``claim_tolerance: 0.25`` and shows 1.4x the claimed time (inside the
+    default 0.5, outside the tolerance the harness itself stated)."""
+    d = p["profiler"][0]["kernels"][0]["metrics"]["duration"]
+    d["value"] = round(d["value"] * 1.4, 1)
 
 
 @cheat(

@@ -19,6 +19,7 @@ from _adv_build import (
     Packet,
     attention,
     capture,
+    digest,
     failure_packet,
     finalize,
     gemm,
@@ -295,6 +296,38 @@ def h100_both_sides_cuda_graphs() -> Packet:
     p.pop("packet_id")
     for c in (p["timing"]["conditions"], p["timing"]["baseline"]["conditions"]):
         c["cache"]["cuda_graph_replays"] = 100
+    return finalize(p)
+
+
+@_control(
+    "A",
+    "ncu's capture runs at base clocks: its kernel time is 18% above the timed median, within the stated 0.25",
+)
+def h100_ncu_base_clock_capture_within_tolerance() -> Packet:
+    p = h100_bf16_gemm_vs_cublaslt()
+    p.pop("packet_id")
+    d = p["profiler"][0]["kernels"][0]["metrics"]["duration"]
+    d["value"] = round(d["value"] * 1.18, 1)
+    p["profiler"][0]["attributes"] = {"clock_control": "base", "sm_clock_mhz": 1485.0}
+    return finalize(p)
+
+
+@_control("A", "a second capture, of the baseline: it shows cuBLAS's kernel, as it should")
+def h100_capture_of_baseline_shows_cublas() -> Packet:
+    p = h100_bf16_gemm_vs_cublaslt()
+    p.pop("packet_id")
+    base = copy.deepcopy(p["profiler"][0])
+    base["source"] = {
+        "kind": "profile",
+        "name": "baseline.ncu-rep",
+        "sha256": digest("baseline.ncu-rep"),
+        "path": "profiles/baseline.ncu-rep",
+    }
+    k = base["kernels"][0]
+    k["name"] = "nvjet_tst_256x128_64x4_2x1_v_bz_coopB_TNN"
+    k["metrics"]["duration"]["value"] = round(1.931e6 * 0.993, 1)
+    base["of"] = {"side": "baseline", "shape_id": "m8192n8192k8192"}
+    p["profiler"].append(base)
     return finalize(p)
 
 

@@ -47,6 +47,9 @@ def build_cheat(c: Cheat) -> dict[str, Any]:
     """The control of ``c`` with its one lie, and the id recomputed as a cheater would."""
     p = copy.deepcopy(CONTROLS[c.control].build())
     c.mutate(p)
+    if c.structural:  # the models refuse it: no id can be computed, none is kept
+        p.pop("packet_id", None)
+        return p
     return finalize(p)
 
 

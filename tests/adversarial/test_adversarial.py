@@ -52,6 +52,27 @@ def test_cheat_caught(name: str) -> None:
     )
 
 
+def _resolve(doc: object, pointer: str) -> bool:
+    for part in pointer.split("/")[1:]:
+        if isinstance(doc, dict) and part in doc:
+            doc = doc[part]
+        elif isinstance(doc, list) and part.isdigit() and int(part) < len(doc):
+            doc = doc[int(part)]
+        else:
+            return False
+    return True
+
+
+@pytest.mark.parametrize("name", sorted(CHEATS))
+def test_lying_pointers_exist(name: str) -> None:
+    """Each pointer a cheat names is a field of the cheat or of its control (no typo can make
+    a cheat uncatchable)."""
+    c = CHEATS[name]
+    docs = (build_cheat(c), CONTROLS[c.control].build())
+    for ptr in c.declared:
+        assert any(_resolve(d, ptr) for d in docs), f"{name}: {ptr} is in neither the cheat nor its control"
+
+
 def test_cheats_change_their_control() -> None:
     """A cheat that leaves its control unchanged would test nothing."""
     for c in CHEATS.values():
