@@ -2,7 +2,8 @@
 
 Each control is built fresh by a small function (so a cheat can mutate its own copy) and
 names the grade it should get when that is meaningful: ``A`` for complete evidence over a
-vendor library, ``B`` where something A needs is honestly absent (a migrated packet without
+vendor library (``AB`` where the device leaves a check open: TPUs have no cache to flush,
+serving runs no work figures), ``B`` where something A needs is honestly absent (a migrated packet without
 conditions), ``C`` for a claim over a reference implementation, ``D`` for packets that make
 no claim (failures, bare timings, profiles), ``None`` where the suite only requires
 validity.
@@ -395,17 +396,17 @@ def _tpu_paged(dev_key: str, name: str, cand_s: float, base_s: float, version: s
     )  # fmt: skip
 
 
-@_control("A", "Pallas paged attention on TPU v5e over XLA, timed with xprof (no cache to flush)")
+@_control("AB", "Pallas paged attention on TPU v5e over XLA, timed with xprof (no cache to flush)")
 def tpu_v5e_paged_attention_vs_xla() -> Packet:
     return _tpu_paged("tpu_v5e", "ragged_paged_attention_v5e", 1.6211e-3, 2.0634e-3, "jaxlib 0.4.35")
 
 
-@_control("A", "Pallas paged attention on TPU v6e over XLA")
+@_control("AB", "Pallas paged attention on TPU v6e over XLA")
 def tpu_v6e_paged_attention_vs_xla() -> Packet:
     return _tpu_paged("tpu_v6e", "ragged_paged_attention_v6e", 0.8107e-3, 1.0291e-3, "jaxlib 0.5.1")
 
 
-@_control("A", "bf16 matmul 8192^3 on TPU v6e at ~690 TFLOP/s (below 918) over XLA's jnp.dot")
+@_control("AB", "bf16 matmul 8192^3 on TPU v6e at ~690 TFLOP/s (below 918) over XLA's jnp.dot")
 def tpu_v6e_matmul_vs_xla() -> Packet:
     return kernel_claim(
         "pallas_matmul_v6e_8192", "tpu_v6e", gemm(8192, 8192, 8192, ref_max=181.0),

@@ -2,6 +2,13 @@
 
 Cheats live in ``_adv_cheats`` (one honest control plus one lie each), controls in
 ``_adv_controls``. ``python -m tests.adversarial.report`` prints which rules catch what.
+
+To add a cheat: pick a control, write a function that changes one thing in its packet
+(keeping everything else consistent, as a cheater would: ``scale_side``, ``set_side_samples``
+and ``recompute_speedup`` help), give it a docstring that says the lie, and decorate it with
+``@cheat(class, control, *pointers of the lying fields)``. Name it for the lie and, where
+there is one, the public incident it models. Never mark a cheat xfail: an uncaught cheat is
+a rule still to write.
 """
 
 from __future__ import annotations
