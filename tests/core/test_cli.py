@@ -293,7 +293,7 @@ def test_rules_and_schema_and_id(capsys, tmp_path: Path) -> None:
     code, out, _ = run(capsys, "rules", "--baselines")
     assert "cuBLASLt" in out and "hipBLASLt" in out
     code, out, _ = run(capsys, "schema")
-    assert json.loads(out)["$id"] == "urn:kernel-evidence:packet:0.1"
+    assert json.loads(out)["$id"] == "urn:kernel-evidence:packet:0.2"
     d = json.loads(GOOD)
     d.pop("packet_id")
     src = write(tmp_path, "noid.json", json.dumps(d).encode())

@@ -115,7 +115,7 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], str, str]] = [
         "/timing/serving/output_throughput/unit",
     ),
     # §3 envelope
-    ("3 schema_version is 0.1", _set("schema_version", value="0.2"), "KE001", "/schema_version"),
+    ("3 schema_version is 0.2 (or 0.1, migrated)", _set("schema_version", value="0.3"), "KE001", "/schema_version"),
     ("3 created_at required", _set("created_at"), "KE001", "/created_at"),
     ("3 created_at ends in Z", _set("created_at", value="2026-11-01T12:00:00+00:00"), "KE001", "/created_at"),
     ("3 created_at day exists", _set("created_at", value="2026-02-30T12:00:00Z"), "KE007", "/created_at"),

@@ -1,7 +1,8 @@
 """Migration of older packets to the current schema version: a table of small steps.
 
->>> migrate({"schema_version": "0.1", "status": "passed"})["schema_version"]
-'0.2'
+>>> old = {"schema_version": str(SchemaVersion(0, 1)), "status": "passed"}
+>>> migrate(old)["schema_version"], old["schema_version"]
+('0.2', '0.1')
 >>> migrate({"schema_version": "9.0"})
 Traceback (most recent call last):
 ...

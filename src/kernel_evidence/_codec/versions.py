@@ -24,7 +24,7 @@ _MAX_DIGITS = 6
 
 
 def parse_pair(text: object) -> tuple[int, int] | None:
-    """``"0.1"`` -> ``(0, 1)``; None for anything that is not two dot-separated decimal
+    """``"1.0"`` -> ``(1, 0)``; None for anything that is not two dot-separated decimal
     numbers (ASCII digits, at most six each)."""
     if not isinstance(text, str):
         return None
