@@ -19,7 +19,15 @@ typo_call      calls a function numpy does not have                  runtime_err
 sleepy         correct but sleeps: over the per-call time limit      timeout
 cached         returns its first output again for the same shape     incorrect_numerical
                (caught because inputs are regenerated)
+patched_timer  correct, but replaces time.perf_counter_ns so that    reward_hack
+               every call seems to take 0 ns (GPU MODE               (timer integrity)
+               reference-kernels #162)
+deferred       returns an object that computes the softmax only      reward_hack
+               when it is read, after the timer stopped              (outputs checked after
+                                                                     timing)
 ============== ===================================================== =====================
+
+The last two pass validation: only the harness's defences catch them.
 """
 
 from __future__ import annotations
@@ -160,6 +168,41 @@ def softmax(x):
         e = np.exp(x - x.max(axis=-1, keepdims=True))
         _memo[x.shape] = e / e.sum(axis=-1, keepdims=True)
     return _memo[x.shape]
+""",
+    ),
+    (
+        "patched_timer",
+        "correct, but freezes the harness's clock on every call",
+        """
+import time
+import numpy as np
+
+_real = time.perf_counter_ns
+
+def softmax(x):
+    now = _real()
+    time.perf_counter_ns = lambda: now  # whoever times this call reads 0 ns
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+""",
+    ),
+    (
+        "deferred",
+        "returns a result that does its work when it is read",
+        """
+import numpy as np
+
+class _Later:
+    def __init__(self, x):
+        self._x = x.copy()
+        self.shape, self.dtype = x.shape, x.dtype
+
+    def __array__(self, dtype=None, copy=None):
+        e = np.exp(self._x - self._x.max(axis=-1, keepdims=True))
+        return e / e.sum(axis=-1, keepdims=True)
+
+def softmax(x):
+    return _Later(x)
 """,
     ),
 ]

@@ -6,9 +6,12 @@
 For every proposed softmax candidate (see ``candidates.py``): build it (``compile`` +
 ``exec``), validate it on a shape suite with freshly generated inputs (two draws per
 shape, so a cached output cannot pass), time it interleaved with the numpy reference on
-the timing shape, and write a packet - failures included. At the end it prints the
-rejection histogram, each candidate's reward, and the best candidate with its evidence
-grade. Needs numpy only; runs in a few seconds.
+the timing shape (each side on its own fresh inputs, the CPU's last-level cache flushed
+before every timed call, the timer's clock checked), check the outputs of timed calls
+after timing, re-run it on inputs from seeds it has not seen, and write a packet with the
+conditions of both sides and the defence record - failures included. At the end it prints
+the rejection histogram, each candidate's reward, and the best candidate with its
+evidence grade. Needs numpy only; runs in a few seconds.
 """
 
 from __future__ import annotations
@@ -25,7 +28,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from candidates import CANDIDATES  # noqa: E402
 
-from kernel_evidence.harness import CandidateRecord, Recorder, StopRule, Timer, check_output, reward  # noqa: E402
+from kernel_evidence.harness import (  # noqa: E402
+    CacheFlush,
+    CandidateRecord,
+    Recorder,
+    StopRule,
+    Timer,
+    check_output,
+    reward,
+)
 from kernel_evidence.models import (  # noqa: E402
     ByteSize,
     FlopCount,
@@ -134,16 +145,41 @@ def evaluate(
 
         rows, cols, scale = next((r, k, s) for i, r, k, s in SUITE if i == TIMING_SHAPE)
         trng = np.random.default_rng(seed + 1)
-        cand, base = timer.compare(fn, reference, setup=lambda: make_inputs(trng, rows, cols, scale))
-        c.timing(
-            cand,
-            baseline=base,
+        # timed interleaved with numpy, each side on its own inputs; the outputs of three
+        # timed calls (chosen at random) are checked against the reference after timing
+        c.time_and_check(
+            timer,
+            fn,
+            reference,
+            setup=lambda: make_inputs(trng, rows, cols, scale),
+            shape_id=TIMING_SHAPE,
+            baseline=reference,
             provider="numpy",
             version=np.__version__,
             call=REFERENCE_CALL,
-            shape_id=TIMING_SHAPE,
+            atol=ATOL,
+            rtol=RTOL,
         )
+        # re-run on inputs from seeds drawn now, which no candidate could have seen
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            c.check_unseen(
+                fn,
+                reference,
+                lambda s: make_inputs(np.random.default_rng(s), rows, cols, scale),
+                shape_id=TIMING_SHAPE,
+                atol=ATOL,
+                rtol=RTOL,
+            )
     return c
+
+
+def cache_flush() -> CacheFlush | None:
+    """A flush twice the CPU's last-level cache, or None where the cache size is unknown
+    (the packets then record the cache_flush defence as skipped)."""
+    try:
+        return CacheFlush(device="cpu")
+    except ValueError:
+        return None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -175,6 +211,7 @@ def main(argv: list[str] | None = None) -> int:
     timer = Timer(
         warmup=2,
         stop=StopRule(min_repeats=10, max_repeats=100, target_rel_ci=0.02, time_budget_s=args.budget),
+        flush=cache_flush(),
     )
     rec = Recorder(
         None if replaying else out,

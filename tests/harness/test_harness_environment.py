@@ -12,9 +12,12 @@ from kernel_evidence.harness.environment import (
     capture_environment,
     container_info,
     cpu_clock_mhz,
+    cpu_last_level_cache,
     cpu_model,
+    device_last_level_cache,
     diff_environment,
     parse_amd_smi,
+    parse_cache_size,
     parse_nvidia_smi,
     parse_rocm_smi,
     recorded_env,
@@ -167,3 +170,55 @@ def test_diff_environment_lists_only_recorded_fields() -> None:
     assert fields["packages.numpy"].recorded == "0.0.1"
     assert fields["repository.commit"].recorded == "0" * 40
     assert "hardware.driver" not in fields  # not recorded: unknown, not different
+
+
+def test_nvidia_smi_csv_with_its_header_and_units() -> None:
+    # plain `--format=csv`: a header naming the long field names with their units, and
+    # values with units (the form nvidia-smi writes without noheader,nounits)
+    csv = (
+        "name, driver_version, memory.total [MiB], clocks.current.sm [MHz], clocks.current.memory [MHz],"
+        " power.limit [W], compute_cap\n"
+        "NVIDIA H100 80GB HBM3, 550.54.15, 81559 MiB, 1980 MHz, 2619 MHz, 700.00 W, 9.0\n"
+    )
+    hw = parse_nvidia_smi(csv)
+    assert hw is not None and (hw.device, hw.arch, hw.count) == ("NVIDIA H100 80GB HBM3", "sm_90", 1)
+    assert hw.memory is not None and hw.memory.value == round(81559 / 1024, 2)
+    assert hw.clocks is not None and hw.clocks.sm_observed is not None and hw.clocks.sm_observed.value == 1980
+    assert hw.clocks.memory_observed is not None and hw.clocks.memory_observed.value == 2619
+    assert hw.power_limit is not None and hw.power_limit.value == 700
+    # a header in another order than the query: the header decides
+    swapped = "power.limit [W], name\n[N/A], Tesla T4\n"
+    hw = parse_nvidia_smi(swapped)
+    assert hw is not None and hw.device == "Tesla T4" and hw.power_limit is None
+
+
+def test_cache_sizes_from_sysfs(tmp_path: Path) -> None:
+    # the layout of /sys/devices/system/cpu/cpu0/cache: index*/level, type, size
+    for index, (level, kind, size) in enumerate(
+        [
+            ("1", "Data", "48K"),
+            ("1", "Instruction", "32K"),
+            ("2", "Unified", "1024K"),
+            ("3", "Unified", "32768K"),
+        ]
+    ):
+        d = tmp_path / f"index{index}"
+        d.mkdir()
+        (d / "level").write_text(level + "\n")
+        (d / "type").write_text(kind + "\n")
+        (d / "size").write_text(size + "\n")
+    assert cpu_last_level_cache(str(tmp_path)) == 32 * 1024**2
+    assert cpu_last_level_cache(str(tmp_path / "none")) is None
+    assert [parse_cache_size(t) for t in ("48K", "36M", "1G", "512", "x", "")] == [
+        48 * 1024, 36 * 1024**2, 1024**3, 512, None, None,
+    ]  # fmt: skip
+
+
+def test_the_captured_cpu_records_its_last_level_cache() -> None:
+    env = capture_environment()
+    if env.accelerator_found:  # pragma: no cover - only on a machine with a GPU
+        return
+    expected = cpu_last_level_cache()
+    llc = env.hardware.last_level_cache
+    assert (llc.value if llc else None) == (float(expected) if expected else None)
+    assert device_last_level_cache() is None  # torch not imported: nothing asked of a device

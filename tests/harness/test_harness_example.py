@@ -30,7 +30,7 @@ def test_rl_loop_example(tmp_path: Path, capsys: object) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     packets = [msgspec.json.decode(r.data) for r in iter_records(str(out)) if r.data is not None]
-    assert len(packets) == 11
+    assert len(packets) == 13
     outcomes = {p["subject"]["name"]: p.get("failure", {}).get("failure_class", p["status"]) for p in packets}
     assert outcomes == {
         "ref_copy": "passed",
@@ -44,6 +44,8 @@ def test_rl_loop_example(tmp_path: Path, capsys: object) -> None:
         "typo_call": "runtime_error",
         "sleepy": "timeout",
         "cached": "incorrect_numerical",
+        "patched_timer": "reward_hack",  # caught by timer integrity
+        "deferred": "reward_hack",  # caught by the check of the timed calls' outputs
     }
     # the off-by-one only fails where cols % 128 != 0
     tail = next(p for p in packets if p["subject"]["name"] == "tail_dropped")
@@ -56,7 +58,24 @@ def test_rl_loop_example(tmp_path: Path, capsys: object) -> None:
             assert p["timing"]["speedup"]["value"] > 0
         else:
             assert "speedup" not in p.get("timing", {})
-    assert Counter(p["status"] for p in packets) == {"passed": 3, "failed": 8}
+    assert Counter(p["status"] for p in packets) == {"passed": 3, "failed": 10}
+    # timed packets carry both sides' conditions and the defence record
+    for p in packets:
+        if p["status"] == "passed":
+            cand, base = p["timing"]["conditions"], p["timing"]["baseline"]["conditions"]
+            assert cand["dims"] == base["dims"] and cand["dtypes"] == base["dtypes"] == ["float32"]
+            assert cand["session"] == base["session"] and cand["fresh_inputs"] and base["fresh_inputs"]
+            outcomes = {d["check"]: d["outcome"] for d in p["defences"]}
+            for check in ("fresh_inputs", "outputs_checked_after_timing", "timer_integrity", "unseen_inputs"):
+                assert outcomes[check] == "passed", (p["subject"]["name"], check)
+    cheats = {
+        p["subject"]["name"]: p for p in packets if p["subject"]["name"] in ("patched_timer", "deferred")
+    }
+    failed = {n: {d["check"] for d in p["defences"] if d["outcome"] == "failed"} for n, p in cheats.items()}
+    assert "timer_integrity" in failed["patched_timer"]
+    assert (
+        "outputs_checked_after_timing" in failed["deferred"] and "timer_integrity" not in failed["deferred"]
+    )
     assert (
         "rejection histogram:" in proc.stdout and "best: " in proc.stdout and "evidence grade" in proc.stdout
     )

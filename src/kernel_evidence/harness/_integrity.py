@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["CALIBRATION_NS", "ClockGuard", "busy_wait", "calibration_problem"]
+__all__ = ["CALIBRATION_NS", "ClockGuard", "busy_wait", "calibration_problem", "put_back_time_functions"]
 
 #: the ``time`` functions a timer reads, as they were when the harness was imported
 _TIME_FUNCTIONS: dict[str, Any] = {
@@ -54,6 +54,18 @@ def calibration_problem(measured_ns: float, ns: int = CALIBRATION_NS) -> str | N
     if measured_ns > _HIGH_FACTOR * ns + _HIGH_EXTRA_NS:
         return f"a {ns / 1e6:g} ms busy-wait measured {measured_ns / 1e6:.3g} ms (the clock runs fast)"
     return None
+
+
+def put_back_time_functions() -> list[str]:
+    """The ``time`` functions a timer reads that are no longer the originals, each put back
+    (the recorder calls this when a candidate's block starts and ends, so that a patch made
+    outside a measurement is neither missed nor blamed on the next candidate)."""
+    out = []
+    for name, original in _TIME_FUNCTIONS.items():
+        if inspect.getattr_static(time, name, None) is not original:
+            setattr(time, name, original)
+            out.append(f"time.{name}")
+    return out
 
 
 class ClockGuard:

@@ -441,6 +441,10 @@ _SMI_FIELDS = (
 )
 
 
+#: the long names nvidia-smi writes in a CSV header for the short query names used here
+_SMI_LONG_NAMES = {"clocks.current.sm": "clocks.sm", "clocks.current.memory": "clocks.mem"}
+
+
 def parse_nvidia_smi(
     csv_text: str, fields: Sequence[str] = _SMI_FIELDS, host: Host | None = None
 ) -> Hardware | None:
@@ -455,7 +459,8 @@ def parse_nvidia_smi(
     if rows:
         header = [re.sub(r"\s*\[[^\]]*\]$", "", c) for c in rows[0]]
         if "name" in header and all(re.fullmatch(r"[a-z_][a-z0-9_.]*", c) for c in header):
-            fields, rows = header, rows[1:]
+            # the header names each field by its long name (`clocks.current.sm` for `clocks.sm`)
+            fields, rows = [_SMI_LONG_NAMES.get(c, c) for c in header], rows[1:]
     rows = [r for r in rows if len(r) == len(fields)]
     if not rows:
         return None

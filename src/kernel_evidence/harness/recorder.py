@@ -64,6 +64,7 @@ from ..models import (
     Validation,
     Work,
 )
+from ._integrity import put_back_time_functions
 from .environment import Environment, capture_environment
 from .sink import MemorySink, PacketSink, TeeSink, open_sink
 from .timer import Measurement, Timer
@@ -309,6 +310,7 @@ class CandidateRecord:
         self._extensions: dict[str, dict[str, Any]] = {}
         self._failure: Failure | None = None
         self._started = time.perf_counter()
+        put_back_time_functions()  # a patch left by code outside this candidate is not its doing
         self.packet: EvidencePacket | None = None
         self.location: str | None = None
         self.error: BaseException | None = None
@@ -524,7 +526,7 @@ class CandidateRecord:
         (``reward_hack``)."""
         if check not in DEFENCE_CHECKS:
             raise ValueError(f"expected one of {', '.join(sorted(DEFENCE_CHECKS))}, got `{check}`")
-        self._defences[check] = Defence(check=check, outcome=outcome, detail=_scrub(detail), tool=tool)  # type: ignore[arg-type]
+        self._defences[check] = Defence(check=check, outcome=outcome, detail=_scrub(detail), tool=tool)
         return self
 
     def time_and_check(
@@ -727,6 +729,7 @@ class CandidateRecord:
         if self.packet is not None:
             return self.packet
         self.error = exc
+        self._clock_left_patched()
         raised = f"; the block raised {_describe(exc)}" if exc is not None else ""
         try:
             packet, raw = identify(self._build(exc))
@@ -806,6 +809,19 @@ class CandidateRecord:
         )
         return EvidencePacket(**data)
 
+    def _clock_left_patched(self) -> None:
+        """Fail ``timer_integrity`` when the block leaves a clock function replaced (a patch
+        made while validating or re-running, outside any measurement), and put it back so
+        the next candidate is timed with the real clock."""
+        replaced = put_back_time_functions()
+        if not replaced:
+            return
+        found = f"{', '.join(replaced)} replaced when the candidate's block ended (put back)"
+        before = self._defences.get("timer_integrity")
+        if before is not None and before.outcome == "failed" and before.detail:
+            found = f"{before.detail}; {found}"
+        self.defence("timer_integrity", "failed", detail=found[:2000], tool="kernel-evidence Recorder")
+
     def _with_workload(self, timing: Timing | None) -> Timing | None:
         """``timing`` with the workload and device filled into both sides' conditions where
         they are missing: dtypes from the task, dims from the task's shape of that id, the
@@ -843,8 +859,10 @@ class CandidateRecord:
         that a defence would protect)."""
         if timing is None and not self._defences:
             return None
-        return [self._defences.get(check) or Defence(check=check, outcome="skipped", detail=_NOT_RUN[check])  # type: ignore[arg-type]
-                for check in DEFENCE_CHECKS]  # fmt: skip
+        return [
+            self._defences.get(check) or Defence(check=check, outcome="skipped", detail=_NOT_RUN[check])
+            for check in DEFENCE_CHECKS
+        ]
 
 
 #: why a check the harness did not run was skipped, and what would run it

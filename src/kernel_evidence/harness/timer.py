@@ -235,7 +235,7 @@ class Measurement:
             dims=dict(dims) if dims else None,
             device=device,
             device_id=device_id,
-            method=self.method,  # type: ignore[arg-type]
+            method=self.method,
             warmup=self.warmup,
             repeats=self.repeats,
             synchronized=self.synchronized,
@@ -451,7 +451,8 @@ class _Side:
     def __init__(self, name: str, keep: int, rng: random.Random) -> None:
         self.name = name
         self.samples: list[float] = []
-        self.problems: list[str] = []
+        #: the functions found replaced (as one text) -> the calls after which they were
+        self.replaced: dict[str, list[str]] = {}
         self.kept: list[KeptCall] = []
         self._keep = keep
         self._rng = rng
@@ -464,6 +465,15 @@ class _Side:
             return len(self.kept)
         j = self._rng.randrange(self._seen) if self._keep else self._keep
         return j if j < self._keep else None
+
+    @property
+    def problems(self) -> list[str]:
+        """One line per set of replaced functions: after which call first, and how often."""
+        out = []
+        for labels, calls in self.replaced.items():
+            more = f" and {len(calls) - 1} later calls" if len(calls) > 1 else ""
+            out.append(f"{labels} replaced during {self.name}{calls[0]}{more} (put back)")
+        return out
 
     def keep(self, slot: int, call: KeptCall) -> None:
         if slot == len(self.kept):
@@ -539,7 +549,7 @@ class Timer:
         the output of a kept call is copied, and the clock functions are checked."""
         try:
             slot = side.slot() if timed else None
-            inputs = snapshot(args) if slot is not None else None
+            inputs = snapshot(args) if slot is not None else ()
             if self.flush is not None:
                 self.flush()
             ns, result = self._clock.time_ns(fn, args)
@@ -547,7 +557,7 @@ class Timer:
                 side.keep(slot, KeptCall(index=len(side.samples), inputs=inputs, output=snapshot(result)))
             replaced = self._guard.replaced()
             if replaced:
-                side.problems.append(f"{', '.join(replaced)} replaced during {side.name}{what} (put back)")
+                side.replaced.setdefault(", ".join(replaced), []).append(what)
             if self.call_timeout_s is not None and ns > self.call_timeout_s * 1e9:
                 raise MeasurementTimeout(
                     f"one call took {ns / 1e9:.3g} s, over the {self.call_timeout_s:g} s limit per call"

@@ -45,6 +45,9 @@ class Status(str, Enum):
     ERROR = "error"
     SKIPPED = "skipped"
 
+    def __str__(self) -> str:  # prints as its value: `passed`, not `Status.PASSED`
+        return self.value
+
 
 class FailureClass(str, Enum):
     """One taxonomy of what went wrong.
@@ -65,6 +68,9 @@ class FailureClass(str, Enum):
     REWARD_HACK = "reward_hack"
     INVALID_REFERENCE = "invalid_reference"
     INFRA_ERROR = "infra_error"
+
+    def __str__(self) -> str:  # prints as its value: `nan_inf`, not `FailureClass.NAN_INF`
+        return self.value
 
 
 class Producer(Model):
