@@ -120,6 +120,13 @@ def _error_value(v: float | str | None) -> tuple[float | None, str | None]:
     return None, repr(v)
 
 
+def _seen(flag: bool | None, abs_raw: str | None, rel_raw: str | None, word: str) -> bool | None:
+    """NaN (or Inf) in the outputs: the file's flag, or an error value that is ``word``."""
+    if any(raw is not None and word in raw.lower() for raw in (abs_raw, rel_raw)):
+        return True
+    return flag
+
+
 def _finite_ms(v: float | None) -> float | None:
     return float(v) if v is not None and math.isfinite(v) and v >= 0 else None
 
@@ -396,10 +403,8 @@ class LineBuilder:
             atol=_finite_ms(tol.max_atol) if tol is not None else None,
             rtol=_finite_ms(tol.max_rtol) if tol is not None else None,
             required_matched_ratio=_finite_ms(tol.required_matched_ratio) if tol is not None else None,
-            nan_seen=(c.has_nan if c is not None else None)
-            or (True if abs_raw and "nan" in abs_raw.lower() else None),
-            inf_seen=(c.has_inf if c is not None else None)
-            or (True if abs_raw and "inf" in abs_raw.lower() else None),
+            nan_seen=_seen(c.has_nan if c is not None else None, abs_raw, rel_raw, "nan"),
+            inf_seen=_seen(c.has_inf if c is not None else None, abs_raw, rel_raw, "inf"),
             message="; ".join(notes) or None,
         )
         return Validation(verdict=verdict, shapes=[shape])  # type: ignore[arg-type]
