@@ -746,6 +746,7 @@ def serving_claim(
     devices: int = 1,
     claim: bool = True,
     settings: dict[str, Any] | None = None,
+    concurrency: int = 64,
 ) -> Packet:
     """A serving benchmark run (vLLM-style client) with consistent token arithmetic, and, when
     ``claim``, an output-throughput claim over a named engine configuration."""
@@ -758,7 +759,7 @@ def serving_claim(
         "serving": {
             "model": model, "engine": {"name": engine[0], "version": engine[1]}, "dataset": "random",
             "num_prompts": prompts, "input_len": input_len, "output_len": output_len,
-            "max_concurrency": 64, "request_rate": "inf", "tensor_parallel_size": devices,
+            "max_concurrency": concurrency, "request_rate": "inf", "tensor_parallel_size": devices,
             "settings": settings,
         },
     }  # fmt: skip
@@ -800,7 +801,7 @@ def serving_claim(
     p["replay"] = replay(name, dev, [
         "vllm", "bench", "serve", "--model", model, "--dataset-name", "random",
         "--random-input-len", str(input_len), "--random-output-len", str(output_len),
-        "--num-prompts", str(prompts), "--max-concurrency", "64", "--seed", "20261120", "--save-result",
+        "--num-prompts", str(prompts), "--max-concurrency", str(concurrency), "--seed", "20261120", "--save-result",
     ])  # fmt: skip
     p["replay"]["env"] = {dev["visible"]: visible}
     p["cost"] = cost(dev, duration_s + (base_duration_s if claim else 0.0) + 60.0, devices)

@@ -452,13 +452,16 @@ def serving_vllm_llama8b_h100() -> Packet:
     )  # fmt: skip
 
 
-@_control("AB", "SGLang with tensor parallelism 8 on 8 H100s over vLLM, Llama-3.1-70B")
+@_control(
+    "AB", "SGLang with tensor parallelism 8 on 8 H100s over vLLM, Llama-3.1-70B, 256 requests in flight"
+)
 def serving_sglang_tp8_llama70b() -> Packet:
     return serving_claim(
         "llama-3.1-70b-tp8-random", "h100", model="meta-llama/Llama-3.1-70B-Instruct",
         engine=("SGLang", "0.4.3"), base_engine=("vLLM", "0.11.0"), devices=8,
         prompts=2000, input_len=2048, output_len=256, duration_s=118.6, base_duration_s=131.9,
         ttft_ms=412.0, tpot_ms=31.5, settings={"mem_fraction_static": 0.88, "chunked_prefill_size": 8192},
+        concurrency=256,
     )  # fmt: skip
 
 
