@@ -33,7 +33,7 @@ from pydantic import ValidationError
 
 from ._gc import paused_gc
 from .adapters import AdapterOptions, get_adapter
-from .errors import AdapterError, InputError
+from .errors import AdapterError, InputError, UsageError
 from .models import EvidencePacket
 
 __all__ = [
@@ -51,7 +51,7 @@ __all__ = [
 ]
 
 
-class OptionError(ValueError):
+class OptionError(UsageError):
     """An ingest option is malformed (a usage error: exit code 2 at the CLI)."""
 
 

@@ -1,21 +1,27 @@
 """The exception tree. Every error kernel-evidence raises on purpose derives from one root::
 
     KernelEvidenceError
+    ├── UsageError            a command or call used wrongly: a bad option or argument (CLI exit code 2)
     ├── InputError            a file or stream could not be read as packets (names file and place)
     │   └── LimitExceeded     input over a size, line-length or nesting cap
     ├── PacketInvalid         a packet failed validation (carries the report)
     ├── AdapterError          a profiler or benchmark output could not be turned into packets
+    │   ├── UnknownAdapter    no adapter has that name or alias (also a UsageError)
+    │   └── AdapterOptionError an adapter option (``--opt KEY=VALUE``) has a bad value (also a UsageError)
     ├── MissingExtra          an optional dependency is not installed (names the extra)
     ├── ArchiveError          a Parquet archive could not be read or written
     └── MigrationError        a packet's schema_version cannot be read or migrated to the current one
 
-Messages are one line: what was expected, what was found, and where.
+Messages are one line: what was expected, what was found, and where. The command line maps
+errors to exit codes by type (a :class:`UsageError` is 2, any other error 1), never by the
+words of their messages.
 """
 
 from __future__ import annotations
 
 __all__ = [
     "AdapterError",
+    "AdapterOptionError",
     "ArchiveError",
     "InputError",
     "KernelEvidenceError",
@@ -23,6 +29,8 @@ __all__ = [
     "MigrationError",
     "MissingExtra",
     "PacketInvalid",
+    "UnknownAdapter",
+    "UsageError",
 ]
 
 
@@ -83,6 +91,20 @@ class PacketInvalid(KernelEvidenceError):
 
 class AdapterError(KernelEvidenceError):
     """A source file could not be turned into packets."""
+
+
+class UsageError(KernelEvidenceError, ValueError):
+    """A command or call used wrongly: an option or argument the user gave is malformed,
+    unknown or contradicts another (exit code 2 at the command line)."""
+
+
+class UnknownAdapter(AdapterError, UsageError):
+    """No adapter is registered under the name asked for (built-in or plug-in)."""
+
+
+class AdapterOptionError(AdapterError, UsageError):
+    """An adapter option (``AdapterOptions.extra``, ``--opt KEY=VALUE``) has a value the
+    adapter cannot use."""
 
 
 class MissingExtra(KernelEvidenceError, ImportError):

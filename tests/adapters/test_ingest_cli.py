@@ -413,8 +413,9 @@ def test_raw_column_packets_serialise_like_their_json_data(corpus: Path) -> None
 def test_advice_to_set_fields_is_not_repeated_once_they_are_set(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    """A details page names no device: the adapter advises `--set hardware.vendor=...
-    --set hardware.device=...`; given both, the advice is not printed any more."""
+    """A details page names no device: the adapter's warning says, as data, that the packet
+    lacks hardware.vendor and hardware.device; the CLI advises `--set hardware.vendor=...
+    --set hardware.device=...`; given both, the warning is not printed any more."""
     src = str(FIX / "details_old_nvtx_units.csv")
     out = str(tmp_path / "p.jsonl")
     code, _, err = run(capsys, "ingest", "ncu", src, "-o", out)

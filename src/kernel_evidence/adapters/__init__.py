@@ -14,20 +14,27 @@ import importlib
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from importlib.metadata import entry_points
 from typing import Any, Protocol, runtime_checkable
 
-from ..errors import AdapterError
+from ..errors import AdapterError, UnknownAdapter
 from ..models import Artifact, EvidencePacket
 from ..rawtable import INLINE_MAX_CELLS
+from ._envelope import start_packet, start_packet_data
 
 __all__ = [
     "Adapter",
     "AdapterOptions",
     "AdapterResult",
+    "AdapterWarning",
     "ENTRY_POINT_GROUP",
+    "adapter_sources",
     "available_adapters",
     "get_adapter",
+    "missing_fields",
+    "start_packet",
+    "start_packet_data",
 ]
 
 ENTRY_POINT_GROUP = "kernel_evidence.adapters"
@@ -102,12 +109,52 @@ class AdapterOptions:
         return ref
 
 
+class AdapterWarning(str):
+    """A warning an adapter returns: its text (it *is* a ``str``, printed, compared and searched
+    as any other warning) and, as data, the packet fields the source did not give that the
+    user can supply.
+
+    ``missing`` maps dotted packet paths (``hardware.device``, ``replay.command``,
+    ``timing.baseline``) to an example value, or None. Adapters never write command-line
+    syntax into the text: ``kevidence ingest`` phrases the advice (``--set
+    hardware.device=...``, ``--replay-cmd``, ``--baseline``) from ``missing``, and leaves the
+    warning out when the user supplied every field it names.
+
+    >>> w = AdapterWarning("a.csv: device name not in this export", {"hardware.device": "<GPU model>"})
+    >>> w.startswith("a.csv"), w.missing
+    (True, {'hardware.device': '<GPU model>'})
+    """
+
+    missing: dict[str, str | None]
+
+    def __new__(cls, message: str, missing: Mapping[str, str | None] | None = None) -> AdapterWarning:
+        self = super().__new__(cls, message)
+        self.missing = dict(missing or {})
+        return self
+
+    @property
+    def message(self) -> str:
+        """The text, as a plain ``str``."""
+        return str.__str__(self)
+
+    def __repr__(self) -> str:
+        return f"AdapterWarning({self.message!r}, missing={self.missing!r})"
+
+
 @dataclass
 class AdapterResult:
-    """Packets made from the inputs, and warnings about what could not be read or derived."""
+    """Packets made from the inputs, and warnings about what could not be read or derived.
+
+    A warning is a ``str``; an :class:`AdapterWarning` also names, as data, the fields the
+    packets lack that the user can supply (see :func:`missing_fields`)."""
 
     packets: list[EvidencePacket]
     warnings: list[str] = field(default_factory=list)
+
+
+def missing_fields(warning: str) -> dict[str, str | None]:
+    """The fields a warning says the packet lacks (``{}`` for a plain ``str`` warning)."""
+    return dict(warning.missing) if isinstance(warning, AdapterWarning) else {}
 
 
 @runtime_checkable
@@ -129,43 +176,85 @@ def _builtin(name: str) -> Adapter:
     return adapter
 
 
-def available_adapters() -> dict[str, Adapter]:
-    """Every adapter by name and alias: built-in ones, then entry-point ones."""
+def _absent(exc: ModuleNotFoundError, name: str) -> bool:
+    """Whether ``exc`` says the built-in adapter ``name`` itself is not in this build (not
+    that something it imports is missing)."""
+    return bool(exc.name) and exc.name == f"{__name__}.{_BUILTIN[name].lstrip('.')}"
+
+
+@lru_cache(maxsize=1)
+def _plugins() -> tuple[Any, ...]:
+    """The entry points of the ``kernel_evidence.adapters`` group, looked up once."""
+    return tuple(entry_points(group=ENTRY_POINT_GROUP))
+
+
+def _claim(found: dict[str, Adapter], sources: dict[str, str], ad: Adapter, source: str) -> None:
+    for key in dict.fromkeys((ad.name, *ad.aliases)):
+        if key in found and found[key] is not ad:
+            raise AdapterError(f"adapter name `{key}` is claimed twice: by {sources[key]} and by {source}")
+        found[key] = ad
+        sources[key] = source
+
+
+@lru_cache(maxsize=1)
+def _table() -> tuple[dict[str, Adapter], dict[str, str]]:
     found: dict[str, Adapter] = {}
-    for name in _BUILTIN:
+    sources: dict[str, str] = {}
+    for name, module in _BUILTIN.items():
         try:
             ad = _builtin(name)
         except ModuleNotFoundError as exc:  # a built-in adapter module not present in this build
-            if exc.name and exc.name.endswith(f"adapters.{name}"):
+            if _absent(exc, name):
                 continue
             raise
-        for key in (ad.name, *ad.aliases):
-            found[key] = ad
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        _claim(found, sources, ad, f"the built-in adapter `{name}` ({__name__}{module})")
+    for ep in _plugins():
         try:
             ad = ep.load()
         except Exception as exc:  # noqa: BLE001 - a broken plug-in must not break the CLI
             raise AdapterError(f"adapter plug-in `{ep.name}` ({ep.value}) failed to load: {exc}") from exc
         if not isinstance(ad, Adapter):
             raise AdapterError(f"adapter plug-in `{ep.name}` ({ep.value}) does not offer name/aliases/read()")
-        for key in (ad.name, *ad.aliases):
-            found.setdefault(key, ad)
-    return found
+        dist = getattr(getattr(ep, "dist", None), "name", None)
+        _claim(found, sources, ad, f"the plug-in `{ep.name}` ({ep.value}{f', from {dist}' if dist else ''})")
+    return found, sources
+
+
+def available_adapters() -> dict[str, Adapter]:
+    """Every adapter by name and alias: built-in ones, then entry-point ones.
+
+    The table is built once per process (entry points looked up and loaded once). A name or
+    alias claimed by two adapters (a plug-in and a built-in one, or two plug-ins) is an
+    :class:`~kernel_evidence.errors.AdapterError` naming both, not a silent choice."""
+    return dict(_table()[0])
+
+
+def adapter_sources() -> dict[str, str]:
+    """Where each name of :func:`available_adapters` comes from, in words (a built-in
+    adapter's module, a plug-in's entry point and distribution)."""
+    return dict(_table()[1])
+
+
+def _reset_registry() -> None:
+    """Forget the cached table and entry points (tests that install fake plug-ins)."""
+    _plugins.cache_clear()
+    _table.cache_clear()
 
 
 def get_adapter(name: str) -> Adapter:
     """The adapter registered under ``name`` (or one of its aliases).
 
-    A built-in adapter asked for by its own name is imported alone (built-in adapters win
-    over plug-ins of the same name either way); any other name loads the whole table."""
-    if name in _BUILTIN:
+    A built-in adapter asked for by its own name is imported alone when no plug-in is
+    installed; otherwise the whole table is loaded, so that a plug-in claiming a built-in
+    name is reported (:func:`available_adapters`)."""
+    if name in _BUILTIN and not _plugins():
         try:
             return _builtin(name)
         except ModuleNotFoundError as exc:  # not in this build: the table says what is
-            if not (exc.name and exc.name.endswith(f"adapters.{name}")):
+            if not _absent(exc, name):
                 raise
     table = available_adapters()
     try:
         return table[name]
     except KeyError:
-        raise AdapterError(f"no adapter named `{name}`; available: {', '.join(sorted(table))}") from None
+        raise UnknownAdapter(f"no adapter named `{name}`; available: {', '.join(sorted(table))}") from None

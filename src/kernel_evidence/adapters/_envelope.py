@@ -22,12 +22,15 @@ None are left out, so a caller can pass what it has without ``if``s.
 from __future__ import annotations
 
 from datetime import datetime, timezone
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from .._version import __version__
 from ..models import SCHEMA_VERSION, EvidencePacket, Producer, Status, Subject
 
 __all__ = ["PRODUCER_NAME", "producer", "start_packet", "start_packet_data", "utc_now"]
+
+#: what ``subject.kind`` may be (the model refuses anything else)
+SubjectKind = Literal["kernel", "serving"]
 
 #: the ``producer.name`` of every packet this package writes
 PRODUCER_NAME = "kernel-evidence"
@@ -45,7 +48,7 @@ def producer() -> Producer:
 
 def start_packet_data(
     *,
-    subject_kind: Literal["kernel", "serving"],
+    subject_kind: str,
     subject_name: str,
     description: str | None = None,
     status: Status | str = "passed",
@@ -63,7 +66,7 @@ def start_packet_data(
         "schema_version": SCHEMA_VERSION,
         "created_at": created_at or utc_now(),
         "producer": producer(),
-        "subject": Subject(kind=subject_kind, name=subject_name, description=description),
+        "subject": Subject(kind=cast(SubjectKind, subject_kind), name=subject_name, description=description),
         "status": status,
     }
     if measured_at is not None:
@@ -76,7 +79,7 @@ def start_packet_data(
 
 def start_packet(
     *,
-    subject_kind: Literal["kernel", "serving"],
+    subject_kind: str,
     subject_name: str,
     description: str | None = None,
     status: Status | str = "passed",

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import stat
 
-from ..errors import AdapterError
+from ..errors import AdapterError, AdapterOptionError
 
 __all__ = ["DEFAULT_MAX_BYTES", "is_junk_entry", "max_bytes_option", "read_capped", "size_text"]
 
@@ -92,7 +92,7 @@ def max_bytes_option(extra: dict[str, object], default: int = DEFAULT_MAX_BYTES)
     try:
         out = int(str(value))
     except ValueError:
-        raise AdapterError(f"option `max_bytes`: expected a positive integer, got {value!r}") from None
+        raise AdapterOptionError(f"option `max_bytes`: expected a positive integer, got {value!r}") from None
     if out < 1:
-        raise AdapterError(f"option `max_bytes`: expected a positive integer, got {out}")
+        raise AdapterOptionError(f"option `max_bytes`: expected a positive integer, got {out}")
     return out

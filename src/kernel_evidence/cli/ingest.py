@@ -8,17 +8,15 @@ what the packets still lack to pass ``kevidence validate`` go to stderr.
 from __future__ import annotations
 
 import os
-import re
+import shlex
 import sys
+from collections.abc import Mapping
 
 import typer
 
 from .._gc import paused_gc
-from ..errors import KernelEvidenceError
+from ..errors import KernelEvidenceError, UsageError
 from ._common import EXIT_INVALID, EXIT_OK, EXIT_USAGE, fail
-
-#: ``--set KEY=...`` advice in an adapter warning (the keys it asks the user to set)
-_ADVISED_SET = re.compile(r"--set '?([A-Za-z_][\w.]*)=")
 
 
 def register(app: typer.Typer) -> None:
@@ -115,7 +113,8 @@ def run(
 ) -> int:
     """The command body; returns the exit code."""
     # here, not at start-up: the adapters' imports are only paid by `kevidence ingest`
-    from .._ingest import OptionError, ingest_json, missing_for_validation, parse_opts, remove_side_files
+    from .._ingest import ingest_json, missing_for_validation, parse_opts, remove_side_files
+    from ..adapters import missing_fields
 
     if output == "":
         fail("-o/--output expects a file name, got an empty one", EXIT_USAGE)
@@ -159,11 +158,9 @@ def run(
             side_base=side_base,
             inline_max_cells=inline_max_cells,
         )
-    except OptionError as exc:
+    except UsageError as exc:  # a malformed option, an unknown tool, a bad --opt value
         fail(str(exc), EXIT_USAGE)
     except KernelEvidenceError as exc:
-        if str(exc).startswith(("no adapter named", "option `")):
-            fail(str(exc), EXIT_USAGE)  # an unknown tool, or a bad --opt value
         fail(str(exc), EXIT_INVALID)
     packets = result.packets
     from ..io import output_streams_jsonl
@@ -175,11 +172,18 @@ def run(
             EXIT_USAGE,
         )
     given = {kv.partition("=")[0].strip() for kv in sets or ()}
+    if replay_cmd is not None:
+        given.add("replay.command")
+    if baseline is not None:
+        given.add("timing.baseline")
     for w in result.warnings:
-        advised = _ADVISED_SET.findall(w)
-        if advised and all(key in given for key in advised):
-            continue  # the advice was followed: the user set every field it names
-        sys.stderr.write(f"kevidence: warning: {' '.join(w.split())}\n")
+        missing = missing_fields(w)
+        if missing and all(key in given for key in missing):
+            continue  # the user supplied every field the warning says the packet lacks
+        text = " ".join(w.split())
+        if missing:
+            text += f"; add {advice(missing)}"
+        sys.stderr.write(f"kevidence: warning: {text}\n")
     import msgspec
 
     if output is None:
@@ -209,6 +213,21 @@ def run(
         for line in lacks:
             sys.stderr.write(f"  {line}\n")
     return EXIT_OK
+
+
+def advice(missing: Mapping[str, str | None]) -> str:
+    """The options of ``kevidence ingest`` that supply ``missing`` fields (dotted packet paths
+    to an example value): ``--replay-cmd``, ``--baseline``, or ``--set PATH=VALUE``."""
+    parts = []
+    for path, example in missing.items():
+        if path == "replay.command":
+            parts.append(f"--replay-cmd {shlex.quote(example or '<the exact command>')}")
+        elif path == "timing.baseline":
+            parts.append(f"--baseline {shlex.quote(example or 'PROVIDER:VERSION:CALL')}")
+        else:
+            value = example or "<value>"
+            parts.append(f"--set {shlex.quote(f'{path}={value}')}")
+    return " ".join(parts)
 
 
 def _streams(output: str) -> bool:

@@ -50,7 +50,7 @@ from ...models import (
     Timing,
 )
 from ...units import UnitError, convert, dimension_of
-from .. import AdapterOptions, AdapterResult
+from .. import AdapterOptions, AdapterResult, AdapterWarning
 from .._envelope import start_packet
 from .._objects import Records
 from .._read import DEFAULT_MAX_BYTES, is_junk_entry, max_bytes_option, read_capped
@@ -745,6 +745,12 @@ def _median_frequency(
     return Frequency(value=round(statistics.median(values), 3), unit="MHz")
 
 
+#: the start of the warning about an export that names no device (the packet then lacks
+#: what :data:`_DEVICE_FIELDS` names)
+_NO_DEVICE = "device name not in this export"
+_DEVICE_FIELDS = {"hardware.vendor": "nvidia", "hardware.device": "<GPU model>"}
+
+
 def _hardware(
     report: Report, raw: _RawTable, attributes: dict[str, Any], warnings: list[str]
 ) -> Hardware | None:
@@ -758,10 +764,7 @@ def _hardware(
     )
     if not name:
         cc = f"; compute capability {arch}" if arch else ""
-        warnings.append(
-            f"device name not in this export ({report.page} page{cc}); hardware left empty: "
-            "add --set hardware.vendor=nvidia --set 'hardware.device=<GPU model>'"
-        )
+        warnings.append(f"{_NO_DEVICE} ({report.page} page{cc}); hardware left empty")
         return None
     sms = _device_attr(attributes, raw, "device__attribute_multiprocessor_count")
     if not isinstance(sms, float):
@@ -1230,7 +1233,10 @@ class NcuAdapter:
                     )
                     packets.append(packet)
                     for w in packet.profiler[0].warnings or ():  # type: ignore[index]
-                        warnings.append(f"{path}: {w}")
+                        if packet.hardware is None and w.startswith(_NO_DEVICE):
+                            warnings.append(AdapterWarning(f"{path}: {w}", _DEVICE_FIELDS))
+                        else:
+                            warnings.append(f"{path}: {w}")
             # a capture whose raw values went to a side file built as many records
             if raw_cell_count(packets) + sum(side_cells) >= PROMOTE_CELLS:
                 promote_survivors()

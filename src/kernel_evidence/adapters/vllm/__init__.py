@@ -34,7 +34,7 @@ import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from ...errors import AdapterError
+from ...errors import AdapterError, AdapterOptionError
 from .. import AdapterOptions, AdapterResult
 from .._envelope import utc_now
 from .._read import is_junk_entry, max_bytes_option
@@ -56,9 +56,9 @@ def _int_option(extra: dict[str, object], name: str, default: int) -> int:
     try:
         out = int(str(value))
     except ValueError:
-        raise AdapterError(f"option `{name}`: expected an integer, got {value!r}") from None
+        raise AdapterOptionError(f"option `{name}`: expected an integer, got {value!r}") from None
     if out < 0:
-        raise AdapterError(f"option `{name}`: expected a non-negative integer, got {out}")
+        raise AdapterOptionError(f"option `{name}`: expected a non-negative integer, got {out}")
     return out
 
 

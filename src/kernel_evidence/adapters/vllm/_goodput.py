@@ -23,7 +23,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from ...errors import AdapterError
+from ...errors import AdapterOptionError
 
 __all__ = ["SLO_KEYS", "count_good", "needed_arrays", "parse_goodput_option", "slo_text"]
 
@@ -42,7 +42,7 @@ def parse_goodput_option(value: Any) -> dict[str, float] | None:
     """The ``goodput`` option as ``{slo: milliseconds}`` (``None`` when not given).
 
     Accepts the text form ``ttft:200,tpot:50`` (commas or spaces, as vLLM's ``--goodput``
-    takes them) or a mapping ``{"ttft": 200}``; anything else is an :class:`AdapterError`.
+    takes them) or a mapping ``{"ttft": 200}``; anything else is an :class:`AdapterOptionError`.
 
     >>> parse_goodput_option("ttft:200, e2el:1000")
     {'ttft': 200.0, 'e2el': 1000.0}
@@ -59,17 +59,17 @@ def parse_goodput_option(value: Any) -> dict[str, float] | None:
                 continue
             key, sep, ms = part.partition(":")
             if not sep:
-                raise AdapterError(f"option `goodput`: `{part}` is not KEY:MS; {_EXPECTED}, {shown}")
+                raise AdapterOptionError(f"option `goodput`: `{part}` is not KEY:MS; {_EXPECTED}, {shown}")
             items.append((key.strip(), ms.strip()))
     if not items:
-        raise AdapterError(f"option `goodput`: {_EXPECTED}, {shown}")
+        raise AdapterOptionError(f"option `goodput`: {_EXPECTED}, {shown}")
     out: dict[str, float] = {}
     for key, ms in items:
         name = key.lower()
         if name not in SLO_KEYS:
-            raise AdapterError(f"option `goodput`: unknown SLO `{key}`; {_EXPECTED}, {shown}")
+            raise AdapterOptionError(f"option `goodput`: unknown SLO `{key}`; {_EXPECTED}, {shown}")
         if name in out:
-            raise AdapterError(f"option `goodput`: SLO `{name}` given twice; {_EXPECTED}, {shown}")
+            raise AdapterOptionError(f"option `goodput`: SLO `{name}` given twice; {_EXPECTED}, {shown}")
         x: float | None = None
         if not isinstance(ms, bool):
             try:
@@ -77,7 +77,7 @@ def parse_goodput_option(value: Any) -> dict[str, float] | None:
             except (TypeError, ValueError):
                 x = None
         if x is None or not math.isfinite(x) or x < 0:
-            raise AdapterError(
+            raise AdapterOptionError(
                 f"option `goodput`: `{key}:{ms}` is not a non-negative number of milliseconds; "
                 f"{_EXPECTED}, {shown}"
             )
