@@ -621,7 +621,7 @@ def capture(
 # ---------------------------------------------------------------- whole packets
 
 
-def envelope(name: str, kind: str, status: str, dev_key: str | None) -> Packet:
+def envelope(name: str, kind: str, status: str) -> Packet:
     return {
         "schema_version": SCHEMA_VERSION,
         "created_at": CREATED_AT,
@@ -684,7 +684,7 @@ def kernel_claim(
     """A passed kernel packet claiming ``base_s / cand_s`` over a library baseline, with
     everything a strong claim needs (both sides' conditions, defences, capture, cost)."""
     dev = DEVICES[dev_key]
-    p = envelope(name, "kernel", "passed", dev_key)
+    p = envelope(name, "kernel", "passed")
     sid = op["shape"]["id"]
     p["task"] = task_of(op, extra_shapes, reference)
     p["compile"] = {
@@ -751,7 +751,7 @@ def serving_claim(
     """A serving benchmark run (vLLM-style client) with consistent token arithmetic, and, when
     ``claim``, an output-throughput claim over a named engine configuration."""
     dev = DEVICES[dev_key]
-    p = envelope(name, "serving", "passed", dev_key)
+    p = envelope(name, "serving", "passed")
     completed = prompts - failed
     settings = dict(settings or {"max_num_seqs": 256, "enable_chunked_prefill": True})
     p["task"] = {
@@ -861,7 +861,7 @@ def failure_packet(
 ) -> Packet:
     """An honest failure: what failed, on which shape, with the per-shape results."""
     dev = DEVICES[dev_key]
-    p = envelope(name, "kernel", status, dev_key)
+    p = envelope(name, "kernel", status)
     p["failure"] = {"failure_class": failure_class, "message": message, "shape_id": op["shape"]["id"]}
     p["lineage"] = {
         "run_id": "rl-run-2026-11-20",

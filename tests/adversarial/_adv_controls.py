@@ -21,11 +21,13 @@ from _adv_build import (
     attention,
     capture,
     digest,
+    envelope,
     failure_packet,
     finalize,
     gemm,
     hex40,
     kernel_claim,
+    replay,
     rowwise,
     serving_claim,
     set_side_samples,
@@ -603,10 +605,8 @@ def error_timeout_tpu() -> Packet:
 
 @_control("D", "a profile-only packet: one ncu capture, no timing claim")
 def h100_profile_only() -> Packet:
-    from _adv_build import envelope, replay
-
     dev = DEVICES["h100"]
-    p = envelope("gemm_profile_8192", "kernel", "passed", "h100")
+    p = envelope("gemm_profile_8192", "kernel", "passed")
     p["task"] = {"operator": "gemm", "dtypes": ["bf16"]}
     p["profiler"] = [
         capture(dev, "gemm_bf16_tn_128x256_warpspecialized", "m8192n8192k8192", 1.83e-3, "gemm_profile_8192")
