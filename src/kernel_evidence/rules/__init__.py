@@ -15,7 +15,6 @@ Two entry points, with the same rules:
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Iterable, Iterator
 from itertools import chain
 from typing import Any
@@ -23,8 +22,10 @@ from typing import Any
 import msgspec
 from pydantic import ValidationError
 
-from .._decode import Decoded, decode_checked, decode_document
-from .._fast import PacketStruct
+from .._codec.decode import Decoded, decode_checked, decode_document, model_and_id
+from .._codec.messages import from_pydantic
+from .._codec.structs import PacketStruct
+from ..errors import MigrationError
 from ..io import Limits, Record, discover, iter_records
 from ..models import EvidencePacket
 from ._checks import check_packet, future_limit, identity_finding  # also registers the rules
@@ -92,58 +93,6 @@ def _report_for(item: Decoded, source: str | None) -> Report:
     return Report(source, item.location, None, [f], Grade("F", (f"invalid: {f.rule_id}",)))
 
 
-def _data_path(data: Any, loc: tuple[int | str, ...]) -> tuple[int | str, ...]:
-    """The steps of a pydantic error location that exist in the data: pydantic adds the
-    member of a union it tried (``constrained-float``, ``literal['inf']``) and ``[key]``
-    for a bad dict key, which are not JSON Pointer segments. A step is kept when the data
-    has it; the rest of the location after a missing member (a missing field) is kept."""
-    out: list[int | str] = []
-    node: Any = data
-    for i, step in enumerate(loc):
-        if isinstance(node, dict):
-            if step in node:
-                out.append(step)
-                node = node[step]
-                continue
-            if i == len(loc) - 1 and not (isinstance(step, str) and _TAG.match(step)):
-                out.append(step)  # the missing (or unknown) member itself
-            continue
-        if isinstance(node, list) and isinstance(step, int) and 0 <= step < len(node):
-            out.append(step)
-            node = node[step]
-            continue
-        if isinstance(step, str) and _TAG.match(step):
-            continue  # a union member or a key marker, not a step in the data
-        out.append(step)
-        node = None
-    return tuple(out)
-
-
-_TAG = re.compile(r"^(\[key\]|[a-z-]+\[.*\]|[a-z]+(-[a-z]+)+|int|float|str|bool|list|dict|none)$")
-
-
-def _pydantic_findings(exc: ValidationError, data: Any = None) -> list[Finding]:
-    out = []
-    for err in exc.errors(include_url=False):
-        loc = _data_path(data, err["loc"])
-        pointer = "".join("/" + str(x).replace("~", "~0").replace("/", "~1") for x in loc)
-        msg = err["msg"]
-        typ = err["type"]
-        if typ == "missing":
-            msg = f"missing required field `{loc[-1]}`"
-        elif typ == "extra_forbidden":
-            msg = f"unknown field `{loc[-1]}` (not in schema 0.1; put tool-specific data under /extensions)"
-            pointer = pointer.rsplit("/", 1)[0]
-        elif loc and loc[-1] == "unit" and typ == "literal_error":
-            from ._units import expected_unit_text
-
-            msg = f"{expected_unit_text(pointer)}, got `{err.get('input')}`"
-        elif loc == ("schema_version",):
-            msg = f"unsupported schema_version; this validator reads 0.1 ({msg})"
-        out.append(finding(_F, pointer, msg))
-    return out
-
-
 def validate(packet: EvidencePacket | dict[str, Any] | bytes | str) -> Report:
     """Validate one packet and grade it.
 
@@ -152,7 +101,7 @@ def validate(packet: EvidencePacket | dict[str, Any] | bytes | str) -> Report:
     True
     """
     if isinstance(packet, EvidencePacket):
-        # not packet._struct(): that holds raw-column tables pre-encoded, which rules inspect
+        # not the codec's struct_of(): that holds raw-column tables pre-encoded, which rules inspect
         return validate_struct(_to_struct.decode(packet.to_json()))
     if isinstance(packet, (bytes, str)):
         raw = packet.encode() if isinstance(packet, str) else packet
@@ -171,9 +120,12 @@ def validate(packet: EvidencePacket | dict[str, Any] | bytes | str) -> Report:
         return _report_for(items[0], None)
     if isinstance(packet, dict):
         try:
-            model = EvidencePacket.model_validate(packet)
-        except ValidationError as exc:
-            fs = _pydantic_findings(exc, packet)
+            model, content_id = model_and_id(packet)
+        except (ValidationError, MigrationError) as exc:
+            if isinstance(exc, MigrationError):
+                fs = [finding(_F, exc.pointer, exc.message)]
+            else:
+                fs = [finding(_F, pointer, msg) for msg, pointer in from_pydantic(exc, packet)]
             return Report(
                 None,
                 None,
@@ -183,7 +135,7 @@ def validate(packet: EvidencePacket | dict[str, Any] | bytes | str) -> Report:
             )
         # the struct is built from the data as given, so packet_id is checked against it
         struct = msgspec.convert(model.model_dump(mode="json", exclude_none=True), PacketStruct)
-        return validate_struct(struct)
+        return validate_struct(struct, content_id=content_id)
     raise TypeError(f"validate() takes an EvidencePacket, a dict or JSON bytes, not {type(packet).__name__}")
 
 

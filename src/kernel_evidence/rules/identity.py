@@ -1,6 +1,6 @@
 """KE0xx: the input is readable, structured, and the packet's identity holds.
 
-KE000, KE001 and KE003 are checked while decoding (:mod:`kernel_evidence._decode`): they are
+KE000, KE001 and KE003 are checked while decoding (:mod:`kernel_evidence._codec.decode`): they are
 declared here so every rule has one home. KE004/KE005 need the canonical bytes the decoder
 computed, so :func:`identity_finding` is called beside :func:`check` by the reports.
 """
