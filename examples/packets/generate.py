@@ -682,6 +682,50 @@ def _reference_claim_failed_shape(d: dict[str, Any]) -> None:
     d["validation"]["shapes"][0]["passed"] = False
 
 
+def _inflated_output_throughput(d: dict[str, Any]) -> None:
+    # 128000 output tokens in 31.4 s are 4076 tok/s; the packet claims 5200
+    d["timing"]["serving"]["output_throughput"]["value"] = 5200.0
+    d["timing"]["speedup"]["value"] = round(5200.0 / 3520.1, 4)
+
+
+def _dropped_requests(d: dict[str, Any]) -> None:
+    # 1000 prompts sent, 940 completed, the 60 failures left out of `failed`
+    s = d["timing"]["serving"]
+    s["completed"] = 940
+    s["request_throughput"]["value"] = round(940 / 31.4, 2)
+    s["total_input_tokens"] = 940 * 1024
+    s["total_output_tokens"] = 940 * 128
+    s["output_throughput"]["value"] = round(940 * 128 / 31.4, 1)
+    s["total_token_throughput"]["value"] = round(940 * (1024 + 128) / 31.4, 1)
+    d["timing"]["speedup"]["value"] = round(s["output_throughput"]["value"] / 3520.1, 4)
+
+
+def _profiled_kernel_slower_than_claim(d: dict[str, Any]) -> None:
+    # the candidate's own ncu capture shows its GEMM running 400 us per call, the claim
+    # 151.9 us: the timer stopped before the kernel's work was done
+    cap = d["profiler"][0]
+    cap["of"] = {"side": "candidate", "shape_id": "m4096n4096k4096", "expected_kernels": ["gemm_bf16_tn"]}
+    cap["kernels"][0]["metrics"]["duration"]["value"] = 400000.0
+    cap["kernels"][0]["raw"]["gpu__time_duration.sum"]["value"] = 400.0
+
+
+def _capture_without_candidate_kernel(d: dict[str, Any]) -> None:
+    # the capture said to be of the candidate holds only a cuBLAS kernel
+    d["profiler"][0]["of"] = {
+        "side": "candidate",
+        "shape_id": "m4096n4096k4096",
+        "expected_kernels": ["gemm_bf16_tn"],
+    }
+    d["profiler"][0]["kernels"][0]["name"] = (
+        "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x256x64_cublas"
+    )
+
+
+def _energy_above_power_limit(d: dict[str, Any]) -> None:
+    # 15 kJ over 14.2 s is 1056 W on one 700 W H100
+    d["cost"]["energy"]["energy"]["value"] = 15000.0
+
+
 INVALID: dict[str, tuple[Any, Any]] = {
     "KE101_no_replay_command.json": (nvidia_gemm, _without(["replay", "command"])),
     "KE101_no_replay.json": (compile_error, _without(["replay"])),
@@ -715,6 +759,11 @@ INVALID: dict[str, tuple[Any, Any]] = {
     "KE801_device_not_identified.json": (amd_gemm, _unidentified),
     "KE902_raw_table_without_digest.json": (nvidia_gemm, _raw_table_without_digest),
     "KE001_time_stats_in_bandwidth_unit.json": (nvidia_gemm, _unit),
+    "KE1001_output_throughput_above_tokens_over_duration.json": (serving, _inflated_output_throughput),
+    "KE1003_dropped_requests_unaccounted.json": (serving, _dropped_requests),
+    "KE1101_claim_faster_than_its_profiled_kernel.json": (nvidia_gemm, _profiled_kernel_slower_than_claim),
+    "KE1102_capture_without_the_candidate_kernel.json": (nvidia_gemm, _capture_without_candidate_kernel),
+    "KE1201_energy_above_power_limit.json": (nvidia_gemm, _energy_above_power_limit),
 }
 
 # documents that are not even well-formed packets, written as raw text

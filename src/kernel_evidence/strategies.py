@@ -189,21 +189,23 @@ def serving_packets(draw: Any) -> EvidencePacket:
     """Passed serving runs, some with a throughput claim against a reference configuration."""
     d = _envelope(draw, "serving", "passed")
     tps = draw(st.floats(10.0, 20000.0))
+    prompts = draw(st.integers(1, 5000))
+    tp = draw(st.sampled_from([1, 2, 4, 8]))
     d["task"] = {
         "workload": "random",
         "serving": {
             "model": draw(st.sampled_from(["meta-llama/Llama-3.1-8B-Instruct", "Qwen/Qwen2.5-7B"])),
             "engine": {"name": "vLLM", "version": "0.11.0"},
-            "num_prompts": draw(st.integers(1, 5000)),
+            "num_prompts": prompts,
             "input_len": 1024,
             "output_len": 128,
             "max_concurrency": draw(st.integers(1, 256)),
             "request_rate": draw(st.sampled_from(["inf", 1.0, 8.0])),
-            "tensor_parallel_size": draw(st.sampled_from([1, 2, 4, 8])),
+            "tensor_parallel_size": tp,
         },
     }
     serving = {
-        "completed": draw(st.integers(1, 5000)),
+        "completed": prompts,  # every prompt answered (KE1003)
         "failed": 0,
         "duration": {"value": draw(st.floats(1.0, 600.0)), "unit": "s"},
         "output_throughput": {"value": tps, "unit": "tok/s"},
@@ -221,7 +223,7 @@ def serving_packets(draw: Any) -> EvidencePacket:
         timing["speedup"] = {"value": ratio, "basis": "output_throughput"}
     d["timing"] = timing
     vendor, device, arch, _, _ = draw(st.sampled_from(_DEVICES[:3]))
-    d["hardware"] = _hardware(draw, vendor, device, arch)
+    d["hardware"] = {**_hardware(draw, vendor, device, arch), "count": tp}  # one device per TP rank
     return EvidencePacket.model_validate(d).with_id()
 
 

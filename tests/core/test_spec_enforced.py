@@ -115,7 +115,12 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], str, str]] = [
         "/timing/serving/output_throughput/unit",
     ),
     # §3 envelope
-    ("3 schema_version is 0.2 (or 0.1, migrated)", _set("schema_version", value="0.3"), "KE001", "/schema_version"),
+    (
+        "3 schema_version is 0.2 (or 0.1, migrated)",
+        _set("schema_version", value="0.3"),
+        "KE001",
+        "/schema_version",
+    ),
     ("3 created_at required", _set("created_at"), "KE001", "/created_at"),
     ("3 created_at ends in Z", _set("created_at", value="2026-11-01T12:00:00+00:00"), "KE001", "/created_at"),
     ("3 created_at day exists", _set("created_at", value="2026-02-30T12:00:00Z"), "KE007", "/created_at"),
@@ -396,6 +401,115 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], str, str]] = [
         _set("validation", "shapes", 0, "rtol", value=1.0),
         "KE701",
         "/validation/shapes/0",
+    ),
+    # serving arithmetic (KE10xx), profile against claim (KE11xx), cost (KE12xx)
+    (
+        "7 KE1001 throughput within tokens / duration",
+        _set(
+            "timing",
+            "serving",
+            value={
+                "duration": {"value": 10.0, "unit": "s"},
+                "total_output_tokens": 1000,
+                "output_throughput": {"value": 500.0, "unit": "tok/s"},
+            },
+        ),
+        "KE1001",
+        "/timing/serving/output_throughput",
+    ),  # fmt: skip
+    (
+        "7 KE1002 output tokens within completed x output_len",
+        _all(
+            _set("task", "serving", value={"output_len": 10}),
+            _set("timing", "serving", value={"completed": 10, "total_output_tokens": 1000}),
+        ),
+        "KE1002",
+        "/timing/serving/total_output_tokens",
+    ),  # fmt: skip
+    (
+        "7 KE1003 completed + failed = prompts",
+        _all(
+            _set("task", "serving", value={"num_prompts": 10}),
+            _set("timing", "serving", value={"completed": 8}),
+        ),
+        "KE1003",
+        "/timing/serving/failed",
+    ),  # fmt: skip
+    (
+        "7 KE1004 e2el >= ttft",
+        _set(
+            "timing",
+            "serving",
+            value={"ttft": {"unit": "ms", "median": 50.0}, "e2el": {"unit": "ms", "median": 40.0}},
+        ),
+        "KE1004",
+        "/timing/serving/e2el/median",
+    ),  # fmt: skip
+    (
+        "7 KE1005 ttft >= 1 ms",
+        _set("timing", "serving", value={"ttft": {"unit": "us", "median": 100.0}}),
+        "KE1005",
+        "/timing/serving/ttft/median",
+    ),  # fmt: skip
+    (
+        "7 KE1006 failed requests behind a passed claim",
+        _set("timing", "serving", value={"completed": 5, "failed": 5}),
+        "KE1006",
+        "/timing/serving/failed",
+    ),  # fmt: skip
+    (
+        "7 KE1101 claim not faster than the profiled kernels",
+        _set(
+            "profiler",
+            value=[
+                {
+                    "tool": "ncu",
+                    "of": {"side": "candidate", "shape_id": "4096"},
+                    "kernels": [{"name": "k", "metrics": {"duration": {"value": 500.0, "unit": "us"}}}],
+                }
+            ],
+        ),
+        "KE1101",
+        "/timing/stats/median",
+    ),  # fmt: skip
+    (
+        "7 KE1102 the candidate's kernel in its capture",
+        _set(
+            "profiler",
+            value=[
+                {
+                    "tool": "ncu",
+                    "of": {"side": "candidate", "expected_kernels": ["mine"]},
+                    "kernels": [{"name": "cublas_gemm"}],
+                }
+            ],
+        ),
+        "KE1102",
+        "/profiler/0/kernels",
+    ),  # fmt: skip
+    (
+        "7 KE1201 energy within power limit x devices",
+        _all(
+            _set("hardware", "power_limit", value={"value": 700.0, "unit": "W"}),
+            _set(
+                "cost",
+                value={
+                    "energy": {
+                        "energy": {"value": 10000.0, "unit": "J"},
+                        "window": {"value": 1.0, "unit": "s"},
+                        "source": "nvml",
+                    }
+                },
+            ),
+        ),
+        "KE1201",
+        "/cost/energy/energy",
+    ),  # fmt: skip
+    (
+        "7 KE1202 gpu_time covers the timed work",
+        _set("cost", value={"gpu_time": {"value": 1.0, "unit": "us"}}),
+        "KE1202",
+        "/cost/gpu_time",
     ),
 ]
 

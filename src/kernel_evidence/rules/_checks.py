@@ -19,7 +19,21 @@ from __future__ import annotations
 from types import ModuleType
 from typing import Any
 
-from . import baseline, claim, hardware, identity, physics, rawtable, replay, statistics, status, tolerance
+from . import (
+    baseline,
+    claim,
+    cost,
+    hardware,
+    identity,
+    physics,
+    profile,
+    rawtable,
+    replay,
+    serving,
+    statistics,
+    status,
+    tolerance,
+)
 from ._common import CACHED_CHARS as _CACHED_CHARS  # noqa: F401  (the caches' bound, here too)
 from ._context import Ctx
 from .claim import computed_speedup
@@ -41,6 +55,9 @@ BANDS: tuple[ModuleType, ...] = (
     tolerance,
     hardware,
     rawtable,
+    serving,
+    profile,
+    cost,
 )
 
 _CHECKS = tuple(band.check for band in BANDS)

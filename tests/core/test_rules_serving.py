@@ -1,0 +1,209 @@
+"""KE10xx: serving figures that do not add up are caught; honest runs pass."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kernel_evidence import validate
+
+EXAMPLE = (
+    Path(__file__).resolve().parents[2] / "examples" / "packets" / "valid" / "serving_vllm_llama8b_h100.json"
+)
+BAND = {"KE1001", "KE1002", "KE1003", "KE1004", "KE1005", "KE1006"}
+
+
+def honest() -> dict[str, Any]:
+    d = json.loads(EXAMPLE.read_text(encoding="utf-8"))
+    d.pop("packet_id")  # edited below: the content id would no longer match
+    return d
+
+
+def found(d: dict[str, Any]) -> set[tuple[str, str]]:
+    return {(f.rule_id, f.pointer) for f in validate(d).findings if f.rule_id in BAND}
+
+
+def test_the_honest_run_passes() -> None:
+    d = honest()
+    report = validate(d)
+    assert report.ok, [f.line() for f in report.errors]
+    assert found(d) == set()
+
+
+def test_a_vllm_sweep_run_passes() -> None:
+    """The figures of a real `vllm bench serve` sweep run (opt-125m, concurrency 2): Little's
+    law is tight there (8 x 0.340 s / 2 = 1.361 s of 1.365 s) and must hold."""
+    d = honest()
+    d["task"]["serving"].update(num_prompts=8, input_len=32, output_len=16, max_concurrency=2)
+    d["timing"]["serving"] = {
+        "completed": 8,
+        "failed": 0,
+        "duration": {"value": 1.3653671270003542, "unit": "s"},
+        "request_throughput": {"value": 5.859229976904171, "unit": "req/s"},
+        "output_throughput": {"value": 93.74767963046673, "unit": "tok/s"},
+        "total_token_throughput": {"value": 281.2430388914002, "unit": "tok/s"},
+        "total_input_tokens": 256,
+        "total_output_tokens": 128,
+        "ttft": {
+            "unit": "ms",
+            "median": 44.92285849846667,
+            "mean": 217.27289337468392,
+            "percentiles": {"p99": 762.4942294094944},
+        },
+        "e2el": {
+            "unit": "ms",
+            "median": 166.47808399284258,
+            "mean": 340.3411977451469,
+            "percentiles": {"p99": 876.8009717071254},
+        },
+    }
+    d["timing"]["stats"] = {"unit": "ms", "median": 166.47808399284258, "mean": 340.3411977451469}
+    d["timing"]["baseline"]["serving"]["output_throughput"]["value"] = 80.0
+    d["timing"]["speedup"]["value"] = 93.74767963046673 / 80.0
+    assert found(d) == set()
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "pointer"),
+    [
+        ("output_throughput", 5200.0, "/timing/serving/output_throughput"),
+        ("request_throughput", 45.0, "/timing/serving/request_throughput"),
+        ("total_token_throughput", 50000.0, "/timing/serving/total_token_throughput"),
+    ],
+)
+def test_inflated_throughput(field: str, value: float, pointer: str) -> None:
+    d = honest()
+    d["timing"]["serving"][field]["value"] = value
+    assert ("KE1001", pointer) in found(d)
+
+
+def test_a_lower_candidate_throughput_is_not_a_lie() -> None:
+    d = honest()
+    d["timing"]["serving"]["output_throughput"]["value"] = 3800.0  # steady-state window, say
+    assert found(d) == set()
+
+
+def test_deflated_baseline_throughput_inflates_the_speedup() -> None:
+    d = honest()
+    b = d["timing"]["baseline"]["serving"]
+    b.update(duration={"value": 30.0, "unit": "s"}, total_output_tokens=128000)
+    b["output_throughput"]["value"] = 3520.1  # 128000 / 30 s is 4267 tok/s
+    assert ("KE1001", "/timing/baseline/serving/output_throughput") in found(d)
+    b["output_throughput"]["value"] = 4266.0
+    d["timing"]["speedup"]["value"] = 4076.4 / 4266.0
+    assert found(d) == set()
+
+
+def test_duration_shorter_than_the_requests() -> None:
+    d = honest()
+    # a shortened duration with throughputs recomputed to match it
+    s = d["timing"]["serving"]
+    s["duration"]["value"] = 20.0
+    s["output_throughput"]["value"] = 128000 / 20.0
+    s["request_throughput"]["value"] = 1000 / 20.0
+    s["total_token_throughput"]["value"] = 1152000 / 20.0
+    d["timing"]["speedup"]["value"] = 6400.0 / 3520.1
+    assert ("KE1001", "/timing/serving/duration") in found(d)
+    # a single request longer than the whole run
+    d = honest()
+    d["timing"]["serving"]["e2el"]["max"] = 40000.0
+    d["timing"]["stats"]["max"] = 40000.0
+    assert ("KE1001", "/timing/serving/duration") in found(d)
+
+
+def test_output_tokens_beyond_the_output_length() -> None:
+    d = honest()
+    s = d["timing"]["serving"]
+    s["total_output_tokens"] = 256000
+    s["output_throughput"]["value"] = 256000 / 31.4
+    s["total_token_throughput"]["value"] = (1024000 + 256000) / 31.4
+    d["timing"]["speedup"]["value"] = 256000 / 31.4 / 3520.1
+    assert ("KE1002", "/timing/serving/total_output_tokens") in found(d)
+    # a recorded range ratio widens the bound
+    d["task"]["serving"]["settings"]["random_range_ratio"] = 1.0
+    assert not {r for r, _ in found(d)} & {"KE1002"}
+
+
+def test_fewer_output_tokens_than_completed_requests() -> None:
+    d = honest()
+    d["timing"]["serving"]["total_output_tokens"] = 10
+    assert ("KE1002", "/timing/serving/total_output_tokens") in found(d)
+
+
+def test_dropped_requests_are_missed() -> None:
+    d = honest()
+    d["timing"]["serving"]["completed"] = 950  # 50 failures left out of both counts
+    assert ("KE1003", "/timing/serving/failed") in found(d)
+    d["timing"]["serving"]["completed"] = 1100
+    assert ("KE1003", "/timing/serving/completed") in found(d)
+
+
+def test_e2el_below_ttft() -> None:
+    d = honest()
+    d["timing"]["serving"]["ttft"].update(median=2000.0, mean=2100.0, max=2500.0, min=1500.0)
+    d["timing"]["serving"]["ttft"]["percentiles"] = {"p50": 2000.0, "p90": 2300.0, "p99": 2450.0}
+    assert ("KE1004", "/timing/serving/e2el/median") in found(d)
+    # units differ: 1.912 s is above 88 ms
+    d = honest()
+    e = d["timing"]["serving"]["e2el"]
+    e.update(
+        unit="s", median=1.912, mean=1.9504, min=1.202, max=3.404, percentiles={"p50": 1.912, "p99": 3.12}
+    )
+    assert found(d) == set()
+
+
+def test_ttft_below_a_physical_floor() -> None:
+    d = honest()
+    d["timing"]["serving"]["ttft"] = {"unit": "us", "median": 120.0, "mean": 130.0}
+    assert ("KE1005", "/timing/serving/ttft/median") in found(d)
+    d["timing"]["serving"]["ttft"] = {"unit": "ms", "mean": 0.4}
+    assert ("KE1005", "/timing/serving/ttft/mean") in found(d)
+
+
+def test_failed_requests_behind_a_passed_claim() -> None:
+    d = honest()
+    s = d["timing"]["serving"]
+    s.update(completed=900, failed=100)
+    s["request_throughput"]["value"] = 900 / 31.4
+    s["total_output_tokens"] = 115200
+    s["total_input_tokens"] = 921600
+    s["output_throughput"]["value"] = 115200 / 31.4
+    s["total_token_throughput"]["value"] = (921600 + 115200) / 31.4
+    d["timing"]["speedup"]["value"] = 115200 / 31.4 / 3520.1
+    assert found(d) == {("KE1006", "/timing/serving/failed")}
+    # a few failures (1%) do not invalidate the claim
+    s.update(completed=990, failed=10)
+    s["request_throughput"]["value"] = 990 / 31.4
+    s["total_output_tokens"] = 126720
+    s["total_input_tokens"] = 1013760
+    s["output_throughput"]["value"] = 126720 / 31.4
+    s["total_token_throughput"]["value"] = (1013760 + 126720) / 31.4
+    d["timing"]["speedup"]["value"] = 126720 / 31.4 / 3520.1
+    assert found(d) == set()
+
+
+def test_an_honest_failure_with_every_request_failed_passes() -> None:
+    """vLLM 0.25's all-failed run (the corpus file's figures), recorded as failed."""
+    d = honest()
+    d["status"] = "failed"
+    d["failure"] = {"failure_class": "runtime_error", "message": "every request failed"}
+    del d["timing"]["speedup"]
+    d["task"]["serving"].update(num_prompts=8)
+    d["timing"]["serving"] = {
+        "completed": 0,
+        "failed": 8,
+        "duration": {"value": 0.00503263997961767, "unit": "s"},
+        "request_throughput": {"value": 0.0, "unit": "req/s"},
+        "output_throughput": {"value": 0.0, "unit": "tok/s"},
+        "total_input_tokens": 0,
+        "total_output_tokens": 0,
+    }
+    assert found(d) == set()
+    d2 = copy.deepcopy(d)
+    d2["status"] = "passed"
+    del d2["failure"]
+    assert ("KE1006", "/timing/serving/failed") in found(d2)
