@@ -8,7 +8,7 @@ import importlib
 import pytest
 
 
-@pytest.mark.parametrize("module", ["recorder", "timer", "reward"])
+@pytest.mark.parametrize("module", ["recorder", "timer", "reward", "flush"])
 def test_docstring_examples(module: str) -> None:
     mod = importlib.import_module(f"kernel_evidence.harness.{module}")
     result = doctest.testmod(mod, optionflags=doctest.ELLIPSIS)

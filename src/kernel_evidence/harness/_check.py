@@ -52,16 +52,22 @@ def snapshot(obj: Any) -> Any:
         return obj
 
 
+#: packages whose array types hold (or, on a device, are being given) their values: a
+#: result of one of these types is data, not a promise made by the candidate's own code
+_ARRAY_PACKAGES = frozenset({"numpy", "torch", "jax", "jaxlib", "cupy"})
+
+
 def materialized(obj: Any) -> bool:
-    """True when ``obj`` holds its values already: a numpy array, a tensor, a plain value, or
-    a tuple/list of these. A future, a generator or an object that computes its values
-    when asked (``__array__`` on demand) is not."""
+    """True when ``obj`` is data: a plain value, an array or tensor of numpy, torch, JAX or
+    CuPy, or a tuple/list of these. A future, a generator, or an object of the candidate's
+    own that computes its values when asked (``__array__`` on demand) is not."""
     np = sys.modules.get("numpy")
     if isinstance(obj, _PLAIN) or (np is not None and isinstance(obj, (np.ndarray, np.generic))):
         return True
     if isinstance(obj, (tuple, list)):
         return all(materialized(o) for o in obj)
-    return _is_tensor(obj) and type(obj).__module__.split(".")[0] == "torch"
+    package = type(obj).__module__.split(".")[0]
+    return package in _ARRAY_PACKAGES and hasattr(obj, "shape")
 
 
 def _numpy() -> Any:
