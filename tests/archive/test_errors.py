@@ -93,7 +93,7 @@ def test_archive_of_a_newer_layout(
         assert code == 1
         assert err == (
             f"kevidence: error: {archive}: archive layout 2.0 is newer than this kevidence "
-            "supports (1.0); upgrade kernel-evidence\n"
+            "supports (1.1); upgrade kernel-evidence\n"
         )
     assert snapshot(archive) == before
 
@@ -152,6 +152,12 @@ def test_parquet_file_without_our_metadata(archive: Path, tmp_path: Path) -> Non
 
     stray = archive / "vendor=amd" / "month=2026-10" / "stray.parquet"
     pq.write_table(pa.table({"packet_id": ["x"]}), stray)
+    # a file the commit list does not name is not part of the archive
+    assert read_table(archive, ["packet_id"]).num_rows == 120
+    commits = archive / "_kevidence_commits.json"
+    listed = json.loads(commits.read_text())
+    listed["files"].append("vendor=amd/month=2026-10/stray.parquet")
+    commits.write_text(json.dumps(listed))
     with pytest.raises(ArchiveError, match="not a kevidence archive file"):
         read_table(archive, ["packet_id"])
 

@@ -1,23 +1,57 @@
-"""The archive's on-disk layout: its marker file, version checks, file listing."""
+"""The archive's on-disk layout: its marker file, version checks, file listing, commits.
+
+A run becomes visible all at once through the commit list ``_kevidence_commits.json``: the
+data files of the archive, relative to its root. A writer renames its new files into place,
+then replaces the list (one atomic rename) with one that names them too; readers take the
+files the list names and no others, so a run killed before its list is written shows
+nothing of itself. Before the first rename the writer names the files it is about to add
+in ``_kevidence_pending.json``; the next run removes those that no list names (a killed
+run's files), and the hidden temporary files any run left behind. An archive without a
+list (written before layout 1.1) is read whole, and gets its list, naming every file it
+holds, from the first writer of layout 1.1, which also marks it 1.1 (older writers then
+refuse to append: their files would not be listed).
+"""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import re
+import uuid
 from pathlib import Path
 from typing import Any
 
+from .._codec.versions import parse_pair
 from ..errors import ArchiveError
 from .schema import ARCHIVE_LAYOUT_VERSION, MARKER_NAME
 
 __all__ = [
+    "COMMITS_NAME",
+    "PENDING_NAME",
+    "begin_commit",
     "check_layout",
+    "clean_leftovers",
+    "committed",
     "data_files",
+    "end_commit",
     "format_version",
     "init_marker",
     "parse_version",
     "read_marker",
+    "upgrade",
 ]
+
+#: the list of committed data files, and the files a run is about to add (both JSON)
+COMMITS_NAME = "_kevidence_commits.json"
+PENDING_NAME = "_kevidence_pending.json"
+#: the names a writer gives its data files (a leftover of another name is never removed)
+_PART_NAME = re.compile(r"^part-\d{8}T\d{6}-[0-9a-f]{16}\.parquet$")
+#: hidden temporary files of a run: data files, spills, raw table copies, the two lists
+_TEMP_NAME = re.compile(
+    r"^\.(?:part-\d{8}T\d{6}-[0-9a-f]{16}\.parquet|spill-[0-9a-f]{16}\.arrows|"
+    r"[0-9a-f]{64}\.[0-9a-f]{12}\.arrow|_kevidence_(?:commits|pending)\.json\.[0-9a-f]{8})\.tmp$"
+)
 
 _FORMAT = "kevidence-archive"
 
@@ -27,12 +61,13 @@ def format_version(v: tuple[int, int]) -> str:
 
 
 def parse_version(text: object, where: str) -> tuple[int, int]:
-    """``"1.0"`` -> ``(1, 0)``; anything else is an :class:`ArchiveError` naming ``where``."""
-    parts = text.split(".") if isinstance(text, str) else []
-    if len(parts) != 2 or not all(p.isascii() and p.isdigit() and len(p) <= 6 for p in parts):
+    """``"1.0"`` -> ``(1, 0)``; anything else is an :class:`ArchiveError` naming ``where``
+    (parsed as schema versions are: :func:`kernel_evidence._codec.versions.parse_pair`)."""
+    pair = parse_pair(text)
+    if pair is None:
         shown = text if not isinstance(text, str) or len(text) <= 40 else text[:40] + "..."
         raise ArchiveError(f"{where}: expected a layout version like `1.0`, got `{shown}`")
-    return int(parts[0]), int(parts[1])
+    return pair
 
 
 def _too_new(root: Path, found: tuple[int, int]) -> ArchiveError:
@@ -105,7 +140,7 @@ def init_marker(root: Path, producer: str, schema_version: str) -> bool:
     return True
 
 
-def data_files(root: Path) -> list[Path]:
+def _visible(root: Path) -> list[Path]:
     """Every visible ``.parquet`` file under ``root``, sorted; hidden and ``_`` names skipped."""
     out: list[Path] = []
     for dirpath, dirnames, filenames in os.walk(root):
@@ -114,3 +149,136 @@ def data_files(root: Path) -> list[Path]:
             if f.endswith(".parquet") and not f.startswith((".", "_")):
                 out.append(Path(dirpath) / f)
     return out
+
+
+def _read_list(path: Path) -> list[str] | None:
+    """The file names a commit or pending list holds; None when there is none."""
+    try:
+        data = json.loads(path.read_bytes())
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, RecursionError) as exc:
+        why = "nested too deeply" if isinstance(exc, RecursionError) else " ".join(str(exc).split())
+        raise ArchiveError(f"{path}: unreadable list of archive files ({why})") from None
+    files = data.get("files") if isinstance(data, dict) else None
+    if not isinstance(files, list) or not all(isinstance(f, str) for f in files):
+        raise ArchiveError(f'{path}: not a list of archive files (expected {{"files": [...]}})')
+    return files
+
+
+def _safe(root: Path, rel: str, where: Path) -> Path:
+    """``root / rel`` for a name of a list, which must stay inside the archive."""
+    parts = rel.split("/")
+    if not rel or rel.startswith("/") or any(p in ("", ".", "..") for p in parts) or "\x00" in rel:
+        raise ArchiveError(f"{where}: `{rel}` is not a data file of the archive")
+    return root.joinpath(*parts)
+
+
+def committed(root: Path) -> set[str] | None:
+    """The data files the archive's commit list names (relative, with ``/``), or None for
+    an archive without one (written before layout 1.1: every visible file counts)."""
+    files = _read_list(root / COMMITS_NAME)
+    return None if files is None else set(files)
+
+
+def data_files(root: Path, under: Path | None = None) -> list[Path]:
+    """The archive's data files, sorted: those its commit list names (a file the list names
+    that is gone is kept, so that opening it says so), or every visible ``.parquet`` file of
+    an archive without a list; only those in ``under`` (a partition folder) when given."""
+    names = committed(root)
+    if names is None:
+        files = _visible(under if under is not None else root)
+    else:
+        files = sorted(_safe(root, rel, root / COMMITS_NAME) for rel in names)
+        if under is not None:
+            files = [f for f in files if under in f.parents]
+    return files
+
+
+def _write_json(root: Path, name: str, body: dict[str, Any]) -> None:
+    """``root/name`` replaced atomically by ``body`` (written, synced, renamed, dir synced)."""
+    tmp = root / f".{name}.{uuid.uuid4().hex[:8]}.tmp"
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        try:
+            data = (json.dumps(body, indent=1) + "\n").encode()
+            while data:
+                data = data[os.write(fd, data) :]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, root / name)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    _fsync_dir(root)
+
+
+def _fsync_dir(path: Path) -> None:
+    with contextlib.suppress(OSError):
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def upgrade(root: Path) -> set[str]:
+    """Under the writer's lock: the committed files; an archive without a commit list gets
+    one naming every file it holds, and its marker says layout 1.1 (in place: the marker is
+    the lock's file)."""
+    names = committed(root)
+    if names is not None:
+        return names
+    names = {f.relative_to(root).as_posix() for f in _visible(root)}
+    _write_json(root, COMMITS_NAME, {"files": sorted(names)})
+    marker = root / MARKER_NAME
+    meta = json.loads(marker.read_bytes())
+    if parse_version(meta.get("layout_version"), str(marker)) < ARCHIVE_LAYOUT_VERSION:
+        meta["layout_version"] = format_version(ARCHIVE_LAYOUT_VERSION)
+        data = (json.dumps(meta, indent=2) + "\n").encode()
+        fd = os.open(marker, os.O_WRONLY)
+        try:
+            os.pwrite(fd, data, 0)  # the same length ("1.0" -> "1.1"): readers see one or the other
+            os.ftruncate(fd, len(data))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    return names
+
+
+def clean_leftovers(root: Path, names: set[str]) -> list[str]:
+    """Under the writer's lock: remove what runs killed before their commit left behind,
+    the data files their pending list names that no commit lists, and hidden temporary
+    files; returns what was removed (relative to ``root``)."""
+    removed: list[str] = []
+    pending = root / PENDING_NAME
+    for rel in _read_list(pending) or []:
+        path = _safe(root, rel, pending)
+        if rel not in names and _PART_NAME.match(path.name):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
+                removed.append(rel)
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+        for f in filenames:
+            if _TEMP_NAME.match(f):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(Path(dirpath) / f)
+                    removed.append((Path(dirpath) / f).relative_to(root).as_posix())
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(pending)
+    return sorted(removed)
+
+
+def begin_commit(root: Path, new: list[str]) -> None:
+    """Name the files a run is about to rename into place (before the first rename)."""
+    _write_json(root, PENDING_NAME, {"files": sorted(new)})
+
+
+def end_commit(root: Path, names: set[str], new: list[str]) -> None:
+    """The commit point: the list names the run's files too; then the pending list goes."""
+    _write_json(root, COMMITS_NAME, {"files": sorted(names | set(new))})
+    with contextlib.suppress(OSError):
+        os.unlink(root / PENDING_NAME)

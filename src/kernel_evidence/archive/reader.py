@@ -226,12 +226,18 @@ def export_packets(
     fh, commit = open_output(target)
     copied: list[Path] = []
     try:
-        n = _write(fh, root, expr, zst=target.lower().endswith(".zst"), refs=refs)
-        if stream:
-            _not_copied(root, refs, target, warn)
-        elif refs:
-            copied = export_raw_tables(Path(root), Path(target), refs, warn)
-        commit(True)
+        try:
+            n = _write(fh, root, expr, zst=target.lower().endswith(".zst"), refs=refs)
+            if stream:
+                _not_copied(root, refs, target, warn)
+            elif refs:
+                copied = export_raw_tables(Path(root), Path(target), refs, warn)
+            commit(True)
+        except OSError as exc:
+            if exc.strerror is None:  # already one line naming its file
+                raise
+            # a full disk, a device that refuses: say which file could not be written
+            raise OSError(f"{exc.filename or target}: cannot be written ({exc.strerror})") from exc
     except BaseException:
         for path in copied:
             with contextlib.suppress(OSError):

@@ -30,7 +30,8 @@ __all__ = [
 
 #: Layout of the files and folders (partitioning, columns, metadata), an ordered version.
 #: Bumped when a reader of the previous layout would misread the new one.
-ARCHIVE_LAYOUT_VERSION: Final[tuple[int, int]] = (1, 0)
+#: 1.1: the commit list ``_kevidence_commits.json`` (readers take only the files it names).
+ARCHIVE_LAYOUT_VERSION: Final[tuple[int, int]] = (1, 1)
 
 #: The archive's marker file at its root; readers of the dataset skip ``_``-prefixed files.
 MARKER_NAME: Final = "_kevidence_archive.json"

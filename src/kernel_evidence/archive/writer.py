@@ -21,11 +21,13 @@ analyses whatever the other has no room for, and writes; every document is resol
 skipped or refused) in input order, so the result does not depend on it.
 
 Atomic: every file is written under a hidden ``.name.tmp`` name and renamed into place only
-after every file of the run was written, flushed and synced. A failure (a full disk, a
-permission error, an interrupt) removes the temporary files, so readers never see a partial
-file and the dataset is exactly as it was. A failure during the final renames removes the
-files already renamed; a process killed during them leaves whole files only, and running
-the same archive command again adds what is missing.
+after every file of the run was written, flushed and synced; the run then becomes visible
+at once, when the archive's commit list naming its files replaces the old one (see
+:mod:`._layout`). A failure (a full disk, a permission error, an interrupt) removes the
+temporary files and the files already renamed, so the dataset is exactly as it was; a
+process killed at any point leaves files no reader takes (hidden, or not in the list),
+which the next run removes before it adds anything. Running the same archive command again
+adds what is missing.
 
 Raw tables: a profiler capture may keep its raw metrics in an Arrow IPC side file
 (``raw_table``, see :mod:`kernel_evidence.rawtable`) that the packet names by sha256 and a
@@ -170,6 +172,8 @@ class ArchiveSummary:
     warning_count: int = 0
     #: the first raw tables that could not be copied (at most 1000), in input order
     warnings: list[RawTableWarning] = field(default_factory=list)
+    #: what runs killed before their commit had left, removed by this one (relative paths)
+    cleaned: list[str] = field(default_factory=list)
 
 
 class _FdWriter(io.RawIOBase):
@@ -479,6 +483,10 @@ class _Writer:
         self.created_dirs: list[Path] = []
         self.renamed: list[Path] = []
         self.raw = RawStore(root, side_dirs)
+        #: the data files committed before this run (see :mod:`._layout`)
+        self.committed: set[str] = set()
+        #: whether the run named its files as pending and has not committed them yet
+        self.began = False
         #: partitions with a file open
         self.open_files = 0
         self.metadata = {
@@ -492,7 +500,7 @@ class _Writer:
     def _load_existing(self, part: _Partition) -> IdIndex:
         ids = IdIndex()
         if part.dir.is_dir():
-            for path in _layout.data_files(part.dir):
+            for path in _layout.data_files(self.root, part.dir):
                 for p in _read_ids(path, self.root):
                     ids.add(_digest(p))
         return ids
@@ -686,6 +694,13 @@ class _Writer:
             self._write_partition(part)
         # raw tables first: a packet never appears before its raw table
         self.summary.raw_files.extend(self.raw.commit())
+        new = [(part.rel / f.name).as_posix() for part in self.parts.values() for f in part.files]
+        if not new:
+            return
+        # the files about to appear are named first, so that the next run removes them if
+        # this one is killed before its commit; readers see none of them until the commit
+        _layout.begin_commit(self.root, new)
+        self.began = True
         for part in self.parts.values():
             for f in part.files:
                 if f.final.exists():  # a name clash is next to impossible; never replace a file
@@ -696,12 +711,17 @@ class _Writer:
         for part in self.parts.values():
             if part.files:
                 fsync_dir(part.dir)
+        _layout.end_commit(self.root, self.committed, new)  # the run is visible from here
+        self.began = False
 
     def abort(self) -> None:
         """Undo everything: temporary files, files already renamed, directories we made."""
         for path in self.renamed:
             with contextlib.suppress(OSError):
                 os.unlink(path)
+        if self.began:
+            with contextlib.suppress(OSError):
+                os.unlink(self.root / _layout.PENDING_NAME)
         self.raw.abort()
         for part in self.parts.values():
             if part.spill is not None:
@@ -931,6 +951,9 @@ def _archive_locked(
     writer = _Writer(root, allow_invalid=allow_invalid, peaks=_peak_lookup(), side_dirs=side_dirs)
     pipeline = _Pipeline(writer, on_refusal, parallel)
     try:
+        # what a killed run left is removed before anything is added
+        writer.committed = _layout.upgrade(root)
+        writer.summary.cleaned = _layout.clean_leftovers(root, writer.committed)
         if _file_bytes(sources) >= PARALLEL_BYTES:
             pipeline.start()
         with paused_gc():  # millions of short-lived acyclic objects; see kernel_evidence._gc
@@ -1027,7 +1050,7 @@ def _remove_new_archive(root: Path, made: list[Path]) -> None:
     """Undo the creation of an archive that got nothing: its marker, when it is all the
     directory holds, then the directories ``made`` (innermost first) while they are empty.
     Nothing that existed before the run is touched."""
-    own = {MARKER_NAME, f".{MARKER_NAME}.tmp"}
+    own = {MARKER_NAME, f".{MARKER_NAME}.tmp", _layout.COMMITS_NAME}
     with contextlib.suppress(OSError):
         if {p.name for p in root.iterdir()} <= own:
             for name in own:

@@ -66,7 +66,9 @@ def register(app: typer.Typer) -> None:
             # one line per refusal, up to a point: a hostile input of a million bad
             # documents must not flood the terminal (the summary counts them all)
             if not quiet and shown[0] < _SHOWN_REFUSALS:
-                sys.stderr.write(f"refused: {refusal.line()}\n")  # type: ignore[attr-defined]
+                # packet content (a name, a status) may hold terminal escapes: shown escaped
+                line = printable(" ".join(refusal.line().split()))  # type: ignore[attr-defined]
+                sys.stderr.write(f"refused: {line}\n")
             shown[0] += 1
 
         try:
