@@ -222,7 +222,7 @@ def _migrated(data: dict[str, Any]) -> tuple[Any, str | None]:
     :class:`MigrationError` or :class:`msgspec.ValidationError` (structure).
     """
     new = migrate(data)
-    p = _packet_decoder.decode(_plain_encoder.encode(new))
+    p: Any = _packet_decoder.decode(_plain_encoder.encode(new))
     pid = p.packet_id
     if pid is None:
         return p, None
