@@ -84,3 +84,15 @@ def test_gpu_time_without_samples_uses_min_or_half_the_median() -> None:
     assert found(d) == set()
     d["cost"]["gpu_time"] = {"value": 2.0, "unit": "ms"}
     assert found(d) == {("KE1202", "/cost/gpu_time")}
+
+
+def test_serving_gpu_time_is_the_duration_on_every_device() -> None:
+    """Request latencies overlap: summing them would reject every honest serving run."""
+    path = EXAMPLE.parent / "serving_vllm_llama8b_h100.json"
+    d = json.loads(path.read_text(encoding="utf-8"))
+    d.pop("packet_id")
+    d["cost"] = {"gpu_time": {"value": 32.0, "unit": "s"}}  # a 31.4 s run on one GPU
+    assert found(d) == set()
+    d["hardware"]["count"] = 8
+    d["task"]["serving"]["tensor_parallel_size"] = 8
+    assert found(d) == {("KE1202", "/cost/gpu_time")}  # eight GPUs for 31.4 s are 251 s

@@ -31,7 +31,9 @@ declare(
     "record gpu_time as accelerator-seconds summed over the devices, for the whole run",
     "`cost.gpu_time` (accelerator-seconds summed over devices) MUST be at least the time of "
     "the timed calls: the sum of the kept samples, else repeats x min, else half the repeats "
-    "x median (half the calls took at least the median), times the device count.",
+    "x median (half the calls took at least the median), times the device count; for a "
+    "serving run (whose request latencies overlap), the benchmark duration times the device "
+    "count (10% slack).",
 )
 
 _SLACK = 1.10
@@ -44,8 +46,14 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
         return
     if c.energy is not None and c.energy.window is not None:
         _energy(p, c.energy, add)
-    if c.gpu_time is not None and p.timing is not None and p.timing.stats is not None:
-        _gpu_time(p, c.gpu_time, add)
+    t = p.timing
+    if c.gpu_time is not None and t is not None:
+        if p.subject.kind == "serving":
+            # request latencies overlap: the run's duration on every device is the work
+            if t.serving is not None and t.serving.duration is not None:
+                _serving_gpu_time(p, c.gpu_time, t.serving.duration, add)
+        elif t.stats is not None:
+            _gpu_time(p, c.gpu_time, add)
 
 
 def _devices(p: Any) -> int:
@@ -117,5 +125,19 @@ def _gpu_time(p: Any, g: Any, add: Add) -> None:
                 "KE1202",
                 "/cost/gpu_time",
                 f"gpu_time {g.value:g} {g.unit} is below the timed work: {how} x {n} device(s) = {need:.4g} s",
+            )
+        )
+
+
+def _serving_gpu_time(p: Any, g: Any, dur: Any, add: Add) -> None:
+    n = _devices(p)
+    need = dur.value * FACTOR[dur.unit] * n
+    have = g.value * FACTOR[g.unit]
+    if have * _SLACK < need:
+        add(
+            (
+                "KE1202",
+                "/cost/gpu_time",
+                f"gpu_time {g.value:g} {g.unit} is below the run's duration {dur.value:g} {dur.unit} x {n} device(s)",
             )
         )
