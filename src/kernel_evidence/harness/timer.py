@@ -249,12 +249,15 @@ class Measurement:
     def defences(self) -> list[Defence]:
         """The defences the timer ran for this measurement: fresh inputs, cache flush, timer
         integrity (``skipped`` where it did not run one)."""
+        by_timer = self.session is not None  # made by the Timer (hand-built ones have no session)
         if self.inputs_regenerated:
             fresh = Defence(
                 check="fresh_inputs",
                 outcome="passed",
-                detail="setup made new inputs before every call, for each side separately",
-                tool="kernel-evidence Timer",
+                detail="setup made new inputs before every call, for each side separately"
+                if by_timer
+                else "the harness states that new inputs were made before every call",
+                tool="kernel-evidence Timer" if by_timer else None,
             )
         else:
             fresh = Defence(
