@@ -46,6 +46,7 @@ _BUILTIN: dict[str, str] = {
     "rocprof": ".rocprof",
     "xprof": ".xprof",
     "flashinfer-trace": ".flashinfer",
+    "kernelbench": ".kernelbench",
 }
 
 
