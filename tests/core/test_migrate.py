@@ -324,3 +324,22 @@ def test_cli_id_gives_the_id_of_the_current_form(tmp_path: Path, capsys: pytest.
     assert code == 0 and stdout.startswith(want)
     written = json.loads(out.read_bytes())
     assert written["schema_version"] == "0.2" and written["packet_id"] == want
+
+
+def test_versions_are_written_down_in_one_place() -> None:
+    """No schema version literal outside the codec, except the models' own ``Literal``,
+    which must be the current version (a migration step names the version it writes)."""
+    import ast
+    import typing
+
+    allowed = {("models/envelope.py", "0.2"), ("_codec/migrate.py", "0.2")}
+    src = ROOT / "src" / "kernel_evidence"
+    versions = {str(v) for v in SUPPORTED}
+    found = set()
+    for path in src.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in versions:
+                found.add((str(path.relative_to(src)), node.value))
+    assert found <= allowed, found - allowed
+    (literal,) = typing.get_args(EvidencePacket.model_fields["schema_version"].annotation)
+    assert literal == str(CURRENT) == SCHEMA_VERSION

@@ -8,7 +8,8 @@
   input-level checks (KE001-KE003); older versions are migrated there.
 - :mod:`.messages`: the one translation of structural errors (msgspec's and pydantic's).
 - :mod:`.canonical`, :mod:`.ids`, :mod:`.encode`: canonical form, packet ids, models to JSON.
-- :mod:`.migrate`: the table of version steps.
+- :mod:`.migrate`: the table of version steps; :mod:`.rewrite`: packet files rewritten at
+  the current version (``kevidence migrate``).
 
 Nothing is imported here, so that importing :mod:`.versions` pulls in nothing else.
 """
