@@ -19,9 +19,11 @@ from .errors import (
     InputError,
     KernelEvidenceError,
     LimitExceeded,
+    MigrationError,
     MissingExtra,
     PacketInvalid,
 )
+from ._codec.migrate import migrate_packet as migrate
 from .io import Limits, read_packets, write_packets
 from .models import SCHEMA_VERSION, EvidencePacket, FailureClass, Status
 from .rules import Finding, Grade, Report, validate, validate_paths
@@ -66,6 +68,7 @@ __all__ = [
     "KernelEvidenceError",
     "LimitExceeded",
     "Limits",
+    "MigrationError",
     "MissingExtra",
     "PacketInvalid",
     "Recorder",
@@ -81,6 +84,7 @@ __all__ = [
     "harness",
     "ingest",
     "load_schema",
+    "migrate",
     "models",
     "read_packets",
     "read_raw_table",

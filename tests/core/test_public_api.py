@@ -6,7 +6,7 @@ EXPECTED = {
     "SCHEMA_VERSION", "AdapterError", "ArchiveError", "EvidencePacket", "FailureClass", "Finding",
     "Grade", "InputError", "KernelEvidenceError", "LimitExceeded", "Limits", "MissingExtra",
     "PacketInvalid", "Report", "SchemaVersion", "Status", "__version__", "load_schema", "models",
-    "read_packets", "strategies", "validate", "validate_paths", "write_packets",
+    "read_packets", "strategies", "validate", "validate_paths", "write_packets", "migrate", "MigrationError",
     "harness", "Recorder", "reward", "archive", "archive_packets", "devices", "export_packets", "ingest", "read_raw_table",
 }  # fmt: skip
 
