@@ -450,3 +450,41 @@ def test_a_clock_patched_outside_a_measurement_fails_that_candidate_not_the_next
         "time.perf_counter_ns replaced when the candidate's block ended (put back)"
     )
     assert nxt.packet is not None and nxt.packet.status.value == "passed", nxt.packet.failure
+
+
+# ---------------------------------------------------------------- the candidate's own kernel
+
+
+def test_a_candidate_that_only_calls_a_library_fails_its_own_profile() -> None:
+    """AMD GEAK #254 / the Sakana CUDA Engineer: the "new kernel" spent its time in a
+    library call (or a trivial kernel); its own kernel never showed in the profile."""
+    from kernel_evidence.models import KernelRecord, ProfilerCapture
+
+    library_only = ProfilerCapture(
+        tool="ncu",
+        kernels=[
+            KernelRecord(name="ampere_sgemm_128x64_nn"),
+            KernelRecord(name="vectorized_elementwise_kernel"),
+        ],
+    )
+    rec = recorder()
+    with rec.candidate("library_call") as c:
+        c.shape_result("s1", passed=True)
+        c.profile(library_only, side="candidate", shape_id="s1", expected_kernels=["softmax_fused"])
+    p = c.packet
+    assert p is not None and p.failure is not None and p.failure.failure_class.value == "reward_hack"
+    found = defences(p)["candidate_kernel_profiled"]
+    assert found.outcome == "failed" and found.tool == "ncu"
+    assert found.detail == (
+        "none of the expected kernels (softmax_fused) in the ncu capture of the candidate, which shows"
+        " ampere_sgemm_128x64_nn, vectorized_elementwise_kernel"
+    )
+    assert p.profiler is not None and p.profiler[0].of is not None and p.profiler[0].of.side == "candidate"
+
+    own = ProfilerCapture(tool="ncu", kernels=[KernelRecord(name="softmax_fused_kernel<float, 512>")])
+    with rec.candidate("own_kernel") as c2:
+        c2.shape_result("s1", passed=True)
+        c2.profile(own, side="candidate", shape_id="s1", expected_kernels=["softmax_fused"])
+        c2.profile(library_only, side="baseline", shape_id="s1")  # a baseline capture checks nothing
+    assert c2.packet is not None and c2.packet.status.value == "passed"
+    assert defences(c2.packet)["candidate_kernel_profiled"].outcome == "passed"

@@ -43,6 +43,7 @@ from ..adapters._envelope import start_packet_data
 from ..errors import MissingExtra
 from ..models import (
     DEFENCE_CHECKS,
+    CaptureOf,
     Compile,
     Conditions,
     Cost,
@@ -52,6 +53,7 @@ from ..models import (
     Failure,
     FailureClass,
     Lineage,
+    ProfilerCapture,
     Reference,
     ServingTask,
     ShapeCase,
@@ -307,6 +309,7 @@ class CandidateRecord:
         self._inputs_regenerated: bool | None = None
         self._timing: Timing | None = None
         self._defences: dict[str, Defence] = {}
+        self._profiles: list[ProfilerCapture] = []
         self._extensions: dict[str, dict[str, Any]] = {}
         self._failure: Failure | None = None
         self._started = time.perf_counter()
@@ -678,6 +681,50 @@ class CandidateRecord:
         )
         return self
 
+    def profile(
+        self,
+        capture: ProfilerCapture,
+        *,
+        side: Literal["candidate", "baseline", "reference", "other"] | None = None,
+        shape_id: str | None = None,
+        expected_kernels: Sequence[str] | None = None,
+    ) -> CandidateRecord:
+        """Attach a profiler capture (``profiler``), saying what it is of (``capture.of``:
+        ``side``, ``shape_id``, ``expected_kernels`` override what it says already).
+
+        A capture of the candidate that names the kernels the candidate is expected to
+        launch runs ``candidate_kernel_profiled``: passed when a kernel of the capture
+        contains one of the expected names, failed when none does (the time was spent in
+        some other kernel, such as only a library call: the packet fails as
+        ``reward_hack``). Without expected kernels the check stays ``skipped``.
+        """
+        given = {"side": side, "shape_id": shape_id, "expected_kernels": list(expected_kernels or []) or None}
+        base = capture.of.model_dump(exclude_none=True) if capture.of is not None else {}
+        base.update({k: v for k, v in given.items() if v is not None})
+        if base:
+            capture = capture.model_copy(update={"of": CaptureOf(**base)})
+        self._profiles.append(capture)
+        of = capture.of
+        if of is None or of.side != "candidate" or not of.expected_kernels:
+            return self
+        names = [k.name for k in capture.kernels or []] + [
+            k.raw_name for k in capture.kernels or [] if k.raw_name
+        ]
+        found = sorted({e for e in of.expected_kernels for n in names if e in n})
+        seen = ", ".join(sorted(set(names))[:5]) or "no kernels"
+        self.defence(
+            "candidate_kernel_profiled",
+            "passed" if found else "failed",
+            detail=(
+                f"{capture.tool} capture of the candidate shows {', '.join(found)}"
+                if found
+                else f"none of the expected kernels ({', '.join(of.expected_kernels)}) in the {capture.tool}"
+                f" capture of the candidate, which shows {seen}"
+            )[:2000],
+            tool=capture.tool,
+        )
+        return self
+
     def extension(self, key: str, data: dict[str, Any]) -> CandidateRecord:
         """Attach namespaced extra data (``vendor:name`` key)."""
         self._extensions[key] = data
@@ -806,6 +853,7 @@ class CandidateRecord:
             timing=timing,
             cost=Cost(wall_time=Duration(value=round(wall, 6), unit="s")),
             extensions=self._extensions or None,
+            profiler=self._profiles or None,
         )
         return EvidencePacket(**data)
 
@@ -871,7 +919,8 @@ _NOT_RUN = {
     "outputs_checked_after_timing": "not run: CandidateRecord.time_and_check checks the timed calls' outputs",
     "timer_integrity": "not run: the timing was not measured by the harness's Timer",
     "unseen_inputs": "not run: CandidateRecord.check_unseen re-runs the candidate on unseen inputs",
-    "candidate_kernel_profiled": "no profile showing the candidate's own kernel was attached",
+    "candidate_kernel_profiled": "no capture of the candidate naming its expected kernels was attached"
+    " (CandidateRecord.profile)",
     "hidden_workload": "the harness did not say that the workload or seed was hidden from the candidate",
     "cache_flush": "not run: the timing was not measured by the harness's Timer",
 }
