@@ -65,7 +65,7 @@ def test_the_fake_adapter_offers_the_interface() -> None:
 def test_builtin_table_keeps_its_shape() -> None:
     # other adapters are added by one line each: "name": ".module"
     assert registry._BUILTIN["ncu"] == ".ncu"
-    assert all(v == f".{k}" for k, v in registry._BUILTIN.items())
+    assert all(isinstance(v, str) and v.startswith(".") for v in registry._BUILTIN.values())
 
 
 def test_a_plugin_is_found_by_name_and_alias(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
