@@ -488,3 +488,22 @@ def test_a_candidate_that_only_calls_a_library_fails_its_own_profile() -> None:
         c2.profile(library_only, side="baseline", shape_id="s1")  # a baseline capture checks nothing
     assert c2.packet is not None and c2.packet.status.value == "passed"
     assert defences(c2.packet)["candidate_kernel_profiled"].outcome == "passed"
+
+
+def test_the_flush_runs_outside_the_timed_window() -> None:
+    # what conditions.cache.flush_in_timed_window=false claims: a slow flush adds nothing
+    class SlowFlush:
+        flush_bytes, last_level_cache = 2048, 1024
+        calls = 0
+
+        def __call__(self) -> None:
+            self.calls += 1
+            time.sleep(0.005)
+
+    flush = SlowFlush()
+    m = quick_timer(flush=flush).measure(lambda: None)
+    assert flush.calls == 1 + 8  # before every call, warmup included
+    assert max(m.samples_ns) < 5e6, m.samples_ns
+    assert m.conditions().cache == m.cache() and m.cache().flush_in_timed_window is False
+    (found,) = [d for d in m.defences() if d.check == "cache_flush"]
+    assert found.outcome == "passed" and found.detail is not None and "2048 bytes" in found.detail
