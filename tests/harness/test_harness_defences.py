@@ -503,7 +503,7 @@ def test_the_flush_runs_outside_the_timed_window() -> None:
     flush = SlowFlush()
     m = quick_timer(flush=flush).measure(lambda: None)
     assert flush.calls == 1 + 8  # before every call, warmup included
-    assert max(m.samples_ns) < 5e6, m.samples_ns
+    assert m.median_ns < 5e6, m.samples_ns  # inside the window every sample would be >= 5 ms
     assert m.conditions().cache == m.cache() and m.cache().flush_in_timed_window is False
     (found,) = [d for d in m.defences() if d.check == "cache_flush"]
     assert found.outcome == "passed" and found.detail is not None and "2048 bytes" in found.detail
