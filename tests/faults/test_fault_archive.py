@@ -18,22 +18,30 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from _faults import packet, run, write
+from _faults import GOOD, packet, run, write
 
 from kernel_evidence.archive import archive_packets, export_packets, open_archive, read_table
 from kernel_evidence.errors import ArchiveError
+from kernel_evidence.models import EvidencePacket
 
-VENDORS = [("nvidia", "NVIDIA H100 80GB HBM3", "sm_90a"), ("amd", "AMD Instinct MI300X", "gfx942")]
+VENDORS = [
+    ("nvidia", "NVIDIA H100 80GB HBM3", "sm_90a", "cuBLASLt"),
+    ("amd", "AMD Instinct MI300X", "gfx942", "hipBLASLt"),
+]
 
 
 def _packets(first: int, n: int) -> bytes:
-    """JSONL of ``n`` distinct packets over four partitions (two vendors, two months)."""
+    """JSONL of ``n`` distinct valid packets over four partitions (two vendors, two months)."""
     lines = []
     for i in range(first, first + n):
-        vendor, device, arch = VENDORS[i % 2]
-        month = "10" if i % 4 < 2 else "11"
-        hw = {"vendor": vendor, "device": device, "arch": arch}
-        lines.append(packet(i, hardware=hw, created_at=f"2026-{month}-01T12:00:00Z"))
+        vendor, device, arch, library = VENDORS[i % 2]
+        d = json.loads(GOOD)
+        d.pop("packet_id")
+        d["subject"]["name"] = f"kernel_{i}"
+        d["hardware"].update(vendor=vendor, device=device, arch=arch)
+        d["timing"]["baseline"]["provider"] = library
+        d["created_at"] = f"2026-{'10' if i % 4 < 2 else '11'}-01T12:00:00Z"
+        lines.append(EvidencePacket.model_validate(d).with_id().to_json())
     return b"\n".join(lines) + b"\n"
 
 
@@ -41,7 +49,9 @@ def _packets(first: int, n: int) -> bytes:
 def old(tmp_path: Path) -> Path:
     """An archive of 40 packets in four partitions."""
     src = write(tmp_path / "old.jsonl", _packets(0, 40))
-    archive_packets([src], tmp_path / "arch")
+    summary = archive_packets([src], tmp_path / "arch")
+    assert summary.added == 40, [r.line() for r in summary.refused]
+    assert len(summary.files) == 4
     return tmp_path / "arch"
 
 
