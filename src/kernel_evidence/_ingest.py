@@ -353,10 +353,11 @@ def _list_index(node: list[Any], part: str, path: tuple[str, ...]) -> int:
 
 
 def _load_base(into: str | Path | Mapping[str, Any] | EvidencePacket) -> dict[str, Any]:
+    """The base packet's JSON data, at the current schema version (an older base is migrated)."""
     if isinstance(into, EvidencePacket):
         return into.to_dict()
     if isinstance(into, Mapping):
-        return copy.deepcopy(dict(into))
+        return _current(copy.deepcopy(dict(into)), "--into")
     from .io import iter_records
 
     name = str(into)
@@ -377,7 +378,21 @@ def _load_base(into: str | Path | Mapping[str, Any] | EvidencePacket) -> dict[st
     if _depth(docs[0]) > MAX_BASE_DEPTH:
         # the decoder takes it, but the packet encoder would fail on it later
         raise InputError(name, None, "not valid JSON (nested too deeply to be a packet)")
-    return docs[0]
+    return _current(docs[0], name)
+
+
+def _current(base: dict[str, Any], name: str) -> dict[str, Any]:
+    """``base`` migrated to the current schema version when it states an older one."""
+    from ._codec.migrate import migrate
+    from ._codec.versions import older_supported
+    from .errors import MigrationError
+
+    if older_supported(base.get("schema_version")) is None:
+        return base
+    try:
+        return migrate(base)
+    except MigrationError as exc:
+        raise InputError(name, None, f"--into: not a packet to merge into: {exc}") from None
 
 
 #: deepest nesting accepted in an ``--into`` base (the packet encoder stops a little above 250)

@@ -343,3 +343,21 @@ def test_versions_are_written_down_in_one_place() -> None:
     assert found <= allowed, found - allowed
     (literal,) = typing.get_args(EvidencePacket.model_fields["schema_version"].annotation)
     assert literal == str(CURRENT) == SCHEMA_VERSION
+
+
+def test_ingest_into_a_01_base_writes_02(tmp_path: Path) -> None:
+    from kernel_evidence import ingest
+
+    result = ingest(
+        "ncu",
+        [str(ROOT / "tests" / "fixtures" / "ncu" / "raw_clean.csv")],
+        into=H100,
+        created_at="2026-11-22T00:00:00Z",
+    )
+    (p,) = result.packets
+    assert p.schema_version == "0.2" and p.packet_id == p.compute_id()
+    assert p.subject.name == _load(H100)["subject"]["name"]  # the base's fields kept
+    bad = _load(H100)
+    bad["measured_at"] = "2026-11-20T09:00:00Z"
+    with pytest.raises(__import__("kernel_evidence").InputError, match="new in schema 0.2"):
+        ingest("ncu", [str(ROOT / "tests" / "fixtures" / "ncu" / "raw_clean.csv")], into=bad)
