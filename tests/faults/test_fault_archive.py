@@ -238,7 +238,8 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
     try:
         yield small
     finally:
-        subprocess.run(["umount", str(small)], capture_output=True, check=False)
+        if subprocess.run(["umount", str(small)], capture_output=True, check=False).returncode:
+            subprocess.run(["umount", "-l", str(small)], capture_output=True, check=False)
 
 
 def test_export_on_a_full_disk_names_the_output(
@@ -249,6 +250,19 @@ def test_export_on_a_full_disk_names_the_output(
     assert code == 1
     assert err == f"kevidence: error: {out}: cannot be written (No space left on device)\n"
     assert list(small_disk.iterdir()) == []  # no temporary file left
+
+
+def test_archive_on_a_full_disk_is_one_line_and_adds_nothing(
+    capsys: pytest.CaptureFixture[str], small_disk: Path, tmp_path: Path
+) -> None:
+    src = write(tmp_path / "n.jsonl", _packets(800, 40))
+    code, out, err = run(capsys, "archive", src, "--to", str(small_disk / "arch"))
+    assert code == 1 and out == ""
+    assert err == (
+        f"kevidence: error: {small_disk / 'arch'}: could not write the archive: "
+        "No space left on device; nothing was added\n"
+    )
+    assert list(small_disk.iterdir()) == []  # the new archive is removed whole
 
 
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full")

@@ -213,19 +213,25 @@ class _PartFile:
         self._fd = os.open(self.tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         self._raw = _FdWriter(self._fd)
         self._buf = io.BufferedWriter(self._raw, 1 << 20)
-        self._writer: pq.ParquetWriter | None = pq.ParquetWriter(
-            self._buf,
-            FILE_SCHEMA.with_metadata(metadata),
-            compression="zstd",
-            # JSON compresses better over large pages; for it level 7 takes three times as
-            # long as level 3 for 5% less, level 1 is a quarter larger (docs/archive.md);
-            # the typed columns come out as small at level 1 as at 3, and sooner
-            compression_level=_LEVELS,
-            data_page_size=8 << 20,
-            use_dictionary=list(DICTIONARY_COLUMNS),
-            write_statistics=_STATS_COLUMNS,
-        )
-        self._buf.flush()  # the magic bytes: a temporary file is never seen empty
+        self._writer: pq.ParquetWriter | None = None
+        try:
+            self._writer = pq.ParquetWriter(
+                self._buf,
+                FILE_SCHEMA.with_metadata(metadata),
+                compression="zstd",
+                # JSON compresses better over large pages; for it level 7 takes three times
+                # as long as level 3 for 5% less, level 1 is a quarter larger
+                # (docs/archive.md); the typed columns come out as small at level 1 as at
+                # 3, and sooner
+                compression_level=_LEVELS,
+                data_page_size=8 << 20,
+                use_dictionary=list(DICTIONARY_COLUMNS),
+                write_statistics=_STATS_COLUMNS,
+            )
+            self._buf.flush()  # the magic bytes: a temporary file is never seen empty
+        except BaseException:  # a full disk at once: the file is not left behind
+            self.abort()
+            raise
 
     def write(self, table: pa.Table) -> None:
         assert self._writer is not None
