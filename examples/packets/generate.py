@@ -721,6 +721,29 @@ def _capture_without_candidate_kernel(d: dict[str, Any]) -> None:
     )
 
 
+def _flops_four_times_the_dims(d: dict[str, Any]) -> None:
+    # 8*m*n*k counted for a 4096^3 GEMM (2*m*n*k is 137 GFLOP): the TFLOP/s look 4x better
+    d["task"]["shapes"][0]["work"]["flops"]["value"] = 8.0 * 4096**3
+    d["task"]["shapes"][0]["work"].pop("bytes")
+
+
+def _fp8_label_on_bf16_tensors(d: dict[str, Any]) -> None:
+    # labelled fp8 (a 2x higher peak) while both tensors are bf16
+    d["task"]["dtypes"] = ["fp8_e4m3"]
+
+
+def _count_eight_one_device_exposed(d: dict[str, Any]) -> None:
+    # eight devices claimed (eight times the peak) for a replay that exposes one GPU
+    d["hardware"]["count"] = 8
+    d["replay"]["env"] = {"CUDA_VISIBLE_DEVICES": "0"}
+
+
+def _h100_name_with_sm80(d: dict[str, Any]) -> None:
+    # an A100's arch and SM count under an H100's name
+    d["hardware"]["arch"] = "sm_80"
+    d["hardware"]["compute_units"] = 108
+
+
 def _energy_above_power_limit(d: dict[str, Any]) -> None:
     # 15 kJ over 14.2 s is 1056 W on one 700 W H100
     d["cost"]["energy"]["energy"]["value"] = 15000.0
@@ -764,6 +787,10 @@ INVALID: dict[str, tuple[Any, Any]] = {
     "KE1101_claim_faster_than_its_profiled_kernel.json": (nvidia_gemm, _profiled_kernel_slower_than_claim),
     "KE1102_capture_without_the_candidate_kernel.json": (nvidia_gemm, _capture_without_candidate_kernel),
     "KE1201_energy_above_power_limit.json": (nvidia_gemm, _energy_above_power_limit),
+    "KE605_flops_four_times_the_gemm_dims.json": (nvidia_gemm, _flops_four_times_the_dims),
+    "KE606_fp8_label_on_bf16_tensors.json": (nvidia_gemm, _fp8_label_on_bf16_tensors),
+    "KE805_count_8_one_device_exposed.json": (nvidia_gemm, _count_eight_one_device_exposed),
+    "KE806_h100_name_with_sm80.json": (nvidia_gemm, _h100_name_with_sm80),
 }
 
 # documents that are not even well-formed packets, written as raw text

@@ -299,24 +299,36 @@ def arch_agrees(e: DeviceEntry, arch: str | None) -> bool:
     return a is None or a == e.arch
 
 
-def units_agree(e: DeviceEntry, units: int | None, *, partitioned: bool = False) -> bool:
-    """Whether an SM/CU count can be ``e``'s: the whole device, one of its partitions, or
-    (``partitioned``: MIG or a stated partition count) any smaller count."""
+def units_agree(
+    e: DeviceEntry, units: int | None, *, partitions: int | None = None, mig: bool = False
+) -> bool:
+    """Whether an SM/CU count can be ``e``'s: the whole device, one of its partitions (the
+    table's partition sizes, or the whole split ``partitions`` ways), or any smaller count on
+    a MIG slice."""
     if units is None or e.compute_units is None:
         return True
-    if units == e.compute_units or units in e.partition_units:
+    whole = e.compute_units
+    if units == whole or units in e.partition_units:
         return True
-    return partitioned and units < e.compute_units
+    if partitions is not None and partitions > 1 and units == whole // partitions:
+        return True
+    return mig and units < whole
 
 
-def memory_agrees(e: DeviceEntry, memory_bytes: float | None, *, partitioned: bool = False) -> bool:
+def memory_agrees(
+    e: DeviceEntry, memory_bytes: float | None, *, partitions: int | None = None, mig: bool = False
+) -> bool:
     """Whether a memory size can be ``e``'s: at most its marketed size read as GiB (+5%),
-    at least 85% of it read as GB unless the device is partitioned."""
+    at least 85% of it read as GB (of its share, when split ``partitions`` ways; any size on
+    a MIG slice)."""
     if memory_bytes is None or not e.memory_bytes:
         return True
     if memory_bytes > max(e.memory_bytes) / 1e9 * _GIB * _MEMORY_OVER:
         return False
-    return partitioned or memory_bytes >= min(e.memory_bytes) * _MEMORY_UNDER
+    if mig:
+        return True
+    share = partitions if partitions is not None and partitions > 1 else 1
+    return memory_bytes >= min(e.memory_bytes) / share * _MEMORY_UNDER
 
 
 def candidates(
@@ -341,13 +353,13 @@ def candidates(
         if spec is None or not spec.complete:
             return ()
         cands = tuple(e for e in t.devices if e.arch == a)
-    parted = _mig(raw) or (partitions is not None and partitions > 1)
+    mig = _mig(raw)
     return tuple(
         e
         for e in cands
         if arch_agrees(e, arch)
-        and units_agree(e, compute_units, partitioned=parted)
-        and memory_agrees(e, memory_bytes, partitioned=parted)
+        and units_agree(e, compute_units, partitions=partitions, mig=mig)
+        and memory_agrees(e, memory_bytes, partitions=partitions, mig=mig)
     )
 
 

@@ -138,7 +138,10 @@ def test_facts_that_contradict_the_name_leave_no_candidate() -> None:
     # partitions: an MI300X in CPX mode, a MIG slice
     assert candidates("AMD Instinct MI300X", compute_units=38) == (device("amd-mi300x"),)
     assert candidates("NVIDIA H100 80GB HBM3 MIG 1g.10gb", compute_units=16, memory_bytes=10e9)
-    assert candidates("AMD Instinct MI300X", compute_units=100, partitions=3)
+    assert candidates("AMD Instinct MI300X", compute_units=101, partitions=3)  # 304 // 3
+    assert candidates("AMD Instinct MI300X", compute_units=100, partitions=3) == ()
+    assert candidates("AMD Instinct MI300X", memory_bytes=48 * 2**30, partitions=4)  # NPS4
+    assert candidates("AMD Instinct MI300X", memory_bytes=48 * 2**30) == ()
     # what tools really report: H100 81559 MiB, MI300X 191.7 GiB, V100 16.9 GB
     assert canonical_id("NVIDIA H100 80GB HBM3", compute_units=132, memory_bytes=81559 * 2**20)
     assert canonical_id("MI300X_A1", arch="gfx942", compute_units=304, memory_bytes=205.8e9) == "amd-mi300x"

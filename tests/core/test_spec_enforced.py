@@ -402,6 +402,37 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], str, str]] = [
         "KE701",
         "/validation/shapes/0",
     ),
+    # work figures (KE605-KE607, KE805, KE806)
+    (
+        "7 KE605 FLOPs follow from the dims",
+        _set("task", "shapes", 0, "dims", value={"m": 4096, "n": 4096, "k": 16384}),
+        "KE605",
+        "/task/shapes/0/work/flops",
+    ),
+    (
+        "7 KE606 dtype labels match the tensors",
+        _all(
+            _set(
+                "task", "shapes", 0, "tensors", value=[{"name": "A", "shape": [4096, 4096], "dtype": "bf16"}]
+            ),
+            _set("task", "dtypes", value=["fp8"]),
+        ),
+        "KE606",
+        "/task/dtypes/0",
+    ),
+    (
+        "7 KE607 declared peak within the table",
+        _set("hardware", "peak_bandwidth", value={"value": 9000.0, "unit": "GB/s"}),
+        "KE607",
+        "/hardware/peak_bandwidth",
+    ),
+    (
+        "7 KE805 count within the devices that ran",
+        _all(_set("hardware", "count", value=4), _set("replay", "env", value={"CUDA_VISIBLE_DEVICES": "0"})),
+        "KE805",
+        "/hardware/count",
+    ),
+    ("7 KE806 name agrees with the arch", _set("hardware", "arch", value="sm_80"), "KE806", "/hardware/arch"),
     # serving arithmetic (KE10xx), profile against claim (KE11xx), cost (KE12xx)
     (
         "7 KE1001 throughput within tokens / duration",

@@ -5,9 +5,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ..devices import _mig, _name_candidates, arch_agrees, device, memory_agrees, units_agree
 from ._common import CACHED_CHARS as _CACHED_CHARS
 from ._context import Add, Ctx
 from ._engine import declare
+from ._units import FACTOR as _FACTOR
 
 declare(
     "KE801",
@@ -38,6 +40,33 @@ declare(
     "A serving packet SHOULD carry `task.serving` (model, engine with version, traffic shape).",
 )
 
+declare(
+    "KE805",
+    "error",
+    "the device count is the devices that ran",
+    "record in /hardware/count (and conditions.device_count) the devices the timed work used",
+    "`hardware.count` (and the candidate's `timing.conditions.device_count`) MUST NOT exceed the "
+    "devices the packet shows ran: the devices a replay exposes (`CUDA_VISIBLE_DEVICES`, "
+    "`HIP_VISIBLE_DEVICES`, `ROCR_VISIBLE_DEVICES` in `replay.env`), the distinct devices of a "
+    "capture of the candidate whose kernel records all name their device, or a serving run's "
+    "`tensor_parallel_size` x `pipeline_parallel_size` x `data_parallel_size` (the last from "
+    "`task.serving.settings`, when recorded). A serving run's tensor x pipeline parallel size "
+    "MUST NOT exceed `hardware.count`, and `conditions.device_count` MUST NOT exceed it either.",
+)
+declare(
+    "KE806",
+    "error",
+    "the device name agrees with its arch, SM/CU count and memory",
+    "record the name the tool reported for the device that ran, with its own arch, SM/CU count and memory",
+    "Where the device table knows the models a `hardware.device` name can be (`kevidence rules "
+    "--peaks`, docs/peaks.md), `hardware.arch`, `hardware.compute_units` (the whole device, one "
+    "of its partition sizes, the whole split `hardware.partitions` ways, or fewer on a MIG "
+    "slice) and `hardware.memory` (at most the marketed size read as GiB + 5%, at least 85% of "
+    "it, or of its share when split `partitions` ways, read as GB) MUST fit at least one of "
+    "them; a `hardware.device_id` MUST be an id of the table, one of those models, and fit the "
+    "same facts.",
+)
+
 _UNIDENTIFIED = frozenset(
     {"", "unknown", "n/a", "na", "none", "gpu", "cuda", "device", "accelerator", "tpu", "cpu", "?"}
 )
@@ -46,6 +75,10 @@ _UNIDENTIFIED = frozenset(
 def check(p: Any, ctx: Ctx, add: Add) -> None:
     h = p.hardware
     claim = ctx.claim
+    if h is not None:
+        if len(h.device) <= _CACHED_CHARS:
+            _identity(h, add)
+        _device_count(p, h, add)
     # _hardware re-checks in full; this guard only skips it when it has nothing to say (the
     # common case)
     if (
@@ -106,3 +139,144 @@ def _names_no_model(device: str) -> bool:
         return True
     words = _WORD.findall(d)
     return all(w in _VENDOR_WORDS or w in _GENERIC_WORDS or w.isdigit() for w in words)
+
+
+# ---------------------------------------------------------------- KE805, KE806
+
+#: KE806 by (device, device_id, arch, compute units, memory bytes, partitions): the findings
+_IDENTITY_CACHE: dict[tuple[Any, ...], tuple[tuple[str, str, str], ...]] = {}
+
+
+def _identity(h: Any, add: Add) -> None:
+    mem = h.memory.value * _FACTOR[h.memory.unit] if h.memory is not None else None
+    key = (h.device, h.device_id, h.arch, h.compute_units, mem, h.partitions)
+    found = _IDENTITY_CACHE.get(key)
+    if found is None:
+        found = tuple(_identity_findings(*key))
+        if len(_IDENTITY_CACHE) < 4096 and len(h.device_id or "") + len(h.arch or "") <= _CACHED_CHARS:
+            _IDENTITY_CACHE[key] = found
+    for f in found:
+        add(f)
+
+
+def _identity_findings(
+    name: str,
+    device_id: str | None,
+    arch: str | None,
+    units: int | None,
+    mem: float | None,
+    parts: int | None,
+) -> list[tuple[str, str, str]]:
+    out: list[tuple[str, str, str]] = []
+    cands = list(_name_candidates(name))
+    if device_id is not None:
+        entry = device(device_id)
+        if entry is None:
+            return [("KE806", "/hardware/device_id", f"device_id `{device_id}` is not in the device table")]
+        if cands and entry not in cands:
+            models = ", ".join(e.id for e in cands)
+            out.append(
+                ("KE806", "/hardware/device_id", f"device_id `{device_id}` is not `{name}` ({models})")
+            )
+        elif entry in cands or not cands:
+            cands = [entry]  # the facts are checked against the model the id names
+    if not cands:
+        return out
+    mig = _mig(name)
+    what = f"`{name}`" if len(cands) > 1 else f"`{name}` ({cands[0].id})"
+    if arch and not any(arch_agrees(e, arch) for e in cands):
+        archs = "/".join(sorted({e.arch for e in cands}))
+        out.append(("KE806", "/hardware/arch", f"{what} is {archs}, not `{arch}`"))
+    if units is not None and not any(units_agree(e, units, partitions=parts, mig=mig) for e in cands):
+        have = "/".join(str(e.compute_units) for e in cands if e.compute_units)
+        out.append(("KE806", "/hardware/compute_units", f"{what} has {have} SMs/CUs, not {units}"))
+    if mem is not None and not any(memory_agrees(e, mem, partitions=parts, mig=mig) for e in cands):
+        have = "/".join(f"{m / 1e9:g}" for e in cands for m in e.memory_bytes)
+        out.append(
+            ("KE806", "/hardware/memory", f"{what} has {have} GB of memory, not {mem / 2**30:.4g} GiB")
+        )
+    return out
+
+
+_VISIBLE = ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES")
+
+
+def _visible_devices(env: dict[str, str]) -> int | None:
+    """How many devices a replay environment exposes (the fewest its variables allow)."""
+    n: int | None = None
+    for var in _VISIBLE:
+        v = env.get(var)
+        if v is None:
+            continue
+        ids = [x for x in v.split(",") if x.strip()]
+        if not ids or any(x.strip().casefold() in ("all", "none", "void") for x in ids):
+            continue
+        n = len(ids) if n is None else min(n, len(ids))
+    return n
+
+
+def _device_count(p: Any, h: Any, add: Add) -> None:
+    t = p.timing
+    cond = t.conditions if t is not None else None
+    cc = cond.device_count if cond is not None else None
+    count = h.count
+    if cc is not None and count is not None and cc > count:
+        add(("KE805", "/timing/conditions/device_count", f"device_count {cc} exceeds hardware.count {count}"))
+    claimed = max(count or 1, cc or 1)
+    if claimed > 1:
+        ran, why = _devices_that_ran(p)
+        if ran is not None and claimed > ran:
+            ptr = "/hardware/count" if (count or 1) >= (cc or 1) else "/timing/conditions/device_count"
+            add(("KE805", ptr, f"{claimed} devices claimed, but {why}"))
+    task = p.task
+    sv = task.serving if task is not None else None
+    if sv is not None and count is not None:
+        need = (sv.tensor_parallel_size or 1) * (sv.pipeline_parallel_size or 1)
+        if need > count:
+            add(
+                (
+                    "KE805",
+                    "/hardware/count",
+                    f"tensor x pipeline parallel size {need} needs {need} devices, hardware.count is {count}",
+                )
+            )
+
+
+def _data_parallel(sv: Any) -> int | None:
+    settings = sv.settings
+    if not settings:
+        return None
+    for k in ("data_parallel_size", "dp", "data_parallel", "dp_size"):
+        v = settings.get(k)
+        if isinstance(v, int) and not isinstance(v, bool) and v >= 1:
+            return v
+    return None
+
+
+def _devices_that_ran(p: Any) -> tuple[int | None, str]:
+    """The fewest devices the packet shows ran, and how it shows it (None: nothing says)."""
+    best: int | None = None
+    why = ""
+    r = p.replay
+    if r is not None and r.env:
+        n = _visible_devices(r.env)
+        if n is not None:
+            best, why = n, f"the replay exposes {n}"
+    for i, cap in enumerate(p.profiler or ()):
+        of = cap.of
+        if of is None or of.side != "candidate" or not cap.kernels:
+            continue
+        devs = {k.device for k in cap.kernels}
+        if None in devs:
+            continue
+        if best is None or len(devs) < best:
+            best, why = len(devs), f"the candidate's capture /profiler/{i} shows {len(devs)}"
+    task = p.task
+    sv = task.serving if task is not None else None
+    if sv is not None:
+        dp = _data_parallel(sv)
+        if dp is not None:
+            n = (sv.tensor_parallel_size or 1) * (sv.pipeline_parallel_size or 1) * dp
+            if best is None or n < best:
+                best, why = n, f"the serving run's parallel sizes use {n}"
+    return best, why

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import re
+from functools import lru_cache
 from typing import Any
 
 from ._common import CACHED_CHARS as _CACHED_CHARS
 from ._common import SLACK as _SLACK
 from ._context import Add, Ctx
 from ._engine import declare
-from ._tables import _peak_cache, device_peaks, peak_flops_for
+from ._tables import _peak_cache, device_peaks, dtype_class, peak_flops_for
 from ._units import FACTOR as _FACTOR
 
 declare(
@@ -39,6 +41,38 @@ declare(
     "name a device from the peak table, or record hardware.peak_flop_rate / peak_bandwidth",
     "Where work is recorded, the device SHOULD be one the peak table knows, or the packet SHOULD record the device peaks, so that impossible results can be caught.",
 )
+declare(
+    "KE605",
+    "error",
+    "FLOPs follow from the shapes and the operator",
+    "count 2 FLOPs per multiply-add: a GEMM of m x k by k x n is 2*m*n*k (times the batch)",
+    "Where the operator and a shape's dims (or tensors) determine the work, the stated FLOPs "
+    "(`task.shapes[].work.flops`, and `task.work.flops` for the timed shape) MUST be within 2x "
+    "either way of it: GEMM-like operators (gemm, matmul, mm, bmm, addmm, linear, scaled_mm; "
+    "not grouped or sparse ones) 2 x batch x m x n x k, from dims `m`, `n`, `k` (and `batch`) "
+    "or from two input tensors (..., m, k) and (..., k, n) or (n, k); attention (not decode "
+    "or backward) 4 x batch x heads x q_len x kv_len x head_dim, allowing 1/4 of it for a "
+    "causal mask; 2-D convolution 2 x n x k x p x q x c x r x s / groups from dims.",
+)
+declare(
+    "KE606",
+    "error",
+    "dtype labels match the tensors",
+    "list in /task/dtypes the precisions the tensors really have",
+    "Where `task.dtypes` and shape tensors are both given, a label MUST NOT name a precision "
+    "faster than every tensor's (fp8 labels on bf16 tensors raise the peak the work is checked "
+    "against; tf32 counts as present with fp32 tensors), and no tensor may have a precision "
+    "faster than every label.",
+)
+declare(
+    "KE607",
+    "error",
+    "a declared peak does not exceed the device table",
+    "drop /hardware/peak_flop_rate and /hardware/peak_bandwidth, or record the datasheet figures",
+    "The device table's figures bound a device (KE601, KE602), never the packet's own: where the "
+    "table knows the device (or its arch), `hardware.peak_flop_rate` MUST NOT exceed the table's "
+    "highest FLOP/s for it, nor `hardware.peak_bandwidth` its memory bandwidth, with 5% slack.",
+)
 
 
 #: :func:`device_peaks` by (device, arch) (short names only)
@@ -52,6 +86,12 @@ def _peak_source(peaks: Any, field: str) -> str:
 
 
 def check(p: Any, ctx: Ctx, add: Add) -> None:
+    task = p.task
+    if task is not None and task.shapes:
+        _work_figures(p, task, add)
+    h = p.hardware
+    if h is not None and (h.peak_flop_rate is not None or h.peak_bandwidth is not None):
+        _declared_peaks(h, add)
     t = p.timing
     if t is None:
         return
@@ -154,3 +194,215 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
 def _typical_ptr(t: Any) -> str:
     """Where the time the achieved rates rest on is: the median, else the mean."""
     return "/timing/stats/median" if t.stats.median is not None else "/timing/stats/mean"
+
+
+# ---------------------------------------------------------------- KE605-KE607: work figures
+
+_GEMM_WORDS = frozenset(
+    {
+        "gemm",
+        "matmul",
+        "mm",
+        "bmm",
+        "addmm",
+        "baddbmm",
+        "linear",
+        "scaled",
+        "sgemm",
+        "hgemm",
+        "dgemm",
+        "igemm",
+    }
+)
+_NOT_DENSE = frozenset({
+    "grouped", "group", "moe", "expert", "experts", "sparse", "spmm", "sddmm", "gemv", "ragged",
+    "segment", "lora", "attention", "attn", "conv", "backward", "bwd", "grad",
+})  # fmt: skip
+_ATTENTION_WORDS = frozenset({"attention", "attn", "sdpa", "mha", "fmha"})
+_NOT_PREFILL = frozenset({"decode", "decoding", "paged", "backward", "bwd", "grad", "varlen", "sparse"})
+_CONV_WORDS = frozenset({"conv", "conv2d", "convolution"})
+_OP_WORD = re.compile(r"[a-z0-9]+")
+
+_DIM = {
+    "m": ("m",), "n": ("n",), "k": ("k",),
+    "batch": ("batch", "b", "batch_size", "bs"),
+    "heads": ("heads", "h", "num_heads", "nheads", "n_heads", "num_q_heads", "hq"),
+    "head_dim": ("head_dim", "d", "headdim", "d_head", "dim_head", "head_size"),
+    "q_len": ("q_len", "seqlen_q", "seq_len_q", "s_q", "sq", "seq_q"),
+    "kv_len": ("kv_len", "seqlen_k", "seqlen_kv", "seq_len_kv", "seq_len_k", "s_kv", "skv", "sk", "seq_k"),
+    "seq": ("seq", "seq_len", "seqlen", "s", "n_ctx", "sequence_length"),
+    "conv_n": ("n", "batch", "b"), "c": ("c", "in_channels", "cin", "c_in"),
+    "conv_k": ("k", "out_channels", "cout", "c_out"), "r": ("r", "kh", "kernel_h"),
+    "s": ("s", "kw", "kernel_w"), "p": ("p", "oh", "out_h", "h_out"), "q": ("q", "ow", "out_w", "w_out"),
+    "groups": ("groups", "g"),
+}  # fmt: skip
+
+
+def _dim(dims: dict[str, int], name: str) -> int | None:
+    for key in _DIM[name]:
+        v = dims.get(key)
+        if v is None:
+            v = dims.get(key.upper())
+        if v is not None:
+            return v if v > 0 else None
+    return None
+
+
+@lru_cache(maxsize=512)
+def _op_kind(operator: str) -> str | None:
+    words = set(_OP_WORD.findall(operator.casefold()))
+    if words & _ATTENTION_WORDS:
+        return None if words & _NOT_PREFILL else "attention"
+    if words & _CONV_WORDS:
+        return None if words & {"transpose", "transposed", "backward", "bwd", "grad", "depthwise"} else "conv"
+    if words & _GEMM_WORDS and not words & _NOT_DENSE:
+        return "gemm"
+    return None
+
+
+def _gemm_from_tensors(tensors: Any) -> float | None:
+    ins = [t for t in tensors if len(t.shape) >= 2]
+    if len(ins) < 2:
+        return None
+    a, b = ins[0].shape, ins[1].shape
+    if a[-1] == b[-2]:
+        k, n = a[-1], b[-1]
+    elif a[-1] == b[-1]:
+        k, n = a[-1], b[-2]
+    else:
+        return None
+    batch = 1
+    for x in a[:-2]:
+        batch *= x
+    return 2.0 * batch * a[-2] * n * k
+
+
+def _derived_flops(kind: str, sh: Any) -> tuple[float, float] | None:
+    """The FLOPs a shape's dims (or tensors) give, as a (low, high) range, or None."""
+    dims = sh.dims or {}
+    if kind == "gemm":
+        m, n, k = _dim(dims, "m"), _dim(dims, "n"), _dim(dims, "k")
+        if m and n and k:
+            f = 2.0 * (_dim(dims, "batch") or 1) * m * n * k
+            return f, f
+        f2 = _gemm_from_tensors(sh.tensors) if sh.tensors else None
+        return (f2, f2) if f2 else None
+    if kind == "attention":
+        b, h, d = _dim(dims, "batch"), _dim(dims, "heads"), _dim(dims, "head_dim")
+        seq = _dim(dims, "seq")
+        sq, skv = _dim(dims, "q_len") or seq, _dim(dims, "kv_len") or seq
+        if not (b and h and d and sq and skv):
+            return None
+        full = 4.0 * b * h * sq * skv * d
+        return full / 2, full  # a causal mask halves it
+    n, c, k = _dim(dims, "conv_n"), _dim(dims, "c"), _dim(dims, "conv_k")
+    r, s, p, q = _dim(dims, "r"), _dim(dims, "s"), _dim(dims, "p"), _dim(dims, "q")
+    if not (n and c and k and r and s and p and q):
+        return None
+    f = 2.0 * n * k * p * q * c * r * s / (_dim(dims, "groups") or 1)
+    return f, f
+
+
+def _work_figures(p: Any, task: Any, add: Add) -> None:
+    op = task.operator
+    kind = _op_kind(op) if op and len(op) <= _CACHED_CHARS else None
+    derived: dict[str, tuple[float, float]] = {}
+    for i, sh in enumerate(task.shapes):
+        if kind is not None:
+            rng = _derived_flops(kind, sh)
+            if rng is not None:
+                derived[sh.id] = rng
+                w = sh.work
+                if w is not None and w.flops is not None:
+                    _compare_flops(f"/task/shapes/{i}/work/flops", w.flops, rng, op, add)
+    if kind is not None and task.work is not None and task.work.flops is not None:
+        t = p.timing
+        sid = t.shape_id if t is not None else None
+        rng = (
+            derived.get(sid)
+            if sid
+            else (next(iter(derived.values())) if len(task.shapes) == 1 and derived else None)
+        )
+        if rng is not None:
+            _compare_flops("/task/work/flops", task.work.flops, rng, op, add)
+    if task.dtypes:
+        _dtype_labels(task, add)
+
+
+def _compare_flops(ptr: str, q: Any, rng: tuple[float, float], op: str, add: Add) -> None:
+    stated = q.value * _FACTOR[q.unit]
+    lo, hi = rng
+    if stated > 2 * hi * (1 + 1e-9) or stated * 2 * (1 + 1e-9) < lo:
+        want = f"{hi:.4g}" if lo == hi else f"{lo:.4g} to {hi:.4g}"
+        add(("KE605", ptr, f"{stated:.4g} FLOP stated; the `{op}` shape gives {want} (more than 2x apart)"))
+
+
+#: dtype classes from slowest to fastest (a tf32 label is served by fp32 tensors)
+_SPEED = {"fp64": 0, "fp32": 1, "tf32": 2, "fp16": 3, "bf16": 3, "fp8": 4, "int8": 4, "fp6": 5, "fp4": 6}
+
+
+def _dtype_labels(task: Any, add: Add) -> None:
+    labels = [(j, c) for j, d in enumerate(task.dtypes) if (c := dtype_class(d)) is not None]
+    tensors = [
+        (i, j, c)
+        for i, sh in enumerate(task.shapes)
+        for j, tn in enumerate(sh.tensors or ())
+        if (c := dtype_class(tn.dtype)) is not None
+    ]
+    if not labels or not tensors:
+        return
+    have = {c for _, _, c in tensors}
+    if "fp32" in have:
+        have.add("tf32")
+    fastest_tensor = max(_SPEED[c] for c in have)
+    for j, c in labels:
+        if c not in have and _SPEED[c] > fastest_tensor:
+            add(
+                (
+                    "KE606",
+                    f"/task/dtypes/{j}",
+                    f"dtype label `{task.dtypes[j]}` ({c}) is faster than every tensor's precision ({', '.join(sorted(have))})",
+                )
+            )
+            return
+    named = {c for _, c in labels}
+    fastest_label = max(_SPEED[c] for c in named)
+    for i, j, c in tensors:
+        if c not in named and _SPEED[c] > fastest_label:
+            dt = task.shapes[i].tensors[j].dtype
+            add(
+                (
+                    "KE606",
+                    f"/task/shapes/{i}/tensors/{j}/dtype",
+                    f"tensor dtype `{dt}` ({c}) is faster than every dtype label ({', '.join(sorted(named))})",
+                )
+            )
+            return
+
+
+def _declared_peaks(h: Any, add: Add) -> None:
+    if len(h.device) + len(h.arch or "") > _CACHED_CHARS:
+        return
+    peaks = device_peaks(h.device, h.arch)
+    if peaks is None:
+        return
+    rec = h.peak_flop_rate
+    if rec is not None and peaks.flops:
+        top = max(peaks.flops.values())
+        if rec.value * _FACTOR[rec.unit] > top * _SLACK:
+            add(
+                (
+                    "KE607",
+                    "/hardware/peak_flop_rate",
+                    f"declared peak {rec.value:g} {rec.unit} exceeds the {peaks.key} table's {top / 1e12:.4g} TFLOP/s",
+                )
+            )
+    rec = h.peak_bandwidth
+    if rec is not None and rec.value * _FACTOR[rec.unit] > peaks.bandwidth * _SLACK:
+        add(
+            (
+                "KE607",
+                "/hardware/peak_bandwidth",
+                f"declared peak {rec.value:g} {rec.unit} exceeds the {peaks.key} table's {peaks.bandwidth / 1e9:.4g} GB/s",
+            )
+        )
