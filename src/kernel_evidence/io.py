@@ -386,6 +386,9 @@ def iter_records(name: str, limits: Limits | None = None) -> Iterator[Record]:
                     ),
                 )
             elif (ended := _stream_end_error(fh)) is not None:
+                if not _truncated(fh) and data.strip():
+                    # bytes after (or inside) a frame: what decompressed before is read too
+                    yield from _split(_checked(name, None, data))
                 yield Record(name, None, error=InputError(name, None, ended))
             elif not data.strip():
                 yield Record(name, None, error=InputError(name, None, "empty file; expected a JSON packet"))

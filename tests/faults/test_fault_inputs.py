@@ -107,7 +107,9 @@ def test_zstd_damage_in_a_single_document_is_named(
     frame = zstandard.ZstdCompressor().compress(GOOD)
     path = write(tmp_path / "one.json.zst", frame + b"\x00" * 9)
     code, out, _ = run(capsys, "validate", path)
+    # the document decompressed before the damage is checked too
     assert code == 1 and f"zstd stream damaged at byte {len(frame)}" in out
+    assert "2 packet(s) in 1 file(s): 1 valid, 1 invalid" in out
 
 
 @pytest.mark.parametrize("command", ["id", "archive"])
