@@ -165,6 +165,8 @@ class LineBuilder:
     _compile: dict[tuple[str, bool | None], Compile] = field(default_factory=dict)
     _missing: set[str] = field(default_factory=set)
     _replays: dict[int, Replay] = field(default_factory=dict)
+    _lineages: dict[str, Lineage] = field(default_factory=dict)
+    _workloads: dict[Any, tuple[Task, Conditions]] = field(default_factory=dict)
     #: workload-only lines met in every file read so far
     workload_only: int = 0
 
@@ -273,7 +275,8 @@ class LineBuilder:
             fs.workload_only += 1
             return None
         raw_status = ev.status or ""
-        spec = STATUSES.get(raw_status.upper())
+        norm = raw_status.upper()
+        spec = STATUSES.get(norm)
         if spec is None:
             fs.unknown_status[raw_status] = fs.unknown_status.get(raw_status, 0) + 1
             return None
@@ -283,30 +286,8 @@ class LineBuilder:
         d = self._lookup_definition(definition, fs) if t.definition else None
         sol = self._lookup_solution(t.solution, fs)
         hw, packages = self.environment(ev.environment)
-        device = hw.device if hw is not None else None
-
-        dims: dict[str, int] = dict(d.const_axes) if d is not None else {}
-        if wl is not None and wl.axes:
-            dims.update(wl.axes)
-        tensors = self._tensors(d, dims)
-        dtypes = sorted({dt for _, dt in d.tensors.values()}) if d is not None and d.tensors else None
         tol = wl.tolerance if wl is not None else None
-        tolerance = None
-        if tol is not None and (tol.max_atol is not None or tol.max_rtol is not None):
-            tolerance = TolerancePolicy(
-                atol=_finite_ms(tol.max_atol),
-                rtol=_finite_ms(tol.max_rtol),
-                required_matched_ratio=_finite_ms(tol.required_matched_ratio),
-            )
-        task = Task(
-            operator=d.op_type if d is not None else None,
-            workload=definition,
-            description=d.description if d is not None else None,
-            shapes=[ShapeCase(id=uuid, dims=dims or None, tensors=tensors)],
-            dtypes=dtypes,
-            reference=self.reference(definition, d),
-            tolerance=tolerance,
-        )
+        task, cond = self._workload(definition, d, t, uuid, hw, fs)
 
         status = spec["status"]
         failure = None
@@ -322,7 +303,7 @@ class LineBuilder:
                 log_excerpt=ev.log[-LOG_EXCERPT_CHARS:] if ev.log else None,
             )
         validation = self._validation(spec.get("validation", "none"), ev.correctness, tol, uuid, raw_status)
-        timing = self._timing(t, fs, uuid, dims, dtypes, device, hw, packages, status == "passed")
+        timing = self._timing(t, fs, uuid, cond, packages, status == "passed")
 
         measured_at = None
         if ev.timestamp:
@@ -330,9 +311,9 @@ class LineBuilder:
             if measured_at is None:
                 fs.naive_timestamps += 1
         succeeded: bool | None = None
-        if raw_status == "COMPILE_ERROR":
+        if norm == "COMPILE_ERROR":
             succeeded = False
-        elif raw_status in ("PASSED", "INCORRECT_NUMERICAL", "INCORRECT_SHAPE", "INCORRECT_DTYPE"):
+        elif norm in ("PASSED", "INCORRECT_NUMERICAL", "INCORRECT_SHAPE", "INCORRECT_DTYPE"):
             succeeded = True
         replay = self._replay(t, fs, uuid, packages, definition)
         fs.packets += 1
@@ -344,7 +325,7 @@ class LineBuilder:
             created_at=self.created_at,
             measured_at=measured_at,
             failure=failure,
-            lineage=Lineage(candidate_id=t.solution) if t.solution else None,
+            lineage=self._lineage(t.solution),
             task=task,
             compile=self.compile(sol, succeeded, ev.log),
             validation=validation,
@@ -352,6 +333,63 @@ class LineBuilder:
             hardware=hw,
             replay=replay,
         )
+
+    def _lineage(self, solution: str | None) -> Lineage | None:
+        if not solution:
+            return None
+        hit = self._lineages.get(solution)
+        if hit is None:
+            hit = self._lineages[solution] = Lineage(candidate_id=solution)
+        return hit
+
+    def _workload(
+        self, definition: str, d: Definition | None, t: TraceLine, uuid: str, hw: Hardware | None, fs: FileState
+    ) -> tuple[Task, Conditions]:
+        """The task and the timing conditions of one workload, shared by every solution
+        evaluated on it (a trace holds each workload once per solution)."""
+        wl = t.workload
+        axes = tuple(wl.axes.items()) if wl is not None and wl.axes else ()
+        tol = wl.tolerance if wl is not None else None
+        tol_key = (tol.max_atol, tol.max_rtol, tol.required_matched_ratio) if tol is not None else None
+        key = (definition, uuid, axes, tol_key, id(hw), fs.method, id(fs.run))
+        hit = self._workloads.get(key)
+        if hit is not None:
+            return hit
+        dims: dict[str, int] = dict(d.const_axes) if d is not None else {}
+        dims.update(axes)
+        dtypes = sorted({dt for _, dt in d.tensors.values()}) if d is not None and d.tensors else None
+        tolerance = None
+        if tol is not None and (tol.max_atol is not None or tol.max_rtol is not None):
+            tolerance = TolerancePolicy(
+                atol=_finite_ms(tol.max_atol),
+                rtol=_finite_ms(tol.max_rtol),
+                required_matched_ratio=_finite_ms(tol.required_matched_ratio),
+            )
+        task = Task(
+            operator=d.op_type if d is not None else None,
+            workload=definition,
+            description=d.description if d is not None else None,
+            shapes=[ShapeCase(id=uuid, dims=dims or None, tensors=self._tensors(d, dims))],
+            dtypes=dtypes,
+            reference=self.reference(definition, d),
+            tolerance=tolerance,
+        )
+        run = fs.run
+        cond = Conditions(
+            dtypes=dtypes,
+            shape_id=uuid,
+            dims=dims or None,
+            device=hw.device if hw is not None else None,
+            device_id=hw.device_id if hw is not None else None,
+            method=fs.method,  # type: ignore[arg-type]
+            warmup=run.warmup if run is not None else None,
+            repeats=run.iterations if run is not None else None,
+            sample_handling="other",
+        )
+        if len(self._workloads) > 200_000:  # that many distinct workloads: little reuse to hope for
+            self._workloads.clear()
+        self._workloads[key] = (task, cond)
+        return task, cond
 
     @staticmethod
     def _tensors(d: Definition | None, dims: dict[str, int]) -> list[TensorSpec] | None:
@@ -414,10 +452,7 @@ class LineBuilder:
         t: TraceLine,
         fs: FileState,
         uuid: str,
-        dims: dict[str, int],
-        dtypes: list[str] | None,
-        device: str | None,
-        hw: Hardware | None,
+        cond: Conditions,
         packages: dict[str, str] | None,
         passed: bool,
     ) -> Timing | None:
@@ -429,17 +464,6 @@ class LineBuilder:
         if latency is None:
             return None
         run = fs.run
-        cond = Conditions(
-            dtypes=dtypes,
-            shape_id=uuid,
-            dims=dims or None,
-            device=device,
-            device_id=hw.device_id if hw is not None else None,
-            method=fs.method,  # type: ignore[arg-type]
-            warmup=run.warmup if run is not None else None,
-            repeats=run.iterations if run is not None else None,
-            sample_handling="other",
-        )
         ref = _finite_ms(perf.reference_latency_ms)
         baseline = None
         speedup = None
