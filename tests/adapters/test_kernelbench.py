@@ -51,6 +51,16 @@ def errors(p: EvidencePacket) -> set[str]:
     return {f.rule_id for f in validate(p).findings if f.severity == "error"}
 
 
+def rounding_artifact(p: EvidencePacket) -> set[str]:
+    """KE506 (std larger than max - min) on an entry whose min and max were rounded to the
+    same 3-significant-digit value while its std was not: KernelBench's rounding, not a lie.
+    Returned so the tests accept it there and nowhere else."""
+    s = p.timing.stats if p.timing else None
+    if s is not None and s.min is not None and s.min == s.max and (s.std or 0) > 0:
+        return {"KE506"}
+    return set()
+
+
 def by_candidate(packets: list[EvidencePacket]) -> dict[str, EvidencePacket]:
     return {p.lineage.candidate_id: p for p in packets if p.lineage and p.lineage.candidate_id}
 
@@ -293,13 +303,25 @@ def test_corpus_h100_modal_eager_baseline() -> None:
     assert {p.hardware.device for p in packets if p.hardware} == {H100}
     assert {p.hardware.device_id for p in packets if p.hardware} == {"nvidia-h100-sxm5-80gb"}
     for p in packets:
-        assert errors(p) == {"KE101"}
+        assert errors(p) - rounding_artifact(p) == {"KE101"}
+    # KernelBench rounds to 3 significant digits: 7 entries have min == max but a real std
+    flat = sorted(p.subject.name for p in packets if rounding_artifact(p))
+    assert flat == [
+        "18_Matmul_Sum_Max_AvgPool_LogSumExp_LogSumExp",
+        "23_Conv3d_GroupNorm_Mean",
+        "63_Gemm_ReLU_Divide",
+        "65_Conv2d_AvgPool_Sigmoid_Sum",
+        "68_conv_transposed_3D__square_input__asymmetric_kernel",
+        "70_Gemm_Sigmoid_Scaling_ResidualAdd",
+        "90_Conv3d_LeakyReLU_Sum_Clamp_GELU",
+    ]
 
 
 @needs_corpus
 def test_corpus_rtx6000ada_without_hardware_keys() -> None:
     packets, warnings = read(CORPUS / "baseline_time_torch_RTX6000Ada_tritonforge_no_hw_keys.json")
     assert len(packets) == 250
+    assert [p.subject.name for p in packets if rounding_artifact(p)] == ["50_ReLUSelfAttention"]
     names = {p.subject.name: p for p in packets}
     t = names["1_Square_matrix_multiplication_"].timing
     assert t is not None and t.stats is not None and (t.stats.mean, t.stats.max) == (0.382, 0.443)
