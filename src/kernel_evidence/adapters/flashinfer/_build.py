@@ -190,7 +190,7 @@ class LineBuilder:
                     runtime = Software(name=name, version=version)
                     break
             hw = Hardware(
-                vendor=vendor_of(env.hardware),  # type: ignore[arg-type]
+                vendor=vendor_of(env.hardware),
                 device=env.hardware,
                 device_id=_device_id(env.hardware),
                 runtime=runtime,
@@ -213,7 +213,7 @@ class LineBuilder:
                     media_type="text/x-python",
                 )
                 kind = "torch_eager" if "torch" in d.reference else "other"
-            hit = self._reference[name] = Reference(name=f"{name}.reference", kind=kind, source=source)  # type: ignore[arg-type]
+            hit = self._reference[name] = Reference(name=f"{name}.reference", kind=kind, source=source)
         return hit
 
     def compile(self, sol: Solution | None, succeeded: bool | None, log: str | None) -> Compile | None:
@@ -343,7 +343,13 @@ class LineBuilder:
         return hit
 
     def _workload(
-        self, definition: str, d: Definition | None, t: TraceLine, uuid: str, hw: Hardware | None, fs: FileState
+        self,
+        definition: str,
+        d: Definition | None,
+        t: TraceLine,
+        uuid: str,
+        hw: Hardware | None,
+        fs: FileState,
     ) -> tuple[Task, Conditions]:
         """The task and the timing conditions of one workload, shared by every solution
         evaluated on it (a trace holds each workload once per solution)."""
@@ -381,7 +387,7 @@ class LineBuilder:
             dims=dims or None,
             device=hw.device if hw is not None else None,
             device_id=hw.device_id if hw is not None else None,
-            method=fs.method,  # type: ignore[arg-type]
+            method=fs.method,
             warmup=run.warmup if run is not None else None,
             repeats=run.iterations if run is not None else None,
             sample_handling="other",
@@ -445,7 +451,7 @@ class LineBuilder:
             inf_seen=_seen(c.has_inf if c is not None else None, abs_raw, rel_raw, "inf"),
             message="; ".join(notes) or None,
         )
-        return Validation(verdict=verdict, shapes=[shape])  # type: ignore[arg-type]
+        return Validation(verdict=verdict, shapes=[shape])
 
     def _timing(
         self,
@@ -482,7 +488,7 @@ class LineBuilder:
         elif perf.speedup_factor is not None or perf.reference_latency_ms is not None:
             fs.unprofiled_reference += 1
         return Timing(
-            method=fs.method,  # type: ignore[arg-type]
+            method=fs.method,
             warmup=run.warmup if run is not None else None,
             repeats=run.iterations if run is not None else None,
             shape_id=uuid,

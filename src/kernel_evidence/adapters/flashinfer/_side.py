@@ -159,7 +159,8 @@ def _definition(path: str, d: dict[str, Any]) -> Definition:
 
 
 def _solution(path: str, d: dict[str, Any]) -> Solution:
-    spec = d.get("spec") if isinstance(d.get("spec"), dict) else {}
+    raw_spec = d.get("spec")
+    spec: dict[str, Any] = raw_spec if isinstance(raw_spec, dict) else {}
     target = spec.get("target_hardware")
     targets = tuple(str(t) for t in target if isinstance(t, str)) if isinstance(target, list) else ()
     files: list[SourceFile] = []
@@ -169,7 +170,8 @@ def _solution(path: str, d: dict[str, Any]) -> Solution:
         for s in sources:
             if not isinstance(s, dict) or not isinstance(s.get("content"), str):
                 continue
-            name = s.get("path") if isinstance(s.get("path"), str) else f"source{len(files)}"
+            given = s.get("path")
+            name = given if isinstance(given, str) else f"source{len(files)}"
             body = s["content"].encode("utf-8", "surrogatepass")
             files.append(SourceFile(name, "sha256:" + hashlib.sha256(body).hexdigest(), len(body)))
             # the path and the length delimit each source, so moving text between two files

@@ -104,6 +104,8 @@ def _max_difference(md: dict[str, Any]) -> float | None:
     vals = md.get("max_difference")
     best = None
     for v in vals if isinstance(vals, list) else [vals]:
+        if not isinstance(v, (str, int, float)) or isinstance(v, bool):
+            continue
         try:
             f = float(v)
         except (TypeError, ValueError):
@@ -132,7 +134,7 @@ class Builder:
         if hit is None:
             vendor = vendor_of(device)
             hit = self._hardware[device] = Hardware(
-                vendor=vendor,  # type: ignore[arg-type]
+                vendor=vendor,
                 device=device,
                 device_id=_device_id(device),
             )
@@ -147,7 +149,7 @@ class Builder:
             cond = Conditions(
                 device=dev,
                 device_id=_device_id(dev) if dev else None,
-                method=self.method,  # type: ignore[arg-type]
+                method=self.method,
                 repeats=e.stats.trials,
                 shape_id=f"level{e.level}/{e.problem_id}",
             )
@@ -163,7 +165,7 @@ class Builder:
                     lineage=Lineage(relation="baseline", candidate_id=f"{b.config}:level{e.level}/{name}"),
                     task=self._task(e.level, e.problem_id, e.file_name, b),
                     timing=Timing(
-                        method=self.method,  # type: ignore[arg-type]
+                        method=self.method,
                         repeats=e.stats.trials,
                         shape_id=f"level{e.level}/{e.problem_id}",
                         stats=_stats(e.stats),
@@ -186,7 +188,7 @@ class Builder:
         ref = None
         if file_name is not None:
             kind = "torch_compile" if b is not None and b.compiled else "torch_eager"
-            ref = Reference(name=file_name, kind=kind, version=self.torch_version)  # type: ignore[arg-type]
+            ref = Reference(name=file_name, kind=kind, version=self.torch_version)
         return Task(workload=f"KernelBench level {level}", operator=None, reference=ref)
 
     # ------------------------------------------------------------------ eval packets
@@ -305,7 +307,7 @@ class Builder:
         cond = Conditions(
             device=device,
             device_id=_device_id(device) if device else None,
-            method=self.method,  # type: ignore[arg-type]
+            method=self.method,
             repeats=runtime.trials,
             shape_id=shape_id,
         )
@@ -336,13 +338,13 @@ class Builder:
                 conditions=Conditions(
                     device=bdev,
                     device_id=_device_id(bdev) if bdev else None,
-                    method=self.method,  # type: ignore[arg-type]
+                    method=self.method,
                     repeats=entry.stats.trials,
                     shape_id=shape_id,
                 ),
             )
         return Timing(
-            method=self.method,  # type: ignore[arg-type]
+            method=self.method,
             repeats=runtime.trials,
             shape_id=shape_id,
             stats=_stats(runtime),
