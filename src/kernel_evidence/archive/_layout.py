@@ -240,7 +240,10 @@ def upgrade(root: Path) -> set[str]:
         data = (json.dumps(meta, indent=2) + "\n").encode()
         fd = os.open(marker, os.O_WRONLY)
         try:
-            os.pwrite(fd, data, 0)  # the same length ("1.0" -> "1.1"): readers see one or the other
+            if hasattr(os, "pwrite"):  # the same length ("1.0" -> "1.1"): one write, in place
+                os.pwrite(fd, data, 0)
+            else:  # pragma: no cover - Windows
+                os.write(fd, data)
             os.ftruncate(fd, len(data))
             os.fsync(fd)
         finally:
