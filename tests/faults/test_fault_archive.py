@@ -105,7 +105,9 @@ def _kill_at(point: str, src: str, root: Path) -> subprocess.CompletedProcess[by
 
 
 @pytest.mark.parametrize("point", sorted(POINTS))
-def test_a_killed_run_shows_all_of_itself_or_nothing(tmp_path: Path, old: Path, point: str) -> None:
+def test_a_killed_run_shows_all_of_itself_or_nothing(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, old: Path, point: str
+) -> None:
     before = _ids(old)
     new = write(tmp_path / "new.jsonl", _packets(100, 40))
     done = _kill_at(POINTS[point], new, old)
@@ -116,6 +118,9 @@ def test_a_killed_run_shows_all_of_itself_or_nothing(tmp_path: Path, old: Path, 
     assert (after == before) == (point != "commit-list-written")
     assert open_archive(old).count_rows() == len(after)
     # the next run removes what the killed one left and adds what is missing
+    if point != "commit-list-written":
+        code, _, err = run(capsys, "archive", new, "--to", str(old))
+        assert code == 0 and "kevidence: note: removed " in err and "an interrupted run had left" in err
     summary = archive_packets([new], old)
     assert summary.added + summary.duplicates == 40 and len(_ids(old)) == 80
     assert not list(old.rglob(".*.tmp")) and not (old / "_kevidence_pending.json").exists()
@@ -131,7 +136,7 @@ def test_an_archive_without_a_commit_list_is_read_whole_and_upgraded(tmp_path: P
     assert len(_ids(old)) == 40
     archive_packets([write(tmp_path / "n.jsonl", _packets(200, 8))], old)
     assert len(_ids(old)) == 48
-    assert json.loads(marker.read_text())["layout_version"] == "1.1"
+    assert json.loads(marker.read_text())["layout_version"] == "1.2"
     assert len(json.loads((old / "_kevidence_commits.json").read_text())["files"]) == len(
         list(old.rglob("*.parquet"))
     )

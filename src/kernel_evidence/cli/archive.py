@@ -88,6 +88,10 @@ def register(app: typer.Typer) -> None:
             fail(f"{' '.join(paths)}: no packets found; expected .json, .jsonl or .ndjson files (zstd: .zst)")
         if not quiet and shown[0] > _SHOWN_REFUSALS:
             sys.stderr.write(f"refused: ... and {shown[0] - _SHOWN_REFUSALS} more (not listed)\n")
+        if summary.cleaned and not quiet:
+            sys.stderr.write(
+                f"kevidence: note: removed {len(summary.cleaned)} file(s) an interrupted run had left in {printable(to)}\n"
+            )
         if not quiet:
             # a raw table that was not archived: the packet was, so it is a warning (exit 0)
             for warning in summary.warnings:
