@@ -38,6 +38,8 @@ declare(
 
 _SLACK = 1.10
 _NODE_WIDE = ("ipmi", "pdu", "wall", "node", "system", "bmc", "rack")
+#: whether an energy source measures a whole node, by source text (short ones only)
+_NODE_WIDE_CACHE: dict[str, bool] = {}
 
 
 def check(p: Any, ctx: Ctx, add: Add) -> None:
@@ -66,8 +68,13 @@ def _devices(p: Any) -> int:
 
 
 def _energy(p: Any, e: Any, add: Add) -> None:
-    src = e.source.casefold()
-    if any(w in src for w in _NODE_WIDE):
+    node = _NODE_WIDE_CACHE.get(e.source)
+    if node is None:
+        src = e.source.casefold()
+        node = any(w in src for w in _NODE_WIDE)
+        if len(_NODE_WIDE_CACHE) < 1024 and len(src) <= 256:
+            _NODE_WIDE_CACHE[e.source] = node
+    if node:
         return
     window = e.window.value * FACTOR[e.window.unit]
     if window <= 0:

@@ -281,9 +281,11 @@ def _derived_flops(kind: str, sh: Any) -> tuple[float, float] | None:
     """The FLOPs a shape's dims (or tensors) give, as a (low, high) range, or None."""
     dims = sh.dims or {}
     if kind == "gemm":
-        m, n, k = _dim(dims, "m"), _dim(dims, "n"), _dim(dims, "k")
-        if m and n and k:
-            f = 2.0 * (_dim(dims, "batch") or 1) * m * n * k
+        g = dims.get
+        m, n, k = g("m") or g("M"), g("n") or g("N"), g("k") or g("K")
+        if m and n and k and m > 0 and n > 0 and k > 0:
+            b = g("batch") or g("b") or g("batch_size") or g("bs") or 1
+            f = 2.0 * (b if b > 0 else 1) * m * n * k
             return f, f
         f2 = _gemm_from_tensors(sh.tensors) if sh.tensors else None
         return (f2, f2) if f2 else None
@@ -306,35 +308,40 @@ def _derived_flops(kind: str, sh: Any) -> tuple[float, float] | None:
 def _work_figures(p: Any, task: Any, add: Add) -> None:
     op = task.operator
     kind = _op_kind(op) if op and len(op) <= _CACHED_CHARS else None
-    derived: dict[str, tuple[float, float]] = {}
-    for i, sh in enumerate(task.shapes):
-        if kind is not None:
+    if kind is not None:
+        derived: dict[str, tuple[float, float]] = {}
+        for i, sh in enumerate(task.shapes):
             rng = _derived_flops(kind, sh)
-            if rng is not None:
-                derived[sh.id] = rng
-                w = sh.work
-                if w is not None and w.flops is not None:
-                    _compare_flops(f"/task/shapes/{i}/work/flops", w.flops, rng, op, add)
-    if kind is not None and task.work is not None and task.work.flops is not None:
-        t = p.timing
-        sid = t.shape_id if t is not None else None
-        rng = (
-            derived.get(sid)
-            if sid
-            else (next(iter(derived.values())) if len(task.shapes) == 1 and derived else None)
-        )
-        if rng is not None:
-            _compare_flops("/task/work/flops", task.work.flops, rng, op, add)
+            if rng is None:
+                continue
+            derived[sh.id] = rng
+            w = sh.work
+            if w is not None and (q := w.flops) is not None and not _within_2x(q, rng):
+                _flops_finding(f"/task/shapes/{i}/work/flops", q, rng, op, add)
+        w = task.work
+        if derived and w is not None and (q := w.flops) is not None:
+            t = p.timing
+            sid = t.shape_id if t is not None else None
+            if sid:
+                rng2 = derived.get(sid)
+            else:
+                rng2 = next(iter(derived.values())) if len(task.shapes) == 1 else None
+            if rng2 is not None and not _within_2x(q, rng2):
+                _flops_finding("/task/work/flops", q, rng2, op, add)
     if task.dtypes:
         _dtype_labels(task, add)
 
 
-def _compare_flops(ptr: str, q: Any, rng: tuple[float, float], op: str, add: Add) -> None:
+def _within_2x(q: Any, rng: tuple[float, float]) -> bool:
+    stated = q.value * _FACTOR[q.unit]
+    return not (stated > 2 * rng[1] * (1 + 1e-9) or stated * 2 * (1 + 1e-9) < rng[0])
+
+
+def _flops_finding(ptr: str, q: Any, rng: tuple[float, float], op: str, add: Add) -> None:
     stated = q.value * _FACTOR[q.unit]
     lo, hi = rng
-    if stated > 2 * hi * (1 + 1e-9) or stated * 2 * (1 + 1e-9) < lo:
-        want = f"{hi:.4g}" if lo == hi else f"{lo:.4g} to {hi:.4g}"
-        add(("KE605", ptr, f"{stated:.4g} FLOP stated; the `{op}` shape gives {want} (more than 2x apart)"))
+    want = f"{hi:.4g}" if lo == hi else f"{lo:.4g} to {hi:.4g}"
+    add(("KE605", ptr, f"{stated:.4g} FLOP stated; the `{op}` shape gives {want} (more than 2x apart)"))
 
 
 #: dtype classes from slowest to fastest (a tf32 label is served by fp32 tensors)
@@ -342,6 +349,9 @@ _SPEED = {"fp64": 0, "fp32": 1, "tf32": 2, "fp16": 3, "bf16": 3, "fp8": 4, "int8
 
 
 def _dtype_labels(task: Any, add: Add) -> None:
+    spelled = {tn.dtype for sh in task.shapes if sh.tensors for tn in sh.tensors}
+    if not spelled or spelled == set(task.dtypes):
+        return  # no tensors, or the labels are exactly the tensors' dtypes (the common case)
     labels = [(j, c) for j, d in enumerate(task.dtypes) if (c := dtype_class(d)) is not None]
     tensors = [
         (i, j, c)
