@@ -342,7 +342,10 @@ def inside(path: str | os.PathLike[str], roots: Iterable[str | os.PathLike[str]]
     """Whether ``path``, symbolic links resolved, is one of ``roots`` (resolved too) or lies
     below one. Decided before the file is opened or even looked at, so that a packet's path
     learns nothing about files outside (not whether they exist)."""
-    real = os.path.realpath(path)
+    try:
+        real = os.path.realpath(path)
+    except (OSError, ValueError):  # a NUL byte, a name too long: not a file it may read
+        return False
     for root in roots:
         top = os.path.realpath(root or ".")
         if real == top or real.startswith(top.rstrip(os.sep) + os.sep):

@@ -160,3 +160,14 @@ def test_one_large_side_file_named_by_many_packets_is_hashed_once(
     os.utime(side, ns=(st.st_atime_ns, st.st_mtime_ns + 10_000_000))
     code, out, _ = run(capsys, "validate", str(tmp_path / "pk"))
     assert code == 1 and out.count("KE903") == 20 and len(opened) == 2
+
+
+@pytest.mark.parametrize("path", ["a\x00b.arrow", "x" * 5000 + ".arrow", "\x1b[2J.arrow"])
+def test_odd_side_file_paths_are_one_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, path: str
+) -> None:
+    packet = _packet(tmp_path / "pk", path, "sha256:" + "0" * 64, 10)
+    code, out, err = run(capsys, "validate", "--strict", str(packet))
+    assert code == 1 and "KE904" in out and "Traceback" not in out + err and "\x1b" not in out
+    code, out, err = run(capsys, "archive", str(packet), "--to", str(tmp_path / "arch"))
+    assert code == 0 and "1 added" in out and "not archived" in err and "\x1b" not in err
