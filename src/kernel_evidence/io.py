@@ -350,9 +350,12 @@ def iter_records(name: str, limits: Limits | None = None) -> Iterator[Record]:
     """Yield every JSON document in one input, as raw bytes, or the error met.
 
     A JSONL input yields one record per non-blank line; an error in one line does not stop
-    the others. A ``.json`` input yields one record (a top-level array is split by the
-    decoder later). Stdin is read as JSONL when its first line is a whole JSON document,
-    and as one document otherwise (a pretty-printed packet piped in).
+    the others. A ``.json`` input yields one record. A document (or line) holding a JSON
+    array yields one record per item (location ``item N``, or ``line L, item N``), so that
+    each is checked, reported and counted on its own. Stdin is read as JSONL when its first
+    line is a whole JSON document, and as one document otherwise (a pretty-printed packet
+    piped in). A zstd stream cut short or damaged gives the records before the damage, then
+    one error naming it.
     """
     limits = limits or Limits()
     is_jsonl, _ = _kind(name)
