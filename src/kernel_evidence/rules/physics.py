@@ -274,7 +274,7 @@ def _gemm_from_tensors(tensors: Any) -> float | None:
     batch = 1
     for x in a[:-2]:
         batch *= x
-    return 2.0 * batch * a[-2] * n * k
+    return float(2.0 * batch * a[-2] * n * k)
 
 
 def _derived_flops(kind: str, sh: Any) -> tuple[float, float] | None:
