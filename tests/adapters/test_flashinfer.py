@@ -531,3 +531,13 @@ def test_corpus_definition_and_solution_join_a_trace(tmp_path: Path) -> None:
         "sha256:" + hashlib.sha256(s["content"].encode()).hexdigest() for s in sol["sources"]
     ]
     assert not any("not found" in w for w in warnings)
+
+
+def test_axis_beyond_64_bits_is_a_bad_line(tmp_path: Path) -> None:
+    line = json.loads(TRACE.read_text().splitlines()[0])
+    line["workload"]["axes"]["M"] = 10**30
+    path = tmp_path / "huge.jsonl"
+    path.write_text(json.dumps(line) + "\n")
+    with pytest.raises(AdapterError) as err:
+        read(path)
+    assert str(err.value) == f"{path}:1: Expected `int` <= 9223372036854775807 - at `workload.axes[...]`"

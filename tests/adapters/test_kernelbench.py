@@ -346,3 +346,25 @@ def test_corpus_rtx6000ada_in_its_timing_folder(tmp_path: Path) -> None:
     packets, warnings = read(path)
     assert {p.hardware.device for p in packets if p.hardware} == {"RTX6000Ada"}
     assert any("the device is taken from the folder name `RTX6000Ada`" in w for w in warnings)
+
+
+def test_bare_nan_written_by_python_json(tmp_path: Path) -> None:
+    """KernelBench writes with json.dump: a NaN runtime is a bare `NaN`, read as not measured."""
+    path = tmp_path / "runs" / "r" / "eval_results.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(
+        '{"1": [{"sample_id": 0, "compiled": true, "correctness": true, "metadata": {"x": NaN},'
+        ' "runtime": NaN, "runtime_stats": {"mean": NaN, "std": Infinity}}]}'
+    )
+    (p,) = read(path)[0]
+    assert (p.status.value, p.timing) == ("passed", None)
+    assert p.extensions is not None and p.extensions["kernelbench:raw"]["metadata"] == {"x": "NaN"}
+
+
+def test_huge_counts_are_not_counts(tmp_path: Path) -> None:
+    doc = json.loads(EAGER.read_text())
+    doc["level1"]["1_Square_matrix_multiplication_.py"]["num_trials"] = 10**30
+    path = tmp_path / "baseline_time_torch.json"
+    path.write_text(json.dumps(doc))
+    p = next(q for q in read(path)[0] if q.subject.name == "1_Square_matrix_multiplication_")
+    assert p.timing is not None and p.timing.stats is not None and p.timing.stats.n is None

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import zlib
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 
@@ -45,9 +45,13 @@ class Tolerance(msgspec.Struct):
     allow_negative_inf: bool | None = None
 
 
+#: an axis value: a size, as a 64-bit count (flashinfer-bench: NonNegativeInt)
+AxisValue = Annotated[int, msgspec.Meta(ge=0, le=2**63 - 1)]
+
+
 class Workload(msgspec.Struct):
     uuid: str | int | None = None
-    axes: dict[str, int] | None = None
+    axes: dict[str, AxisValue] | None = None
     inputs: dict[str, Any] | None = None
     tolerance: Tolerance | None = None
 

@@ -26,9 +26,11 @@ Options (``AdapterOptions.extra``), all optional:
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import msgspec
 
@@ -73,6 +75,26 @@ def _opt_int(extra: dict[str, object], name: str) -> int | None:
     if out < 1:
         raise AdapterError(f"option `{name}`: expected a positive integer, got {out}")
     return out
+
+
+def _decode(data: bytes) -> Any:
+    """The JSON document; KernelBench writes with Python's ``json.dump``, so a NaN or an
+    infinity is a bare ``NaN``/``Infinity``, which msgspec refuses and :mod:`json` reads."""
+    try:
+        return msgspec.json.decode(data)
+    except msgspec.DecodeError:
+        if b"NaN" not in data and b"Infinity" not in data:
+            raise
+        try:
+            return json.loads(data, parse_constant=_non_finite)
+        except ValueError:
+            pass
+        raise
+
+
+def _non_finite(word: str) -> str:
+    # kept as the word the file wrote: a float NaN could not be written back as JSON
+    return word
 
 
 class KernelBenchAdapter:
@@ -138,7 +160,7 @@ class KernelBenchAdapter:
     def _read_one(path: str, cap: int) -> EvalResults | BaselineFile | None:
         data = read_maybe_gzip(path, cap, _WHAT)
         try:
-            doc = msgspec.json.decode(data)
+            doc = _decode(data)
         except msgspec.DecodeError as exc:
             why = str(exc).replace("JSON is malformed: ", "")
             raise AdapterError(f"{path}: not JSON ({why}); expected {_WHAT}") from None

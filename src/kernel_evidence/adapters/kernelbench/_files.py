@@ -49,13 +49,17 @@ def _num(v: Any) -> float | None:
     return f if math.isfinite(f) else None
 
 
+_I64 = 2**63 - 1
+
+
 def _count(v: Any) -> int | None:
+    """A count that fits the packets' 64-bit integers, or None."""
     if isinstance(v, bool):
         return None
-    if isinstance(v, int) and v >= 0:
+    if isinstance(v, float) and v.is_integer():
+        v = int(v)
+    if isinstance(v, int) and 0 <= v <= _I64:
         return v
-    if isinstance(v, float) and v.is_integer() and v >= 0:
-        return int(v)
     return None
 
 
