@@ -180,8 +180,13 @@ def _refuse_foreign_trace(source: str, doc: Any, events: list[Any]) -> None:
             if isinstance(meta, dict) and _XPROF_PLANE.search(str(meta.get("name", ""))):
                 return
     hint = ""
-    if isinstance(doc, dict) and ("deviceProperties" in doc or "schemaVersion" in doc):
-        hint = " (it looks like a PyTorch profiler / Kineto trace: `schemaVersion`, `deviceProperties`)"
+    if isinstance(doc, dict) and (
+        "deviceProperties" in doc or "schemaVersion" in doc or "distributedInfo" in doc
+    ):
+        hint = (
+            " (it looks like a PyTorch profiler / Kineto trace: `schemaVersion`, `deviceProperties` or `distributedInfo`;"
+            " read it with `kevidence ingest torch-profiler`)"
+        )
     raise AdapterError(
         f"{source}: no `process_name` event names an XProf plane (/device:TPU:n, /device:GPU:n, "
         f"/host:CPU){hint}; expected the trace-event JSON that jax.profiler / tf.profiler write "
