@@ -149,6 +149,11 @@ def _defence(p: Packet, check: str, outcome: str, detail: str) -> None:
     d["detail"] = detail
 
 
+def _in_unit(seconds: float, unit: str) -> float:
+    """``seconds`` expressed in a statistics block's time unit."""
+    return round(seconds / {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}[unit], 4)
+
+
 def _constant_samples(p: Packet, side: str) -> None:
     st = _timing(p)["stats"] if side == "candidate" else _base(p)["stats"]
     set_side_samples(p, side, [st["median"]] * st["n"], st["unit"])
@@ -298,7 +303,7 @@ def mean_basis_baseline_cold_outlier_geak_326(p: Packet) -> None:
     mean: the baseline mean is 2.2x its median, the 'speedup' 2.3x instead of 1.05x."""
     st = _base(p)["stats"]
     xs = list(st["samples"])
-    xs[0] = 120.0
+    xs[0] = _in_unit(0.120, st["unit"])
     set_side_samples(p, "baseline", xs, st["unit"])
     _timing(p)["speedup"]["basis"] = "mean"
     recompute_speedup(p)
@@ -315,7 +320,7 @@ def mean_basis_baseline_outliers_mi300x(p: Packet) -> None:
     """Three 25 ms baseline calls (first-touch page faults) kept, and a mean-basis claim."""
     st = _base(p)["stats"]
     xs = list(st["samples"])
-    xs[0] = xs[1] = xs[2] = 25.0
+    xs[0] = xs[1] = xs[2] = _in_unit(25e-3, st["unit"])
     set_side_samples(p, "baseline", xs, st["unit"])
     _timing(p)["speedup"]["basis"] = "mean"
     recompute_speedup(p)
