@@ -48,6 +48,7 @@ _BUILTIN: dict[str, str] = {
     "flashinfer-trace": ".flashinfer",
     "kernelbench": ".kernelbench",
     "torch-profiler": ".torch_profiler",
+    "guidellm": ".guidellm",
 }
 
 
