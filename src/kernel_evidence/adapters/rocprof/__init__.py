@@ -8,7 +8,10 @@ Inputs (paths; folders are searched for what they hold, up to four levels down):
 * an **analyze export**: Omniperf 1.x numbered tables (``prev_analysis/201.csv``...) or a
   2.x/3.x ``--save-dfs`` folder (``2.1_System_Speed-of-Light.csv``...);
 * **rocprofv3** ``kernel_trace.csv`` / ``counter_collection.csv`` (with ``agent_info.csv``
-  when present) and **rocprof v1** ``results.csv`` on their own.
+  when present) and **rocprof v1** ``results.csv`` on their own;
+* **rocprofv3 traces read whole**, chosen by content: the JSON output (``results.json``,
+  plain or gzip) and the rocpd SQLite database, one packet per profiled process with one
+  record per kernel per GPU (see ``_traces``).
 
 Each dispatch becomes a :class:`~kernel_evidence.models.KernelRecord` with the canonical
 metrics of ``adapters/rocprof.toml`` computed with rocprof-compute's published formulas;
@@ -75,6 +78,7 @@ from ._sysinfo import (
     read_roofline,
     read_sysinfo,
 )
+from ._traces import TRACE_KINDS, read_traces, sniff_trace
 from ._tables import (
     Dispatches,
     id_offset,
@@ -194,6 +198,8 @@ def _sniff(path: Path) -> str | None:
             raw = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(raw, 4096)
         except zlib.error:
             return None
+    if trace := sniff_trace(raw):  # rocpd database, rocprofv3 JSON
+        return trace
     head = raw.removeprefix(b"\xef\xbb\xbf").replace(b"\x00", b"").decode("utf-8", errors="replace")
     first = head.splitlines()[0] if head else ""
     cols = {c.strip().strip('"').lower() for c in first.split(",")}
@@ -219,6 +225,8 @@ def _discover(path: Path, depth: int = 0) -> list[_Job]:
             return [_Job("file", path)]
         if kind == "stats" and _is_kernel_stats(path.name):
             return [_Job("stats", path)]
+        if kind in TRACE_KINDS:
+            return [_Job(kind, path)]
         return []
     if not path.is_dir():
         raise InputError(str(path), None, "no such file or folder")
@@ -252,6 +260,10 @@ def _discover(path: Path, depth: int = 0) -> list[_Job]:
     # where no per-dispatch table sits beside them
     jobs: list[_Job] = []
     for p in entries:
+        if p.name.endswith((".db", ".json", ".json.gz")) and p.is_file():
+            if (kind := _sniff(p)) in TRACE_KINDS:  # rocpd `<pid>_results.db`, JSON `<pid>_results.json`
+                jobs.append(_Job(kind, p))
+            continue
         if p.suffix != ".csv" or not p.is_file():
             continue
         kind = _sniff(p)
@@ -1531,7 +1543,8 @@ class RocprofAdapter:
     options: tuple[str, ...] = ("max_bytes",)
     description = (
         "AMD rocprof-compute / Omniperf workload folders (pmc_perf.csv, sysinfo.csv, ...), "
-        "analyze exports, rocprofv3 kernel_trace/counter_collection CSVs, rocprof v1 results.csv"
+        "analyze exports, rocprofv3 kernel_trace/counter_collection CSVs, JSON output and rocpd "
+        "databases, rocprof v1 results.csv"
     )
 
     def read(self, inputs: Sequence[str], options: AdapterOptions) -> AdapterResult:
@@ -1547,10 +1560,11 @@ class RocprofAdapter:
                     "export, rocprofv3 kernel_trace/counter_collection CSV or rocprof results.csv found"
                 )
             for job in jobs:
-                packet = _read_job(job, options)
-                packets.append(packet)
-                for w in (packet.profiler or [ProfilerCapture(tool="-")])[0].warnings or []:
-                    warnings.append(f"{job.path}: {w}")
+                found = read_traces(job.kind, job.path, options) if job.kind in TRACE_KINDS else [_read_job(job, options)]
+                for packet in found:
+                    packets.append(packet)
+                    for w in (packet.profiler or [ProfilerCapture(tool="-")])[0].warnings or []:
+                        warnings.append(f"{job.path}: {w}")
         return AdapterResult(packets=packets, warnings=warnings)
 
 

@@ -1,0 +1,291 @@
+"""The rocpd SQLite database (rocprofv3 ``--output-format rocpd``, the default from ROCm 7).
+
+Table layout from ROCm's published schema, ``rocpd_tables.sql`` ("RocPD schema version 3")
+and ``rocpd_views.sql`` in ROCm/rocm-systems ``projects/rocprofiler-sdk/source/share/
+rocprofiler-sdk-rocpd/`` (also ROCm/rocprofiler-sdk ``source/share/rocprofiler-sdk-rocpd/``).
+A database holds one set of tables per run, named ``rocpd_<table>_<uuid>``, and views with
+the plain names over them; either is read (several suffixed sets are read together). Rows
+join on ``id`` *and* ``guid`` (the run's GUID), as the schema's own views join them:
+
+* ``rocpd_kernel_dispatch``: one row per dispatch: ``pid`` (-> ``rocpd_info_process.id``),
+  ``agent_id`` (-> ``rocpd_info_agent.id``), ``kernel_id`` (-> ``rocpd_info_kernel_symbol.id``),
+  ``dispatch_id``, ``queue_id``, ``stream_id``, ``start``, ``end`` (ns), ``group_segment_size``,
+  ``private_segment_size``, ``workgroup_size_x/y/z``, ``grid_size_x/y/z`` (work-items),
+  ``event_id`` (-> ``rocpd_event``, whose ``correlation_id`` it carries);
+* ``rocpd_info_agent``: ``type`` (CPU / GPU), ``absolute_index``, ``logical_index``,
+  ``type_index``, ``name`` (gfx target), ``product_name``, ``model_name``, ``extdata`` (JSON);
+* ``rocpd_info_kernel_symbol``: ``kernel_name`` (mangled), ``display_name``, ``sgpr_count``,
+  ``arch_vgpr_count``, ``accum_vgpr_count``;
+* ``rocpd_info_process``: ``pid`` (only the id and pid are read: ``command`` and
+  ``environment`` may hold secrets and are never read);
+* ``rocpd_pmc_event`` (``event_id``, ``pmc_id``, ``value``) joined to ``rocpd_info_pmc``
+  (``name``): the counters of each dispatch (instances summed, as rocpd's
+  ``counters_collection`` view sums them).
+
+One run per process: one packet each.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ...errors import InputError
+from .._launches import Launches, int_column
+from .._sqlite import Database
+from ._trace import AMD_UNITS, Agent, Run
+
+__all__ = ["WHAT", "read_rocpd"]
+
+WHAT = "a rocpd database (rocprofv3 --output-format rocpd)"
+
+_DISPATCH = (
+    "guid", "pid", "agent_id", "kernel_id", "dispatch_id", "queue_id", "stream_id", "tid", "start", "end",
+    "group_segment_size", "private_segment_size", "workgroup_size_x", "workgroup_size_y",
+    "workgroup_size_z", "grid_size_x", "grid_size_y", "grid_size_z", "event_id",
+)  # fmt: skip
+_REQUIRED = ("agent_id", "kernel_id", "start", "end")
+#: launch columns kept raw (per record: the value, or each launch's value)
+_KEPT = (
+    "dispatch_id", "queue_id", "stream_id", "start", "end", "grid_size_x", "grid_size_y",
+    "grid_size_z", "workgroup_size_x", "workgroup_size_y", "workgroup_size_z",
+    "group_segment_size", "private_segment_size",
+)  # fmt: skip
+
+
+def _rows(db: Database, name: str, wanted: tuple[str, ...], required: tuple[str, ...] = ()) -> tuple[list[str], list[tuple[Any, ...]]]:
+    """The rows of a logical rocpd table (the view, or the union of its suffixed tables)."""
+    tables = db.suffixed(name)
+    if not tables:
+        return [], []
+    cols: list[str] | None = None
+    rows: list[tuple[Any, ...]] = []
+    for t in tables:
+        have = set(db.columns(t))
+        missing = [c for c in required if c not in have]
+        if missing:
+            raise InputError(
+                db.path, f"table {t}", f"has no column {', '.join(missing)}; expected the rocpd schema's {name}"
+            )
+        c, r = db.select(t, wanted)
+        if cols is None:
+            cols = c
+        elif c != cols:  # suffixed tables of different layouts: keep the shared columns
+            keep = [x for x in cols if x in c]
+            rows = [tuple(row[cols.index(x)] for x in keep) for row in rows]
+            r = [tuple(row[c.index(x)] for x in keep) for row in r]
+            cols = keep
+        rows.extend(r)
+    return cols or [], rows
+
+
+def _ints(db: Database, table: str, col: str, values: list[Any]) -> np.ndarray:
+    """A column of integers (NULL as -1); text, a fraction or a blob where an integer belongs
+    is an error naming the table, the column and the row (SQLite does not enforce types)."""
+    if not set(map(type, values)) <= {int, type(None)}:
+        i, v = next((i, v) for i, v in enumerate(values) if v is not None and type(v) is not int)
+        raise InputError(
+            db.path,
+            f"table {table}, row {i + 1}",
+            f"column `{col}` holds {type(v).__name__} {str(v)[:40]!r}; expected an integer",
+        )
+    try:
+        return np.array([-1 if v is None else v for v in values], dtype=np.int64)
+    except OverflowError:
+        raise InputError(db.path, f"table {table}", f"column `{col}` is beyond the 64-bit integer range") from None
+
+
+def _extdata(text: Any) -> dict[str, Any]:
+    if not isinstance(text, (str, bytes)) or not text:
+        return {}
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _agents(db: Database) -> tuple[dict[tuple[Any, int], int], dict[int, Agent]]:
+    """(guid, agent row id) -> device index, and the agents by index."""
+    cols, rows = _rows(
+        db,
+        "rocpd_info_agent",
+        ("id", "guid", "type", "absolute_index", "logical_index", "type_index", "name", "model_name", "product_name", "extdata"),
+        ("id",),
+    )
+    by_row: dict[tuple[Any, int], int] = {}
+    agents: dict[int, Agent] = {}
+    for row in rows:
+        r = dict(zip(cols, row, strict=True))
+        gpu = str(r.get("type") or "").upper() == "GPU"
+        index = r.get("type_index") if gpu else None
+        if not isinstance(index, int):
+            index = r.get("logical_index") if isinstance(r.get("logical_index"), int) else r.get("absolute_index")
+        if not isinstance(index, int) or not isinstance(r.get("id"), int):
+            continue
+        if not gpu:
+            index = -1000 - index
+        ext = _extdata(r.get("extdata"))
+        cu, xcc = ext.get("cu_count"), ext.get("num_xcc")
+        agents.setdefault(
+            index,
+            Agent(
+                index=index,
+                node_id=r.get("absolute_index") if isinstance(r.get("absolute_index"), int) else None,
+                gpu=gpu,
+                name=str(r["name"]) if r.get("name") else None,
+                product=str(r.get("product_name") or r.get("model_name") or "") or None,
+                compute_units=cu if isinstance(cu, int) and cu > 0 else None,
+                xcds=xcc if isinstance(xcc, int) and xcc > 0 else None,
+            ),
+        )
+        by_row[(r.get("guid"), r["id"])] = index
+    return by_row, agents
+
+
+def _symbols(db: Database) -> dict[tuple[Any, int], dict[str, Any]]:
+    cols, rows = _rows(
+        db,
+        "rocpd_info_kernel_symbol",
+        ("id", "guid", "kernel_name", "display_name", "sgpr_count", "arch_vgpr_count", "accum_vgpr_count"),
+        ("id",),
+    )
+    return {(r.get("guid"), r["id"]): r for r in (dict(zip(cols, row, strict=True)) for row in rows) if isinstance(r["id"], int)}
+
+
+def _pids(db: Database) -> dict[tuple[Any, int], int]:
+    cols, rows = _rows(db, "rocpd_info_process", ("id", "guid", "pid"), ("id",))
+    out = {}
+    for row in rows:
+        r = dict(zip(cols, row, strict=True))
+        if isinstance(r.get("id"), int) and isinstance(r.get("pid"), int):
+            out[(r.get("guid"), r["id"])] = r["pid"]
+    return out
+
+
+def _counters(db: Database) -> dict[str, dict[tuple[Any, int], float]]:
+    """Counter name -> (guid, event id) -> value, instances summed."""
+    pmc_tables = db.suffixed("rocpd_pmc_event")
+    if not pmc_tables:
+        return {}
+    cols, rows = _rows(db, "rocpd_info_pmc", ("id", "guid", "name"), ("id", "name"))
+    names = {(r[cols.index("guid")] if "guid" in cols else None, r[0]): str(r[cols.index("name")]) for r in rows}
+    cols, rows = _rows(db, "rocpd_pmc_event", ("guid", "event_id", "pmc_id", "value"), ("event_id", "pmc_id", "value"))
+    g = cols.index("guid") if "guid" in cols else None
+    e, p, v = cols.index("event_id"), cols.index("pmc_id"), cols.index("value")
+    out: dict[str, dict[tuple[Any, int], float]] = defaultdict(dict)
+    for row in rows:
+        guid = row[g] if g is not None else None
+        value = row[v]
+        if not isinstance(value, (int, float)) or isinstance(value, bool):
+            raise InputError(
+                db.path, "table rocpd_pmc_event", f"a counter value is {type(value).__name__}; expected a number"
+            )
+        name = names.get((guid, row[p]), f"pmc {row[p]}")
+        per = out[name]
+        key = (guid, row[e])
+        per[key] = per.get(key, 0.0) + float(value)
+    return out
+
+
+def read_rocpd(path: Path, cap: int) -> list[Run]:
+    """One run per profiled process of the database."""
+    with Database(str(path), what=WHAT, cap=cap) as db:
+        if not db.suffixed("rocpd_kernel_dispatch"):
+            hint = "" if db.suffixed("rocpd_metadata") else " (no rocpd tables at all: not a rocpd database)"
+            raise InputError(str(path), None, f"no rocpd_kernel_dispatch table{hint}; expected {WHAT} with a kernel trace")
+        cols, rows = _rows(db, "rocpd_kernel_dispatch", _DISPATCH, _REQUIRED)
+        agent_of, agents = _agents(db)
+        symbols = _symbols(db)
+        pids = _pids(db)
+        counters = _counters(db)
+        version = None
+        mcols, mrows = _rows(db, "rocpd_metadata", ("tag", "value"))
+        for tag, value in mrows if mcols == ["tag", "value"] else []:
+            if tag == "schema_version" and value is not None:
+                version = f"rocpd schema {value}"
+    if not rows:
+        raise InputError(str(path), "table rocpd_kernel_dispatch", f"is empty: no kernel dispatches; expected {WHAT} with a kernel trace")
+    table = "rocpd_kernel_dispatch"
+    data = {c: [row[i] for row in rows] for i, c in enumerate(cols)}
+    guids = data.get("guid", [None] * len(rows))
+    ints = {c: _ints(db, table, c, data[c]) for c in cols if c != "guid"}
+    procs = ints["pid"] if "pid" in ints else np.full(len(rows), -1, np.int64)
+    runs = []
+    for proc in sorted({(g, int(p)) for g, p in zip(guids, procs.tolist(), strict=True)}, key=lambda x: (str(x[0]), x[1])):
+        sel = np.array([g == proc[0] and p == proc[1] for g, p in zip(guids, procs.tolist(), strict=True)])
+        runs.append(_run(path, proc, sel, guids, ints, agent_of, agents, symbols, pids, counters, len(pids) > 1 or proc[1] < 0, version))
+    return runs
+
+
+def _run(
+    path: Path,
+    proc: tuple[Any, int],
+    sel: np.ndarray,
+    guids: list[Any],
+    ints: dict[str, np.ndarray],
+    agent_of: dict[tuple[Any, int], int],
+    agents: dict[int, Agent],
+    symbols: dict[tuple[Any, int], dict[str, Any]],
+    pids: dict[tuple[Any, int], int],
+    counters: dict[str, dict[tuple[Any, int], float]],
+    several: bool,
+    version: str | None,
+) -> Run:
+    pid = pids.get(proc)
+    label = f"{path.name} (pid {pid})" if pid is not None else path.name
+    where = np.flatnonzero(sel)
+    g = [guids[i] for i in where.tolist()]
+    warnings: list[str] = []
+    agent_rows = ints["agent_id"][where].tolist()
+    device = np.array([agent_of.get((gg, a), -1) for gg, a in zip(g, agent_rows, strict=True)], dtype=np.int64)
+    unknown = int((device < 0).sum())
+    if unknown:
+        warnings.append(f"{label}: {unknown} dispatch(es) name no agent of rocpd_info_agent; device unknown for them")
+    kernel_rows = ints["kernel_id"][where].tolist()
+    keys: dict[tuple[Any, int], int] = {}
+    kernel = np.array([keys.setdefault((gg, k), len(keys)) for gg, k in zip(g, kernel_rows, strict=True)], dtype=np.int64)
+    kernels: dict[int, tuple[str, str | None]] = {}
+    missing = []
+    for (gg, k), key in keys.items():
+        s = symbols.get((gg, k))
+        if s is None:
+            missing.append(k)
+            kernels[key] = (f"kernel {k}", None)
+            continue
+        name = s.get("display_name") or s.get("kernel_name") or f"kernel {k}"
+        kernels[key] = (str(name), str(s["kernel_name"]) if s.get("kernel_name") else None)
+    if missing:
+        warnings.append(
+            f"{label}: kernel id(s) {', '.join(map(str, missing[:5]))} not in rocpd_info_kernel_symbol; named `kernel <id>`"
+        )
+    columns: dict[str, Any] = {c: ints[c][where] for c in _KEPT if c in ints}
+    for field_ in ("arch_vgpr_count", "accum_vgpr_count", "sgpr_count"):
+        per_key = {key: symbols.get(gk, {}).get(field_) for gk, key in keys.items()}
+        if any(isinstance(v, int) for v in per_key.values()):
+            columns[field_] = int_column([per_key[k] if isinstance(per_key[k], int) else None for k in kernel.tolist()])
+    if counters and "event_id" in ints:
+        events = ints["event_id"][where].tolist()
+        for name, per in sorted(counters.items()):
+            columns[name] = np.array([per.get((gg, e), np.nan) for gg, e in zip(g, events, strict=True)], dtype=np.float64)
+    launches = Launches(
+        source=label,
+        kernel=kernel,
+        device=device,
+        start=ints["start"][where],
+        end=ints["end"][where],
+        kernels={k: kernels[k] for k in sorted(kernels)},
+        kernel_ids={key: str(k) for (_g, k), key in keys.items()},
+        columns=columns,
+        units={k: u for k, u in AMD_UNITS.items() if k in columns},
+    )
+    attrs: dict[str, str | float | int | None] = {"format": "rocpd"}
+    if pid is not None:
+        attrs["pid"] = pid
+    if counters:
+        attrs["counters"] = len(counters)
+    return Run(label=label, launches=launches, agents=agents, attributes=attrs, warnings=warnings, version=version)
