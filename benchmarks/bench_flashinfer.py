@@ -133,13 +133,15 @@ def _line(
     }
 
 
-def _best(fn, repeat: int) -> float:
-    best = float("inf")
+def _rounds(fns: dict[str, Any], repeat: int) -> dict[str, float]:
+    """The best time of each function over ``repeat`` rounds, each round running all of them."""
+    best = {name: float("inf") for name in fns}
     for _ in range(repeat):
-        gc.collect()
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
+        for name, fn in fns.items():
+            gc.collect()
+            t0 = time.perf_counter()
+            fn()
+            best[name] = min(best[name], time.perf_counter() - t0)
     return best
 
 
@@ -179,10 +181,10 @@ def main(argv: list[str] | None = None) -> int:
             result, encoded = ingest_json("flashinfer-trace", [str(path)])
             assert len(encoded) == args.lines
 
-        t_peer = _best(peer, args.repeat)
-        t_paused = _best(peer_paused, args.repeat)
-        t_ours = _best(ours, args.repeat)
-        t_full = _best(complete, max(1, args.repeat - 1))
+        # interleaved rounds, best of each: on a shared machine the load drifts between runs,
+        # and a figure is only compared with the peer's of the same moments
+        best = _rounds({"peer": peer, "paused": peer_paused, "ours": ours, "full": complete}, args.repeat)
+        t_peer, t_paused, t_ours, t_full = best["peer"], best["paused"], best["ours"], best["full"]
     print(f"trace: {args.lines:,} lines, {size / 1e6:.1f} MB")
     print(f"peer  msgspec.json.decode of each line        {t_peer:8.3f} s")
     print(f"peer  the same, cyclic GC paused               {t_paused:8.3f} s")
