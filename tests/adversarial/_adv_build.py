@@ -916,14 +916,16 @@ def set_side_samples(
     if side == "candidate":
         t["stats"] = st
         t["repeats"] = st["n"] + (dropped or 0)
-        t["conditions"]["repeats"] = t["repeats"]
+        if "conditions" in t:
+            t["conditions"]["repeats"] = t["repeats"]
         for cap in p.get("profiler") or []:
             if (cap.get("of") or {}).get("side") == "candidate":
                 for k in cap["kernels"]:
                     k["metrics"]["duration"]["value"] = round(median_s(st) * 1e9 * 0.993, 1)
     else:
         t["baseline"]["stats"] = st
-        t["baseline"]["conditions"]["repeats"] = st["n"] + (dropped or 0)
+        if "conditions" in t["baseline"]:
+            t["baseline"]["conditions"]["repeats"] = st["n"] + (dropped or 0)
     recompute_speedup(p)
 
 

@@ -1297,3 +1297,317 @@ def _check_registry() -> None:
 
 
 _check_registry()
+
+
+# ================================================================ round 2: the same classes, other disguises
+#
+# Variants of the lies above that a cheater who has read the rules would try: the lie moved
+# to another field, another spelling, another side, or hidden behind a gap in the evidence.
+
+
+@cheat(
+    "mismatched_baseline",
+    "h100_bf16_gemm_vs_cublaslt",
+    "/timing/baseline/conditions/device",
+    "/timing/baseline/conditions/device_id",
+)
+def baseline_a100_name_under_the_h100_id(p: Packet) -> None:
+    """The baseline's conditions name an A100 but carry the candidate's H100 device id, so a
+    comparison of ids alone sees one device."""
+    c = _base(p)["conditions"]
+    c["device"] = "NVIDIA A100-SXM4-80GB"
+    scale_side(p, "baseline", 3.1)
+
+
+@cheat("mismatched_baseline", "mi300x_bf16_gemm_vs_rocblas", "/timing/baseline/conditions/dims")
+def baseline_twice_k_in_uppercase_dims(p: Packet) -> None:
+    """The baseline's dims spelled ``M``/``N``/``K`` (with K=16384, twice the candidate's) and
+    no shape id: the keys do not line up with the candidate's ``m``/``n``/``k``."""
+    c = _base(p)["conditions"]
+    c["dims"] = {"M": 8192, "N": 8192, "K": 16384}
+    del c["shape_id"]
+    scale_side(p, "baseline", 2.0)
+
+
+@cheat(
+    "mismatched_baseline",
+    "h100_layernorm_vs_transformer_engine",
+    "/timing/conditions/cache/last_level_cache",
+    "/timing/conditions/cache/flush_bytes",
+    "/timing/conditions/cache",
+)
+def candidate_flush_beside_an_understated_cache(p: Packet) -> None:
+    """The candidate's 4 MiB 'flush' is recorded against a last-level cache of 4 MiB (the
+    H100's is 50 MiB, as the hardware block says), so it looks like an eviction."""
+    c = _timing(p)["conditions"]["cache"]
+    c["flush_bytes"] = {"value": 4.0, "unit": "MiB"}
+    c["last_level_cache"] = {"value": 4.0, "unit": "MiB"}
+    scale_side(p, "candidate", 0.9)
+
+
+@cheat(
+    "mismatched_baseline",
+    "h100_layernorm_vs_transformer_engine",
+    "/timing/conditions/cache/flush_bytes",
+    "/timing/baseline/conditions/cache/flush_bytes",
+    "/defences/6",
+)
+def cache_flush_passed_with_a_flush_below_the_cache(p: Packet) -> None:
+    """Both sides 'flushed' 4 MiB against a 50 MiB L2 (both timed warm) and the defence record
+    says the cache flush passed."""
+    for c in _both_conditions(p):
+        c["cache"]["flush_bytes"] = {"value": 4.0, "unit": "MiB"}
+    _defence(p, "cache_flush", "passed", "4 MiB buffer written between calls")
+    scale_side(p, "candidate", 0.92)
+    scale_side(p, "baseline", 0.95)
+
+
+@cheat("mismatched_baseline", "h100_bf16_gemm_vs_cublaslt", "/timing/baseline/provider")
+def cpu_openblas_baseline_for_a_gpu_kernel(p: Packet) -> None:
+    """An H100 GEMM 'beats' OpenBLAS's bf16 GEMM on the host CPU by 120x; the baseline's
+    conditions still name the GPU."""
+    _base(p).update(
+        provider="OpenBLAS",
+        version="0.3.28",
+        call="cblas_sbgemm(RowMajor, NoTrans, Trans, 8192, 8192, 8192, 1.0, A, 8192, B, 8192, 0.0, C, 8192), 96 threads",
+    )
+    scale_side(p, "baseline", 114.0)
+
+
+@cheat("mismatched_baseline", "b200_fp8_gemm_vs_cublaslt", "/timing/baseline/version")
+def placeholder_version_nightly(p: Packet) -> None:
+    """Baseline version ``nightly``: whichever build ran that night."""
+    _base(p)["version"] = "nightly"
+
+
+@cheat("mismatched_baseline", "mi355x_attention_vs_aiter", "/timing/baseline/call")
+def placeholder_call_arguments_elided(p: Packet) -> None:
+    """Baseline call ``aiter.flash_attn_func(...)``: the arguments (causal or not, scale,
+    layout) elided."""
+    _base(p)["call"] = "aiter.flash_attn_func(...)"
+
+
+@cheat("mismatched_baseline", "h100_bf16_gemm_vs_cublaslt", "/timing/cache_policy", "/timing/conditions")
+def candidate_warm_in_the_flat_fields_only(p: Packet) -> None:
+    """The candidate's side is written the 0.1 way (flat ``cache_policy: warm``, no
+    conditions block) against a baseline whose conditions say flushed."""
+    t = _timing(p)
+    del t["conditions"]
+    t["cache_policy"] = "warm"
+    scale_side(p, "candidate", 0.96)
+
+
+@cheat(
+    "cherry_picked_statistics",
+    "a100_fp16_gemm_vs_cublas",
+    "/timing/stats/dropped",
+    "/timing/stats",
+    "/timing/baseline/stats",
+)
+def candidate_drops_slow_samples_handling_unstated(p: Packet) -> None:
+    """The candidate's 10 slowest samples dropped (``dropped: 10``), the baseline's kept, and
+    neither side says how it handled its samples."""
+    for c in _both_conditions(p):
+        del c["sample_handling"]
+    st = _timing(p)["stats"]
+    xs = list(st["samples"])
+    for slow in sorted(xs)[-10:]:
+        xs.remove(slow)
+    set_side_samples(p, "candidate", xs, st["unit"], dropped=10)
+
+
+@cheat("degenerate_timings", "h100_bf16_gemm_vs_cublaslt", "/timing/baseline/stats")
+def baseline_samples_fabricated_constant(p: Packet) -> None:
+    """51 baseline samples all exactly 2.2001 ms: the baseline was typed in, not measured."""
+    st = _base(p)["stats"]
+    set_side_samples(p, "baseline", [2.2001] * st["n"], st["unit"])
+
+
+@cheat("degenerate_timings", "h100_rmsnorm_decode_short_kernel", "/timing/stats")
+def sub_launch_duration_triton_do_bench(p: Packet) -> None:
+    """0.32 us per call from ``triton.testing.do_bench`` (CUDA events around each call)."""
+    _timing(p)["method"] = "triton_do_bench"
+    for c in _both_conditions(p):
+        c["method"] = "triton_do_bench"
+    scale_side(p, "candidate", 0.15)
+
+
+@cheat("degenerate_timings", "h100_both_sides_cuda_graphs", "/timing/stats")
+def seventy_ns_kernel_behind_cuda_graphs(p: Packet) -> None:
+    """74 ns per kernel 'measured' from CUDA-graph replays: graphs save the CPU launch, not the
+    GPU's own microsecond to run a kernel node."""
+    scale_side(p, "candidate", 0.035)
+
+
+@cheat(
+    "work_figures",
+    "h100_bf16_gemm_vs_cublaslt",
+    "/task/dtypes",
+    "/task/shapes/0/tensors",
+    "/timing/stats",
+    "/timing/conditions/dtypes",
+    "/timing/baseline/conditions/dtypes",
+)
+def fp8_label_justified_by_a_tiny_fp8_tensor(p: Packet) -> None:
+    """A one-element fp8 'scale' tensor added so the fp8 label has a tensor to point at; A and
+    B, the operands, are bf16: a 1.2 PFLOP/s bf16 result under the fp8 peak."""
+    p["task"]["shapes"][0]["tensors"].append({"name": "scale", "shape": [1], "dtype": "fp8_e4m3"})
+    p["task"]["dtypes"] = ["fp8_e4m3"]
+    for c in _both_conditions(p):
+        c["dtypes"] = ["fp8_e4m3"]
+    scale_side(p, "candidate", 0.5)
+
+
+@cheat("work_figures", "h100_skinny_gemm_splitk_3x", "/task/shapes/0/work/flops", "/task/operator")
+def flops_inflated_under_another_operator_name(p: Packet) -> None:
+    """The GEMM renamed ``dense_projection`` (dims still m, n, k) with 4x its FLOPs."""
+    p["task"]["operator"] = "dense_projection"
+    p["task"]["shapes"][0]["work"]["flops"]["value"] *= 4
+
+
+@cheat("work_figures", "a100_fp16_gemm_vs_cublas", "/hardware/device_id", "/timing/stats", "/hardware")
+def h100_device_id_on_an_a100(p: Packet) -> None:
+    """An A100 (name, sm_80, 108 SMs) given the H100's device id, to be checked against the
+    H100's peaks: 500 TFLOP/s of fp16 on an A100 (peak 312)."""
+    p["hardware"]["device_id"] = "nvidia-h100-sxm5-80gb"
+    for c in _both_conditions(p):
+        c["device_id"] = "nvidia-h100-sxm5-80gb"
+    scale_side(p, "candidate", 0.55)
+
+
+@cheat(
+    "correctness_gap",
+    "a100_fp16_gemm_vs_cublas",
+    "/validation/shapes/0/max_abs_error",
+    "/validation/shapes/0/passed",
+    "/validation/shapes/0",
+)
+def error_above_the_task_tolerance_shape_states_none(p: Packet) -> None:
+    """The shape states no atol/rtol of its own; its error (1.71) exceeds the task's bound
+    (0.01 + 0.01 x 141 = 1.42)."""
+    s = p["validation"]["shapes"][0]
+    del s["atol"], s["rtol"]
+    s["max_abs_error"] = 1.71
+    s["max_rel_error"] = round(1.71 / s["reference_max_abs"], 6)
+
+
+@cheat(
+    "correctness_gap",
+    "h100_softmax_wide_rows_vs_cudnn",
+    "/task/tolerance/atol",
+    "/task/tolerance",
+    "/validation/shapes/0",
+)
+def zeros_pass_the_task_level_absolute_tolerance(p: Packet) -> None:
+    """Softmax outputs of ~2.5e-6 judged against the task's atol 1e-2 (the shape states none):
+    zeros pass."""
+    s = p["validation"]["shapes"][0]
+    del s["atol"], s["rtol"]
+    s.update(max_abs_error=4.02e-6, max_rel_error=1.0)
+    p["task"]["tolerance"] = {"atol": 0.01, "rtol": 0.01}
+
+
+@cheat(
+    "correctness_gap",
+    "a100_fp16_gemm_vs_cublas",
+    "/validation/shapes/0/required_matched_ratio",
+    "/task/tolerance/required_matched_ratio",
+    "/validation/shapes/0/matched_ratio",
+)
+def half_the_elements_may_be_wrong(p: Packet) -> None:
+    """``required_matched_ratio: 0.5``: 38% of the output wrong and the shape still passes."""
+    s = p["validation"]["shapes"][0]
+    s.update(matched_ratio=0.62, required_matched_ratio=0.5, max_abs_error=0.5, max_rel_error=1.0)
+    p["task"]["tolerance"]["required_matched_ratio"] = 0.5
+
+
+@cheat("serving_arithmetic", "serving_vllm_llama8b_h100", "/timing/serving/ttft")
+def ttft_faster_than_the_prefill_can_run(p: Packet) -> None:
+    """Median TTFT of 3 ms for a 1024-token prompt on an 8B model: the prefill alone is 16
+    TFLOP, 17 ms at the H100's peak."""
+    sv = _timing(p)["serving"]
+    sv["ttft"] = _latency(3.0, sv["completed"])
+
+
+@cheat("serving_arithmetic", "serving_vllm_llama8b_h100", "/timing/serving/tpot", "/timing/serving/e2el")
+def tpot_a_tenth_of_what_e2el_gives(p: Packet) -> None:
+    """TPOT (and ITL) reported at 1.4 ms while end-to-end latency minus TTFT over 127 tokens
+    gives 14.2 ms per token."""
+    sv = _timing(p)["serving"]
+    sv["tpot"] = _latency(1.42, sv["completed"])
+    sv["itl"] = _latency(1.39, sv["completed"])
+
+
+@cheat("serving_arithmetic", "serving_vllm_llama8b_h100", "/timing/serving/failed", "/timing/speedup")
+def three_percent_failed_behind_the_claim(p: Packet) -> None:
+    """30 of 1000 requests failed (the longest prompts timed out) and the throughput claim
+    stands on the 970 that finished."""
+    _serving_counts(p, completed=970, failed=30)
+
+
+@cheat("cost_physics", "h100_fp8_gemm_vs_cublaslt", "/cost/energy", "/hardware")
+def energy_above_the_board_power_limit_omitted(p: Packet) -> None:
+    """Energy 10x the real figure with ``power_limit`` left out, so only the device table's
+    700 W can catch the 5 kW average."""
+    del p["hardware"]["power_limit"]
+    p["cost"]["energy"]["energy"]["value"] *= 10
+
+
+@cheat("hollow_replay", "a100_fp16_gemm_vs_cublas", "/replay/command")
+def replay_python_sys_exit_0(p: Packet) -> None:
+    """The replay command is ``python -c 'import sys; sys.exit(0)'``."""
+    p["replay"]["command"] = ["python", "-c", "import sys; sys.exit(0)"]
+
+
+@cheat("hollow_replay", "h200_attention_vs_flashattention", "/replay/command")
+def replay_srun_true(p: Packet) -> None:
+    """The replay command is ``srun -N1 --gpus=1 true`` (a scheduler running a no-op)."""
+    p["replay"]["command"] = ["srun", "-N1", "--gpus=1", "true"]
+
+
+@cheat("hollow_replay", "mi300x_fp8_gemm_vs_hipblaslt", "/replay/repository/commit")
+def commit_of_forty_zeros(p: Packet) -> None:
+    """The pinned commit is 40 zeros (git's null object id), a hash of nothing."""
+    p["replay"]["repository"]["commit"] = "0" * 40
+
+
+@cheat("hollow_replay", "mi300x_bf16_gemm_vs_rocblas", "/replay/container")
+def container_version_tag_without_digest(p: Packet) -> None:
+    """A versioned but mutable tag, ``rocm/pytorch:rocm6.2.4_..._2.5.1``, with no digest
+    (such tags are rebuilt in place)."""
+    p["replay"]["container"] = {"image": "rocm/pytorch:rocm6.2.4_ubuntu22.04_py3.10_pytorch_release_2.5.1"}
+
+
+@cheat("profile_vs_claim", "h100_bf16_gemm_vs_cublaslt", "/profiler/0", "/timing/stats")
+def capture_3x_slower_without_its_shape_id(p: Packet) -> None:
+    """The candidate's capture (3x the claimed time) leaves out which shape it holds; the task
+    has one shape, the one timed."""
+    cap = p["profiler"][0]
+    del cap["of"]["shape_id"]
+    d = cap["kernels"][0]["metrics"]["duration"]
+    d["value"] = round(d["value"] * 3, 1)
+
+
+@cheat(
+    "profile_vs_claim",
+    "h100_bf16_gemm_vs_cublaslt",
+    "/profiler/0",
+    "/timing/stats",
+    "/profiler/0/of/expected_kernels",
+)
+def slow_second_kernel_left_out_of_expected(p: Packet) -> None:
+    """Each call also launches a 4 ms ``weight_prepack_bf16`` kernel; the capture shows it, but
+    ``expected_kernels`` names only the fast GEMM, so only the GEMM is summed."""
+    cap = p["profiler"][0]
+    main = cap["kernels"][0]
+    cap["kernels"].append(
+        {
+            "name": "weight_prepack_bf16",
+            "id": "1",
+            "device": 0,
+            "grid": [264, 1, 1],
+            "block": [256, 1, 1],
+            "metrics": {"duration": {"value": 4.0e6, "unit": "ns"}},
+        }
+    )
+    main["id"] = "0"

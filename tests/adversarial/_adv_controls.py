@@ -334,6 +334,25 @@ def h100_capture_of_baseline_shows_cublas() -> Packet:
     return finalize(p)
 
 
+@_control("A", "a split-K candidate launching two kernels per call; the capture sums both")
+def h100_two_kernel_candidate_capture() -> Packet:
+    p = h100_bf16_gemm_vs_cublaslt()
+    p.pop("packet_id")
+    cap = p["profiler"][0]
+    main = cap["kernels"][0]
+    main["name"] = "gemm_bf16_splitk2_main"
+    main["metrics"]["duration"]["value"] = 1.2208e6
+    cap["kernels"].append(
+        {"name": "gemm_bf16_splitk2_reduce", "id": "1", "device": 0, "grid": [512, 1, 1], "block": [256, 1, 1],
+         "metrics": {"duration": {"value": 0.5988e6, "unit": "ns"}}}
+    )  # fmt: skip
+    cap["of"]["expected_kernels"] = ["gemm_bf16_splitk2_main", "gemm_bf16_splitk2_reduce"]
+    for d in p["defences"]:
+        if d["check"] == "candidate_kernel_profiled":
+            d["detail"] = "both split-K kernels seen in the capture of the timed call"
+    return finalize(p)
+
+
 # ---------------------------------------------------------------- AMD
 
 
