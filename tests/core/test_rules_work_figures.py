@@ -275,3 +275,22 @@ def test_a_tpu_relabelled() -> None:
     d = load("tpu_v5e_paged_attention_vs_xla.json")
     d["hardware"]["device"] = "TPU v6e"
     assert ("KE806", "/hardware/arch") in found(d)  # arch `TPU v5 lite`
+
+
+def test_a_table_device_id_sets_the_peak_an_ambiguous_name_cannot() -> None:
+    """`A100` alone is checked against the highest A100 (2039 GB/s); with the 40 GB PCIe
+    card's id, against its 1555 GB/s."""
+    d = h100()
+    hw = d["hardware"]
+    hw.update(device="NVIDIA A100", arch="sm_80", compute_units=108, memory={"value": 40.0, "unit": "GiB"})
+    hw.pop("power_limit")
+    d["task"]["shapes"][0]["work"] = {"bytes": {"value": 1.8e12 * 151.9019e-6, "unit": "B"}}  # 1.8 TB/s
+    d.pop("cost")  # the H100's 431 W would be above a 250 W PCIe A100 (KE1201)
+    d["task"]["operator"] = "copy"
+    assert not {r for r, _ in found_all(d)} & {"KE602"}
+    hw["device_id"] = "nvidia-a100-pcie-40gb"
+    assert ("KE602", "/timing/stats/median") in found_all(d)
+
+
+def found_all(d: dict[str, Any]) -> set[tuple[str, str]]:
+    return {(f.rule_id, f.pointer) for f in validate(d).findings}

@@ -6,6 +6,7 @@ import re
 from functools import lru_cache
 from typing import Any
 
+from ..devices import device
 from ._common import CACHED_CHARS as _CACHED_CHARS
 from ._common import SLACK as _SLACK
 from ._context import Add, Ctx
@@ -76,7 +77,7 @@ declare(
 
 
 #: :func:`device_peaks` by (device, arch) (short names only)
-_PEAKS_CACHE: dict[tuple[str | None, str | None], Any] = {}
+_PEAKS_CACHE: dict[tuple[str | None, str | None, str | None], Any] = {}
 _UNSET: Any = object()
 
 
@@ -130,11 +131,17 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
         peaks = None
     else:
         # device_peaks(h.device, h.arch), from a dict first: a batch repeats a few devices
-        dev_arch = (h.device, h.arch)
+        # a table id in device_id names the model (KE806 holds it to the name's models);
+        # else the name, else the arch
+        dev_arch = (h.device, h.arch, h.device_id)
         peaks = _PEAKS_CACHE.get(dev_arch, _UNSET)
         if peaks is _UNSET:
-            peaks = device_peaks(*dev_arch)
-            if len(_PEAKS_CACHE) < 4096 and len(h.device or "") + len(h.arch or "") <= _CACHED_CHARS:
+            known = h.device_id is not None and device(h.device_id) is not None
+            peaks = (device_peaks(h.device_id) if known else None) or device_peaks(h.device, h.arch)
+            if (
+                len(_PEAKS_CACHE) < 4096
+                and len(h.device or "") + len(h.arch or "") + len(h.device_id or "") <= _CACHED_CHARS
+            ):
                 _PEAKS_CACHE[dev_arch] = peaks
     count = h.count if h is not None and h.count else 1
     if peaks is None and not (
