@@ -353,6 +353,34 @@ def h100_two_kernel_candidate_capture() -> Packet:
     return finalize(p)
 
 
+@_control(
+    "A",
+    "the capture also holds the harness's own L2-flush kernel (a FillFunctor, 80 us per call), not the candidate's",
+)
+def h100_capture_with_harness_flush_kernel() -> Packet:
+    p = h100_bf16_gemm_vs_cublaslt()
+    p.pop("packet_id")
+    p["profiler"][0]["kernels"].append(
+        {"name": "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<int>, at::detail::Array<char*, 1> >(int, at::native::FillFunctor<int>, at::detail::Array<char*, 1>)",
+         "id": "1", "device": 0, "grid": [65536, 1, 1], "block": [128, 1, 1],
+         "metrics": {"duration": {"value": 80450.0, "unit": "ns"}}}
+    )  # fmt: skip
+    return finalize(p)
+
+
+@_control("A", "a GEMM named `dense_layer_forward` whose dims are spelled M, N, K on every side")
+def a100_dense_layer_uppercase_dims() -> Packet:
+    op = gemm(4096, 4096, 4096, "fp16", ref_max=141.0)
+    op["operator"] = "dense_layer_forward"
+    op["shape"]["dims"] = {"M": 4096, "N": 4096, "K": 4096}
+    return kernel_claim(
+        "dense_fp16_a100_4096", "a100", op,
+        cand_s=0.5521e-3, base_s=0.5733e-3, provider="cuBLAS", version="12.2.5.6",
+        call="cublasGemmEx(fp16, N, T, 4096, 4096, 4096, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT_TENSOR_OP)",
+        kernel="dense_fp16_sm80_128x128x32",
+    )  # fmt: skip
+
+
 # ---------------------------------------------------------------- AMD
 
 
@@ -493,6 +521,17 @@ def serving_vllm_mi300x() -> Packet:
         engine=("vLLM", "0.11.0+rocm642"), base_engine=("vLLM", "0.9.2+rocm642"),
         prompts=500, input_len=1024, output_len=512, duration_s=92.4, base_duration_s=108.8,
         ttft_ms=236.0, tpot_ms=21.7,
+    )  # fmt: skip
+
+
+@_control(
+    "AB", "a 0.5B model answers in 4 ms: a short prompt on a small model has a tiny prefill (0.13 GFLOP)"
+)
+def serving_small_model_fast_ttft() -> Packet:
+    return serving_claim(
+        "qwen2.5-0.5b-random-128-64", "h100", model="Qwen/Qwen2.5-0.5B-Instruct",
+        engine=("vLLM", "0.11.0"), base_engine=("vLLM", "0.10.1"), input_len=128, output_len=64,
+        duration_s=3.42, base_duration_s=3.97, ttft_ms=4.1, tpot_ms=2.9,
     )  # fmt: skip
 
 
