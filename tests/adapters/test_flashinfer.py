@@ -541,3 +541,34 @@ def test_axis_beyond_64_bits_is_a_bad_line(tmp_path: Path) -> None:
     with pytest.raises(AdapterError) as err:
         read(path)
     assert str(err.value) == f"{path}:1: Expected `int` <= 9223372036854775807 - at `workload.axes[...]`"
+
+
+# ------------------------------------------------------------------------------ the command line
+
+
+def test_cli_ingest_writes_packets_and_says_what_they_lack(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    from kernel_evidence.cli import main
+
+    out = tmp_path / "packets.jsonl"
+    code = main(["ingest", "flashinfer-trace", str(SOL), "-o", str(out)])
+    _, err = capsys.readouterr()
+    assert code == 0
+    assert len(out.read_text().splitlines()) == 8
+    assert "KE101" in err and "not inside a FlashInfer-Trace dataset folder" in err
+    code = main(["ingest", "flashinfer-trace", str(DATASET / "workloads")])
+    _, err = capsys.readouterr()
+    assert code == 1 and "only workload lines (4, `evaluation` null)" in err
+    code = main(["ingest", "flashinfer-trace", "--opt", "colour=red", str(SOL)])
+    _, err = capsys.readouterr()
+    assert code == 2 and "--opt `colour` is not an option of the flashinfer-trace adapter" in err
+
+
+@needs_corpus
+def test_corpus_folder_as_one_input() -> None:
+    """The whole corpus folder: both traces, the workload-only file skipped with a warning,
+    the definition and solution read (they name none of the traces' definitions)."""
+    packets, warnings = read(CORPUS)
+    assert len(packets) == 25 + 14
+    assert any("43 workload-only lines (`evaluation` null) skipped" in w for w in warnings)

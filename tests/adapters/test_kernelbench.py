@@ -368,3 +368,16 @@ def test_huge_counts_are_not_counts(tmp_path: Path) -> None:
     path.write_text(json.dumps(doc))
     p = next(q for q in read(path)[0] if q.subject.name == "1_Square_matrix_multiplication_")
     assert p.timing is not None and p.timing.stats is not None and p.timing.stats.n is None
+
+
+def test_cli_ingest_eval_results_with_baseline(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    from kernel_evidence.cli import main
+
+    out = tmp_path / "packets.jsonl"
+    code = main(["ingest", "kernelbench", str(EVAL), str(EAGER), "-o", str(out)])
+    _, err = capsys.readouterr()
+    assert code == 0 and len(out.read_text().splitlines()) == 8
+    assert "KE101" in err
+    code = main(["ingest", "kernelbench", str(FIX / "README.md")])
+    _, err = capsys.readouterr()
+    assert code == 1 and "expected a KernelBench eval_results.json or baseline_time_*.json" in err
