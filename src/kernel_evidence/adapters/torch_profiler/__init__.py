@@ -71,9 +71,11 @@ def read_trace(path: str, options: AdapterOptions, cap: int) -> tuple[EvidencePa
         )
     if not found.launches:
         hint = ""
-        cats = {e.cat for e in data.events[:5000]}
-        if any(c.startswith("/device:") or c in ("XLA Ops", "TPU") for c in cats) or any(
-            e.ph == "M" and "/device:" in e.name for e in data.events[:200]
+        if any(
+            e.ph == "M"
+            and e.name == "process_name"
+            and (b"/device:" in bytes(e.args) or b"/host:" in bytes(e.args))
+            for e in data.events[:2000]
         ):
             hint = " (it looks like an XProf trace: use `kevidence ingest xprof`)"
         raise AdapterError(
