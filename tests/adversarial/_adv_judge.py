@@ -9,6 +9,7 @@ of the mutation has not caught the lie.
 from __future__ import annotations
 
 import copy
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -53,14 +54,16 @@ def build_cheat(c: Cheat) -> dict[str, Any]:
     return finalize(p)
 
 
-def judge(packet: dict[str, Any], pointers: tuple[str, ...] = ()) -> Verdict:
-    r = kernel_evidence.validate(packet)
+def judge(packet: dict[str, Any], pointers: tuple[str, ...] = (), *, as_bytes: bool = False) -> Verdict:
+    """The validator's verdict on ``packet``, given as JSON data or (``as_bytes``) as the JSON
+    bytes a file holds (the fast path the CLI and archives use)."""
+    r = kernel_evidence.validate(json.dumps(packet).encode() if as_bytes else packet)
     findings = tuple((f.rule_id, f.severity, f.pointer, f.message) for f in r.findings)
     on_lie = tuple(sorted({f[0] for f in findings if any(related(f[2], lie) for lie in pointers)}))
     g = r.grade
     return Verdict(r.ok, g.letter, tuple(g.reasons), findings, on_lie)
 
 
-def judge_cheat(name: str) -> Verdict:
+def judge_cheat(name: str, *, as_bytes: bool = False) -> Verdict:
     c = CHEATS[name]
-    return judge(build_cheat(c), c.pointers)
+    return judge(build_cheat(c), c.pointers, as_bytes=as_bytes)

@@ -37,13 +37,15 @@ def test_control_accepted(name: str) -> None:
     if not name.startswith("migrated_v01"):
         EvidencePacket.model_validate(packet)  # the control is well formed 0.2
         assert finalize(dict(packet))["packet_id"] == packet["packet_id"]
-    v = judge(packet)
-    errors = [f for f in v.findings if f[1] == "error"]
-    assert not errors, f"honest control `{name}` falsely rejected:\n{_describe(v)}"
-    if c.grade is not None:
-        assert v.grade in c.grade, (
-            f"control `{name}` ({c.about}) graded {v.grade}, expected {c.grade}:\n{_describe(v)}"
-        )
+    for as_bytes in (False, True):  # JSON data, and the bytes of a file (the fast path)
+        v = judge(packet, as_bytes=as_bytes)
+        via = "bytes" if as_bytes else "data"
+        errors = [f for f in v.findings if f[1] == "error"]
+        assert not errors, f"honest control `{name}` falsely rejected ({via}):\n{_describe(v)}"
+        if c.grade is not None:
+            assert v.grade in c.grade, (
+                f"control `{name}` ({c.about}) graded {v.grade} ({via}), expected {c.grade}:\n{_describe(v)}"
+            )
 
 
 @pytest.mark.parametrize("name", sorted(CHEATS))
@@ -52,11 +54,12 @@ def test_cheat_caught(name: str) -> None:
     packet = build_cheat(c)
     if not c.structural:
         EvidencePacket.model_validate(packet)  # the lie hides in a well-formed packet
-    v = judge_cheat(name)
-    assert v.caught, (
-        f"cheat `{name}` ({c.klass}) not caught: {c.lie}\n"
-        f"lying fields: {', '.join(c.pointers)}\n{_describe(v)}"
-    )
+    for as_bytes in (False, True):  # JSON data, and the bytes of a file (the fast path)
+        v = judge_cheat(name, as_bytes=as_bytes)
+        assert v.caught, (
+            f"cheat `{name}` ({c.klass}) not caught ({'bytes' if as_bytes else 'data'}): {c.lie}\n"
+            f"lying fields: {', '.join(c.pointers)}\n{_describe(v)}"
+        )
 
 
 def _resolve(doc: object, pointer: str) -> bool:
