@@ -23,7 +23,8 @@ def _files(root: Path) -> dict[Path, tuple[int, int, bytes]]:
 
 def test_layout_partitions_and_metadata(archive: Path) -> None:
     marker = json.loads((archive / "_kevidence_archive.json").read_text())
-    assert marker["layout_version"] == "1.1" and marker["partitioning"] == ["vendor", "month"]
+    assert marker["layout_version"] == "{}.{}".format(*ARCHIVE_LAYOUT_VERSION)
+    assert marker["partitioning"] == ["vendor", "month"]
     dirs = sorted(str(p.parent.relative_to(archive)) for p in archive.rglob("*.parquet"))
     assert dirs == [
         "vendor=amd/month=2026-10",

@@ -20,10 +20,17 @@ from pathlib import Path
 import pytest
 from _faults import GOOD, packet, run, write
 
-from kernel_evidence.archive import archive_packets, export_packets, open_archive, read_table
+from kernel_evidence.archive import (
+    ARCHIVE_LAYOUT_VERSION,
+    archive_packets,
+    export_packets,
+    open_archive,
+    read_table,
+)
 from kernel_evidence.errors import ArchiveError
 from kernel_evidence.models import EvidencePacket
 
+_CURRENT = "{}.{}".format(*ARCHIVE_LAYOUT_VERSION)
 VENDORS = [
     ("nvidia", "NVIDIA H100 80GB HBM3", "sm_90a", "cuBLASLt"),
     ("amd", "AMD Instinct MI300X", "gfx942", "hipBLASLt"),
@@ -132,11 +139,12 @@ def test_an_archive_without_a_commit_list_is_read_whole_and_upgraded(tmp_path: P
     # as layout 1.0 wrote it: no commit list, the marker at 1.0
     (old / "_kevidence_commits.json").unlink()
     marker = old / "_kevidence_archive.json"
-    marker.write_text(marker.read_text().replace('"1.1"', '"1.0"'))
+    meta = json.loads(marker.read_text())
+    marker.write_text(json.dumps({**meta, "layout_version": "1.0"}, indent=2) + "\n")
     assert len(_ids(old)) == 40
     archive_packets([write(tmp_path / "n.jsonl", _packets(200, 8))], old)
     assert len(_ids(old)) == 48
-    assert json.loads(marker.read_text())["layout_version"] == "1.2"
+    assert json.loads(marker.read_text())["layout_version"] == _CURRENT
     assert len(json.loads((old / "_kevidence_commits.json").read_text())["files"]) == len(
         list(old.rglob("*.parquet"))
     )

@@ -8,8 +8,9 @@ nothing of itself. Before the first rename the writer names the files it is abou
 in ``_kevidence_pending.json``; the next run removes those that no list names (a killed
 run's files), and the hidden temporary files any run left behind. An archive without a
 list (written before layout 1.1) is read whole, and gets its list, naming every file it
-holds, from the first writer of layout 1.1, which also marks it 1.1 (older writers then
-refuse to append: their files would not be listed).
+holds, from the first writer of layout 1.1 or later. A writer marks an archive of an older
+layout with its own, so that older writers refuse to append (their files would not be
+listed).
 """
 
 from __future__ import annotations
@@ -225,30 +226,37 @@ def _fsync_dir(path: Path) -> None:
 
 
 def upgrade(root: Path) -> set[str]:
-    """Under the writer's lock: the committed files; an archive without a commit list gets
-    one naming every file it holds, and its marker says layout 1.1 (in place: the marker is
-    the lock's file)."""
+    """Under the writer's lock: the committed files. An archive without a commit list (an
+    archive of layout 1.0) gets one naming every file it holds; then a marker of an older
+    layout is marked with this writer's, so that older writers refuse to append (their
+    files would not be listed, or not as this layout lays them out)."""
     names = committed(root)
-    if names is not None:
-        return names
-    names = {f.relative_to(root).as_posix() for f in _visible(root)}
-    _write_json(root, COMMITS_NAME, {"files": sorted(names)})
+    if names is None:
+        names = {f.relative_to(root).as_posix() for f in _visible(root)}
+        _write_json(root, COMMITS_NAME, {"files": sorted(names)})
+    _mark_current(root)
+    return names
+
+
+def _mark_current(root: Path) -> None:
+    """The marker's ``layout_version`` raised to this writer's, rewritten in place (the
+    marker is the file the writer's lock is held on: replacing it would free the lock)."""
     marker = root / MARKER_NAME
     meta = json.loads(marker.read_bytes())
-    if parse_version(meta.get("layout_version"), str(marker)) < ARCHIVE_LAYOUT_VERSION:
-        meta["layout_version"] = format_version(ARCHIVE_LAYOUT_VERSION)
-        data = (json.dumps(meta, indent=2) + "\n").encode()
-        fd = os.open(marker, os.O_WRONLY)
-        try:
-            if hasattr(os, "pwrite"):  # the same length ("1.0" -> "1.1"): one write, in place
-                os.pwrite(fd, data, 0)
-            else:  # pragma: no cover - Windows
-                os.write(fd, data)
-            os.ftruncate(fd, len(data))
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-    return names
+    if parse_version(meta.get("layout_version"), str(marker)) >= ARCHIVE_LAYOUT_VERSION:
+        return
+    meta["layout_version"] = format_version(ARCHIVE_LAYOUT_VERSION)
+    data = (json.dumps(meta, indent=2) + "\n").encode()
+    fd = os.open(marker, os.O_WRONLY)
+    try:
+        if hasattr(os, "pwrite"):  # the same length ("1.0" -> "1.1"): one write, in place
+            os.pwrite(fd, data, 0)
+        else:  # pragma: no cover - Windows
+            os.write(fd, data)
+        os.ftruncate(fd, len(data))
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def clean_leftovers(root: Path, names: set[str]) -> list[str]:
