@@ -5,7 +5,9 @@
     python -m tests.adversarial.report -v         # with every finding of the rows shown
 
 A cheat is caught when a finding points at its lying field (``on lie``) and the packet is
-invalid or graded C or lower; ``other`` lists the rules that fired elsewhere.
+invalid or graded C or lower, both when validated as JSON data and as file bytes (the fast
+path; ``data``/``bytes`` in the caught column says which one alone caught it); ``other``
+lists the rules that fired elsewhere.
 """
 
 from __future__ import annotations
@@ -36,13 +38,16 @@ def main(argv: list[str] | None = None) -> int:
     for name in sorted(CHEATS, key=lambda n: (list(CLASSES).index(CHEATS[n].klass), n)):
         c = CHEATS[name]
         v = judge_cheat(name)
+        vb = judge_cheat(name, as_bytes=True)  # the fast path of files must agree
+        caught = v.caught and vb.caught
         total_per_class[c.klass] += 1
-        caught_per_class[c.klass] += v.caught
-        if args.missed and v.caught:
+        caught_per_class[c.klass] += caught
+        if args.missed and caught:
             continue
         other = sorted({f[0] for f in v.findings} - set(v.on_lie))
+        mark = "yes" if caught else ("data" if v.caught else "bytes" if vb.caught else "NO")
         print(
-            f"{name:58} {c.klass:25} {'yes' if v.caught else 'NO':6} {v.grade:5} {','.join(v.on_lie) or '-':18} {','.join(other) or '-'}"
+            f"{name:58} {c.klass:25} {mark:6} {v.grade:5} {','.join(v.on_lie) or '-':18} {','.join(other) or '-'}"
         )
         if args.verbose:
             print(f"    lie at {', '.join(c.pointers)}: {c.lie}")
@@ -53,8 +58,10 @@ def main(argv: list[str] | None = None) -> int:
     rejected = 0
     for name in sorted(CONTROLS):
         ctl = CONTROLS[name]
-        v = judge(ctl.build())
-        bad = not v.ok or (ctl.grade is not None and v.grade not in ctl.grade)
+        packet = ctl.build()
+        v = judge(packet)
+        vb = judge(packet, as_bytes=True)
+        bad = any(not x.ok or (ctl.grade is not None and x.grade not in ctl.grade) for x in (v, vb))
         rejected += bad
         if args.missed and not bad:
             continue
