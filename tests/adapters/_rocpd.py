@@ -59,25 +59,51 @@ def build_rocpd(
     conn = sqlite3.connect(path)
     conn.executescript(ddl)
     t = lambda name: f"rocpd_{name}{uuid}"  # noqa: E731
-    conn.executemany(f"INSERT INTO {t('metadata')} (tag, value) VALUES (?, ?)", [("schema_version", "3"), ("uuid", uuid), ("guid", GUID)])
+    conn.executemany(
+        f"INSERT INTO {t('metadata')} (tag, value) VALUES (?, ?)",
+        [("schema_version", "3"), ("uuid", uuid), ("guid", GUID)],
+    )
     conn.execute(
         f"INSERT INTO {t('info_node')} (id, guid, hash, machine_id, hostname) VALUES (1, ?, 12345, 'machine-1', 'node-17')",
         (GUID,),
     )
     conn.execute(
         f"INSERT INTO {t('info_process')} (id, guid, nid, pid, command, environment) VALUES (1, ?, 1, ?, ?, ?)",
-        (GUID, pid, f"./vector_ops --token {SECRET}", json.dumps({"HF_TOKEN": SECRET, "HOME": "/home/someone"})),
+        (
+            GUID,
+            pid,
+            f"./vector_ops --token {SECRET}",
+            json.dumps({"HF_TOKEN": SECRET, "HOME": "/home/someone"}),
+        ),
     )
     agents = [(1, GUID, 1, 1, "CPU", 0, 0, 0, "AMD EPYC 9654", "", "AMD", "AMD EPYC 9654", "{}")]
     for g in range(gpus):
         ext = json.dumps({"cu_count": 304, "num_xcc": 8, "wave_front_size": 64, "simd_count": 1216})
-        agents.append((2 + g, GUID, 1, 1, "GPU", 2 + g, 1 + g, g, "gfx942", "aqua_vanjaram", "AMD", "AMD Instinct MI300X", ext))
+        agents.append(
+            (
+                2 + g,
+                GUID,
+                1,
+                1,
+                "GPU",
+                2 + g,
+                1 + g,
+                g,
+                "gfx942",
+                "aqua_vanjaram",
+                "AMD",
+                "AMD Instinct MI300X",
+                ext,
+            )
+        )
     conn.executemany(
         f"INSERT INTO {t('info_agent')} (id, guid, nid, pid, type, absolute_index, logical_index, type_index, name, "
         "model_name, vendor_name, product_name, extdata) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         agents,
     )
-    conn.execute(f"INSERT INTO {t('info_code_object')} (id, guid, nid, pid, agent_id) VALUES (1, ?, 1, 1, 2)", (GUID,))
+    conn.execute(
+        f"INSERT INTO {t('info_code_object')} (id, guid, nid, pid, agent_id) VALUES (1, ?, 1, 1, 2)", (GUID,)
+    )
     conn.executemany(
         f"INSERT INTO {t('info_kernel_symbol')} (id, guid, nid, pid, code_object_id, kernel_name, display_name, "
         "sgpr_count, arch_vgpr_count, accum_vgpr_count) VALUES (?, ?, 1, 1, 1, ?, ?, ?, ?, ?)",
@@ -100,7 +126,21 @@ def build_rocpd(
         "workgroup_size_z, grid_size_x, grid_size_y, grid_size_z, event_id) "
         "VALUES (?, ?, 1, 1, 1, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?)",
         [
-            (i + 1, GUID, 2 + d.gpu, d.kernel + 1, d.dispatch_id, d.queue, d.queue, d.start, d.end, d.lds, *d.block, *d.grid, i + 1)
+            (
+                i + 1,
+                GUID,
+                2 + d.gpu,
+                d.kernel + 1,
+                d.dispatch_id,
+                d.queue,
+                d.queue,
+                d.start,
+                d.end,
+                d.lds,
+                *d.block,
+                *d.grid,
+                i + 1,
+            )
             for i, d in enumerate(rows)
         ],
     )
@@ -115,8 +155,16 @@ def build_rocpd(
 
 
 KERNELS = [
-    Kernel("_Z15addition_kernelIfEvPT_PKS0_S3_ii", "void addition_kernel<float>(float*, float const*, float const*, int, int)"),
-    Kernel("_Z13divide_kernelPfPKfS1_ii", "divide_kernel(float*, float const*, float const*, int, int)", vgpr=12, agpr=4),
+    Kernel(
+        "_Z15addition_kernelIfEvPT_PKS0_S3_ii",
+        "void addition_kernel<float>(float*, float const*, float const*, int, int)",
+    ),
+    Kernel(
+        "_Z13divide_kernelPfPKfS1_ii",
+        "divide_kernel(float*, float const*, float const*, int, int)",
+        vgpr=12,
+        agpr=4,
+    ),
 ]
 
 T0 = 3719662416752501

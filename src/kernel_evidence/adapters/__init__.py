@@ -47,6 +47,7 @@ _BUILTIN: dict[str, str] = {
     "xprof": ".xprof",
     "flashinfer-trace": ".flashinfer",
     "kernelbench": ".kernelbench",
+    "nsys": ".nsys",
     "torch-profiler": ".torch_profiler",
     "guidellm": ".guidellm",
 }

@@ -19,6 +19,8 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+import numpy as np
+
 from ..errors import AdapterError, InputError
 
 __all__ = ["MAGIC", "Database", "is_sqlite"]
@@ -122,6 +124,24 @@ class Database:
         sql = f"SELECT {', '.join(_quote(c) for c in cols)} FROM {_quote(table)}{where}"
         with self.guard(table):
             return cols, self.conn.execute(sql).fetchall()
+
+    def ints(self, table: str, col: str, values: list[Any]) -> np.ndarray:
+        """A column's values as int64 (NULL as -1). SQLite does not enforce column types:
+        text, a fraction or a blob where an integer belongs is an error naming the table,
+        the row and the column."""
+        if not set(map(type, values)) <= {int, type(None)}:
+            i, v = next((i, v) for i, v in enumerate(values) if v is not None and type(v) is not int)
+            raise InputError(
+                self.path,
+                f"table {table}, row {i + 1}",
+                f"column `{col}` holds {type(v).__name__} {str(v)[:40]!r}; expected an integer",
+            )
+        try:
+            return np.array([-1 if v is None else v for v in values], dtype=np.int64)
+        except OverflowError:
+            raise InputError(
+                self.path, f"table {table}", f"column `{col}` is beyond the 64-bit integer range"
+            ) from None
 
 
 def _reason(exc: BaseException) -> str:

@@ -57,7 +57,9 @@ _KEPT = (
 )  # fmt: skip
 
 
-def _rows(db: Database, name: str, wanted: tuple[str, ...], required: tuple[str, ...] = ()) -> tuple[list[str], list[tuple[Any, ...]]]:
+def _rows(
+    db: Database, name: str, wanted: tuple[str, ...], required: tuple[str, ...] = ()
+) -> tuple[list[str], list[tuple[Any, ...]]]:
     """The rows of a logical rocpd table (the view, or the union of its suffixed tables)."""
     tables = db.suffixed(name)
     if not tables:
@@ -69,7 +71,9 @@ def _rows(db: Database, name: str, wanted: tuple[str, ...], required: tuple[str,
         missing = [c for c in required if c not in have]
         if missing:
             raise InputError(
-                db.path, f"table {t}", f"has no column {', '.join(missing)}; expected the rocpd schema's {name}"
+                db.path,
+                f"table {t}",
+                f"has no column {', '.join(missing)}; expected the rocpd schema's {name}",
             )
         c, r = db.select(t, wanted)
         if cols is None:
@@ -81,22 +85,6 @@ def _rows(db: Database, name: str, wanted: tuple[str, ...], required: tuple[str,
             cols = keep
         rows.extend(r)
     return cols or [], rows
-
-
-def _ints(db: Database, table: str, col: str, values: list[Any]) -> np.ndarray:
-    """A column of integers (NULL as -1); text, a fraction or a blob where an integer belongs
-    is an error naming the table, the column and the row (SQLite does not enforce types)."""
-    if not set(map(type, values)) <= {int, type(None)}:
-        i, v = next((i, v) for i, v in enumerate(values) if v is not None and type(v) is not int)
-        raise InputError(
-            db.path,
-            f"table {table}, row {i + 1}",
-            f"column `{col}` holds {type(v).__name__} {str(v)[:40]!r}; expected an integer",
-        )
-    try:
-        return np.array([-1 if v is None else v for v in values], dtype=np.int64)
-    except OverflowError:
-        raise InputError(db.path, f"table {table}", f"column `{col}` is beyond the 64-bit integer range") from None
 
 
 def _extdata(text: Any) -> dict[str, Any]:
@@ -114,7 +102,18 @@ def _agents(db: Database) -> tuple[dict[tuple[Any, int], int], dict[int, Agent]]
     cols, rows = _rows(
         db,
         "rocpd_info_agent",
-        ("id", "guid", "type", "absolute_index", "logical_index", "type_index", "name", "model_name", "product_name", "extdata"),
+        (
+            "id",
+            "guid",
+            "type",
+            "absolute_index",
+            "logical_index",
+            "type_index",
+            "name",
+            "model_name",
+            "product_name",
+            "extdata",
+        ),
         ("id",),
     )
     by_row: dict[tuple[Any, int], int] = {}
@@ -124,7 +123,9 @@ def _agents(db: Database) -> tuple[dict[tuple[Any, int], int], dict[int, Agent]]
         gpu = str(r.get("type") or "").upper() == "GPU"
         index = r.get("type_index") if gpu else None
         if not isinstance(index, int):
-            index = r.get("logical_index") if isinstance(r.get("logical_index"), int) else r.get("absolute_index")
+            index = (
+                r.get("logical_index") if isinstance(r.get("logical_index"), int) else r.get("absolute_index")
+            )
         if not isinstance(index, int) or not isinstance(r.get("id"), int):
             continue
         if not gpu:
@@ -154,7 +155,11 @@ def _symbols(db: Database) -> dict[tuple[Any, int], dict[str, Any]]:
         ("id", "guid", "kernel_name", "display_name", "sgpr_count", "arch_vgpr_count", "accum_vgpr_count"),
         ("id",),
     )
-    return {(r.get("guid"), r["id"]): r for r in (dict(zip(cols, row, strict=True)) for row in rows) if isinstance(r["id"], int)}
+    return {
+        (r.get("guid"), r["id"]): r
+        for r in (dict(zip(cols, row, strict=True)) for row in rows)
+        if isinstance(r["id"], int)
+    }
 
 
 def _pids(db: Database) -> dict[tuple[Any, int], int]:
@@ -173,8 +178,12 @@ def _counters(db: Database) -> dict[str, dict[tuple[Any, int], float]]:
     if not pmc_tables:
         return {}
     cols, rows = _rows(db, "rocpd_info_pmc", ("id", "guid", "name"), ("id", "name"))
-    names = {(r[cols.index("guid")] if "guid" in cols else None, r[0]): str(r[cols.index("name")]) for r in rows}
-    cols, rows = _rows(db, "rocpd_pmc_event", ("guid", "event_id", "pmc_id", "value"), ("event_id", "pmc_id", "value"))
+    names = {
+        (r[cols.index("guid")] if "guid" in cols else None, r[0]): str(r[cols.index("name")]) for r in rows
+    }
+    cols, rows = _rows(
+        db, "rocpd_pmc_event", ("guid", "event_id", "pmc_id", "value"), ("event_id", "pmc_id", "value")
+    )
     g = cols.index("guid") if "guid" in cols else None
     e, p, v = cols.index("event_id"), cols.index("pmc_id"), cols.index("value")
     out: dict[str, dict[tuple[Any, int], float]] = defaultdict(dict)
@@ -183,7 +192,9 @@ def _counters(db: Database) -> dict[str, dict[tuple[Any, int], float]]:
         value = row[v]
         if not isinstance(value, (int, float)) or isinstance(value, bool):
             raise InputError(
-                db.path, "table rocpd_pmc_event", f"a counter value is {type(value).__name__}; expected a number"
+                db.path,
+                "table rocpd_pmc_event",
+                f"a counter value is {type(value).__name__}; expected a number",
             )
         name = names.get((guid, row[p]), f"pmc {row[p]}")
         per = out[name]
@@ -197,7 +208,9 @@ def read_rocpd(path: Path, cap: int) -> list[Run]:
     with Database(str(path), what=WHAT, cap=cap) as db:
         if not db.suffixed("rocpd_kernel_dispatch"):
             hint = "" if db.suffixed("rocpd_metadata") else " (no rocpd tables at all: not a rocpd database)"
-            raise InputError(str(path), None, f"no rocpd_kernel_dispatch table{hint}; expected {WHAT} with a kernel trace")
+            raise InputError(
+                str(path), None, f"no rocpd_kernel_dispatch table{hint}; expected {WHAT} with a kernel trace"
+            )
         cols, rows = _rows(db, "rocpd_kernel_dispatch", _DISPATCH, _REQUIRED)
         agent_of, agents = _agents(db)
         symbols = _symbols(db)
@@ -209,16 +222,37 @@ def read_rocpd(path: Path, cap: int) -> list[Run]:
             if tag == "schema_version" and value is not None:
                 version = f"rocpd schema {value}"
     if not rows:
-        raise InputError(str(path), "table rocpd_kernel_dispatch", f"is empty: no kernel dispatches; expected {WHAT} with a kernel trace")
+        raise InputError(
+            str(path),
+            "table rocpd_kernel_dispatch",
+            f"is empty: no kernel dispatches; expected {WHAT} with a kernel trace",
+        )
     table = "rocpd_kernel_dispatch"
     data = {c: [row[i] for row in rows] for i, c in enumerate(cols)}
     guids = data.get("guid", [None] * len(rows))
-    ints = {c: _ints(db, table, c, data[c]) for c in cols if c != "guid"}
+    ints = {c: db.ints(table, c, data[c]) for c in cols if c != "guid"}
     procs = ints["pid"] if "pid" in ints else np.full(len(rows), -1, np.int64)
     runs = []
-    for proc in sorted({(g, int(p)) for g, p in zip(guids, procs.tolist(), strict=True)}, key=lambda x: (str(x[0]), x[1])):
+    for proc in sorted(
+        {(g, int(p)) for g, p in zip(guids, procs.tolist(), strict=True)}, key=lambda x: (str(x[0]), x[1])
+    ):
         sel = np.array([g == proc[0] and p == proc[1] for g, p in zip(guids, procs.tolist(), strict=True)])
-        runs.append(_run(path, proc, sel, guids, ints, agent_of, agents, symbols, pids, counters, len(pids) > 1 or proc[1] < 0, version))
+        runs.append(
+            _run(
+                path,
+                proc,
+                sel,
+                guids,
+                ints,
+                agent_of,
+                agents,
+                symbols,
+                pids,
+                counters,
+                len(pids) > 1 or proc[1] < 0,
+                version,
+            )
+        )
     return runs
 
 
@@ -242,13 +276,19 @@ def _run(
     g = [guids[i] for i in where.tolist()]
     warnings: list[str] = []
     agent_rows = ints["agent_id"][where].tolist()
-    device = np.array([agent_of.get((gg, a), -1) for gg, a in zip(g, agent_rows, strict=True)], dtype=np.int64)
+    device = np.array(
+        [agent_of.get((gg, a), -1) for gg, a in zip(g, agent_rows, strict=True)], dtype=np.int64
+    )
     unknown = int((device < 0).sum())
     if unknown:
-        warnings.append(f"{label}: {unknown} dispatch(es) name no agent of rocpd_info_agent; device unknown for them")
+        warnings.append(
+            f"{label}: {unknown} dispatch(es) name no agent of rocpd_info_agent; device unknown for them"
+        )
     kernel_rows = ints["kernel_id"][where].tolist()
     keys: dict[tuple[Any, int], int] = {}
-    kernel = np.array([keys.setdefault((gg, k), len(keys)) for gg, k in zip(g, kernel_rows, strict=True)], dtype=np.int64)
+    kernel = np.array(
+        [keys.setdefault((gg, k), len(keys)) for gg, k in zip(g, kernel_rows, strict=True)], dtype=np.int64
+    )
     kernels: dict[int, tuple[str, str | None]] = {}
     missing = []
     for (gg, k), key in keys.items():
@@ -267,11 +307,15 @@ def _run(
     for field_ in ("arch_vgpr_count", "accum_vgpr_count", "sgpr_count"):
         per_key = {key: symbols.get(gk, {}).get(field_) for gk, key in keys.items()}
         if any(isinstance(v, int) for v in per_key.values()):
-            columns[field_] = int_column([per_key[k] if isinstance(per_key[k], int) else None for k in kernel.tolist()])
+            columns[field_] = int_column(
+                [per_key[k] if isinstance(per_key[k], int) else None for k in kernel.tolist()]
+            )
     if counters and "event_id" in ints:
         events = ints["event_id"][where].tolist()
         for name, per in sorted(counters.items()):
-            columns[name] = np.array([per.get((gg, e), np.nan) for gg, e in zip(g, events, strict=True)], dtype=np.float64)
+            columns[name] = np.array(
+                [per.get((gg, e), np.nan) for gg, e in zip(g, events, strict=True)], dtype=np.float64
+            )
     launches = Launches(
         source=label,
         kernel=kernel,
@@ -288,4 +332,6 @@ def _run(
         attrs["pid"] = pid
     if counters:
         attrs["counters"] = len(counters)
-    return Run(label=label, launches=launches, agents=agents, attributes=attrs, warnings=warnings, version=version)
+    return Run(
+        label=label, launches=launches, agents=agents, attributes=attrs, warnings=warnings, version=version
+    )

@@ -15,10 +15,10 @@ from ...errors import InputError
 from ...models import Artifact, ByteSize, EvidencePacket
 from .._read import max_bytes_option
 from .._sqlite import MAGIC, Database
-from ._trace import run_packet, source_artifact
-from ._v3_json import looks_like_json, read_json
 from ._rocpd import WHAT as ROCPD_WHAT
 from ._rocpd import read_rocpd
+from ._trace import run_packet, source_artifact
+from ._v3_json import looks_like_json, read_json
 
 __all__ = ["TRACE_KINDS", "read_traces", "sniff_trace"]
 
@@ -83,7 +83,9 @@ def read_traces(kind: str, path: Path, options: object) -> list[EvidencePacket]:
         stem = path.name.split(".")[0] or "rocprofv3"
         packets = []
         for i, run in enumerate(runs):
-            packet = run_packet(run, options=options, tool=tool, source=source, stem=f"{stem}-{i}" if len(runs) > 1 else stem)
+            packet = run_packet(
+                run, options=options, tool=tool, source=source, stem=f"{stem}-{i}" if len(runs) > 1 else stem
+            )
             if extra.get("packet_ids", True):
                 packet = packet.with_id()
             packets.append(packet)
