@@ -24,6 +24,9 @@ from kernel_evidence.models import SCHEMA_VERSION, EvidencePacket
 
 Packet = dict[str, Any]
 
+#: the schema version of packets written before 0.2 (read through the migration chain)
+LEGACY = "0.1"
+
 CREATED_AT = "2026-11-20T09:30:00Z"
 MEASURED_AT = "2026-11-20T09:12:41Z"
 

@@ -1611,3 +1611,49 @@ def slow_second_kernel_left_out_of_expected(p: Packet) -> None:
         }
     )
     main["id"] = "0"
+
+
+# ================================================================ lies in packets written the 0.1 way
+#
+# Read through the migration chain: no conditions, no defences, only the flat fields.
+
+
+@cheat("degenerate_timings", "migrated_v01_h100_gemm", "/timing/stats", "/timing/speedup")
+def v01_zero_time_aggregator_underflow(p: Packet) -> None:
+    """A 0.1 packet whose candidate samples are all 0."""
+    set_side_samples(p, "candidate", [0.0] * 51, "us")
+
+
+@cheat("hollow_replay", "migrated_v01_h100_gemm", "/replay/command")
+def v01_replay_echo(p: Packet) -> None:
+    """A 0.1 packet whose replay only echoes the benchmark command."""
+    p["replay"]["command"] = ["echo", *p["replay"]["command"]]
+
+
+@cheat("mismatched_baseline", "migrated_v01_h100_gemm", "/timing/baseline/version")
+def v01_placeholder_version_unknown(p: Packet) -> None:
+    """A 0.1 packet whose baseline version is ``unknown``."""
+    _base(p)["version"] = "unknown"
+
+
+@cheat(
+    "correctness_gap",
+    "migrated_v01_h100_gemm",
+    "/validation/shapes/0/max_abs_error",
+    "/validation/shapes/0/passed",
+)
+def v01_passed_shape_error_exceeds_its_bound(p: Packet) -> None:
+    """A 0.1 packet with a passed shape whose error is 3x its own bound."""
+    s = p["validation"]["shapes"][0]
+    s["max_abs_error"] = round(3 * (s["atol"] + s["rtol"] * s["reference_max_abs"]), 4)
+
+
+@cheat(
+    "serving_arithmetic",
+    "migrated_v01_serving_minimal",
+    "/timing/serving/completed",
+    "/timing/serving/failed",
+)
+def v01_serving_failures_vanish(p: Packet) -> None:
+    """A minimal 0.1 serving packet: 880 completed, 0 failed, 1000 prompts."""
+    _serving_counts(p, completed=880, failed=0)

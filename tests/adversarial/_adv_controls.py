@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from _adv_build import (
     DEVICES,
+    LEGACY,
     Packet,
     attention,
     capture,
@@ -692,7 +693,7 @@ def cpu_bare_timing_no_claim() -> Packet:
 def _as_v01(p: Packet) -> Packet:
     """A packet as a 0.1 producer wrote it: no 0.2 fields, version 0.1, no id."""
     p = copy.deepcopy(p)
-    p["schema_version"] = "0.1"
+    p["schema_version"] = LEGACY
     for k in ("packet_id", "measured_at", "defences"):
         p.pop(k, None)
     t = p.get("timing") or {}
@@ -730,7 +731,7 @@ def migrated_v01_serving_minimal() -> Packet:
 @_control(None, "a minimal 0.1 failure: status, failure, hardware and replay, nothing else")
 def migrated_v01_minimal_failure() -> Packet:
     return {
-        "schema_version": "0.1",
+        "schema_version": LEGACY,
         "created_at": "2025-06-02T14:00:00Z",
         "producer": {"name": "kb-eval", "version": "0.0.9"},
         "subject": {"kind": "kernel", "name": "level1_23_softmax_cand_7"},

@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from _adv_build import finalize
+from _adv_build import LEGACY, finalize
 from _adv_cheats import CHEATS, Cheat
 from _adv_controls import CONTROLS
 
@@ -48,7 +48,7 @@ def build_cheat(c: Cheat) -> dict[str, Any]:
     """The control of ``c`` with its one lie, and the id recomputed as a cheater would."""
     p = copy.deepcopy(CONTROLS[c.control].build())
     c.mutate(p)
-    if c.structural:  # the models refuse it: no id can be computed, none is kept
+    if c.structural or p["schema_version"] == LEGACY:  # the 0.2 models cannot give its id
         p.pop("packet_id", None)
         return p
     return finalize(p)
