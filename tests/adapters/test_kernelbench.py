@@ -381,3 +381,21 @@ def test_cli_ingest_eval_results_with_baseline(capsys: pytest.CaptureFixture[str
     code = main(["ingest", "kernelbench", str(FIX / "README.md")])
     _, err = capsys.readouterr()
     assert code == 1 and "expected a KernelBench eval_results.json or baseline_time_*.json" in err
+
+
+def test_rocm_fork_generic_hardware_and_error_entries() -> None:
+    """The ROCm fork (KBenchEval generate_baseline_time_amd.py): `hardware: "AMD GPU"` names
+    no model, so the `MI300X_rocm` folder does; `{"error": ...}` entries are untimed."""
+    path = FIX / "results" / "timing" / "MI300X_rocm" / "baseline_time_torch.json"
+    packets, warnings = read(path)
+    assert len(packets) == 3
+    assert {(p.hardware.vendor, p.hardware.device, p.hardware.device_id) for p in packets if p.hardware} == {
+        ("amd", "MI300X_rocm", "amd-mi300x")
+    }
+    assert (
+        f"{path}: `hardware: AMD GPU` names no device model: the device is taken from the folder name `MI300X_rocm` (results/timing/<HW>/); pass the `device` option to state it"
+        in warnings
+    )
+    assert any(
+        "2 entries without timing statistics skipped (first: level1/4_Matrix_vector" in w for w in warnings
+    )

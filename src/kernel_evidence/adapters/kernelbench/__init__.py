@@ -176,8 +176,8 @@ class KernelBenchAdapter:
     def _baselines(self, baselines: list[BaselineFile], builder: Builder) -> list[EvidencePacket]:
         packets: list[EvidencePacket] = []
         for b in baselines:
-            device = self._baseline_device(b, builder)
-            packets.extend(builder.baseline_packets(b, device))
+            packets.extend(builder.baseline_packets(b))
+            self._baseline_device_warnings(b, builder)
             if b.untimed:
                 builder.warnings.append(
                     f"{b.path}: {len(b.untimed)} entries without timing statistics skipped "
@@ -186,20 +186,23 @@ class KernelBenchAdapter:
         return packets
 
     @staticmethod
-    def _baseline_device(b: BaselineFile, builder: Builder) -> str | None:
-        if builder.device_option or all(e.stats.hardware for e in b.entries):
-            return None  # every entry names its GPU (or the option does)
-        if b.folder_device is not None:
+    def _baseline_device_warnings(b: BaselineFile, builder: Builder) -> None:
+        """Say where the devices of ``b``'s entries came from when not from the entries."""
+        if builder.device_option:
+            return
+        used = builder.folder_used.pop(b.path, None)
+        if used is not None:
+            folder, generic = used
+            why = f"`hardware: {generic}` names no device model" if generic else "entries without `hardware`"
             builder.warnings.append(
-                f"{b.path}: entries without `hardware`: the device is taken from the folder name "
-                f"`{b.folder_device}` (results/timing/<HW>/); pass the `device` option to state it"
+                f"{b.path}: {why}: the device is taken from the folder name `{folder}` "
+                "(results/timing/<HW>/); pass the `device` option to state it"
             )
-            return b.folder_device
-        builder.warnings.append(
-            f"{b.path}: entries without `hardware` and no results/timing/<HW>/ folder: the device is "
-            "not recorded (pass the `device` option)"
-        )
-        return None
+        if any(e.stats.hardware is None for e in b.entries) and b.folder_device is None:
+            builder.warnings.append(
+                f"{b.path}: entries without `hardware` and no results/timing/<HW>/ folder: the device is "
+                "not recorded (pass the `device` option)"
+            )
 
     def _evals(
         self,
@@ -209,11 +212,6 @@ class KernelBenchAdapter:
         extra: dict[str, object],
     ) -> list[EvidencePacket]:
         base = self._pick_baseline(baselines, extra, builder.warnings)
-        folder_device = None
-        if base is not None:
-            folder_device = self._baseline_device(base, builder)
-            if folder_device is not None:
-                base.folder_device = folder_device
         packets: list[EvidencePacket] = []
         for ev in evals:
             sources = kernel_sources(os.path.dirname(os.path.abspath(ev.path)))
@@ -229,6 +227,8 @@ class KernelBenchAdapter:
             made = builder.eval_packets(ev, level, base, sources)
             packets.extend(made)
             self._eval_warnings(ev, base, level, made, builder.warnings)
+        if base is not None:
+            self._baseline_device_warnings(base, builder)
         for device, bdev, path in sorted(builder.mismatched):
             builder.warnings.append(
                 f"{path}: baseline measured on `{bdev}`, samples on `{device}`: the two sides ran on "

@@ -124,6 +124,8 @@ class Builder:
     torch_version: str | None
     warnings: list[str]
     _hardware: dict[str, Hardware] = field(default_factory=dict)
+    #: baseline file -> (the folder name used as its device, the entries' generic hardware)
+    folder_used: dict[str, tuple[str, str | None]] = field(default_factory=dict)
     #: (sample device, baseline device, baseline file) pairs that differ
     mismatched: set[tuple[str, str, str]] = field(default_factory=set)
 
@@ -142,10 +144,23 @@ class Builder:
 
     # ------------------------------------------------------------------ baseline packets
 
-    def baseline_packets(self, b: BaselineFile, device: str | None) -> list[EvidencePacket]:
+    def entry_device(self, e: BaselineEntry, b: BaselineFile) -> str | None:
+        """The device of a baseline entry: the option, else its ``hardware``, else the
+        ``results/timing/<HW>/`` folder name - also when ``hardware`` names no device model
+        (the ROCm fork's ``AMD GPU``) and the folder does (``MI300X_rocm``)."""
+        if self.device_option:
+            return self.device_option
+        hw = e.stats.hardware
+        folder = b.folder_device
+        if folder is None or (hw is not None and (_device_id(hw) is not None or _device_id(folder) is None)):
+            return hw
+        self.folder_used[b.path] = (folder, hw)
+        return folder
+
+    def baseline_packets(self, b: BaselineFile) -> list[EvidencePacket]:
         out = []
         for e in b.entries:
-            dev = self.device_option or e.stats.hardware or device
+            dev = self.entry_device(e, b)
             cond = Conditions(
                 device=dev,
                 device_id=_device_id(dev) if dev else None,
@@ -325,7 +340,7 @@ class Builder:
                 conditions=cond,
             )
         elif entry is not None and base is not None:
-            bdev = self.device_option or entry.stats.hardware or base.folder_device
+            bdev = self.entry_device(entry, base)
             if device and bdev and _device_id(device) != _device_id(bdev) and device != bdev:
                 self.mismatched.add((device, bdev, base.path))
             baseline = Baseline(
