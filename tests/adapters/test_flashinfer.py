@@ -572,3 +572,16 @@ def test_corpus_folder_as_one_input() -> None:
     packets, warnings = read(CORPUS)
     assert len(packets) == 25 + 14
     assert any("43 workload-only lines (`evaluation` null) skipped" in w for w in warnings)
+
+
+def test_lenient_peripheral_keys(tmp_path: Path) -> None:
+    """An epoch timestamp, an embedded solution object and a log that is not text: read."""
+    line = json.loads(SOL.read_text().splitlines()[0])
+    line["evaluation"]["timestamp"] = 1777713300  # 2026-05-02T09:15:00Z
+    line["evaluation"]["log"] = ["not", "text"]
+    line["solution"] = {"name": "agent_linbwd_v3", "sources": []}
+    path = tmp_path / "lenient.jsonl"
+    path.write_text(json.dumps(line) + "\n")
+    (p,) = read(path)[0]
+    assert p.measured_at == "2026-05-02T09:15:00Z"
+    assert p.lineage is not None and p.lineage.candidate_id == "agent_linbwd_v3"

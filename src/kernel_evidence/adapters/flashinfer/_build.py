@@ -87,12 +87,15 @@ def _device_id(device: str) -> str | None:
     return getattr(found, "id", None) if found is not None else None
 
 
-def _utc(ts: str, zone: tzinfo | None) -> str | None:
-    """``ts`` (ISO 8601) as an RFC 3339 UTC time; None when it is not one, or names no zone
-    and ``zone`` is None."""
+def _utc(ts: str | float, zone: tzinfo | None) -> str | None:
+    """``ts`` (ISO 8601, or seconds since the epoch) as an RFC 3339 UTC time; None when it is
+    not one, or names no zone and ``zone`` is None."""
     try:
-        dt = datetime.fromisoformat(ts)
-    except ValueError:
+        if isinstance(ts, (int, float)):
+            dt = datetime.fromtimestamp(ts, timezone.utc)
+        else:
+            dt = datetime.fromisoformat(ts)
+    except (ValueError, OverflowError, OSError):
         return None
     if dt.tzinfo is None:
         if zone is None:
@@ -125,6 +128,13 @@ def _seen(flag: bool | None, abs_raw: str | None, rel_raw: str | None, word: str
     if any(raw is not None and word in raw.lower() for raw in (abs_raw, rel_raw)):
         return True
     return flag
+
+
+def _name(v: str | dict[str, Any] | None) -> str | None:
+    """A definition's or solution's name: the string, or an embedded object's ``name``."""
+    if isinstance(v, dict):
+        v = v.get("name")
+    return v if isinstance(v, str) and v.strip() else None
 
 
 def _finite_ms(v: float | None) -> float | None:
@@ -280,11 +290,14 @@ class LineBuilder:
         if spec is None:
             fs.unknown_status[raw_status] = fs.unknown_status.get(raw_status, 0) + 1
             return None
-        definition = t.definition or "unnamed definition"
+        def_name = _name(t.definition)
+        sol_name = _name(t.solution)
+        definition = def_name or "unnamed definition"
+        log = ev.log if isinstance(ev.log, str) else None
         wl = t.workload
         uuid = str(wl.uuid) if wl is not None and wl.uuid not in (None, "") else f"line {lineno}"
-        d = self._lookup_definition(definition, fs) if t.definition else None
-        sol = self._lookup_solution(t.solution, fs)
+        d = self._lookup_definition(definition, fs) if def_name else None
+        sol = self._lookup_solution(sol_name, fs)
         hw, packages = self.environment(ev.environment)
         tol = wl.tolerance if wl is not None else None
         task, cond = self._workload(definition, d, t, uuid, hw, fs)
@@ -300,13 +313,13 @@ class LineBuilder:
                 failure_class=FailureClass(fclass),
                 message=f"evaluation status {raw_status}",
                 shape_id=uuid,
-                log_excerpt=ev.log[-LOG_EXCERPT_CHARS:] if ev.log else None,
+                log_excerpt=log[-LOG_EXCERPT_CHARS:] if log else None,
             )
         validation = self._validation(spec.get("validation", "none"), ev.correctness, tol, uuid, raw_status)
-        timing = self._timing(t, fs, uuid, cond, packages, status == "passed")
+        timing = self._timing(t, fs, cond, packages, status == "passed", definition)
 
         measured_at = None
-        if ev.timestamp:
+        if ev.timestamp is not None and ev.timestamp != "":
             measured_at = _utc(ev.timestamp, self.zone)
             if measured_at is None:
                 fs.naive_timestamps += 1
@@ -315,19 +328,19 @@ class LineBuilder:
             succeeded = False
         elif norm in ("PASSED", "INCORRECT_NUMERICAL", "INCORRECT_SHAPE", "INCORRECT_DTYPE"):
             succeeded = True
-        replay = self._replay(t, fs, uuid, packages, definition)
+        replay = self._replay(t, fs, uuid, packages, definition, sol_name)
         fs.packets += 1
         return start_packet(
             subject_kind="kernel",
             subject_name=definition,
-            description=f"solution {t.solution or '(unnamed)'} on workload {uuid} ({fs.name} line {lineno})",
+            description=f"solution {sol_name or '(unnamed)'} on workload {uuid} ({fs.name} line {lineno})",
             status=status,
             created_at=self.created_at,
             measured_at=measured_at,
             failure=failure,
-            lineage=self._lineage(t.solution),
+            lineage=self._lineage(sol_name),
             task=task,
-            compile=self.compile(sol, succeeded, ev.log),
+            compile=self.compile(sol, succeeded, log),
             validation=validation,
             timing=timing,
             hardware=hw,
@@ -457,10 +470,10 @@ class LineBuilder:
         self,
         t: TraceLine,
         fs: FileState,
-        uuid: str,
         cond: Conditions,
         packages: dict[str, str] | None,
         passed: bool,
+        definition: str,
     ) -> Timing | None:
         ev = t.evaluation
         perf = ev.performance if ev is not None else None
@@ -477,7 +490,7 @@ class LineBuilder:
             baseline = Baseline(
                 provider="torch eager",
                 version=(packages or {}).get("torch"),
-                call=f"{t.definition}.reference run() (the definition's reference implementation)",
+                call=f"{definition}.reference run() (the definition's reference implementation)",
                 same_session=True,
                 stats=Stats(unit="ms", mean=ref, n=run.trials if run is not None else None),
                 conditions=cond,
@@ -491,7 +504,7 @@ class LineBuilder:
             method=fs.method,
             warmup=run.warmup if run is not None else None,
             repeats=run.iterations if run is not None else None,
-            shape_id=uuid,
+            shape_id=cond.shape_id,
             stats=Stats(unit="ms", mean=latency, n=run.trials if run is not None else None),
             notes=fs.method_note,
             baseline=baseline,
@@ -500,11 +513,17 @@ class LineBuilder:
         )
 
     def _replay(
-        self, t: TraceLine, fs: FileState, uuid: str, packages: dict[str, str] | None, definition: str
+        self,
+        t: TraceLine,
+        fs: FileState,
+        uuid: str,
+        packages: dict[str, str] | None,
+        definition: str,
+        solution: str | None,
     ) -> Replay | None:
         command = None
         notes = None
-        if fs.root is not None and t.solution:
+        if fs.root is not None and solution:
             command = ["flashinfer-bench", "run", "--local", fs.root]
             run = fs.run
             if run is not None:
@@ -516,7 +535,7 @@ class LineBuilder:
                 ):
                     if value is not None:
                         command += [flag, str(value)]
-            command += ["--definitions", definition, "--solutions", t.solution]
+            command += ["--definitions", definition, "--solutions", solution]
             notes = f"re-runs every workload of this definition and solution; this packet is workload {uuid}"
         inputs = None
         wl = t.workload

@@ -82,8 +82,10 @@ class Performance(msgspec.Struct):
 class Evaluation(msgspec.Struct):
     status: str | None = None
     environment: Environment | None = None
-    timestamp: str | None = None
-    log: str | None = None
+    #: ISO 8601 text; a number is taken as seconds since the Unix epoch
+    timestamp: str | float | None = None
+    #: text; any other value is not a log and is ignored
+    log: Any = None
     correctness: Correctness | None = None
     performance: Performance | None = None
 
@@ -91,9 +93,11 @@ class Evaluation(msgspec.Struct):
 class TraceLine(msgspec.Struct):
     """One line of a FlashInfer-Trace JSONL file."""
 
-    definition: str | None = None
+    #: the definition's name (an embedded definition object: its ``name``)
+    definition: str | dict[str, Any] | None = None
     workload: Workload | None = None
-    solution: str | None = None
+    #: the solution's name (an embedded solution object: its ``name``)
+    solution: str | dict[str, Any] | None = None
     evaluation: Evaluation | None = None
 
 
