@@ -1657,3 +1657,34 @@ def v01_passed_shape_error_exceeds_its_bound(p: Packet) -> None:
 def v01_serving_failures_vanish(p: Packet) -> None:
     """A minimal 0.1 serving packet: 880 completed, 0 failed, 1000 prompts."""
     _serving_counts(p, completed=880, failed=0)
+
+
+@cheat(
+    "existing_rules",
+    "h100_pcie_layernorm_vs_transformer_engine",
+    "/timing/stats",
+    "/task/shapes/0/work/bytes",
+)
+def sxm_bandwidth_on_a_pcie_card(p: Packet) -> None:
+    """2.8 TB/s on an H100 PCIe (HBM2e, 2.0 TB/s): a figure only the SXM part could reach."""
+    scale_side(p, "candidate", 0.6)
+
+
+@cheat(
+    "work_figures",
+    "h100_pcie_layernorm_vs_transformer_engine",
+    "/hardware/device",
+    "/hardware/compute_units",
+    "/hardware/device_id",
+    "/timing/stats",
+)
+def pcie_card_named_sxm(p: Packet) -> None:
+    """The PCIe card (114 SMs, 350 W) written down as ``NVIDIA H100 80GB HBM3`` (the SXM part,
+    132 SMs) so that its 2.8 TB/s is checked against the SXM's 3.35 TB/s."""
+    hw = p["hardware"]
+    hw["device"] = "NVIDIA H100 80GB HBM3"
+    hw["device_id"] = "nvidia-h100-sxm5-80gb"
+    for c in _both_conditions(p):
+        c["device"] = hw["device"]
+        c["device_id"] = hw["device_id"]
+    scale_side(p, "candidate", 0.6)

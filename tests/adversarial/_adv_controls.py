@@ -125,6 +125,26 @@ def h100_layernorm_vs_transformer_engine() -> Packet:
     )  # fmt: skip
 
 
+@_control("A", "layernorm on an H100 PCIe at 1.7 TB/s (its HBM2e peak is 2.0 TB/s, not the SXM's 3.35)")
+def h100_pcie_layernorm_vs_transformer_engine() -> Packet:
+    return kernel_claim(
+        "layernorm_bf16_pcie", "h100_pcie", rowwise("layernorm", 16384, 8192),
+        cand_s=0.3158e-3, base_s=0.3377e-3, provider="Transformer Engine", version="1.11.0",
+        call="transformer_engine.pytorch.LayerNorm(8192, eps=1e-5, params_dtype=bf16)(x)",
+        kernel="layernorm_fwd_tuned_8192_vec8", repeats=101,
+    )  # fmt: skip
+
+
+@_control("A", "a consumer card: fp16 GEMM on an RTX 4090 at 140 TFLOP/s over cuBLAS")
+def rtx4090_fp16_gemm_vs_cublas() -> Packet:
+    return kernel_claim(
+        "gemm_fp16_rtx4090", "rtx4090", gemm(4096, 4096, 4096, "fp16", ref_max=141.0),
+        cand_s=0.9817e-3, base_s=1.0420e-3, provider="cuBLAS", version="12.6.3.3",
+        call="cublasGemmEx(fp16, N, T, 4096, 4096, 4096, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT_TENSOR_OP)",
+        kernel="gemm_fp16_sm89_128x256x32_stages3",
+    )  # fmt: skip
+
+
 @_control("A", "a genuinely short kernel: rmsnorm of one decode token, 2.1 us with CUDA events")
 def h100_rmsnorm_decode_short_kernel() -> Packet:
     return kernel_claim(
@@ -412,6 +432,18 @@ def mi355x_attention_vs_aiter() -> Packet:
         cand_s=3.0510e-3, base_s=3.3120e-3, provider="AITER", version="0.1.4",
         call="aiter.flash_attn_func(q, k, v, causal=False)",
         kernel="attn_fwd_gfx950_ws_256x128", repeats=41,
+    )  # fmt: skip
+
+
+@_control(
+    "A", "one GCD of an MI250X (110 of the package's 220 CUs, 64 GiB): a partition, not a smaller device"
+)
+def mi250x_one_gcd_fp16_gemm_vs_rocblas() -> Packet:
+    return kernel_claim(
+        "gemm_fp16_mi250x_gcd0", "mi250x_gcd", gemm(4096, 4096, 4096, "fp16", ref_max=141.0),
+        cand_s=1.0571e-3, base_s=1.1204e-3, provider="rocBLAS", version="4.1.2",
+        call="rocblas_gemm_ex(f16, N, T, 4096, 4096, 4096, compute=f32, algo=standard)",
+        kernel="gemm_fp16_gfx90a_128x128x32_mfma",
     )  # fmt: skip
 
 
