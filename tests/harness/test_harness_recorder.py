@@ -239,6 +239,23 @@ def test_kevidence_out_receives_the_packets_too(tmp_path: Path, monkeypatch: pyt
     assert (tmp_path / "env.jsonl").read_bytes() == (tmp_path / "own.jsonl").read_bytes()
 
 
+
+def test_a_replay_never_appends_to_the_log_of_the_run_it_replays(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `kevidence replay --execute` sets both variables; the replayed script still names its
+    # own log, which must stay as the original run left it
+    log = tmp_path / "run.jsonl"
+    with _rec(log) as rec, rec.candidate("original"):
+        pass
+    before = log.read_bytes()
+    monkeypatch.setenv("KEVIDENCE_OUT", str(tmp_path / "replay.jsonl"))
+    monkeypatch.setenv("KEVIDENCE_PARENT_PACKET_ID", "sha256:" + "0" * 64)
+    with _rec(log) as rec, rec.candidate("original"):
+        pass
+    assert log.read_bytes() == before
+    assert len((tmp_path / "replay.jsonl").read_bytes().splitlines()) == 1
+
 _WRITER = textwrap.dedent(
     """
     import sys

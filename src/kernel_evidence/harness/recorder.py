@@ -970,8 +970,10 @@ class Recorder:
     :class:`~kernel_evidence.harness.sink.PacketSink`, or ``None``: then the
     ``KEVIDENCE_OUT`` environment variable names the output, and without it packets are
     kept in memory only (:attr:`packets`). When ``KEVIDENCE_OUT`` is set and ``out`` names
-    another output, packets go to both (this is how ``kevidence replay --execute`` collects
-    the packets of a replayed run).
+    another output, packets go to both (a CI job collecting them); when
+    ``KEVIDENCE_PARENT_PACKET_ID`` is set too (``kevidence replay --execute`` runs the
+    command), they go to ``KEVIDENCE_OUT`` only, so a replay never appends to the log of the
+    run it replays.
 
     Parameters:
 
@@ -1012,6 +1014,10 @@ class Recorder:
         serving: ServingTask | Mapping[str, Any] | None = None,
     ) -> None:
         env_out = os.environ.get("KEVIDENCE_OUT") or None
+        if env_out is not None and os.environ.get("KEVIDENCE_PARENT_PACKET_ID"):
+            # run by `kevidence replay --execute`: the replay's packets go to its own output
+            # only, never appended to the log of the run being replayed
+            out = None
         target = out if out is not None else env_out
         self.sink: PacketSink = MemorySink() if target is None else open_sink(target, durable=durable)
         if (
