@@ -1688,3 +1688,44 @@ def pcie_card_named_sxm(p: Packet) -> None:
         c["device"] = hw["device"]
         c["device_id"] = hw["device_id"]
     scale_side(p, "candidate", 0.6)
+
+
+# ================================================================ round 3: evidence that contradicts itself
+
+
+@cheat(
+    "correctness_gap", "h100_bf16_gemm_vs_cublaslt", "/validation/shapes/0/elements", "/validation/shapes/0"
+)
+def validated_a_sample_of_the_output(p: Packet) -> None:
+    """The 'validated' shape compared 4096 of the 67,108,864 output elements (the first row);
+    the rest were never checked."""
+    p["validation"]["shapes"][0]["elements"] = 4096
+
+
+@cheat(
+    "correctness_gap",
+    "mi300x_bf16_gemm_vs_rocblas",
+    "/validation/shapes/0/nan_seen",
+    "/validation/shapes/0/passed",
+    "/validation/verdict",
+)
+def nan_seen_on_a_passed_shape(p: Packet) -> None:
+    """A passed shape that saw NaN in its output (an all-close check that skips NaNs)."""
+    p["validation"]["shapes"][0]["nan_seen"] = True
+
+
+@cheat("correctness_gap", "a100_fp16_gemm_vs_cublas", "/timing/conditions/fresh_inputs", "/defences/0")
+def fresh_inputs_passed_while_conditions_say_reused(p: Packet) -> None:
+    """The defence record says fresh inputs passed; the candidate's own conditions record that
+    its inputs were reused across calls (so an in-place or caching candidate went unseen)."""
+    _timing(p)["conditions"]["fresh_inputs"] = False
+
+
+@cheat("correctness_gap", "h100_fp8_gemm_vs_cublaslt", "/defences/3", "/defences/7", "/defences")
+def failed_defence_shadowed_by_a_passed_copy(p: Packet) -> None:
+    """The unseen-inputs check failed; a second ``unseen_inputs`` entry that passed is appended
+    after it, for readers that keep the last entry per check."""
+    _defence(p, "unseen_inputs", "failed", "3 of 8 unseen input sets returned outputs of earlier inputs")
+    p["defences"].append(
+        {"check": "unseen_inputs", "outcome": "passed", "detail": "re-run on 8 unseen input sets"}
+    )
