@@ -93,7 +93,7 @@ def test_archive_of_a_newer_layout(
         assert code == 1
         assert err == (
             f"kevidence: error: {archive}: archive layout 2.0 is newer than this kevidence "
-            "supports (1.1); upgrade kernel-evidence\n"
+            "supports (1.2); upgrade kernel-evidence\n"
         )
     assert snapshot(archive) == before
 

@@ -44,7 +44,7 @@ def _both(raw: bytes) -> tuple[list[Any], list[Any]]:
     peaks = _peak_lookup()
     slow, fast = extract(data, peaks), extract_struct(struct, peaks)
     assert partition_of(data) == partition_from(
-        struct.hardware.vendor if struct.hardware else None, struct.created_at
+        struct.hardware.vendor if struct.hardware else None, struct.created_at, struct.measured_at
     )
     return slow, fast
 

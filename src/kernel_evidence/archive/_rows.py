@@ -19,10 +19,19 @@ from functools import lru_cache
 from typing import Any, Final
 
 from .._codec.structs import struct_for
+from ..devices import canonical_id
 from ..models import Stats, Task, Timing
 from ..units import UNIT_FACTORS, Dimension, convert
 
-__all__ = ["VENDORS", "created_micros", "extract", "extract_struct", "partition_from", "partition_of"]
+__all__ = [
+    "VENDORS",
+    "created_micros",
+    "device_id_of",
+    "extract",
+    "extract_struct",
+    "partition_from",
+    "partition_of",
+]
 
 #: ``hardware.vendor`` values that become partition directories; anything else is ``invalid``.
 VENDORS: Final = frozenset({"nvidia", "amd", "google", "intel", "apple", "aws", "huawei", "cpu", "other"})
@@ -36,6 +45,8 @@ def _factors(dim: Dimension, target: str) -> dict[str, float]:
 
 
 _TO_NS: Final = _factors(Dimension.TIME, "ns")
+_TO_US: Final = _factors(Dimension.TIME, "us")
+_TO_MS: Final = _factors(Dimension.TIME, "ms")
 _TO_S: Final = _factors(Dimension.TIME, "s")
 _TO_FLOP: Final = _factors(Dimension.FLOP, "FLOP")
 _TO_B: Final = _factors(Dimension.BYTES, "B")
@@ -157,8 +168,36 @@ def _day_seconds(y: str, mo: str, d: str) -> int | None:
 
 
 def partition_of(data: dict[str, Any]) -> tuple[str, str]:
-    """``(vendor, month)`` directory values. Never free text: safe as a path component."""
-    return partition_from(_d(data.get("hardware")).get("vendor"), data.get("created_at"))
+    """``(vendor, month)`` directory values. Never free text: safe as a path component.
+
+    The month is the measurement's (``measured_at``) where the packet gives a well-formed
+    one, else the packet's creation month: an ingested result from August lands in August.
+    """
+    return partition_from(
+        _d(data.get("hardware")).get("vendor"), data.get("created_at"), data.get("measured_at")
+    )
+
+
+@lru_cache(maxsize=4096)
+def _device_id(device: str, arch: str | None) -> str | None:
+    return canonical_id(device, arch=arch)
+
+
+def device_id_of(given: object, device: object, arch: object) -> str | None:
+    """The canonical device id: ``hardware.device_id`` when the packet gives one, else the
+    device table's id for the device string and arch (``None`` when unknown or ambiguous).
+    Long strings, which no device has, are not looked up (nor held in the cache)."""
+    if isinstance(given, str):
+        return given
+    if not isinstance(device, str) or len(device) > 256:
+        return None
+    a = arch if isinstance(arch, str) and len(arch) <= 64 else None
+    return _device_id(device, a)
+
+
+def _dtype(dtypes: list[str] | None) -> str | None:
+    """One value to group by: the task's dtypes joined with ``,`` in their order."""
+    return ",".join(dtypes) if dtypes else None
 
 
 def _shape_work(task: dict[str, Any], shape: str | None) -> dict[str, Any]:
@@ -228,6 +267,44 @@ def _derived(
     return [sp_low, sp_high, p_flops, p_bw, sol, bound]
 
 
+def _latency(stats: Any) -> tuple[float | None, float | None]:
+    """(median, p99) in ms of a serving latency :class:`~kernel_evidence.models.Stats` as
+    JSON data; the median falls back on the ``p50`` percentile."""
+    stats = _d(stats)
+    f = _factor(_TO_MS, stats.get("unit"))
+    pct = _d(stats.get("percentiles"))
+    median = _num(stats.get("median"))
+    if median is None:
+        median = _num(pct.get("p50"))
+    p99 = _num(pct.get("p99"))
+    if f is None:
+        return None, None
+    return (
+        None if median is None else _finite(median * f),
+        None if p99 is None else _finite(p99 * f),
+    )
+
+
+def _rate(x: Any) -> float | None:
+    """``task.serving.request_rate``: a number of requests/s, or ``"inf"`` (all at once)."""
+    return math.inf if x == "inf" else _num(x)
+
+
+def _serving_cols(task_serving: dict[str, Any], serving: dict[str, Any]) -> list[Any]:
+    engine = _d(task_serving.get("engine"))
+    out: list[Any] = [_s(engine.get("name")), _s(engine.get("version")), _s(task_serving.get("model"))]
+    for key in ("ttft", "tpot", "itl", "e2el"):
+        out.extend(_latency(serving.get(key)))
+    out += [
+        _qty(serving.get("total_token_throughput"), _TO_TOKS),
+        _int(serving.get("completed")),
+        _int(serving.get("failed")),
+        _int(task_serving.get("max_concurrency")),
+        _rate(task_serving.get("request_rate")),
+    ]
+    return out
+
+
 def extract(data: dict[str, Any], peaks: Any = None) -> list[Any]:
     """The typed column values of one packet, in :data:`~.schema.COLUMNS` order, without
     the last five (``valid``, ``grade``, ``grade_reasons``, ``findings``, ``packet``).
@@ -292,12 +369,15 @@ def extract(data: dict[str, Any], peaks: Any = None) -> list[Any]:
         engine = _d(baseline.get("engine"))
         provider, provider_version = _s(engine.get("name")), _s(engine.get("version"))
     workload = _s(task.get("workload"))
+    task_serving = _d(task.get("serving"))
     if workload is None:
-        workload = _s(_d(task.get("serving")).get("model"))
+        workload = _s(task_serving.get("model"))
     w = derived
+    kernel = subject.get("kind") == "kernel"
     return [
         _s(data.get("packet_id")),
         created_micros(data.get("created_at")),
+        created_micros(data.get("measured_at")),
         _s(data.get("schema_version")),
         _s(producer.get("name")),
         _s(producer.get("version")),
@@ -312,9 +392,11 @@ def extract(data: dict[str, Any], peaks: Any = None) -> list[Any]:
         _s(task.get("operator")),
         workload,
         dtypes,
+        _dtype(dtypes),
         shape_ids,
         shape,
         device,
+        device_id_of(hw.get("device_id"), device, arch),
         arch,
         count,
         _s(timing.get("method")),
@@ -343,6 +425,8 @@ def extract(data: dict[str, Any], peaks: Any = None) -> list[Any]:
         _qty(serving.get("request_throughput"), _TO_REQS),
         _qty(cost.get("gpu_time"), _TO_S),
         _qty(energy.get("energy"), _TO_J),
+        _stat(stats, "median", _factor(_TO_US, stats.get("unit"))) if kernel else None,
+        *_serving_cols(task_serving, serving),
     ]
 
 
@@ -368,8 +452,10 @@ def _sv(v: float | None, f: float | None) -> float | None:
     return None if v is None or f is None else _finite(v * f)
 
 
-def partition_from(vendor: object, created_at: object) -> tuple[str, str]:
+def partition_from(vendor: object, created_at: object, measured_at: object = None) -> tuple[str, str]:
     """``(vendor, month)`` directory values from the raw members (see :func:`partition_of`)."""
+    if isinstance(measured_at, str) and created_micros(measured_at) is not None:
+        created_at = measured_at
     if vendor is None:
         v = "unknown"
     else:
@@ -382,6 +468,47 @@ def partition_from(vendor: object, created_at: object) -> tuple[str, str]:
         else "unknown"
     )
     return v, month
+
+
+_NO_SERVING: Final = (None,) * 16
+
+
+def _sl(stats: Any) -> tuple[float | None, float | None]:
+    """:func:`_latency` for a stats struct."""
+    if stats is None:
+        return None, None
+    f = _TO_MS[stats.unit]
+    pct = stats.percentiles
+    median = stats.median
+    if median is None and pct is not None:
+        median = pct.get("p50")
+    p99 = pct.get("p99") if pct is not None else None
+    return _sv(median, f), _sv(p99, f)
+
+
+def _serving_struct(ts: Any, serving: Any) -> tuple[Any, ...] | list[Any]:
+    if ts is None and serving is None:
+        return _NO_SERVING
+    out: list[Any] = (
+        [None, None, None]
+        if ts is None
+        else [
+            ts.engine.name if ts.engine is not None else None,
+            ts.engine.version if ts.engine is not None else None,
+            ts.model,
+        ]
+    )
+    if serving is None:
+        out += [None] * 8 + [None, None, None]
+    else:
+        out += [*_sl(serving.ttft), *_sl(serving.tpot), *_sl(serving.itl), *_sl(serving.e2el)]
+        out += [_sq(serving.total_token_throughput, _TO_TOKS), serving.completed, serving.failed]
+    if ts is None:
+        out += [None, None]
+    else:
+        rate = ts.request_rate
+        out += [ts.max_concurrency, math.inf if rate == "inf" else None if rate is None else float(rate)]
+    return out
 
 
 def extract_struct(p: Any, peaks: Any = None) -> list[Any]:
@@ -453,6 +580,7 @@ def extract_struct(p: Any, peaks: Any = None) -> list[Any]:
     return [
         p.packet_id,
         created_micros(p.created_at),
+        created_micros(p.measured_at) if p.measured_at is not None else None,
         p.schema_version,
         producer.name,
         producer.version,
@@ -467,9 +595,11 @@ def extract_struct(p: Any, peaks: Any = None) -> list[Any]:
         task.operator,
         workload,
         task.dtypes,
+        _dtype(task.dtypes),
         shape_ids,
         shape,
         device,
+        None if hw is None else device_id_of(hw.device_id, device, arch),
         arch,
         count,
         timing.method if p.timing is not None else None,
@@ -498,4 +628,6 @@ def extract_struct(p: Any, peaks: Any = None) -> list[Any]:
         _sq(serving.request_throughput, _TO_REQS) if serving is not None else None,
         _sq(cost.gpu_time, _TO_S) if cost is not None else None,
         _sq(energy.energy, _TO_J) if energy is not None else None,
+        _sv(stats.median, _TO_US[stats.unit]) if subject.kind == "kernel" and p.timing is not None else None,
+        *_serving_struct(task.serving, serving),
     ]

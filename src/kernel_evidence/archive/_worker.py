@@ -97,7 +97,7 @@ def analyse(raws: list[bytes], peaks: Any) -> tuple[list[Any], dict[int, Any]]:
         p = one.packet
         ok, grade, reasons, findings, lines = check_fields(p, content_id=one.content_id)
         hw = p.hardware
-        vendor, month = partition_from(hw.vendor if hw is not None else None, p.created_at)
+        vendor, month = partition_from(hw.vendor if hw is not None else None, p.created_at, p.measured_at)
         out.append((vendor, month, extract_struct(p, peaks), ok, grade, reasons, findings, lines))
     return out, fixes
 

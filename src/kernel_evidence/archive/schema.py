@@ -31,7 +31,11 @@ __all__ = [
 #: Layout of the files and folders (partitioning, columns, metadata), an ordered version.
 #: Bumped when a reader of the previous layout would misread the new one.
 #: 1.1: the commit list ``_kevidence_commits.json`` (readers take only the files it names).
-ARCHIVE_LAYOUT_VERSION: Final[tuple[int, int]] = (1, 1)
+#: 1.2: columns to group by without JSON paths (``measured_at``, ``device_id``, ``dtype``,
+#: ``kernel_median_us``, the serving engine, latencies and throughputs), and the month
+#: partition from ``measured_at`` where a packet gives one (a 1.1 writer would look for a
+#: packet's copy in the wrong month, so it may not append).
+ARCHIVE_LAYOUT_VERSION: Final[tuple[int, int]] = (1, 2)
 
 #: The archive's marker file at its root; readers of the dataset skip ``_``-prefixed files.
 MARKER_NAME: Final = "_kevidence_archive.json"
@@ -75,6 +79,11 @@ _REQUIRED = frozenset({"packet_id", "packet", "status", "valid"})
 COLUMNS: Final[tuple[Column, ...]] = (
     Column("packet_id", _STR, "`sha256:` content-addressed id of the packet"),
     Column("created_at", _TS, "`created_at`, UTC, microseconds (the exact text is in `packet`)"),
+    Column(
+        "measured_at",
+        _TS,
+        "`measured_at` (when the measurement was taken), UTC, microseconds; the `month` partition where given",
+    ),
     Column("schema_version", _STR, "packet `schema_version`"),
     Column("producer_name", _STR, "`producer.name`"),
     Column("producer_version", _STR, "`producer.version`"),
@@ -89,9 +98,15 @@ COLUMNS: Final[tuple[Column, ...]] = (
     Column("operator", _STR, "`task.operator`"),
     Column("workload", _STR, "`task.workload`, or `task.serving.model` for serving packets"),
     Column("dtypes", pa.list_(_STR), "`task.dtypes`"),
+    Column("dtype", _STR, "`task.dtypes` joined with `,` (one value to group by: `bf16`, `fp8,bf16`)"),
     Column("shape_ids", pa.list_(_STR), "ids of `task.shapes`"),
     Column("shape", _STR, "the timed shape: `timing.shape_id`, else the only shape case's id"),
-    Column("device", _STR, "`hardware.device`"),
+    Column("device", _STR, "`hardware.device`, as the tool wrote it"),
+    Column(
+        "device_id",
+        _STR,
+        "canonical device id: `hardware.device_id`, else the device table's id for `device` and `arch` (null when unknown or ambiguous)",
+    ),
     Column("arch", _STR, "`hardware.arch`"),
     Column("device_count", _I64, "`hardware.count`"),
     Column("timing_method", _STR, "`timing.method`"),
@@ -148,6 +163,33 @@ COLUMNS: Final[tuple[Column, ...]] = (
     Column("serving_request_per_s", _F64, "`timing.serving.request_throughput` in req/s"),
     Column("gpu_time_s", _F64, "`cost.gpu_time` in seconds"),
     Column("energy_j", _F64, "`cost.energy.energy` in joules"),
+    Column(
+        "kernel_median_us",
+        _F64,
+        "kernel packets only (`subject.kind` = kernel): `timing.stats.median` in microseconds",
+    ),
+    Column("engine", _STR, "`task.serving.engine.name` (vLLM, SGLang, TensorRT-LLM...)"),
+    Column("engine_version", _STR, "`task.serving.engine.version`"),
+    Column("model", _STR, "`task.serving.model`"),
+    *(
+        Column(
+            f"{key}_{stat}_ms",
+            _F64,
+            f"`timing.serving.{key}` {what} in milliseconds"
+            + (" (else its `p50`)" if stat == "median" else ""),
+        )
+        for key in ("ttft", "tpot", "itl", "e2el")
+        for stat, what in (("median", "median"), ("p99", "`percentiles.p99`"))
+    ),
+    Column("serving_total_tok_per_s", _F64, "`timing.serving.total_token_throughput` in tok/s"),
+    Column("serving_completed", _I64, "`timing.serving.completed` requests"),
+    Column("serving_failed", _I64, "`timing.serving.failed` requests"),
+    Column("serving_max_concurrency", _I64, "`task.serving.max_concurrency`"),
+    Column(
+        "serving_request_rate",
+        _F64,
+        "`task.serving.request_rate` in req/s; `inf` (all requests at once) is +Infinity",
+    ),
     Column("valid", pa.bool_(), "true when the validator found no error"),
     Column("grade", _STR, "evidence grade letter, A (strongest) to F"),
     Column("grade_reasons", pa.list_(_STR), "why the packet got its grade"),
@@ -164,7 +206,8 @@ DATASET_SCHEMA: Final = pa.schema(list(FILE_SCHEMA) + list(PARTITION_SCHEMA))
 #: Low-cardinality columns that Parquet dictionary-encodes.
 DICTIONARY_COLUMNS: Final = (
     "schema_version", "producer_name", "producer_version", "subject_kind", "subject_name",
-    "status", "failure_class", "run_id", "operator", "workload", "shape", "device", "arch",
-    "timing_method", "baseline_provider", "baseline_version", "baseline_call", "speedup_basis",
-    "sol_bound", "validation_verdict", "grade",
+    "status", "failure_class", "run_id", "operator", "workload", "dtype", "shape", "device",
+    "device_id", "arch", "timing_method", "baseline_provider", "baseline_version",
+    "baseline_call", "speedup_basis", "sol_bound", "validation_verdict", "grade", "engine",
+    "engine_version", "model",
 )  # fmt: skip
