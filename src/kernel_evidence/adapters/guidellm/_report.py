@@ -28,6 +28,8 @@ WHAT = "a GuideLLM benchmarks report (`guidellm benchmark --output-path benchmar
 _SECRET = re.compile(r"api[_-]?key|authori[sz]ation|token$|secret|password|headers|cookie", re.IGNORECASE)
 
 _ANY = msgspec.json.Decoder()
+#: the request statuses of a StatusDistributionSummary
+_STATUSES = frozenset({"successful", "errored", "incomplete", "total"})
 
 
 def _kind(x: Any) -> str:
@@ -236,7 +238,9 @@ def parse_report(path: str, data: bytes) -> list[Benchmark]:
         parsed: dict[str, dict[str, Dist]] = {}
         for name, by_status in metrics.items():
             if isinstance(by_status, dict):
-                parsed[name] = {s: d for s, v in by_status.items() if (d := _dist(v)) is not None}
+                parsed[name] = {
+                    s: d for s, v in by_status.items() if s in _STATUSES and (d := _dist(v)) is not None
+                }
         out.append(Benchmark(i, b, doc, version, parsed))
     return out
 

@@ -218,8 +218,8 @@ def _by_external_id(
 ) -> None:
     """Launches still without an operator: the operator whose ``External id`` the kernel's
     names (Kineto writes the linked operator's id there)."""
-    # (Kineto before 2023 wrote a kernel's own correlation id there when it had no linked
-    # operator: such an id names no operator and is not looked up)
+    # (older Kineto wrote a kernel's own correlation id there when it had no linked operator:
+    # such an id names no operator and is not looked up)
     wanted = {
         x.args.external_id
         for x in launches
