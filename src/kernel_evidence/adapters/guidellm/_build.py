@@ -166,7 +166,7 @@ def _task(b: Benchmark, options: AdapterOptions, raw: dict[str, Any]) -> Serving
         input_len=input_len,
         output_len=output_len,
         max_concurrency=conc,
-        request_rate=rate,  # type: ignore[arg-type]
+        request_rate=rate,
         settings=settings or None,
     )
 
@@ -196,11 +196,11 @@ def _hardware(options: AdapterOptions) -> Hardware | None:
     count = _pos_int(
         number(_num(str(options.extra.get("gpu_count") or ""))) if options.extra.get("gpu_count") else None
     )
-    return Hardware(vendor=vendor or "other", device=str(device), count=count)  # type: ignore[arg-type]
+    return Hardware(vendor=vendor or "other", device=str(device), count=count)
 
 
 def _raw_dist(d: Dist, factor: float = 1.0) -> dict[str, Any]:
-    out = {k: v * factor if k != "count" and v is not None else v for k, v in (
+    out: dict[str, Any] = {k: v * factor if k != "count" and v is not None else v for k, v in (
         ("mean", d.mean), ("median", d.median), ("std_dev", d.std), ("min", d.min), ("max", d.max),
         ("count", d.count), ("total_sum", d.total_sum),
     ) if v is not None}  # fmt: skip

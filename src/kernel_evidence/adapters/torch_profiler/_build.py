@@ -279,7 +279,7 @@ def hardware(
     memory = main.totalGlobalMem if main is not None and not opt_device else None
     entry = identify(name, arch=arch, compute_units=units, memory_bytes=float(memory) if memory else None)
     return Hardware(
-        vendor=vendor,  # type: ignore[arg-type]
+        vendor=vendor,
         device=name,
         device_id=entry.id if entry is not None else None,
         arch=arch,

@@ -234,8 +234,6 @@ def _by_external_id(
             if a.external_id in wanted:
                 names[a.external_id] = name
     for x in launches:
-        if x.op is None and x.args.external_id in names:
-            name = names.get(x.args.external_id)
-            if name is not None:
-                x.op = name
-                x.op_link = "external id"
+        if x.op is None and x.args.external_id is not None and x.args.external_id in names:
+            x.op = names[x.args.external_id]
+            x.op_link = "external id"
