@@ -211,7 +211,8 @@ def serving_packets(draw: Any) -> EvidencePacket:
         "failed": 0,
         "duration": {"value": draw(st.floats(1.0, 600.0)), "unit": "s"},
         "output_throughput": {"value": tps, "unit": "tok/s"},
-        "ttft": _stats(draw, "ms", draw(st.floats(5.0, 500.0)), False),
+        # a 1024-token prefill of an 8B model is >= 13 ms on the slowest device drawn (KE1005)
+        "ttft": _stats(draw, "ms", draw(st.floats(30.0, 500.0)), False),
     }
     timing: dict[str, Any] = {"method": "serving_client", "serving": serving}
     if draw(st.booleans()):

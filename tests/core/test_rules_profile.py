@@ -121,3 +121,26 @@ def test_a_capture_without_of_or_kernels_says_nothing() -> None:
     d = honest()
     del d["profiler"][0]["kernels"]
     assert found(d) == set()
+
+
+def test_a_capture_without_its_shape_id_is_of_the_only_shape() -> None:
+    d = honest()
+    del d["profiler"][0]["of"]["shape_id"]
+    d["profiler"][0]["kernels"] = [launch(KERNEL, 450_000.0)]
+    assert found(d) == {("KE1101", "/timing/stats/median")}
+    # with several shapes, a capture that does not say which is not compared
+    d["task"]["shapes"].append({"id": "m8192n8192k8192", "dims": {"m": 8192, "n": 8192, "k": 8192}})
+    assert found(d) == set()
+
+
+def test_a_kernel_left_out_of_expected_still_counts() -> None:
+    """A 4 ms set-up kernel launched with every call: naming only the fast GEMM as expected
+    does not take it out of the call's time."""
+    d = honest()
+    d["profiler"][0]["kernels"].append(launch("weight_prepack_bf16", 4.0e6))
+    assert found(d) == {("KE1101", "/timing/stats/median")}
+    # launched once while the GEMM ran ten times: a tenth of it per call (4 us)
+    d["profiler"][0]["kernels"] = [launch(KERNEL, 151_000.0) for _ in range(10)] + [
+        launch("autotune_once", 40_000.0)
+    ]
+    assert found(d) == set()

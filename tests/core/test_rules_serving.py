@@ -14,7 +14,7 @@ from kernel_evidence import validate
 EXAMPLE = (
     Path(__file__).resolve().parents[2] / "examples" / "packets" / "valid" / "serving_vllm_llama8b_h100.json"
 )
-BAND = {"KE1001", "KE1002", "KE1003", "KE1004", "KE1005", "KE1006"}
+BAND = {"KE1001", "KE1002", "KE1003", "KE1004", "KE1005", "KE1006", "KE1007"}
 
 
 def honest() -> dict[str, Any]:
@@ -207,3 +207,52 @@ def test_an_honest_failure_with_every_request_failed_passes() -> None:
     d2["status"] = "passed"
     del d2["failure"]
     assert ("KE1006", "/timing/serving/failed") in found(d2)
+
+
+def test_three_percent_failed_behind_a_claim() -> None:
+    d = honest()
+    s = d["timing"]["serving"]
+    s.update(completed=970, failed=30, total_output_tokens=970 * 128, total_input_tokens=970 * 1024)
+    s["request_throughput"]["value"] = 970 / 31.4
+    s["output_throughput"]["value"] = 970 * 128 / 31.4
+    s["total_token_throughput"]["value"] = 970 * 1152 / 31.4
+    d["timing"]["speedup"]["value"] = 970 * 128 / 31.4 / 3520.1
+    assert found(d) == {("KE1006", "/timing/serving/failed")}
+
+
+def test_tpot_that_the_latencies_do_not_give() -> None:
+    d = honest()
+    # (1950.4 - 95.3) ms over 127 tokens is 14.6 ms per token
+    d["timing"]["serving"]["tpot"].update(
+        mean=1.46, median=1.42, min=0.98, max=3.1, percentiles={"p50": 1.42, "p99": 2.49}
+    )
+    assert found(d) == {("KE1007", "/timing/serving/tpot/mean")}
+    d["timing"]["serving"]["tpot"].update(
+        mean=146.0, median=142.0, min=98.0, max=310.0, percentiles={"p50": 142.0, "p99": 249.0}
+    )
+    assert found(d) == {("KE1007", "/timing/serving/tpot/mean")}
+
+
+def test_ttft_faster_than_the_prefill() -> None:
+    """3 ms for a 1024-token prompt on an 8B model: 2 x 8e9 x 1024 FLOP is 8.3 ms even at the
+    H100's fp8 peak."""
+    d = honest()
+    d["timing"]["serving"]["ttft"].update(
+        median=3.0, mean=3.2, min=2.5, max=4.0, percentiles={"p50": 3.0, "p90": 3.5, "p99": 3.9}
+    )
+    assert ("KE1005", "/timing/serving/ttft/median") in found(d)
+    # eight GPUs share the prefill: 1 ms of FLOPs each
+    d["hardware"]["count"] = 8
+    d["task"]["serving"]["tensor_parallel_size"] = 8
+    d["replay"]["env"]["CUDA_VISIBLE_DEVICES"] = "0,1,2,3,4,5,6,7"
+    assert not {r for r, _ in found(d)} & {"KE1005"}
+    # a model whose size the name does not give, or a prefix setting, is not judged
+    d = honest()
+    d["timing"]["serving"]["ttft"].update(
+        median=3.0, mean=3.2, min=2.5, max=4.0, percentiles={"p50": 3.0, "p90": 3.5, "p99": 3.9}
+    )
+    d["task"]["serving"]["settings"]["enable_prefix_caching"] = True
+    assert not {r for r, _ in found(d)} & {"KE1005"}
+    del d["task"]["serving"]["settings"]["enable_prefix_caching"]
+    d["task"]["serving"]["model"] = "mistralai/Mixtral-8x7B-Instruct-v0.1"
+    assert not {r for r, _ in found(d)} & {"KE1005"}

@@ -118,6 +118,22 @@ def test_operators_without_a_formula_are_not_judged() -> None:
         assert not {r for r, _ in found(d)} & {"KE605"}, op
 
 
+@pytest.mark.parametrize("op", ["dense_projection", "qkv_proj", "fused_gemm_bias_gelu", "aten::addmm"])
+def test_gemms_under_other_names(op: str) -> None:
+    d = h100()
+    d["task"]["operator"] = op
+    d["task"]["shapes"][0]["work"]["flops"]["value"] *= 4
+    assert ("KE605", "/task/shapes/0/work/flops") in found(d)
+
+
+def test_a_gemm_like_name_needs_gemm_dims() -> None:
+    d = h100()
+    d["task"]["operator"] = "dense_projection"
+    d["task"]["shapes"][0]["dims"] = {"tokens": 4096, "hidden": 4096}
+    d["task"]["shapes"][0]["work"]["flops"]["value"] *= 4
+    assert not {r for r, _ in found(d)} & {"KE605"}
+
+
 def test_conv_from_dims() -> None:
     d = h100()
     d["task"]["operator"] = "conv2d"
@@ -138,6 +154,18 @@ def test_fp8_label_on_bf16_tensors() -> None:
     d = h100()
     d["task"]["dtypes"] = ["float8_e4m3fn"]
     assert ("KE606", "/task/dtypes/0") in found(d)
+
+
+def test_a_tiny_fp8_tensor_does_not_justify_an_fp8_label() -> None:
+    d = h100()
+    d["task"]["shapes"][0]["tensors"].append({"name": "scale", "shape": [1], "dtype": "fp8_e4m3"})
+    d["task"]["dtypes"] = ["fp8_e4m3"]
+    assert ("KE606", "/task/dtypes/0") in found(d)
+    # fp8 operands with a bf16 scale: honest
+    for t in d["task"]["shapes"][0]["tensors"][:2]:
+        t["dtype"] = "fp8_e4m3"
+    d["task"]["shapes"][0]["tensors"][2]["dtype"] = "bf16"
+    assert not {r for r, _ in found(d)} & {"KE606"}
 
 
 def test_fp8_tensors_under_a_bf16_label() -> None:

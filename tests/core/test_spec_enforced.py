@@ -483,6 +483,22 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], str, str]] = [
         "/timing/serving/ttft/median",
     ),  # fmt: skip
     (
+        "7 KE1007 TPOT follows from e2el and TTFT",
+        _set(
+            "timing",
+            "serving",
+            value={
+                "completed": 10,
+                "total_output_tokens": 1010,
+                "ttft": {"unit": "ms", "mean": 100.0},
+                "e2el": {"unit": "ms", "mean": 1100.0},
+                "tpot": {"unit": "ms", "mean": 1.0},
+            },
+        ),
+        "KE1007",
+        "/timing/serving/tpot/mean",
+    ),
+    (
         "7 KE1006 failed requests behind a passed claim",
         _set("timing", "serving", value={"completed": 5, "failed": 5}),
         "KE1006",

@@ -223,7 +223,12 @@ _GEMM_WORDS = frozenset(
 )
 _NOT_DENSE = frozenset({
     "grouped", "group", "moe", "expert", "experts", "sparse", "spmm", "sddmm", "gemv", "ragged",
-    "segment", "lora", "attention", "attn", "conv", "backward", "bwd", "grad",
+    "segment", "lora", "attention", "attn", "conv", "backward", "bwd", "grad", "mlp", "ffn",
+    "swiglu", "geglu", "gated", "glu", "decoder", "encoder",
+})  # fmt: skip
+_GEMM_LIKE = frozenset({
+    "dense", "projection", "proj", "fc", "fc1", "fc2", "qkv", "dot", "einsum", "tensordot",
+    "contraction", "matrix", "gemmlike",
 })  # fmt: skip
 _ATTENTION_WORDS = frozenset({"attention", "attn", "sdpa", "mha", "fmha"})
 _NOT_PREFILL = frozenset({"decode", "decoding", "paged", "backward", "bwd", "grad", "varlen", "sparse"})
@@ -262,9 +267,12 @@ def _op_kind(operator: str) -> str | None:
         return None if words & _NOT_PREFILL else "attention"
     if words & _CONV_WORDS:
         return None if words & {"transpose", "transposed", "backward", "bwd", "grad", "depthwise"} else "conv"
-    if words & _GEMM_WORDS and not words & _NOT_DENSE:
+    if words & _NOT_DENSE:
+        return None
+    if words & _GEMM_WORDS:
         return "gemm"
-    return None
+    # a GEMM under another name (`dense_projection`, `fc1`, `qkv_proj`): judged by its dims
+    return "dims" if words & _GEMM_LIKE else None
 
 
 def _gemm_from_tensors(tensors: Any) -> float | None:
@@ -287,6 +295,14 @@ def _gemm_from_tensors(tensors: Any) -> float | None:
 def _derived_flops(kind: str, sh: Any) -> tuple[float, float] | None:
     """The FLOPs a shape's dims (or tensors) give, as a (low, high) range, or None."""
     dims = sh.dims or {}
+    if kind == "dims":
+        # not named a GEMM: judged as one only when its dims are exactly a GEMM's
+        g = dims.get
+        if not dims or not (g("m") or g("M")) or not (g("n") or g("N")) or not (g("k") or g("K")):
+            return None
+        if len(dims) > 4 or (len(dims) == 4 and not (g("batch") or g("b") or g("batch_size") or g("bs"))):
+            return None
+        kind = "gemm"
     if kind == "gemm":
         g = dims.get
         m, n, k = g("m") or g("M"), g("n") or g("N"), g("k") or g("K")
@@ -351,6 +367,13 @@ def _flops_finding(ptr: str, q: Any, rng: tuple[float, float], op: str, add: Add
     add(("KE605", ptr, f"{stated:.4g} FLOP stated; the `{op}` shape gives {want} (more than 2x apart)"))
 
 
+def _elements(shape: list[int]) -> int:
+    n = 1
+    for x in shape:
+        n *= x
+    return n
+
+
 #: dtype classes from slowest to fastest (a tf32 label is served by fp32 tensors)
 _SPEED = {"fp64": 0, "fp32": 1, "tf32": 2, "fp16": 3, "bf16": 3, "fp8": 4, "int8": 4, "fp6": 5, "fp4": 6}
 
@@ -360,14 +383,18 @@ def _dtype_labels(task: Any, add: Add) -> None:
     if not spelled or spelled == set(task.dtypes):
         return  # no tensors, or the labels are exactly the tensors' dtypes (the common case)
     labels = [(j, c) for j, d in enumerate(task.dtypes) if (c := dtype_class(d)) is not None]
-    tensors = [
-        (i, j, c)
+    # the operands: a tensor of under 1% of the largest one's elements (a scale, a bias) does
+    # not carry the work, so it cannot justify a precision label
+    sized = [
+        (i, j, c, _elements(tn.shape))
         for i, sh in enumerate(task.shapes)
         for j, tn in enumerate(sh.tensors or ())
         if (c := dtype_class(tn.dtype)) is not None
     ]
-    if not labels or not tensors:
+    if not labels or not sized:
         return
+    largest = max(n for *_, n in sized)
+    tensors = [(i, j, c) for i, j, c, n in sized if n * 100 >= largest]
     have = {c for _, _, c in tensors}
     if "fp32" in have:
         have.add("tf32")

@@ -21,14 +21,15 @@ declare(
     "the claimed time fits the profiled kernels",
     "time the same call you profiled, with device timers, synchronised, and record the capture's shape",
     "A capture of the candidate (or the baseline) at the timed shape (`of.shape_id` equal to "
-    "the timing's shape, or both absent) gives the kernel time of one call: per stream, the "
+    "the timing's shape; absent, for a task of at most one shape) gives the kernel time of one call: per stream, the "
     "sum over kernel names of the median launch duration (canonical metric `duration`, one "
     "launch per record, a record with `invocations` counting as that many launches) times "
-    "the launches per call (launches of the name / launches of the least-launched name); the "
-    "longest stream bounds the call. The side's claimed median (else mean) x (1 + "
+    "the launches per call (launches of the name / the calls the capture holds: launches of the "
+    "least-launched of `of.expected_kernels`, else of the least-launched kernel); the longest "
+    "stream bounds the call. The side's claimed median (else mean) x (1 + "
     "`of.claim_tolerance`, default 0.5) MUST NOT be below it: a call cannot finish before its "
-    "own kernels. Where `of.expected_kernels` is given only those kernels count; otherwise "
-    "memset, memcpy and fill kernels (a harness's cache flush) are left out.",
+    "own kernels. Every kernel counts but memset, memcpy and fill kernels (a harness's cache "
+    "flush). A capture that names no shape is of the timed one when the task has one shape.",
 )
 declare(
     "KE1102",
@@ -92,7 +93,11 @@ def _fits_claim(p: Any, i: int, cap: Any, of: Any, add: Add) -> None:
     cond = t.conditions
     timed_shape = t.shape_id or (cond.shape_id if cond is not None else None)
     if of.shape_id != timed_shape:
-        return
+        # a capture that names no shape is of the timed one when the task has only that one
+        task = p.task
+        shapes = task.shapes if task is not None else None
+        if of.shape_id is not None or (shapes is not None and len(shapes) > 1):
+            return
     which = "median" if stats.median is not None else "mean"
     claimed = getattr(stats, which)
     if claimed is None:
@@ -115,30 +120,34 @@ def _fits_claim(p: Any, i: int, cap: Any, of: Any, add: Add) -> None:
 
 def _kernel_time_per_call(cap: Any, expected: list[str] | None) -> float | None:
     """Seconds of kernel time in one call (the longest stream), or None when the capture
-    gives no durations."""
+    gives no durations.
+
+    Every kernel of the capture counts but a harness's memset, memcpy and fill (cache
+    flush) kernels; the calls the capture holds are the launches of the least-launched
+    expected kernel (else of the least-launched kernel), so a kernel launched fewer times
+    (a one-off set-up) counts only its share."""
     wanted = [w.casefold() for w in expected] if expected else None
     launches: dict[str, int] = {}
     durations: dict[str, list[float]] = {}
     stream_of: dict[str, str | None] = {}
+    calls_of: list[int] = []
     for rec in cap.kernels:
         m = rec.metrics
         d = m.get("duration") if m else None
-        if d is None or d.unit not in FACTOR:
-            continue
-        if wanted is not None:
-            if not _matches(rec, wanted):
-                continue
-        elif _UTILITY.search(rec.name):
+        if d is None or d.unit not in FACTOR or _UTILITY.search(rec.name):
             continue
         n = rec.invocations if rec.invocations is not None else 1
         if n <= 0:
             continue
-        launches[rec.name] = launches.get(rec.name, 0) + n
-        durations.setdefault(rec.name, []).append(d.value * FACTOR[d.unit])
-        stream_of.setdefault(rec.name, rec.stream)
+        name = rec.name
+        launches[name] = launches.get(name, 0) + n
+        durations.setdefault(name, []).append(d.value * FACTOR[d.unit])
+        stream_of.setdefault(name, rec.stream)
     if not launches:
         return None
-    calls = min(launches.values())
+    if wanted is not None:
+        calls_of = [n for name, n in launches.items() if any(w in name.casefold() for w in wanted)]
+    calls = min(calls_of) if calls_of else min(launches.values())
     per_stream: dict[str | None, float] = {}
     for name, ds in durations.items():
         ds.sort()

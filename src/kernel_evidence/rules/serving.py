@@ -10,10 +10,13 @@ these identities, and that is what this band looks for, on the candidate's side
 
 from __future__ import annotations
 
+import re
+from functools import lru_cache
 from typing import Any
 
 from ._context import Add, Ctx
 from ._engine import declare
+from ._tables import device_peaks
 from ._units import FACTOR
 
 declare(
@@ -63,21 +66,37 @@ declare(
     "time to first token above a physical floor",
     "measure TTFT at the client, from sending the request to receiving the first token",
     "A served model's time to first token includes a network round trip and a prefill: a "
-    "median (else mean) TTFT below 1 ms is not a measurement of a real serving stack.",
+    "median (else mean) TTFT below 1 ms is not a measurement of a real serving stack. Where the "
+    "model's parameter count is in its name (`Llama-3.1-8B`, `opt-125m`; the active count of an "
+    "MoE named `...-A22B`; other MoE names are not judged), the prompt length is known "
+    "(`input_len`, else total input tokens / completed) and the device's peak is in the device "
+    "table, the median TTFT MUST be at least half of 2 x parameters x prompt tokens / (the "
+    "device's highest peak x its count): the prefill's FLOPs at the peak. Runs that record a "
+    "prefix setting (`settings` key naming a prefix, e.g. prefix caching) are not judged.",
+)
+declare(
+    "KE1007",
+    "error",
+    "time per output token follows from the latencies",
+    "take TPOT from the same requests as TTFT and end-to-end latency",
+    "Where the mean TTFT, end-to-end latency and TPOT are given and the output tokens per "
+    "request are known (total output tokens / completed, else `task.serving.output_len`, at "
+    "least 2), the mean TPOT MUST be within 3x either way of (mean e2el - mean TTFT) / (tokens "
+    "per request - 1): the decode time spread over the tokens after the first.",
 )
 declare(
     "KE1006",
     "error",
     "a passed claim does not rest on failed requests",
     "fix the failing requests, or record the run as failed",
-    "A `passed` packet that claims a speedup MUST NOT have more than 5% of its candidate's (or "
+    "A `passed` packet that claims a speedup MUST NOT have more than 1% of its candidate's (or "
     "baseline's) requests failed, and a `passed` packet MUST NOT have every request failed: "
     "the throughput of a run that dropped requests is not comparable.",
 )
 
 _SLACK = 1.10
 _TTFT_FLOOR_S = 1e-3
-_FAILED_SHARE = 0.05
+_FAILED_SHARE = 0.01
 
 
 def check(p: Any, ctx: Ctx, add: Add) -> None:
@@ -95,6 +114,8 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
         _side("/timing/serving", s, st, False, ctx, add)
         if st is not None:
             _counts(s, st, add)
+            if s.ttft is not None and st.model:
+                _prefill_floor(p, s, st, add)
     if bs is not None:
         _side("/timing/baseline/serving", bs, st, True, ctx, add)
 
@@ -108,6 +129,8 @@ def _side(ptr: str, s: Any, st: Any, baseline: bool, ctx: Ctx, add: Add) -> None
     ttft, e2el = s.ttft, s.e2el
     if ttft is not None and e2el is not None:
         _e2el_contains_ttft(ptr, ttft, e2el, add)
+        if s.tpot is not None:
+            _tpot(ptr, s, st, add)
     if ttft is not None:
         typical = ttft.median if ttft.median is not None else ttft.mean
         if typical is not None and typical * FACTOR[ttft.unit] < _TTFT_FLOOR_S:
@@ -284,3 +307,93 @@ def _counts(s: Any, st: Any, add: Add) -> None:
                     f"{out} output tokens exceed {done} completed requests x output_len {olen} = {most:.0f}",
                 )
             )
+
+
+def _tpot(ptr: str, s: Any, st: Any, add: Add) -> None:
+    ttft, e2el, tpot = s.ttft, s.e2el, s.tpot
+    if ttft.mean is None or e2el.mean is None or tpot.mean is None:
+        return
+    if s.completed and s.total_output_tokens:
+        per_request = s.total_output_tokens / s.completed
+    elif st is not None and st.output_len:
+        per_request = float(st.output_len)
+    else:
+        return
+    if per_request < 2:
+        return
+    decode = e2el.mean * FACTOR[e2el.unit] - ttft.mean * FACTOR[ttft.unit]
+    if decode <= 0:
+        return  # KE1004's to say
+    want = decode / (per_request - 1)
+    got = tpot.mean * FACTOR[tpot.unit]
+    if got * 3 < want or got > want * 3:
+        add(
+            (
+                "KE1007",
+                f"{ptr}/tpot/mean",
+                f"mean TPOT {tpot.mean:g} {tpot.unit}; mean e2el - mean TTFT over {per_request - 1:.4g} tokens "
+                f"gives {want * 1e3:.4g} ms",
+            )
+        )
+
+
+_PARAMS = re.compile(r"(?<![a-z0-9.])(\d+(?:\.\d+)?)\s*([bm])(?![a-z0-9])")
+_ACTIVE = re.compile(r"(?<![a-z0-9])a(\d+(?:\.\d+)?)b(?![a-z0-9])")
+_MOE = re.compile(
+    r"\d+x\d+(?:\.\d+)?[bm]|\bmoe\b|mixtral|deepseek|kimi|qwen3.?\d+b.?a\d|\bgpt.?oss|dbrx|grok|arctic"
+)
+
+
+@lru_cache(maxsize=1024)
+def _model_params(model: str) -> float | None:
+    """Parameters a model name states (active ones for `...-A22B`), or None."""
+    m = model.casefold().replace("_", "-")
+    active = _ACTIVE.search(m)
+    if active:
+        return float(active.group(1)) * 1e9
+    if _MOE.search(m):
+        return None
+    found = _PARAMS.findall(m.rsplit("/", 1)[-1])
+    if len(found) != 1:
+        return None
+    n, scale = found[0]
+    return float(n) * (1e9 if scale == "b" else 1e6)
+
+
+def _prefill_floor(p: Any, s: Any, st: Any, add: Add) -> None:
+    ttft = s.ttft
+    typical = ttft.median if ttft.median is not None else ttft.mean
+    if typical is None or len(st.model) > 256:
+        return
+    params = _model_params(st.model)
+    if params is None:
+        return
+    if st.settings and any(
+        "prefix" in k.casefold() and v not in (False, 0, None, "") for k, v in st.settings.items()
+    ):
+        return
+    if st.input_len:
+        tokens = float(st.input_len)
+    elif s.total_input_tokens and s.completed:
+        tokens = s.total_input_tokens / s.completed
+    else:
+        return
+    h = p.hardware
+    if h is None or len(h.device) + len(h.arch or "") > 256:
+        return
+    peaks = device_peaks(h.device, h.arch)
+    if peaks is None or not peaks.flops:
+        return
+    devices = max(h.count or 1, (st.tensor_parallel_size or 1) * (st.pipeline_parallel_size or 1))
+    floor = 2.0 * params * tokens / (max(peaks.flops.values()) * devices)
+    sec = typical * FACTOR[ttft.unit]
+    if sec < floor / 2:
+        which = "median" if ttft.median is not None else "mean"
+        add(
+            (
+                "KE1005",
+                f"/timing/serving/ttft/{which}",
+                f"{which} TTFT {typical:g} {ttft.unit} is below half the prefill of {tokens:.0f} tokens on "
+                f"{params / 1e9:.3g}B parameters at {peaks.key}'s peak x {devices} ({floor * 1e3:.3g} ms)",
+            )
+        )
