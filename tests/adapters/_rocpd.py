@@ -109,7 +109,6 @@ def build_rocpd(
         "sgpr_count, arch_vgpr_count, accum_vgpr_count) VALUES (?, ?, 1, 1, 1, ?, ?, ?, ?, ?)",
         [(i + 1, GUID, k.name, k.display, k.sgpr, k.vgpr, k.agpr) for i, k in enumerate(kernels)],
     )
-    names = sorted({c for d in dispatches for c in d.counters}) if not isinstance(dispatches, list) else []
     rows = list(dispatches)
     names = sorted({c for d in rows for c in d.counters})
     conn.executemany(
