@@ -122,6 +122,7 @@ def test_no_credentials_or_endpoint_in_any_packet() -> None:
 def test_options_give_what_the_report_lacks() -> None:
     (p, _), warnings = read(SWEEP, device="NVIDIA H100 80GB HBM3", engine="vllm", engine_version="0.11.0")
     assert (p.hardware.vendor, p.hardware.device) == ("nvidia", "NVIDIA H100 80GB HBM3")
+    assert p.hardware.device_id == "nvidia-h100-sxm5-80gb"
     assert (p.task.serving.engine.name, p.task.serving.engine.version) == ("vllm", "0.11.0")
     assert not any(isinstance(w, AdapterWarning) for w in warnings)
     assert errors(p) == {"KE101"}

@@ -276,10 +276,22 @@ def test_json_that_is_not_a_trace(tmp_path: Path) -> None:
     assert _one_line_error(f).endswith(
         "no `traceEvents` array; expected a PyTorch profiler / Kineto Chrome trace (.json or .json.gz with `traceEvents`)"
     )
-    f.write_text("[1, 2]")
-    assert "top level is an array" in _one_line_error(f)
+    f.write_text('"a string"')
+    assert "top level is a string" in _one_line_error(f)
     f.write_text('{"traceEvents": ')
     assert "not valid JSON" in _one_line_error(f)
+
+
+def test_array_form_is_read(tmp_path: Path) -> None:
+    # the trace-event format's JSON array form (events only, no metadata)
+    f = tmp_path / "array.json"
+    f.write_text(json.dumps([K, {**K, "ts": 20.0, "dur": 4.0}]))
+    (p,), warnings = read(f)
+    assert (
+        p.profiler[0].kernels[0].invocations == 2
+        and p.profiler[0].kernels[0].metrics["duration"].value == 3000.0
+    )
+    assert not any("skipped" in w or "metadata" in w for w in warnings)
 
 
 def test_cpu_only_trace_is_refused(tmp_path: Path) -> None:

@@ -16,6 +16,7 @@ import re
 from datetime import datetime, timezone
 from typing import Any
 
+from ...devices import identify
 from ...models import (
     Duration,
     EvidencePacket,
@@ -196,7 +197,13 @@ def _hardware(options: AdapterOptions) -> Hardware | None:
     count = _pos_int(
         number(_num(str(options.extra.get("gpu_count") or ""))) if options.extra.get("gpu_count") else None
     )
-    return Hardware(vendor=vendor or "other", device=str(device), count=count)
+    entry = identify(str(device))
+    return Hardware(
+        vendor=vendor or "other",
+        device=str(device),
+        device_id=entry.id if entry is not None else None,
+        count=count,
+    )
 
 
 def _raw_dist(d: Dist, factor: float = 1.0) -> dict[str, Any]:

@@ -201,6 +201,9 @@ def _lenient(path: str, data: bytes, first_problem: str) -> TraceData:
         raise AdapterError(f"{path}: not valid JSON ({exc}); expected {WHAT}") from None
     except RecursionError:
         raise AdapterError(f"{path}: JSON nested too deeply; expected {WHAT}") from None
+    array_form = isinstance(doc, list)
+    if array_form:  # the trace-event format's array form: events only
+        doc = {"traceEvents": doc}
     if not isinstance(doc, dict):
         raise AdapterError(
             f"{path}: top level is {_kind(doc)}, not an object with `traceEvents`; expected {WHAT}"
@@ -239,7 +242,7 @@ def _lenient(path: str, data: bytes, first_problem: str) -> TraceData:
             f"{path}: {bad} of {len(raw_events)} trace event(s) skipped: not of the types Kineto "
             f"writes (first: {first})"
         )
-    elif first_problem:
+    elif first_problem and not array_form:
         warnings.append(f"{path}: trace metadata not of the expected types ({first_problem}); left out")
     trace.traceEvents = events
     return TraceData(trace, events, warnings)
