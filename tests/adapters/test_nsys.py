@@ -367,3 +367,14 @@ def test_second_process_devices(tmp_path: Path) -> None:
     (p,), _ = read(build_export(tmp_path / "p2.sqlite", ks))
     assert [k.device for k in p.profiler[0].kernels] == [2, 3]
     assert p.hardware.count == 2
+
+
+def test_mapping_table_names_every_canonical_metric_and_what_the_adapter_fills(tmp_path: Path) -> None:
+    from kernel_evidence._resources import load_toml
+
+    canon = load_toml("canonical_metrics.toml")["metrics"]
+    table = load_toml("nsys.toml")
+    assert table["tool"] == "nsys" and set(table["metrics"]) == set(canon)
+    packets, _ = read(build_export(tmp_path / "m.sqlite"))
+    filled = {name for p in packets for k in p.profiler[0].kernels for name in k.metrics}
+    assert filled and all(table["metrics"][name]["equivalence"] != "none" for name in filled)
