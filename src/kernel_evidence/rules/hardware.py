@@ -148,11 +148,20 @@ _IDENTITY_CACHE: dict[tuple[Any, ...], tuple[tuple[str, str, str], ...]] = {}
 
 
 def _identity(h: Any, add: Add) -> None:
-    mem = h.memory.value * _FACTOR[h.memory.unit] if h.memory is not None else None
-    key = (h.device, h.device_id, h.arch, h.compute_units, mem, h.partitions)
+    m = h.memory
+    key = (
+        h.device,
+        h.device_id,
+        h.arch,
+        h.compute_units,
+        m.value if m else None,
+        m.unit if m else None,
+        h.partitions,
+    )
     found = _IDENTITY_CACHE.get(key)
     if found is None:
-        found = tuple(_identity_findings(*key))
+        mem = m.value * _FACTOR[m.unit] if m is not None else None
+        found = tuple(_identity_findings(h.device, h.device_id, h.arch, h.compute_units, mem, h.partitions))
         if len(_IDENTITY_CACHE) < 4096 and len(h.device_id or "") + len(h.arch or "") <= _CACHED_CHARS:
             _IDENTITY_CACHE[key] = found
     for f in found:
@@ -220,6 +229,8 @@ def _device_count(p: Any, h: Any, add: Add) -> None:
     cond = t.conditions if t is not None else None
     cc = cond.device_count if cond is not None else None
     count = h.count
+    if cc is None and (count is None or count == 1) and (p.task is None or p.task.serving is None):
+        return  # one device, nothing that says otherwise (the common case)
     if cc is not None and count is not None and cc > count:
         add(("KE805", "/timing/conditions/device_count", f"device_count {cc} exceeds hardware.count {count}"))
     claimed = max(count or 1, cc or 1)
