@@ -223,3 +223,18 @@ def test_values_of_the_wrong_type_are_left_out_not_guessed(tmp_path: Path) -> No
     (p, _), _ = read(f)
     assert p.timing.serving.ttft is None and p.timing.serving.failed is None
     assert p.timing.serving.completed == 40
+
+
+def test_yaml_alias_bomb_is_refused_not_expanded(tmp_path: Path) -> None:
+    lines = ["b0: &b0 {metrics: {}}"]
+    for i in range(1, 6):
+        prev = f"*b{i - 1}"
+        lines.append(f"b{i}: &b{i} [{', '.join([prev] * 10)}]")
+    lines.append("benchmarks: [" + ", ".join(["*b5"] * 10) + "]")
+    f = tmp_path / "bomb.yaml"
+    f.write_text("\n".join(lines) + "\n")
+    msg = _error(f)
+    assert "benchmarks[0] is an array" in msg or "more than the 10000" in msg
+    flat = tmp_path / "many.yaml"
+    flat.write_text("b: &b {metrics: {}}\nbenchmarks: [" + ", ".join(["*b"] * 10001) + "]\n")
+    assert "10001 benchmarks, more than the 10000 one report can hold" in _error(flat)

@@ -357,3 +357,28 @@ def test_size_cap_and_missing_file(tmp_path: Path) -> None:
         read(H100, max_bytes="100")
     with pytest.raises(AdapterError, match="could not be read"):
         read(tmp_path / "absent.json")
+
+
+@pytest.mark.parametrize("path", [H100, ROCM, OLD])
+def test_typed_fast_path_equals_the_event_by_event_path(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the lenient path (taken when an event does not fit the types) must read a clean trace
+    # exactly as the typed decode does: same packet, same id
+    (fast,), fast_warnings = read(path)
+    from kernel_evidence.adapters.torch_profiler import _events
+
+    class Refusing:
+        def decode(self, data: bytes) -> Any:
+            raise _events.msgspec.ValidationError("forced")
+
+    monkeypatch.setattr(_events, "_TRACE", Refusing())
+    (slow,), slow_warnings = read(path)
+    (forced,) = [w for w in slow_warnings if w not in fast_warnings]
+    assert forced.endswith("trace metadata not of the expected types (forced); left out")
+
+    def plain(p: EvidencePacket) -> dict[str, Any]:
+        data = p.to_dict()
+        del data["packet_id"]
+        data["profiler"][0].pop("warnings", None)
+        return data
+
+    assert plain(slow) == plain(fast)

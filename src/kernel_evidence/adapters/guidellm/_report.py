@@ -24,6 +24,9 @@ __all__ = ["Benchmark", "Dist", "parse_report"]
 
 WHAT = "a GuideLLM benchmarks report (`guidellm benchmark --output-path benchmarks.json|.yaml`)"
 
+#: the most benchmarks read from one report
+MAX_BENCHMARKS = 10_000
+
 #: keys whose values are never copied into a packet (credentials a report may hold)
 _SECRET = re.compile(r"api[_-]?key|authori[sz]ation|token$|secret|password|headers|cookie", re.IGNORECASE)
 
@@ -225,6 +228,11 @@ def parse_report(path: str, data: bytes) -> list[Benchmark]:
         raise AdapterError(f"{path}: no `benchmarks` array (got {_kind(items)}); expected {WHAT}")
     if not items:
         raise AdapterError(f"{path}: `benchmarks` is empty; expected {WHAT} with at least one benchmark")
+    if len(items) > MAX_BENCHMARKS:  # a YAML alias bomb repeats one benchmark without bytes
+        raise AdapterError(
+            f"{path}: {len(items)} benchmarks, more than the {MAX_BENCHMARKS} one report can hold "
+            f"(a sweep writes about ten); expected {WHAT}"
+        )
     version = _version(doc)
     out: list[Benchmark] = []
     for i, b in enumerate(items):
