@@ -40,6 +40,8 @@ COMMANDS = (
     "archive",
     "export",
     "report",
+    "audit",
+    "verdict",
 )
 
 
