@@ -302,6 +302,18 @@ def test_cpu_only_trace_is_refused(tmp_path: Path) -> None:
     assert "no GPU kernel events" in _one_line_error(f)
 
 
+def test_range_profiler_trace_is_refused_and_says_why(tmp_path: Path) -> None:
+    # torch.profiler with experimental_config(profiler_metrics=...): CUPTI range profiler
+    # counters per kernel, durations of replays (HolisticTraceAnalysis tests/data/cupti_profiler)
+    rng = {
+        **K,
+        "cat": "cuda_profiler_range",
+        "args": {"smsp__sass_thread_inst_executed_op_ffma_pred_on.sum": 38731776},
+    }
+    f = _trace(tmp_path, [rng])
+    assert "CUPTI range-profiler events, `cuda_profiler_range`" in _one_line_error(f)
+
+
 def test_xprof_trace_gets_a_pointer_to_the_xprof_adapter(tmp_path: Path) -> None:
     f = _trace(
         tmp_path,

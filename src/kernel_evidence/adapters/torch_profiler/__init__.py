@@ -78,6 +78,11 @@ def read_trace(path: str, options: AdapterOptions, cap: int) -> tuple[EvidencePa
             for e in data.events[:2000]
         ):
             hint = " (it looks like an XProf trace: use `kevidence ingest xprof`)"
+        elif any(e.cat == "cuda_profiler_range" for e in data.events):
+            hint = (
+                " (it holds CUPTI range-profiler events, `cuda_profiler_range`: counters of kernels"
+                " replayed for measurement, not their activity)"
+            )
         raise AdapterError(
             f'{path}: no GPU kernel events (`cat: "kernel"` with `ts` and `dur`) in '
             f"{len(data.events)} trace event(s){hint}; expected a trace recorded with "
