@@ -71,6 +71,8 @@ def test_sweep_one_packet_per_benchmark_statuses_kept_apart() -> None:
     (conc, const), warnings = read(SWEEP)
     s = conc.timing.serving
     assert (s.completed, s.failed) == (40, 2)  # the 3 incomplete requests are neither
+    assert conc.extensions["guidellm:raw"]["guidellm_version"] == "0.5.0"
+    assert conc.extensions["guidellm:raw"]["report_layout"] == "0.4-0.6"
     assert conc.extensions["guidellm:raw"]["requests"] == {
         "successful": 40,
         "errored": 2,
@@ -165,7 +167,8 @@ def test_corpus_v03_report(path: Path) -> None:
     assert t.settings["strategy"] == "synchronous" and t.settings["profile"] == "sweep"
     assert p.measured_at == "2025-06-05T20:59:28Z"  # start_time 1749157168.18
     raw = p.extensions["guidellm:raw"]
-    assert raw["guidellm_version"] == "0.3" and raw["id_"] == "97ece514-8717-412f-9dba-2b42bcd9866f"
+    assert raw["report_layout"] == "0.2-0.3" and "guidellm_version" not in raw
+    assert raw["id_"] == "97ece514-8717-412f-9dba-2b42bcd9866f"
     # GuideLLM's own rate distribution: a time-window mean that counts each prompt at its
     # first token, 1.7x the tokens over the duration; kept raw, not as the throughput
     assert raw["metrics"]["tokens_per_second"]["successful"]["mean"] == pytest.approx(992.6867, rel=1e-5)

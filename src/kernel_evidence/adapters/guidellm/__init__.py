@@ -5,7 +5,7 @@ strategy of its profile (each rate or concurrency step of a sweep); each becomes
 serving packet: ``timing.serving`` (counts, duration, throughputs, TTFT/ITL/TPOT/end-to-end
 latency statistics in ms, from the successful requests), ``task.serving`` (model, rate or
 concurrency, synthetic prompt and output lengths) and GuideLLM's own figures under the
-``guidellm:raw`` extension. Reports of GuideLLM 0.3 and of 0.4 and later (``metadata``,
+``guidellm:raw`` extension. Reports of GuideLLM 0.2-0.3 and of 0.4 and later (``metadata``,
 ``args`` or ``config`` at the top) are read. See ``docs/adapters/guidellm.md``.
 
 Options (``AdapterOptions.extra``): ``max_bytes``; ``model``, ``dataset``, ``engine``,

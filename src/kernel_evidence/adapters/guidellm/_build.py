@@ -219,7 +219,9 @@ def _raw_dist(d: Dist, factor: float = 1.0) -> dict[str, Any]:
 def _raw(b: Benchmark, totals: dict[str, int]) -> dict[str, Any]:
     """What the packet keeps of GuideLLM's own figures: ids, request counts by status, the
     rate and concurrency distributions, every metric by status (units in the key names)."""
-    raw: dict[str, Any] = {"guidellm_version": b.version, "benchmark": b.where}
+    raw: dict[str, Any] = {"report_layout": b.layout, "benchmark": b.where}
+    if b.version is not None:
+        raw["guidellm_version"] = b.version
     for key in ("id_", "run_id", "run_index"):
         v = b.raw.get(key) if key in b.raw else (b.raw.get("config") or {}).get(key)
         if isinstance(v, (str, int)) and not isinstance(v, bool):

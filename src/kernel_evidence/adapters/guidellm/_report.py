@@ -100,7 +100,10 @@ class Benchmark:
     index: int
     raw: dict[str, Any]
     report: dict[str, Any]
-    version: str
+    #: GuideLLM's version where the report says it (``metadata.guidellm_version``, 0.5+)
+    version: str | None
+    #: the report layout: ``0.2-0.3``, ``0.4-0.6`` or ``0.7+``
+    layout: str
     metrics: dict[str, dict[str, Dist]] = field(default_factory=dict)
 
     def dist(self, name: str, status: str = "successful") -> Dist | None:
@@ -233,7 +236,7 @@ def parse_report(path: str, data: bytes) -> list[Benchmark]:
             f"{path}: {len(items)} benchmarks, more than the {MAX_BENCHMARKS} one report can hold "
             f"(a sweep writes about ten); expected {WHAT}"
         )
-    version = _version(doc)
+    version, layout = _version(doc)
     out: list[Benchmark] = []
     for i, b in enumerate(items):
         if not isinstance(b, dict):
@@ -249,17 +252,18 @@ def parse_report(path: str, data: bytes) -> list[Benchmark]:
                 parsed[name] = {
                     s: d for s, v in by_status.items() if s in _STATUSES and (d := _dist(v)) is not None
                 }
-        out.append(Benchmark(i, b, doc, version, parsed))
+        out.append(Benchmark(i, b, doc, version, layout, parsed))
     return out
 
 
-def _version(doc: dict[str, Any]) -> str:
-    """The report layout: ``0.3`` (no top-level metadata), else GuideLLM's own version."""
+def _version(doc: dict[str, Any]) -> tuple[str | None, str]:
+    """(GuideLLM's version where the report says it, the report layout)."""
     meta = doc.get("metadata")
+    version = None
     if isinstance(meta, dict) and isinstance(meta.get("guidellm_version"), str):
-        return str(meta["guidellm_version"])
-    if "config" in doc:
-        return "0.7+"
-    if "args" in doc:
-        return "0.4+"
-    return "0.3"
+        version = str(meta["guidellm_version"])
+    if "config" in doc and "args" not in doc:
+        return version, "0.7+"
+    if "args" in doc or version is not None:
+        return version, "0.4-0.6"
+    return version, "0.2-0.3"
