@@ -249,7 +249,7 @@ class FlashInferTraceAdapter:
             )
         if fs.naive_timestamps:
             warnings.append(
-                f"{path}: {fs.naive_timestamps} timestamps name no time zone: measured_at left out "
+                f"{path}: {fs.naive_timestamps} timestamps name no time zone (or are not ISO 8601): measured_at left out "
                 "(the `timezone` option gives their zone)"
             )
         if fs.unprofiled_reference:
