@@ -241,3 +241,33 @@ def test_yaml_alias_bomb_is_refused_not_expanded(tmp_path: Path) -> None:
     flat = tmp_path / "many.yaml"
     flat.write_text("b: &b {metrics: {}}\nbenchmarks: [" + ", ".join(["*b"] * 10001) + "]\n")
     assert "10001 benchmarks, more than the 10000 one report can hold" in _error(flat)
+
+
+def test_cli_writes_a_packet_per_benchmark_and_refuses_a_bad_file_with_exit_1(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from kernel_evidence.cli import main
+    from kernel_evidence.io import read_packets
+
+    out = tmp_path / "p.jsonl"
+    code = main(
+        [
+            "ingest",
+            "guidellm",
+            str(SWEEP),
+            "-o",
+            str(out),
+            "--created-at",
+            T0,
+            "--opt",
+            "device=NVIDIA H100 80GB HBM3",
+        ]
+    )
+    err = capsys.readouterr().err
+    assert code == 0, err
+    assert [p.status for p in read_packets(str(out))] == ["passed", "failed"]
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"benchmarks": 3}')
+    code = main(["ingest", "guidellm", str(bad), "-o", str(tmp_path / "q.json")])
+    err = capsys.readouterr().err
+    assert code == 1 and "no `benchmarks` array (got a number)" in err and "Traceback" not in err

@@ -394,3 +394,24 @@ def test_typed_fast_path_equals_the_event_by_event_path(path: Path, monkeypatch:
         return data
 
     assert plain(slow) == plain(fast)
+
+
+def test_cli_writes_the_packet_and_refuses_a_bad_file_with_exit_1(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from kernel_evidence.cli import main
+    from kernel_evidence.io import read_packets
+
+    out = tmp_path / "p.json"
+    code = main(
+        ["ingest", "kineto", str(ROCM), "-o", str(out), "--created-at", T0, "--replay-cmd", "python train.py"]
+    )
+    err = capsys.readouterr().err
+    assert code == 0, err
+    (p,) = read_packets(str(out))
+    assert p.hardware.device_id == "amd-mi300x" and errors(p) == set()
+    bad = tmp_path / "bad.json.gz"
+    bad.write_bytes(b"\x1f\x8b\x08\x00garbage")
+    code = main(["ingest", "torch-profiler", str(bad), "-o", str(tmp_path / "q.json")])
+    err = capsys.readouterr().err
+    assert code == 1 and "truncated or corrupt gzip" in err and "Traceback" not in err
