@@ -114,7 +114,7 @@ class CaptureOf(Model):
     ``expected_kernels`` are names (or substrings of names) of the kernels the candidate is
     expected to launch; a capture of the candidate that shows none of them did not profile
     the candidate. ``claim_tolerance`` is the relative difference allowed between the
-    capture's kernel time and the claimed timing of the same side and shape (rule KE1102
+    capture's kernel time and the claimed timing of the same side and shape (rule KE1101
     uses 0.5 when it is not stated)."""
 
     side: Literal["candidate", "baseline", "reference", "other"]
