@@ -415,3 +415,14 @@ def test_cli_writes_the_packet_and_refuses_a_bad_file_with_exit_1(
     code = main(["ingest", "torch-profiler", str(bad), "-o", str(tmp_path / "q.json")])
     err = capsys.readouterr().err
     assert code == 1 and "truncated or corrupt gzip" in err and "Traceback" not in err
+
+
+def test_measured_at_only_from_a_clock_that_reads_as_a_date(tmp_path: Path) -> None:
+    # absolute epoch us beside a base time (the sum is in the future): the ts alone
+    f = _trace(tmp_path, [{**K, "ts": 1661938466265584.0}], baseTimeNanoseconds=1727743122000000000)
+    (p,), _ = read(f)
+    assert p.measured_at == "2022-08-31T09:34:26Z"
+    # a monotonic clock (seconds since boot) and no base time: no date
+    g = _trace(tmp_path, [{**K, "ts": 3600.0}], name="g.json")
+    (q,), _ = read(g)
+    assert q.measured_at is None

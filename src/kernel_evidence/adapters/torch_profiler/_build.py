@@ -290,13 +290,16 @@ def hardware(
 
 
 def _measured_at(trace: Trace, launches: list[Launch]) -> str | None:
+    """The first kernel's start as a date: ``ts`` counts from ``baseTimeNanoseconds`` in
+    traces that have it, from the epoch in older ones; neither reading a date (a monotonic
+    clock) gives None."""
     first = min(x.ts for x in launches)
     base = trace.baseTimeNanoseconds
-    sec = (base / 1e9 + first / 1e6) if base else first / 1e6
     now = datetime.now(timezone.utc).timestamp() + 86400
-    if not _EPOCH_FROM <= sec <= now:
-        return None
-    return datetime.fromtimestamp(sec, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    for sec in ((base / 1e9 + first / 1e6) if base else None, first / 1e6):
+        if sec is not None and _EPOCH_FROM <= sec <= now:
+            return datetime.fromtimestamp(sec, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return None
 
 
 def _summary(scan: Scan, groups: list[_Group]) -> dict[str, Quantity]:
