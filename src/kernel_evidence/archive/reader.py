@@ -162,10 +162,19 @@ def read_table(
 
 
 def iter_packets(
-    root: str | os.PathLike[str], where: Iterable[str] | pc.Expression | None = None
+    root: str | os.PathLike[str],
+    where: Iterable[str] | pc.Expression | None = None,
+    *,
+    verdict: str | Iterable[str] | None = None,
 ) -> Iterator[bytes]:
-    """The archived packets' JSON bytes (compact, as they came in), optionally filtered."""
+    """The archived packets' JSON bytes (compact, as they came in), optionally filtered;
+    ``verdict`` keeps the packets whose latest third-party verdict is one of those named
+    (see :mod:`kernel_evidence.archive.verdicts`)."""
     expr = where if isinstance(where, pc.Expression) or where is None else parse_where(where)
+    if verdict is not None:
+        from .verdicts import verdict_filter
+
+        expr = verdict_filter(root, verdict, expr)
     for batch in scan(root, ["packet"], expr):
         yield from batch.column(0).to_pylist()
 
