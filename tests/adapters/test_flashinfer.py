@@ -585,3 +585,33 @@ def test_lenient_peripheral_keys(tmp_path: Path) -> None:
     (p,) = read(path)[0]
     assert p.measured_at == "2026-05-02T09:15:00Z"
     assert p.lineage is not None and p.lineage.candidate_id == "agent_linbwd_v3"
+
+
+def test_2025_layout_device_and_log_file(tmp_path: Path) -> None:
+    """flashinfer-bench before 2025-09-13 wrote `environment.device` (not `hardware`), and
+    before 2025-10-11 `evaluation.log_file` (a path) instead of the log's text."""
+    line = json.loads(TRACE.read_text().splitlines()[2])  # RUNTIME_ERROR
+    env = line["evaluation"]["environment"]
+    env["device"] = env.pop("hardware")
+    del line["evaluation"]["log"]
+    line["evaluation"]["log_file"] = "logs/tiny_cuda_wl3.log"
+    del line["workload"]["uuid"]
+    path = tmp_path / "old.jsonl"
+    path.write_text(json.dumps(line) + "\n")
+    (p,) = read(path)[0]
+    assert p.hardware is not None and (p.hardware.vendor, p.hardware.device) == (
+        "nvidia",
+        "NVIDIA H100 80GB HBM3",
+    )
+    assert p.failure is not None
+    assert p.failure.message == "evaluation status RUNTIME_ERROR (log file logs/tiny_cuda_wl3.log)"
+    assert p.task is not None and p.task.shapes is not None and p.task.shapes[0].id == "line 1"
+
+
+def test_cpu_runs_are_cpu_packets(tmp_path: Path) -> None:
+    line = json.loads(TRACE.read_text().splitlines()[0])
+    line["evaluation"]["environment"]["hardware"] = "AMD EPYC 7763 64-Core Processor"
+    path = tmp_path / "cpu.jsonl"
+    path.write_text(json.dumps(line) + "\n")
+    (p,) = read(path)[0]
+    assert p.hardware is not None and p.hardware.vendor == "cpu"

@@ -63,8 +63,11 @@ STATUSES = _load_statuses()
 
 
 def vendor_of(device: str) -> str:
-    """The hardware vendor a device name states (``other`` when it states none)."""
+    """The hardware vendor a device name states (``other`` when it states none; ``cpu`` for
+    a processor, which flashinfer-bench names when it ran on the CPU)."""
     low = device.lower()
+    if any(w in low for w in ("epyc", "xeon", "ryzen", "core(tm)", "cpu")):
+        return "cpu"
     if "nvidia" in low or any(
         w in low for w in ("geforce", "tesla", "quadro", "rtx", "gb200", "h100", "b200")
     ):
@@ -187,25 +190,21 @@ class LineBuilder:
         if env is None:
             return None, None
         libs = env.libs or {}
-        key = (env.hardware, tuple(sorted((str(k), str(v)) for k, v in libs.items())))
+        name = env.hardware if env.hardware is not None else env.device
+        key = (name, tuple(sorted((str(k), str(v)) for k, v in libs.items())))
         hit = self._hardware.get(key)
         if hit is not None:
             return hit
         packages = {k: v for k, v in key[1] if k} or None
         hw: Hardware | None = None
-        if env.hardware and env.hardware.strip():
+        if name and name.strip():
             runtime = None
-            for lib, name in (("cuda", "CUDA"), ("rocm", "ROCm"), ("hip", "HIP")):
+            for lib, label in (("cuda", "CUDA"), ("rocm", "ROCm"), ("hip", "HIP")):
                 version = (packages or {}).get(lib)
                 if version:
-                    runtime = Software(name=name, version=version)
+                    runtime = Software(name=label, version=version)
                     break
-            hw = Hardware(
-                vendor=vendor_of(env.hardware),
-                device=env.hardware,
-                device_id=_device_id(env.hardware),
-                runtime=runtime,
-            )
+            hw = Hardware(vendor=vendor_of(name), device=name, device_id=_device_id(name), runtime=runtime)
         self._hardware[key] = (hw, packages)
         return hw, packages
 
@@ -310,9 +309,10 @@ class LineBuilder:
         if fclass is not None:
             if nan_inf and spec.get("nan_inf"):
                 fclass = spec["nan_inf"]
+            log_file = ev.log_file if isinstance(ev.log_file, str) and ev.log_file else None
             failure = Failure(
                 failure_class=FailureClass(fclass),
-                message=f"evaluation status {raw_status}",
+                message=f"evaluation status {raw_status}" + (f" (log file {log_file})" if log_file else ""),
                 shape_id=uuid,
                 log_excerpt=log[-LOG_EXCERPT_CHARS:] if log else None,
             )

@@ -59,6 +59,8 @@ class Workload(msgspec.Struct):
 class Environment(msgspec.Struct):
     hardware: str | None = None
     libs: dict[str, Any] | None = None
+    #: flashinfer-bench before 2025-09-13 (the hardware name under another key)
+    device: str | None = None
 
 
 #: an error value: a number, or ``"NaN"``/``"Infinity"`` as pydantic writes non-finite floats
@@ -86,6 +88,8 @@ class Evaluation(msgspec.Struct):
     timestamp: str | float | None = None
     #: text; any other value is not a log and is ignored
     log: Any = None
+    #: flashinfer-bench before 2025-10-11: the path of the log instead of its text
+    log_file: Any = None
     correctness: Correctness | None = None
     performance: Performance | None = None
 
