@@ -21,6 +21,7 @@ RUNS = {
     "bench_vllm.py": ["--requests", "200", "--repeat", "1"],
     "bench_recorder.py": ["--packets", "20"],
     "bench_archive.py": ["--packets", "400", "--small", "100", "--mid", "0", "--repeat", "1"],
+    "bench_torch_profiler.py": ["--mb", "0.2", "--repeat", "1"],
 }
 
 
