@@ -126,7 +126,7 @@ def test_compiled_baseline_picked_by_option() -> None:
     packets, warnings = read(EVAL, EAGER, COMPILED)
     first = by_candidate(packets)["level_1_problem_1_sample_0"].timing
     assert first is not None and first.baseline is not None and first.baseline.provider == "torch eager"
-    assert any(w.startswith("2 baseline files given: joined with") for w in warnings)
+    assert any(w.startswith(f"{EVAL}: 2 baseline files given: joined with {EAGER}") for w in warnings)
     with pytest.raises(
         AdapterError, match=r"option `baseline`: no baseline file of config `torch_compile_cudagraphs`"
     ):
@@ -209,6 +209,18 @@ def test_older_one_object_per_problem() -> None:
     assert p.status.value == "passed" and p.timing is not None and p.timing.stats is not None
     assert (p.timing.stats.mean, p.timing.stats.n) == (0.512, None)  # runtime only, no stats
     assert p.hardware is not None and p.hardware.device == "NVIDIA L40S"
+
+
+def test_baseline_of_the_samples_device_preferred() -> None:
+    """A whole checkout (several results/timing/<HW>/ folders): the samples ran on an H100,
+    so the H100 eager file is joined, not the L40S or MI300X one given first."""
+    rocm = FIX / "results" / "timing" / "MI300X_rocm" / "baseline_time_torch.json"
+    packets, warnings = read(EVAL, NOHW, rocm, EAGER)
+    t = by_candidate(packets)["level_1_problem_1_sample_0"].timing
+    assert t is not None and t.baseline is not None and t.baseline.stats is not None
+    assert t.baseline.stats.mean == 2.66
+    assert any(f"joined with {EAGER} (`torch`, the samples' device)" in w for w in warnings)
+    assert not any("different devices" in w for w in warnings)
 
 
 def test_baseline_on_another_device_is_said() -> None:

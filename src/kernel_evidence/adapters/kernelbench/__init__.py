@@ -40,6 +40,7 @@ from ...models import EvidencePacket
 from .. import AdapterOptions, AdapterResult
 from .._envelope import utc_now
 from .._read import is_junk_entry, max_bytes_option
+from ..flashinfer._build import _device_id
 from ..flashinfer._io import read_maybe_gzip
 from ._build import Builder
 from ._files import BaselineFile, EvalResults, kernel_sources, parse_baseline, parse_eval_results, what_is
@@ -211,9 +212,12 @@ class KernelBenchAdapter:
         builder: Builder,
         extra: dict[str, object],
     ) -> list[EvidencePacket]:
-        base = self._pick_baseline(baselines, extra, builder.warnings)
         packets: list[EvidencePacket] = []
+        used: list[BaselineFile] = []
         for ev in evals:
+            base = self._pick_baseline(baselines, extra, builder, ev)
+            if base is not None and base not in used:
+                used.append(base)
             sources = kernel_sources(os.path.dirname(os.path.abspath(ev.path)))
             level = _opt_int(extra, "level")
             levels = {s.level for s in sources.values()}
@@ -227,7 +231,7 @@ class KernelBenchAdapter:
             made = builder.eval_packets(ev, level, base, sources)
             packets.extend(made)
             self._eval_warnings(ev, base, level, made, builder.warnings)
-        if base is not None:
+        for base in used:
             self._baseline_device_warnings(base, builder)
         for device, bdev, path in sorted(builder.mismatched):
             builder.warnings.append(
@@ -238,26 +242,35 @@ class KernelBenchAdapter:
 
     @staticmethod
     def _pick_baseline(
-        baselines: list[BaselineFile], extra: dict[str, object], warnings: list[str]
+        baselines: list[BaselineFile], extra: dict[str, object], builder: Builder, ev: EvalResults
     ) -> BaselineFile | None:
+        """The baseline file to join ``ev`` with: the one the `baseline` option names, else
+        the only one, else among those measured on the samples' device (when the files tell)
+        the eager one, with a warning saying which."""
         if not baselines:
             return None
         want = extra.get("baseline")
         if want is not None:
-            for b in baselines:
-                if b.config == str(want):
-                    return b
-            have = ", ".join(sorted(b.config for b in baselines))
-            raise AdapterError(
-                f"option `baseline`: no baseline file of config `{want}` among the inputs ({have})"
-            )
+            named = [b for b in baselines if b.config == str(want)]
+            if not named:
+                have = ", ".join(sorted({b.config for b in baselines}))
+                raise AdapterError(
+                    f"option `baseline`: no baseline file of config `{want}` among the inputs ({have})"
+                )
+            baselines = named
         if len(baselines) == 1:
             return baselines[0]
-        eager = [b for b in baselines if not b.compiled]
-        pick = eager[0] if eager else baselines[0]
-        warnings.append(
-            f"{len(baselines)} baseline files given: joined with {pick.path} (`{pick.config}`); "
-            "the `baseline` option picks another"
+        pool = baselines
+        device = builder.sample_device(ev)
+        if device is not None and (want_id := _device_id(device)) is not None:
+            same = [b for b in baselines if builder.baseline_device_id(b) == want_id]
+            pool = same or baselines
+        eager = [b for b in pool if not b.compiled]
+        pick = eager[0] if eager else pool[0]
+        why = ", the samples' device" if pool is not baselines else ""
+        builder.warnings.append(
+            f"{ev.path}: {len(baselines)} baseline files given: joined with {pick.path} (`{pick.config}`"
+            f"{why}); the `baseline` option picks another"
         )
         return pick
 

@@ -144,6 +144,25 @@ class Builder:
 
     # ------------------------------------------------------------------ baseline packets
 
+    def sample_device(self, ev: EvalResults) -> str | None:
+        """The device the samples of ``ev`` name first (the option wins)."""
+        if self.device_option:
+            return self.device_option
+        for s in ev.samples:
+            dev = _first(s.metadata, "hardware") or (s.runtime_stats.hardware if s.runtime_stats else None)
+            if dev:
+                return dev
+        return None
+
+    def baseline_device_id(self, b: BaselineFile) -> str | None:
+        """The canonical id of the device a baseline file was measured on, when it tells."""
+        for e in b.entries:
+            hw = e.stats.hardware
+            found = _device_id(hw) if hw else None
+            if found:
+                return found
+        return _device_id(b.folder_device) if b.folder_device else None
+
     def entry_device(self, e: BaselineEntry, b: BaselineFile) -> str | None:
         """The device of a baseline entry: the option, else its ``hardware``, else the
         ``results/timing/<HW>/`` folder name - also when ``hardware`` names no device model
