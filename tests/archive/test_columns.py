@@ -37,7 +37,7 @@ DOCS = Path(__file__).resolve().parents[2] / "docs" / "archive.md"
 
 #: the columns layout 1.2 added; an archive of layout 1.1 has every other column
 NEW_IN_1_2 = (
-    "measured_at", "dtype", "device_id", "kernel_median_us", "engine", "engine_version", "model",
+    "measured_at", "relation", "dtype", "device_id", "kernel_median_us", "engine", "engine_version", "model",
     "ttft_median_ms", "ttft_p99_ms", "tpot_median_ms", "tpot_p99_ms", "itl_median_ms",
     "itl_p99_ms", "e2el_median_ms", "e2el_p99_ms", "serving_total_tok_per_s",
     "serving_completed", "serving_failed", "serving_max_concurrency", "serving_request_rate",

@@ -40,7 +40,7 @@ def test_report_is_self_contained(archive: Path) -> None:
     p.feed(html)
     assert p.refs == []
     assert not re.search(r"url\(|@import|https?://(?!www\.w3\.org/2000/svg)", html)
-    assert p.tags["svg"] == 4  # speedup, speed of light, failure classes, pass rate
+    assert p.tags["svg"] == 5  # kernel times, speedup, speed of light, failure classes, pass rate
     assert "default-src 'none'" in html
     for heading in (
         "Speedup against the named baseline",
@@ -123,9 +123,9 @@ def test_report_renders_in_headless_chromium(archive: Path, tmp_path: Path) -> N
     attrs = dict(re.findall(r'([\w-]+)="([^"]*)"', marker.group(1)))
     assert attrs["data-rendered"] == "ok"  # the page's script ran to its end
     assert attrs["data-errors"] == "0"  # no script error was raised
-    assert attrs["data-charts"] == "4"
+    assert attrs["data-charts"] == "5"
     assert int(attrs["data-min-area"]) > 10_000  # every chart has a real laid-out size
-    assert marker.group(2) == "rendered 4 charts"
+    assert marker.group(2) == "rendered 5 charts"
     assert "Uncaught" not in dom.stderr and "CONSOLE" not in dom.stderr
     shot = ARTIFACTS / "kevidence-report.png"
     res = _browser(binary, "--hide-scrollbars", "--window-size=1100,2600", f"--screenshot={shot}", url)

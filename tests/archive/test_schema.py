@@ -29,7 +29,7 @@ DOC = Path(__file__).resolve().parents[2] / "docs" / "archive.md"
 FINGERPRINTS = {
     (1, 0): "4de1c74065449c832dc82560db476c32517c8398e524b7713d8efa2c7b34164d",
     (1, 1): "4de1c74065449c832dc82560db476c32517c8398e524b7713d8efa2c7b34164d",  # + the commit list
-    (1, 2): "6f3c6889f9fe19ea8e81bdc00184f4212cc2b2d02e6538b074fa16db75c3a7cb",  # + grouping columns
+    (1, 2): "49245adc722a83e7b642bc05c4c32d659cf29193d00ef4f2552686304bd79931",  # + grouping columns
 }
 
 

@@ -31,7 +31,7 @@ __all__ = [
 #: Layout of the files and folders (partitioning, columns, metadata), an ordered version.
 #: Bumped when a reader of the previous layout would misread the new one.
 #: 1.1: the commit list ``_kevidence_commits.json`` (readers take only the files it names).
-#: 1.2: columns to group by without JSON paths (``measured_at``, ``device_id``, ``dtype``,
+#: 1.2: columns to group by without JSON paths (``measured_at``, ``relation``, ``device_id``, ``dtype``,
 #: ``kernel_median_us``, the serving engine, latencies and throughputs), and the month
 #: partition from ``measured_at`` where a packet gives one (a 1.1 writer would look for a
 #: packet's copy in the wrong month, so it may not append).
@@ -94,6 +94,11 @@ COLUMNS: Final[tuple[Column, ...]] = (
     Column("run_id", _STR, "`lineage.run_id`"),
     Column("candidate_id", _STR, "`lineage.candidate_id`"),
     Column("parent_packet_id", _STR, "`lineage.parent_packet_id`"),
+    Column(
+        "relation",
+        _STR,
+        "`lineage.relation` to the parent: mutation, replay, rerun, baseline, other",
+    ),
     Column("iteration", _I64, "`lineage.iteration`"),
     Column("operator", _STR, "`task.operator`"),
     Column("workload", _STR, "`task.workload`, or `task.serving.model` for serving packets"),
@@ -206,7 +211,7 @@ DATASET_SCHEMA: Final = pa.schema(list(FILE_SCHEMA) + list(PARTITION_SCHEMA))
 #: Low-cardinality columns that Parquet dictionary-encodes.
 DICTIONARY_COLUMNS: Final = (
     "schema_version", "producer_name", "producer_version", "subject_kind", "subject_name",
-    "status", "failure_class", "run_id", "operator", "workload", "dtype", "shape", "device",
+    "status", "failure_class", "run_id", "relation", "operator", "workload", "dtype", "shape", "device",
     "device_id", "arch", "timing_method", "baseline_provider", "baseline_version",
     "baseline_call", "speedup_basis", "sol_bound", "validation_verdict", "grade", "engine",
     "engine_version", "model",
