@@ -113,8 +113,9 @@ def _groups(launches: Launches) -> list[np.ndarray]:
     ker = launches.kernel.astype(np.int64)
     if not len(ker):
         return []
-    pairs = np.stack([dev, ker], axis=1)
-    _, inverse = np.unique(pairs, axis=0, return_inverse=True)
+    # one integer per (device, kernel): kernels are numbered from 0 by the readers
+    span = int(ker.max()) - int(ker.min()) + 1
+    _, inverse = np.unique((dev - int(dev.min())) * span + (ker - int(ker.min())), return_inverse=True)
     inverse = inverse.reshape(-1)
     order = np.lexsort((launches.start, inverse))
     cuts = np.flatnonzero(np.diff(inverse[order])) + 1
@@ -151,6 +152,8 @@ def _cell(values: Any) -> float | str | None:
             return None
         if lo == hi:
             return _number(lo)
+        if lo >= 0:
+            return " ".join(map(str, values.tolist()))
         return " ".join(str(x) if x >= 0 else "-" for x in values.tolist())
     first = values[0]
     if all(v == first for v in values):
@@ -171,9 +174,10 @@ def _stats(d: np.ndarray) -> Stats | None:
         return None
     s = np.sort(d).astype(np.float64)
     n = len(s)
+    median = float(s[n // 2]) if n % 2 else float((s[n // 2 - 1] + s[n // 2]) / 2)
     return Stats(
         unit="ns",
-        median=float(np.median(s)),
+        median=median,
         mean=float(s.mean()),
         min=float(s[0]),
         max=float(s[-1]),

@@ -125,11 +125,16 @@ class Database:
         with self.guard(table):
             return cols, self.conn.execute(sql).fetchall()
 
-    def ints(self, table: str, col: str, values: list[Any]) -> np.ndarray:
+    def ints(self, table: str, col: str, values: Sequence[Any]) -> np.ndarray:
         """A column's values as int64 (NULL as -1). SQLite does not enforce column types:
         text, a fraction or a blob where an integer belongs is an error naming the table,
         the row and the column."""
-        if not set(map(type, values)) <= {int, type(None)}:
+        if values:
+            arr = np.array(values)  # int64 exactly when every value is an integer that fits
+            if arr.dtype == np.int64:
+                return arr
+        types = set(map(type, values))
+        if not types <= {int, type(None)}:
             i, v = next((i, v) for i, v in enumerate(values) if v is not None and type(v) is not int)
             raise InputError(
                 self.path,

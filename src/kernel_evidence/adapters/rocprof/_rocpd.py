@@ -44,7 +44,7 @@ __all__ = ["WHAT", "read_rocpd"]
 WHAT = "a rocpd database (rocprofv3 --output-format rocpd)"
 
 _DISPATCH = (
-    "guid", "pid", "agent_id", "kernel_id", "dispatch_id", "queue_id", "stream_id", "tid", "start", "end",
+    "guid", "pid", "agent_id", "kernel_id", "dispatch_id", "queue_id", "stream_id", "start", "end",
     "group_segment_size", "private_segment_size", "workgroup_size_x", "workgroup_size_y",
     "workgroup_size_z", "grid_size_x", "grid_size_y", "grid_size_z", "event_id",
 )  # fmt: skip
@@ -85,6 +85,24 @@ def _rows(
             cols = keep
         rows.extend(r)
     return cols or [], rows
+
+
+def _one_guid(db: Database, name: str) -> tuple[bool, Any]:
+    """(True, guid) when every row of the logical table has the same ``guid`` (one run: the
+    column need not be fetched row by row), else (False, None)."""
+    found: list[Any] = []
+    for t in db.suffixed(name):
+        if "guid" not in db.columns(t):
+            return True, None
+        with db.guard(t):
+            first = db.conn.execute(f'SELECT guid FROM "{t}" LIMIT 1').fetchone()
+            if first is None:
+                continue
+            other = db.conn.execute(f'SELECT 1 FROM "{t}" WHERE guid IS NOT ? LIMIT 1', first).fetchone()
+        if other is not None:
+            return False, None
+        found.append(first[0])
+    return (len(set(found)) <= 1), (found[0] if found else None)
 
 
 def _extdata(text: Any) -> dict[str, Any]:
@@ -211,7 +229,10 @@ def read_rocpd(path: Path, cap: int) -> list[Run]:
             raise InputError(
                 str(path), None, f"no rocpd_kernel_dispatch table{hint}; expected {WHAT} with a kernel trace"
             )
-        cols, rows = _rows(db, "rocpd_kernel_dispatch", _DISPATCH, _REQUIRED)
+        single, the_guid = _one_guid(db, "rocpd_kernel_dispatch")
+        has_pmc = bool(db.suffixed("rocpd_pmc_event"))
+        wanted = tuple(c for c in _DISPATCH if (c != "guid" or not single) and (c != "event_id" or has_pmc))
+        cols, rows = _rows(db, "rocpd_kernel_dispatch", wanted, _REQUIRED)
         agent_of, agents = _agents(db)
         symbols = _symbols(db)
         pids = _pids(db)
@@ -228,30 +249,22 @@ def read_rocpd(path: Path, cap: int) -> list[Run]:
             f"is empty: no kernel dispatches; expected {WHAT} with a kernel trace",
         )
     table = "rocpd_kernel_dispatch"
-    data = {c: [row[i] for row in rows] for i, c in enumerate(cols)}
-    guids = data.get("guid", [None] * len(rows))
-    ints = {c: db.ints(table, c, data[c]) for c in cols if c != "guid"}
-    procs = ints["pid"] if "pid" in ints else np.full(len(rows), -1, np.int64)
+    columns = list(zip(*rows, strict=True))  # one tuple per column
+    n = len(rows)
+    guids = columns[cols.index("guid")] if "guid" in cols else (the_guid,) * n
+    ints = {c: db.ints(table, c, columns[i]) for i, c in enumerate(cols) if c != "guid"}
+    procs = ints["pid"] if "pid" in ints else np.full(n, -1, np.int64)
+    distinct = sorted(set(guids), key=str)
+    if len(distinct) == 1:
+        gcode = np.zeros(n, np.int64)
+    else:
+        code = {g: i for i, g in enumerate(distinct)}
+        gcode = np.fromiter((code[g] for g in guids), np.int64, n)
     runs = []
-    for proc in sorted(
-        {(g, int(p)) for g, p in zip(guids, procs.tolist(), strict=True)}, key=lambda x: (str(x[0]), x[1])
-    ):
-        sel = np.array([g == proc[0] and p == proc[1] for g, p in zip(guids, procs.tolist(), strict=True)])
+    for gi, p in sorted({(int(a), int(b)) for a, b in np.unique(np.stack([gcode, procs], axis=1), axis=0)}):
+        where = np.flatnonzero((gcode == gi) & (procs == p))
         runs.append(
-            _run(
-                path,
-                proc,
-                sel,
-                guids,
-                ints,
-                agent_of,
-                agents,
-                symbols,
-                pids,
-                counters,
-                len(pids) > 1 or proc[1] < 0,
-                version,
-            )
+            _run(path, (distinct[gi], p), where, ints, agent_of, agents, symbols, pids, counters, version)
         )
     return runs
 
@@ -259,36 +272,30 @@ def read_rocpd(path: Path, cap: int) -> list[Run]:
 def _run(
     path: Path,
     proc: tuple[Any, int],
-    sel: np.ndarray,
-    guids: list[Any],
+    where: np.ndarray,
     ints: dict[str, np.ndarray],
     agent_of: dict[tuple[Any, int], int],
     agents: dict[int, Agent],
     symbols: dict[tuple[Any, int], dict[str, Any]],
     pids: dict[tuple[Any, int], int],
     counters: dict[str, dict[tuple[Any, int], float]],
-    several: bool,
     version: str | None,
 ) -> Run:
+    """The dispatches ``where`` of one process (rows of one run GUID: ids join within it)."""
+    guid = proc[0]
     pid = pids.get(proc)
     label = f"{path.name} (pid {pid})" if pid is not None else path.name
-    where = np.flatnonzero(sel)
-    g = [guids[i] for i in where.tolist()]
     warnings: list[str] = []
-    agent_rows = ints["agent_id"][where].tolist()
-    device = np.array(
-        [agent_of.get((gg, a), -1) for gg, a in zip(g, agent_rows, strict=True)], dtype=np.int64
-    )
+    agent_ids, at = np.unique(ints["agent_id"][where], return_inverse=True)
+    device = np.array([agent_of.get((guid, int(a)), -1) for a in agent_ids], np.int64)[at.reshape(-1)]
     unknown = int((device < 0).sum())
     if unknown:
         warnings.append(
             f"{label}: {unknown} dispatch(es) name no agent of rocpd_info_agent; device unknown for them"
         )
-    kernel_rows = ints["kernel_id"][where].tolist()
-    keys: dict[tuple[Any, int], int] = {}
-    kernel = np.array(
-        [keys.setdefault((gg, k), len(keys)) for gg, k in zip(g, kernel_rows, strict=True)], dtype=np.int64
-    )
+    kernel_ids, kernel = np.unique(ints["kernel_id"][where], return_inverse=True)
+    kernel = kernel.reshape(-1).astype(np.int64)
+    keys = {(guid, int(k)): key for key, k in enumerate(kernel_ids.tolist())}
     kernels: dict[int, tuple[str, str | None]] = {}
     missing = []
     for (gg, k), key in keys.items():
@@ -305,17 +312,13 @@ def _run(
         )
     columns: dict[str, Any] = {c: ints[c][where] for c in _KEPT if c in ints}
     for field_ in ("arch_vgpr_count", "accum_vgpr_count", "sgpr_count"):
-        per_key = {key: symbols.get(gk, {}).get(field_) for gk, key in keys.items()}
-        if any(isinstance(v, int) for v in per_key.values()):
-            columns[field_] = int_column(
-                [per_key[k] if isinstance(per_key[k], int) else None for k in kernel.tolist()]
-            )
+        per_key = [symbols.get(gk, {}).get(field_) for gk in keys]  # in key order
+        if any(type(v) is int for v in per_key):
+            columns[field_] = int_column([v if type(v) is int else None for v in per_key])[kernel]
     if counters and "event_id" in ints:
         events = ints["event_id"][where].tolist()
         for name, per in sorted(counters.items()):
-            columns[name] = np.array(
-                [per.get((gg, e), np.nan) for gg, e in zip(g, events, strict=True)], dtype=np.float64
-            )
+            columns[name] = np.array([per.get((guid, e), np.nan) for e in events], dtype=np.float64)
     launches = Launches(
         source=label,
         kernel=kernel,

@@ -11,9 +11,10 @@ the timestamps are absolute nanoseconds: a dispatch lasts ``end - start``.
 from __future__ import annotations
 
 import hashlib
-from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import numpy as np
 
 from ...devices import canonical_id
 from ...models import Artifact, ByteSize, EvidencePacket, Hardware
@@ -76,8 +77,11 @@ def _positive(v: object) -> int | None:
 def amd_hardware(run: Run) -> tuple[Hardware | None, list[str]]:
     """The GPUs the run's dispatches ran on, as one Hardware; a warning when they differ
     (the device of most dispatches is described) or the trace names none."""
-    used = Counter(int(d) for d in run.launches.device.tolist() if d >= 0)
-    gpus = [run.agents[i] for i, _ in used.most_common() if i in run.agents and run.agents[i].gpu]
+    ids, counts = np.unique(run.launches.device, return_counts=True)
+    used = sorted(
+        ((int(c), int(i)) for i, c in zip(ids, counts, strict=True) if i >= 0), key=lambda x: (-x[0], x[1])
+    )
+    gpus = [run.agents[i] for _, i in used if i in run.agents and run.agents[i].gpu]
     if not gpus:
         return None, (
             [f"{run.label}: the agents that ran the dispatches are not described; hardware unknown"]
