@@ -50,6 +50,8 @@ _BUILTIN: dict[str, str] = {
     "nsys": ".nsys",
     "torch-profiler": ".torch_profiler",
     "guidellm": ".guidellm",
+    "kernelbot": ".kernelbot",
+    "tritonbench": ".tritonbench",
 }
 
 

@@ -25,7 +25,8 @@ and then the set as a whole:
 - a speedup that jumps more than ``lineage_jump`` times over the candidate's parent in one
   step (AU601): by ``lineage.parent_packet_id``, else the previous ``iteration`` of the
   same run or candidate on the same shape;
-- a candidate that passes some workloads and fails others numerically (AU701).
+- a candidate that passes some workloads and fails others (AU701), or passes its public
+  run and fails its secret one (AU702: an extension's ``secret`` flag, as kernelbot's).
 
 The result ranks the suspects (worst level, then score) and sums up each candidate, model
 and submitter. ``kevidence audit`` renders it as text, JSON, CSV or Markdown
@@ -198,9 +199,28 @@ class _Auditor:
         mixed = {k: v for k, v in tally.items() if v[0] and v[1]}
         if not mixed:
             return
+        secret_failed = {
+            f.candidate for f, _, _ in self.facts if f.secret is True and f.status == "failed" and f.candidate
+        }
         for i, (f, _, _) in enumerate(self.facts):
             counts = mixed.get(f.candidate) if f.candidate is not None else None
-            if counts is not None and f.status == "passed":
+            if (
+                counts is not None
+                and f.status == "passed"
+                and f.secret is False
+                and f.candidate in secret_failed
+            ):
+                self._add(
+                    i,
+                    Reason(
+                        "AU702",
+                        "high",
+                        "passes its public run but fails the secret (held-back) run of the same candidate: "
+                        "a result fitted to the public inputs",
+                        "/status",
+                    ),
+                )
+            elif counts is not None and f.status == "passed":
                 self._add(
                     i,
                     Reason(

@@ -90,6 +90,8 @@ class Facts:
     recomputed: float | None
     #: the candidate's typical time in seconds (median, else mean)
     seconds: float | None
+    #: a run on held-back inputs (a leaderboard's secret seed), as an extension says
+    secret: bool | None = None
 
 
 def _value(x: Any) -> Any:
@@ -229,8 +231,16 @@ def inspect_packet(p: Any, rule_ids: frozenset[str]) -> tuple[list[Reason], Fact
         claimed=claimed,
         recomputed=recomputed,
         seconds=seconds,
+        secret=_extension_flag(p, "secret"),
     )
     return reasons, facts
+
+
+def _extension_flag(p: Any, key: str) -> bool | None:
+    for body in (p.extensions or {}).values():
+        if isinstance(body, dict) and isinstance(body.get(key), bool):
+            return bool(body[key])
+    return None
 
 
 def _check_claim(
