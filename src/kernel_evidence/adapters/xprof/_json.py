@@ -16,8 +16,8 @@ import re
 from typing import Any
 
 from ...errors import AdapterError
-from ._model import DeviceInfo, OpAgg, ProfileData, Step
-from ._xplane import parse_kernel_details
+from ._model import DeviceInfo, OpAgg, OpRuns, ProfileData, Step
+from ._xplane import _GPU_MODULE_RUN, parse_kernel_details
 
 __all__ = ["profile_from_tools", "profile_from_trace"]
 
@@ -131,6 +131,9 @@ def profile_from_trace(docs: list[tuple[str, Any]]) -> ProfileData:
             "the trace names no device (/device:TPU:n, /device:GPU:n) and holds no XLA op events; "
             "hardware left out"
         )
+    for op in profile.ops.values():
+        if op.kernel_time:  # a GPU op is named after the kernel with most of its time
+            op.raw_name = op.dominant_kernel()
     if any(op.flops is None and op.model_flops is not None for op in profile.ops.values()):
         for op in profile.ops.values():
             if op.flops is None and op.model_flops is not None:
@@ -254,7 +257,8 @@ def _trace_events(
     op_spans: dict[Any, list[float]] = {}  # device pid -> [first start, last end] (ps) of its ops
     busy_gpu: set[Any] = set()  # GPU device pids with at least one kernel / op event
     host_steps: list[Step] = []
-    runs: dict[tuple[Any, Any], list[Any]] = {}  # per thread: (op key, group) of the last XLA op
+    runs: dict[tuple[Any, Any], OpRuns] = {}  # per thread: where the last XLA op's execution ends
+    executions = _module_executions(xs, devices)
     any_device = bool(devices)
     for ev, ts, dur, place in xs:
         pid = ev.get("pid")
@@ -288,16 +292,16 @@ def _trace_events(
                 "Source code",
             ):
                 continue
-            state = runs.setdefault((pid, ev.get("tid")), [None, None])
-            _gpu_trace_op(ev, args, dur, (host, dev[1]), profile, state, cells, place)
+            state = runs.setdefault((pid, ev.get("tid")), OpRuns())
+            _gpu_trace_op(ev, args, dur, (host, dev[1]), profile, state, cells, place, executions)
             busy_gpu.add(pid)
         else:
             if "step_num" in args:
                 host_steps.append(Step(f"{ev.get('name', 'step')} {args['step_num']}", dur * 1e6))
             elif not any_device and "hlo_op" in args:
                 ordinal = _int(args.get("device_ordinal")) or 0
-                state = runs.setdefault((pid, ev.get("tid")), [None, None])
-                _gpu_trace_op(ev, args, dur, (host, ordinal), profile, state, cells, place)
+                state = runs.setdefault((pid, ev.get("tid")), OpRuns())
+                _gpu_trace_op(ev, args, dur, (host, ordinal), profile, state, cells, place, executions)
     cells.report(
         {
             "dur": "the event was skipped",
@@ -377,15 +381,48 @@ def _tpu_trace_op(
         agg.hbm_bytes = agg.bytes_accessed
 
 
+def _module_executions(
+    xs: list[tuple[dict[str, Any], float | None, float | None, str]], devices: dict[Any, tuple[str, int]]
+) -> dict[Any, int]:
+    """Launch correlation id -> module execution, from the host threads' events: the
+    ``<module>:XLA GPU module`` event around one execution and the driver API events of its
+    launches inside it, whose ``correlation_id`` the kernels' device events carry too (as in
+    the XSpace reader)."""
+    spans: dict[tuple[Any, Any], list[tuple[float, float, int]]] = {}
+    launches: dict[tuple[Any, Any], list[tuple[float, Any]]] = {}
+    count = 0
+    for ev, ts, dur, _ in xs:
+        if ts is None or dur is None or ev.get("pid") in devices:
+            continue
+        thread = (ev.get("pid"), ev.get("tid"))
+        if str(ev.get("name", "")).endswith(_GPU_MODULE_RUN):
+            spans.setdefault(thread, []).append((ts, ts + dur, count))
+            count += 1
+            continue
+        args = ev.get("args")
+        corr = args.get("correlation_id") if isinstance(args, dict) else None
+        if corr is not None and not isinstance(corr, (dict, list)):
+            launches.setdefault(thread, []).append((ts, corr))
+    out: dict[Any, int] = {}
+    for thread, runs in spans.items():
+        runs.sort()
+        for start, corr in launches.get(thread, ()):
+            inside = [r for r in runs if r[0] <= start <= r[1]]
+            if inside:
+                out[corr] = inside[-1][2]
+    return out
+
+
 def _gpu_trace_op(
     ev: dict[str, Any],
     args: dict[str, Any],
     dur_us: float,
     device: tuple[int, int],
     profile: ProfileData,
-    state: list[Any],
+    state: OpRuns,
     cells: _Cells,
     place: str,
+    executions: dict[Any, int],
 ) -> None:
     kname = str(ev.get("name", ""))
     hlo_op = str(args.get("hlo_op") or "").split("::")[-1]
@@ -394,9 +431,10 @@ def _gpu_trace_op(
     if hlo_op:
         scope = str(args.get("program_id") or args.get("hlo_module") or "")
         key = f"{scope}/{hlo_op}"
-        group = (args.get("group_id"), args.get("run_id"))
-        new_occurrence = state[0] != key or state[1] != group
-        state[0], state[1] = key, group
+        corr = args.get("correlation_id")
+        execution = executions.get(corr) if corr is not None and not isinstance(corr, (dict, list)) else None
+        mark = (args.get("group_id"), args.get("run_id"), execution)
+        new_occurrence = state.new_execution(key, mark, kname)
         agg = profile.ops.get(key)
         if agg is None:
             agg = profile.ops[key] = OpAgg(name=hlo_op, key=key, raw_name=kname)
@@ -422,11 +460,14 @@ def _gpu_trace_op(
                         n = _num(v)
                         agg.raw[k] = (n if n is not None else v, None)
     if not hlo_op and args.get("tf_op"):
-        state[0] = state[1] = None
+        state.end()
     dd = cells.num(args.get("device_duration_ps"), "device_duration_ps", place, nonneg=True)
     agg.occurrences += int(new_occurrence)
-    agg.time_ps += dd if dd is not None else dur_us * 1e6
+    ps = dd if dd is not None else dur_us * 1e6
+    agg.time_ps += ps
     agg.devices.add(device)
+    if hlo_op:
+        agg.add_kernel(kname, ps)
 
 
 # ------------------------------------------------------------------------------------------

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["DeviceInfo", "OpAgg", "ProfileData", "Step"]
+__all__ = ["DeviceInfo", "OpAgg", "OpRuns", "ProfileData", "Step"]
 
 
 @dataclass
@@ -47,10 +47,54 @@ class OpAgg:
     #: figures the source has for this op but that could not be read ("time_ps",
     #: "occurrences"): left out of the packet, never taken as 0
     unknown: set[str] = field(default_factory=set)
+    #: GPU kernels the op launched, name -> time (ps), in the order first seen
+    kernel_time: dict[str, float] = field(default_factory=dict)
 
     @property
     def self_ps(self) -> float:
         return max(self.time_ps - self.children_ps, 0.0)
+
+    def add_kernel(self, name: str, time_ps: float) -> None:
+        """Count ``time_ps`` of one kernel launch of this op."""
+        self.kernel_time[name] = self.kernel_time.get(name, 0.0) + time_ps
+
+    def dominant_kernel(self) -> str | None:
+        """The kernel that took most of the op's time (the first seen among equals), or None."""
+        if not self.kernel_time:
+            return None
+        return max(self.kernel_time, key=self.kernel_time.__getitem__)
+
+
+class OpRuns:
+    """Where one execution of an HLO op ends, on one GPU stream.
+
+    A kernel event starts a new execution of its op when the op changes, when the
+    profile's execution marks change (``group_id``, ``run_id``, and the host module
+    execution its launch's correlation id leads to), or when the kernel is one this
+    execution has already launched: an op's execution launches each of its kernels once,
+    so the same GEMM kernel three times in a row is three calls, however close together.
+    Kernels of one op that follow each other without these marks (a fusion's two kernels)
+    stay one execution.
+    """
+
+    __slots__ = ("_kernels", "_key", "_mark")
+
+    def __init__(self) -> None:
+        self._key: str | None = None
+        self._mark: Any = None
+        self._kernels: set[str] = set()
+
+    def new_execution(self, key: str, mark: Any, kernel: str) -> bool:
+        """Whether this kernel of op ``key`` starts one more execution of it."""
+        if key != self._key or mark != self._mark or kernel in self._kernels:
+            self._key, self._mark, self._kernels = key, mark, {kernel}
+            return True
+        self._kernels.add(kernel)
+        return False
+
+    def end(self) -> None:
+        """A framework op or other event between two kernels: the run of the op is over."""
+        self._key, self._mark, self._kernels = None, None, set()
 
 
 @dataclass

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from ...errors import AdapterError, shown
-from ._model import DeviceInfo, OpAgg, ProfileData, Step
+from ._model import DeviceInfo, OpAgg, OpRuns, ProfileData, Step
 from ._proto import messages
 
 __all__ = ["parse_xspace", "profile_from_xspaces"]
@@ -23,6 +23,9 @@ __all__ = ["parse_xspace", "profile_from_xspaces"]
 _TPU_PLANE = re.compile(r"^/device:TPU:(\d+)$")
 _GPU_PLANE = re.compile(r"^/device:GPU:(\d+)$")
 _MODULE_EVENT = re.compile(r"^(?P<name>.*)\((?P<id>\d+)\)$")
+#: the host TraceMe XLA's GPU executable opens around one execution of a module
+#: (``jit_f:XLA GPU module``; xla/service/gpu/gpu_executable.cc)
+_GPU_MODULE_RUN = ":XLA GPU module"
 
 #: derived (not hardware) lines on device planes
 _DERIVED_LINES = frozenset(
@@ -154,6 +157,8 @@ class _Collector:
         self.host = 0  # index of the XSpace (host) being read
         self.negative_durations = 0  # events skipped: a negative duration is no time
         self.negative_costs = 0  # flops / bytes stats below zero, left out
+        #: launch correlation id -> the host module execution it was made in (this host)
+        self.executions: dict[int, int] = {}
 
     # -- bookkeeping -----------------------------------------------------------------------
     def op(self, key: str, name: str) -> OpAgg:
@@ -306,7 +311,7 @@ class _Collector:
             by_id[n]: n
             for n in ("hlo_op", "hlo_module", "program_id", "kernel_details", "memcpy_details",
                       "device_duration_ps", "hlo_category", "tf_op", "flops", "model_flops",
-                      "bytes_accessed", "group_id", "run_id")
+                      "bytes_accessed", "group_id", "run_id", "correlation_id")
             if n in by_id
         }  # fmt: skip
         has_events = False
@@ -319,7 +324,7 @@ class _Collector:
             if lname in _DERIVED_LINES:
                 continue
             md_names: dict[int, str] = {}
-            state: list[Any] = [None, None]  # (op key, group id) of the last XLA op on this line
+            state = OpRuns()
             for ev in line.events:
                 has_events = True
                 if ev.duration_ps < 0:
@@ -346,10 +351,11 @@ class _Collector:
             self.p.device_time_ps += last - first
         return has_events
 
-    def _gpu_event(self, ordinal: int, kname: str, ev: Any, found: dict[str, Any], state: list[Any]) -> None:
-        """One kernel / thunk event. Contiguous kernels of one HLO op (same group and run id)
-        on a line are one occurrence, as in xprof; ``hlo_op`` may be an ``a::b`` stack
-        (innermost last)."""
+    def _gpu_event(self, ordinal: int, kname: str, ev: Any, found: dict[str, Any], state: OpRuns) -> None:
+        """One kernel / thunk event. The kernels of one execution of an HLO op are one
+        occurrence; :class:`OpRuns` says where an execution ends (the profile's group and
+        run ids, the host module execution the launch's correlation id leads to, a kernel
+        launched again). ``hlo_op`` may be an ``a::b`` stack (innermost last)."""
         dur = ev.duration_ps
         if "device_duration_ps" in found:
             dur = _num(found["device_duration_ps"]) or dur
@@ -365,22 +371,20 @@ class _Collector:
             module = found.get("hlo_module")
             scope = str(program_id) if program_id is not None else (str(module) if module else "")
             key = f"{scope}/{hlo_op}"
-            group = (found.get("group_id"), found.get("run_id"))
-            new_occurrence = state[0] != key or state[1] != group
-            state[0], state[1] = key, group
+            corr = found.get("correlation_id")
+            execution = self.executions.get(corr) if isinstance(corr, int) else None
+            mark = (found.get("group_id"), found.get("run_id"), execution)
+            new_occurrence = state.new_execution(key, mark, kname)
             agg = self.op(key, hlo_op)
+            agg.add_kernel(kname, dur)
             if agg.occurrences == 0:
                 agg.program_id = str(program_id) if program_id is not None else None
                 agg.module = str(module) if module else None
-                agg.raw_name = kname
                 cat = found.get("hlo_category")
                 agg.category = str(cat) if cat else None
                 for k in ("tf_op", "hlo_module", "program_id"):
                     if found.get(k) is not None:
                         agg.raw[k] = (str(found[k]), None)
-                agg.raw["kernel_count"] = (0, "count")
-            kernels = agg.raw.setdefault("__kernels", (set(), None))[0]
-            kernels.add(kname)
         elif found.get("memcpy_details") is not None or kname.startswith(("Memcpy", "Memset")):
             agg = self.op(f"memcpy/{kname}", kname)
             agg.kind = "memcpy"
@@ -406,7 +410,7 @@ class _Collector:
             if tf_op and "tf_op" not in agg.raw:
                 agg.raw["tf_op"] = (str(tf_op), None)
         if not hlo_op and found.get("tf_op"):
-            state[0] = state[1] = None  # a framework op ends a run of one HLO op's kernels
+            state.end()  # a framework op ends a run of one HLO op's kernels
         for k in ("flops", "model_flops", "bytes_accessed"):
             if k in found:
                 amount = _cost(found[k])
@@ -431,7 +435,7 @@ class _Collector:
         }
         hlo_id = by_id["hlo_op"]
         for line in plane.lines:
-            state: list[Any] = [None, None]
+            state = OpRuns()
             for ev in line.events:
                 found: dict[str, Any] = {}
                 hit = False
@@ -479,6 +483,55 @@ class _Collector:
                 )
             )
         return out
+
+
+def _module_executions(space: Any) -> dict[int, int]:
+    """Launch correlation id -> module execution, from the host threads of one XSpace.
+
+    XLA opens a ``<module>:XLA GPU module`` TraceMe around each execution of a module on the
+    host thread that launches its kernels; the driver API events of those launches
+    (``cuLaunchKernel``, ``hipModuleLaunchKernel``...) inside it carry the correlation id
+    that the kernel's device event carries too. Executions are numbered in file order."""
+    out: dict[int, int] = {}
+    count = 0
+    for plane in space.planes:
+        if not plane.name.startswith("/host:"):
+            continue
+        names = _plane_names(plane)
+        corr_id = next((k for k, v in names.items() if v == "correlation_id"), None)
+        if corr_id is None:
+            continue
+        runs = {
+            k
+            for k, md in plane.event_metadata.items()
+            if (md.display_name or md.name).endswith(_GPU_MODULE_RUN)
+        }
+        if not runs:
+            continue
+        for line in plane.lines:
+            spans: list[tuple[int, int, int]] = []  # (start, end, execution) of module runs
+            launches: list[tuple[int, int]] = []  # (start, correlation id)
+            for ev in line.events:
+                if ev.metadata_id in runs:
+                    spans.append((ev.offset_ps, ev.offset_ps + max(ev.duration_ps, 0), count))
+                    count += 1
+                    continue
+                for st in ev.stats:
+                    if st.metadata_id == corr_id:
+                        launches.append((ev.offset_ps, st.int64_value + st.uint64_value))
+                        break
+            if not spans or not launches:
+                continue
+            spans.sort()
+            launches.sort()
+            i = 0
+            for start, corr in launches:  # the latest-starting run that holds the launch
+                while i + 1 < len(spans) and spans[i + 1][0] <= start:
+                    i += 1
+                s0, e0, execution = spans[i]
+                if s0 <= start <= e0:
+                    out[corr] = execution
+    return out
 
 
 def _device_span(ev: Any, dd_id: int | None, do_id: int) -> tuple[int, int]:
@@ -543,6 +596,7 @@ def profile_from_xspaces(spaces: list[tuple[str, Any]]) -> ProfileData:
             profile.warnings.append(f"{source}: profiler error: {shown(' '.join(msg.split()))}")
         for msg in list(space.warnings)[:5]:
             profile.warnings.append(f"{source}: profiler warning: {shown(' '.join(msg.split()))}")
+        col.executions = _module_executions(space)
         for plane in space.planes:
             pname = plane.name
             m_tpu = _TPU_PLANE.match(pname)
@@ -598,9 +652,9 @@ def profile_from_xspaces(spaces: list[tuple[str, Any]]) -> ProfileData:
     for agg in profile.ops.values():
         if agg.module is None and agg.program_id is not None:
             agg.module = col.module_names.get(agg.program_id)
-        kernels = agg.raw.pop("__kernels", None)
-        if kernels is not None:
-            agg.raw["kernel_count"] = (len(kernels[0]), "count")
+        if agg.kind == "hlo" and agg.kernel_time:
+            agg.raw_name = agg.dominant_kernel()  # the kernel with most of the op's time
+            agg.raw["kernel_count"] = (len(agg.kernel_time), "count")
     # steps: the device Steps line of the first host's lowest device ordinal, else the host
     # step annotations of the first host that has any (every host runs the same steps)
     if col.steps_by_device:
