@@ -150,7 +150,8 @@ def _read_export(job: _Job, options: AdapterOptions) -> tuple[list[EvidencePacke
     path = job.paths[0]
     runs = read_export(str(path), max_bytes_option(options.extra))
     source = _file_artifact(path, "application/vnd.sqlite3")
-    packets, warnings = [], []
+    packets: list[EvidencePacket] = []
+    warnings: list[str] = []
     stem = path.name.split(".")[0] or "nsys"
     for i, run in enumerate(runs):
         reduced = reduce_launches(run.launches, CUDA_SHAPE)
@@ -203,7 +204,8 @@ def _dims(cell: str | None) -> list[int] | None:
     if len(parts) != 3:
         return None
     out = [number(p) for p in parts]
-    return [int(x) for x in out] if all(x is not None and x.is_integer() and x >= 0 for x in out) else None  # type: ignore[union-attr]
+    dims = [int(x) for x in out if x is not None and x.is_integer() and x >= 0]
+    return dims if len(dims) == 3 else None
 
 
 def _summary(
@@ -230,15 +232,18 @@ def _summary(
             f"line {section.line}",
             f"time unit `{bad_units[0]}` not understood; expected ns, us, ms or s",
         )
-    records, rows, stats, warnings = [], [], [], []
+    records: list[KernelRecord] = []
+    rows: list[dict[str, Any]] = []
+    stats: list[tuple[float, Stats]] = []
+    warnings: list[str] = []
     for row in section.rows:
         name = row[i_name].strip()
         if not name:
             continue
-        v = {
-            k: (number(row[i]) * factors[k] if i is not None and number(row[i]) is not None else None)
-            for k, i in times.items()
-        }  # type: ignore[operator]
+        v: dict[str, float | None] = {}
+        for k, i in times.items():
+            x, f = (number(row[i]) if i is not None else None), factors[k]
+            v[k] = x * f if x is not None and f is not None else None
         count = number(row[i_count]) if i_count is not None else None
         n = int(count) if count is not None and count.is_integer() and count >= 0 else None
         typical = v["median"] if v["median"] is not None else v["mean"]

@@ -126,7 +126,7 @@ def _gpus(db: Database) -> dict[int, dict[str, Any]]:
         "busLocation",
     )
     cols, rows = db.select("TARGET_INFO_GPU", wanted)
-    out = {}
+    out: dict[int, dict[str, Any]] = {}
     for row in rows:
         r = dict(zip(cols, row, strict=True))
         if isinstance(r.get("id"), int):
