@@ -574,6 +574,73 @@ def tolerance_miss() -> dict[str, Any]:
     return d
 
 
+def _conditions(d: dict[str, Any]) -> dict[str, Any]:
+    """The candidate's conditions of a timed kernel example (schema 0.2)."""
+    t = d["timing"]
+    shape = next(s for s in d["task"]["shapes"] if s["id"] == t["shape_id"])
+    return {
+        "dtypes": list(d["task"]["dtypes"]),
+        "shape_id": t["shape_id"],
+        "dims": dict(shape["dims"]),
+        "device": d["hardware"]["device"],
+        "device_count": 1,
+        "method": t["method"],
+        "warmup": t["warmup"],
+        "repeats": t["repeats"],
+        "synchronized": True,
+        "cache": {
+            "mode": "flushed",
+            "flush_bytes": {"value": 256, "unit": "MiB"},
+            "last_level_cache": {"value": 50, "unit": "MiB"},
+            "flush_in_timed_window": False,
+        },
+        "clock_policy": "locked",
+        "session": "run-2026-11-20-0930",
+        "interleaved": True,
+        "fresh_inputs": True,
+        "sample_handling": "all",
+    }
+
+
+def nvidia_gemm_recorded() -> dict[str, Any]:
+    """The H100 GEMM as a 0.2 harness records it: both sides' conditions, the defences it
+    ran, and when it was measured (grade A)."""
+    d = nvidia_gemm()
+    d["subject"]["name"] = "gemm_bf16_tn_4096_recorded"
+    d["measured_at"] = "2026-11-20T09:12:41Z"
+    d["hardware"]["device_id"] = "nvidia-h100-sxm5-80gb"
+    d["hardware"]["last_level_cache"] = {"value": 50, "unit": "MiB"}
+    d["timing"]["conditions"] = _conditions(d)
+    d["timing"]["baseline"]["conditions"] = _conditions(d)
+    d["profiler"][0]["of"] = {
+        "side": "candidate",
+        "shape_id": d["timing"]["shape_id"],
+        "expected_kernels": ["gemm_bf16_tn_128x256_warpspecialized"],
+    }
+    d["defences"] = [
+        {"check": "fresh_inputs", "outcome": "passed", "detail": "new inputs for each side in every round"},
+        {
+            "check": "outputs_checked_after_timing",
+            "outcome": "passed",
+            "detail": "outputs of the timed calls compared",
+        },
+        {"check": "timer_integrity", "outcome": "passed", "detail": "a 1 ms spin measured 1.00 ms"},
+        {"check": "unseen_inputs", "outcome": "passed", "detail": "re-run on 4 unseen input sets"},
+        {
+            "check": "candidate_kernel_profiled",
+            "outcome": "passed",
+            "detail": "ncu shows the candidate's kernel",
+        },
+        {
+            "check": "hidden_workload",
+            "outcome": "passed",
+            "detail": "shapes and seeds drawn after submission",
+        },
+        {"check": "cache_flush", "outcome": "passed", "detail": "256 MiB written between calls (L2 50 MiB)"},
+    ]
+    return d
+
+
 VALID = {
     "nvidia_h100_gemm_vs_cublaslt.json": nvidia_gemm,
     "amd_mi300x_gemm_fp8_vs_hipblaslt.json": amd_gemm,
@@ -749,7 +816,101 @@ def _energy_above_power_limit(d: dict[str, Any]) -> None:
     d["cost"]["energy"]["energy"]["value"] = 15000.0
 
 
+def _measured_after_made(d: dict[str, Any]) -> None:
+    # the measurement dated a day after the packet was made from it
+    d["measured_at"] = "2026-11-21T08:00:00Z"
+
+
+def _echo_replay(d: dict[str, Any]) -> None:
+    # the replay prints the benchmark command instead of running it
+    d["replay"]["command"] = ["echo", "python", "bench/gemm.py", "--m", "4096"]
+
+
+def _branch_commit(d: dict[str, Any]) -> None:
+    d["replay"]["repository"]["commit"] = "main"
+
+
+def _baseline_in_fp32(d: dict[str, Any]) -> None:
+    # the cuBLASLt baseline ran in fp32 against the bf16 candidate
+    d["timing"]["baseline"]["conditions"]["dtypes"] = ["fp32"]
+
+
+def _baseline_host_clock(d: dict[str, Any]) -> None:
+    # the baseline timed with the host clock (launch and sync included), the candidate with events
+    d["timing"]["baseline"]["conditions"]["method"] = "host_clock"
+
+
+def _cublaslt_on_amd(d: dict[str, Any]) -> None:
+    d["timing"]["baseline"]["provider"] = "cuBLASLt"
+
+
+def _placeholder_version(d: dict[str, Any]) -> None:
+    d["timing"]["baseline"]["version"] = "latest"
+
+
+def _zero_candidate_time(d: dict[str, Any]) -> None:
+    # a candidate time of 0 (a timer that underflowed) behind a claim
+    st = d["timing"]["stats"]
+    for k in ("median", "mean", "min", "max"):
+        st[k] = 0.0
+    st["percentiles"] = {"p10": 0.0, "p50": 0.0, "p90": 0.0}
+    st["samples"] = [0.0] * len(st["samples"])
+
+
+def _timed_shape_not_validated(d: dict[str, Any]) -> None:
+    # timed at a shape the validation never checked
+    d["task"]["shapes"].append({"id": "m8192n8192k8192", "dims": {"m": 8192, "n": 8192, "k": 8192}})
+    d["timing"]["shape_id"] = "m4096n4096k4096"
+    d["validation"]["shapes"][0]["shape_id"] = "m8192n8192k8192"
+
+
+def _error_above_bound(d: dict[str, Any]) -> None:
+    # max error 2.5 against atol 0.01 + rtol 0.01 x 187.5 = 1.885, marked passed
+    d["validation"]["shapes"][0]["max_abs_error"] = 2.5
+
+
+def _failed_defence(d: dict[str, Any]) -> None:
+    # the unseen-inputs re-run failed (outputs cached by input fingerprint), yet passed
+    d["defences"][3]["outcome"] = "failed"
+    d["defences"][3]["detail"] = "2 of 4 unseen input sets gave the outputs of earlier inputs"
+
+
+def _faster_than_a_launch(d: dict[str, Any]) -> None:
+    # CUDA-event times of a few hundred nanoseconds: faster than a kernel launch
+    t = d["timing"]
+    t["stats"] = stats([round(x / 400, 4) for x in t["stats"]["samples"]], "us")
+    t["speedup"]["value"] = round(t["baseline"]["stats"]["median"] / t["stats"]["median"], 4)
+    del d["task"]["shapes"][0]["work"]
+    del d["profiler"]
+
+
+def _std_understated(d: dict[str, Any]) -> None:
+    # the std reported 50x smaller than the samples give
+    d["timing"]["stats"]["std"] = 0.05
+
+
+def _identical_samples(d: dict[str, Any]) -> None:
+    # 31 samples all exactly 152.0137 us: a timer patched to return a constant
+    t = d["timing"]
+    t["stats"] = stats([152.0137] * len(t["stats"]["samples"]), "us")
+    t["speedup"]["value"] = round(t["baseline"]["stats"]["median"] / t["stats"]["median"], 4)
+
+
 INVALID: dict[str, tuple[Any, Any]] = {
+    "KE008_measured_after_the_packet_was_made.json": (nvidia_gemm_recorded, _measured_after_made),
+    "KE103_replay_echoes_the_command.json": (nvidia_gemm, _echo_replay),
+    "KE104_commit_is_a_branch_name.json": (nvidia_gemm, _branch_commit),
+    "KE207_baseline_in_fp32_candidate_in_bf16.json": (nvidia_gemm_recorded, _baseline_in_fp32),
+    "KE208_baseline_host_clock_candidate_events.json": (nvidia_gemm_recorded, _baseline_host_clock),
+    "KE209_cublaslt_baseline_on_mi300x.json": (amd_gemm, _cublaslt_on_amd),
+    "KE210_placeholder_baseline_version.json": (nvidia_gemm, _placeholder_version),
+    "KE303_zero_candidate_time.json": (nvidia_gemm, _zero_candidate_time),
+    "KE409_timed_shape_not_validated.json": (nvidia_gemm, _timed_shape_not_validated),
+    "KE411_passed_shape_error_above_its_bound.json": (nvidia_gemm, _error_above_bound),
+    "KE412_failed_defence_on_a_passed_packet.json": (nvidia_gemm_recorded, _failed_defence),
+    "KE505_duration_faster_than_a_launch.json": (nvidia_gemm, _faster_than_a_launch),
+    "KE506_std_does_not_match_samples.json": (nvidia_gemm, _std_understated),
+    "KE507_identical_samples.json": (nvidia_gemm, _identical_samples),
     "KE101_no_replay_command.json": (nvidia_gemm, _without(["replay", "command"])),
     "KE101_no_replay.json": (compile_error, _without(["replay"])),
     "KE201_no_baseline.json": (nvidia_gemm, _without(["timing", "baseline"])),

@@ -169,8 +169,19 @@ def test_exact_messages() -> None:
     )
 
 
+def _recorded() -> dict:
+    """The H100 example as a 0.2 harness records it (both sides' conditions, the defences it
+    ran): examples/packets/generate.py builds it for the invalid examples of those rules."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("_generate_examples", EXAMPLES / "generate.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.finish(module.nvidia_gemm_recorded())
+
+
 def test_grade_a_needs_everything_and_says_why_not() -> None:
-    d = _perf()
+    d = _recorded()
     assert validate(d).grade.letter == "A"
     del d["replay"]["container"]
     d["timing"]["stats"].pop("samples")
@@ -181,6 +192,42 @@ def test_grade_a_needs_everything_and_says_why_not() -> None:
     assert g.letter == "B"
     assert "replay pins no container digest" in g.reasons
     assert "no raw samples or confidence interval" in g.reasons
+
+
+def test_self_asserted_booleans_alone_never_earn_a() -> None:
+    """same_session and interleaved true without the conditions that show it: B at best, and
+    the reasons say what could not be checked."""
+    d = _recorded()
+    d.pop("packet_id")
+    del d["timing"]["conditions"], d["timing"]["baseline"]["conditions"]
+    assert d["timing"]["baseline"]["same_session"] is True and d["timing"]["interleaved"] is True
+    g = validate(d).grade
+    assert g.letter == "B"
+    assert "the candidate's measurement conditions are not recorded" in g.reasons
+    assert "the baseline's measurement conditions are not recorded" in g.reasons
+
+
+@pytest.mark.parametrize(
+    "check", ["fresh_inputs", "outputs_checked_after_timing", "timer_integrity", "unseen_inputs"]
+)
+def test_a_core_defence_skipped_or_missing_is_not_a(check: str) -> None:
+    for how in ("skipped", "missing"):
+        d = _recorded()
+        d.pop("packet_id")
+        if how == "missing":
+            d["defences"] = [x for x in d["defences"] if x["check"] != check]
+        else:
+            next(x for x in d["defences"] if x["check"] == check)["outcome"] = "skipped"
+        g = validate(d).grade
+        assert g.letter == "B" and any(check in r for r in g.reasons), (how, g)
+
+
+def test_suspicious_warnings_cap_at_c() -> None:
+    d = _recorded()
+    d.pop("packet_id")
+    d["timing"]["conditions"]["warmup"] = 0  # KE508: the first call timed
+    g = validate(d).grade
+    assert g.letter == "C" and g.reasons[0] == "suspicious: KE508"
 
 
 def test_failures_grade_d_and_invalid_grade_f() -> None:

@@ -558,6 +558,142 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], str, str]] = [
         "KE1202",
         "/cost/gpu_time",
     ),
+    # schema 0.2 rules of the identity, replay, baseline, claim, status and statistics bands
+    (
+        "7 KE008 measured_at not in the future",
+        _set("measured_at", value="2099-01-01T00:00:00Z"),
+        "KE008",
+        "/measured_at",
+    ),
+    (
+        "7 KE008 measured_at not after created_at",
+        _set("measured_at", value="2026-11-02T12:00:00Z"),
+        "KE008",
+        "/measured_at",
+    ),
+    ("7 KE103 replay runs something", _set("replay", "command", value=["true"]), "KE103", "/replay/command"),
+    (
+        "7 KE103 sh -c exit 0",
+        _set("replay", "command", value=["sh", "-c", "exit 0"]),
+        "KE103",
+        "/replay/command",
+    ),
+    (
+        "7 KE104 commit is a hash",
+        _set("replay", "repository", "commit", value="main"),
+        "KE104",
+        "/replay/repository/commit",
+    ),
+    (
+        "7 KE207 same dtypes both sides",
+        _all(
+            _set("timing", "conditions", value={"dtypes": ["bf16"]}),
+            _set(*_B, "conditions", value={"dtypes": ["fp32"]}),
+        ),
+        "KE207",
+        "/timing/baseline/conditions/dtypes",
+    ),
+    (
+        "7 KE207 same shape both sides",
+        _set(*_B, "conditions", value={"shape_id": "8192"}),
+        "KE207",
+        "/timing/baseline/conditions/shape_id",
+    ),
+    (
+        "7 KE208 same kind of timer",
+        _set(*_B, "conditions", value={"method": "host_clock"}),
+        "KE208",
+        "/timing/baseline/conditions/method",
+    ),
+    (
+        "7 KE208 same_session with two sessions",
+        _all(
+            _set("timing", "conditions", value={"session": "a"}),
+            _set(*_B, "conditions", value={"session": "b"}),
+        ),
+        "KE208",
+        "/timing/baseline/conditions/session",
+    ),
+    (
+        "7 KE209 vendor library on its hardware",
+        _set(*_B, "provider", value="hipBLASLt"),
+        "KE209",
+        "/timing/baseline/provider",
+    ),
+    (
+        "7 KE210 no placeholder version",
+        _set(*_B, "version", value="unknown"),
+        "KE210",
+        "/timing/baseline/version",
+    ),
+    ("7 KE210 no placeholder call", _set(*_B, "call", value="n/a"), "KE210", "/timing/baseline/call"),
+    (
+        "7 KE303 finite speedup",
+        _set(*_S, value={"unit": "us", "median": 0.0, "min": 0.0, "max": 0.0}),
+        "KE303",
+        "/timing/speedup/value",
+    ),
+    ("7 KE409 timed shape validated", _set("timing", "shape_id", value="8192"), "KE409", "/timing/shape_id"),
+    (
+        "7 KE411 passed shape within its bound",
+        _set("validation", "shapes", 0, "max_abs_error", value=1.0),
+        "KE411",
+        "/validation/shapes/0/max_abs_error",
+    ),
+    (
+        "7 KE411 matched ratio at least the required",
+        _all(
+            _set("validation", "shapes", 0, "matched_ratio", value=0.9),
+            _set("validation", "shapes", 0, "required_matched_ratio", value=0.99),
+        ),
+        "KE411",
+        "/validation/shapes/0/matched_ratio",
+    ),
+    (
+        "7 KE412 no failed defence on a passed packet",
+        _set("defences", value=[{"check": "unseen_inputs", "outcome": "failed"}]),
+        "KE412",
+        "/defences/0",
+    ),
+    (
+        "7 KE505 no zero duration",
+        _set(*_B, "stats", value={"unit": "us", "median": 0.0}),
+        "KE505",
+        "/timing/baseline/stats/median",
+    ),
+    (
+        "7 KE505 events faster than a launch",
+        _set(*_S, value={"unit": "us", "median": 0.5, "min": 0.4, "max": 0.6}),
+        "KE505",
+        "/timing/stats/median",
+    ),
+    ("7 KE506 std within the range", _set(*_S, "std", value=100.0), "KE506", "/timing/stats/std"),
+    (
+        "7 KE506 std of the samples",
+        _all(
+            _set(*_S, "samples", value=[178.0, 180.0, 190.0]),
+            _set(*_S, "n", value=3),
+            _set(*_S, "std", value=0.1),
+        ),
+        "KE506",
+        "/timing/stats/std",
+    ),
+    (
+        "7 KE507 samples vary",
+        _set(
+            *_S,
+            value={
+                "unit": "us",
+                "median": 180.0137,
+                "min": 180.0137,
+                "max": 180.0137,
+                "n": 12,
+                "samples": [180.0137] * 12,
+            },
+        ),
+        "KE507",
+        "/timing/stats",
+    ),
 ]
 
 # SHOULD statements that have a warning
@@ -600,6 +736,43 @@ WARNINGS: list[tuple[str, Callable[[dict[str, Any]], None], str, str]] = [
         "/hardware/device",
     ),  # fmt: skip
     ("7 KE803 clocks recorded", _set("hardware", "clocks"), "KE803", "/hardware/clocks"),
+    (
+        "7 KE105 container on a moving tag has a digest",
+        _set("replay", "container", value={"image": "ghcr.io/acme/kernels:latest"}),
+        "KE105",
+        "/replay/container",
+    ),
+    (
+        "7 KE211 baseline measured in the packet",
+        _all(_set(*_B, "packet_id", value="sha256:" + "1" * 64), _set(*_B, "stats")),
+        "KE211",
+        "/timing/baseline/packet_id",
+    ),
+    (
+        "7 KE304 basis supported by the median",
+        _all(
+            _set(*_S, "mean", value=180.0),
+            _set(
+                *_B, "stats", value={"unit": "us", "median": 207.0, "mean": 300.0, "min": 200.0, "max": 900.0}
+            ),
+            _set("timing", "speedup", value={"value": 300.0 / 180.0, "basis": "mean"}),
+        ),
+        "KE304",
+        "/timing/speedup/basis",
+    ),
+    (
+        "7 KE410 suite validated",
+        _set("task", "shapes", value=[{"id": "4096"}, {"id": "8192"}]),
+        "KE410",
+        "/validation/shapes",
+    ),
+    ("7 KE508 warmed up", _set("timing", "warmup", value=0), "KE508", "/timing/warmup"),
+    (
+        "7 KE702 reference magnitude recorded",
+        _set("validation", "shapes", 0, "reference_max_abs"),
+        "KE702",
+        "/validation/shapes/0/reference_max_abs",
+    ),
 ]
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 #: caches of values read from packets hold short strings only: a hostile batch must not pin
 #: its largest strings in memory
 CACHED_CHARS = 256
@@ -18,3 +20,35 @@ TIME_BASES = ("median", "mean", "min")
 def a(word: str) -> str:
     """The indefinite article for ``word`` (a failed packet, an error packet)."""
     return "an" if word[:1] in "aeiou" else "a"
+
+
+def cand(t: Any, name: str) -> tuple[Any, str]:
+    """The candidate's value of condition ``name`` and its pointer: ``timing.conditions.X``
+    (schema 0.2), else the flat ``timing.X`` of 0.1 (None where neither is given)."""
+    c = t.conditions
+    if c is not None:
+        v = getattr(c, name)
+        if v is not None:
+            return v, "/timing/conditions/" + name
+    return getattr(t, name, None), "/timing/" + name
+
+
+def cache_mode(t: Any) -> tuple[str | None, str]:
+    """The candidate's cache mode and its pointer (``conditions.cache.mode``, else the flat
+    ``cache_policy``)."""
+    c = t.conditions
+    if c is not None and c.cache is not None:
+        return c.cache.mode, "/timing/conditions/cache/mode"
+    return t.cache_policy, "/timing/cache_policy"
+
+
+#: placeholders that name no version, call or commit
+PLACEHOLDERS = frozenset({
+    "unknown", "n/a", "na", "latest", "none", "null", "nil", "?", "??", "-", "--", "...", "tbd",
+    "todo", "tba", "unspecified", "not specified", "default", "current", "any", "x", "xx", "xxx",
+    "<version>", "<call>", "same", "same as above", "various",
+})  # fmt: skip
+
+
+def is_placeholder(s: str) -> bool:
+    return s.strip().casefold() in PLACEHOLDERS

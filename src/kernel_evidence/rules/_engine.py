@@ -25,6 +25,9 @@ class Rule:
     title: str
     hint: str
     doc: str
+    #: the best grade a packet with this warning can have (``B`` unless declared ``C``: a
+    #: warning about a suspicious claim, not a missing record); None for errors and infos
+    caps: Literal["B", "C"] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,11 +153,18 @@ class Report:
 RULES: dict[str, Rule] = {}
 
 
-def declare(id: str, severity: Severity, title: str, hint: str, doc: str) -> None:
-    """Register a rule: its id, severity, title, hint and documentation."""
+def declare(
+    id: str, severity: Severity, title: str, hint: str, doc: str, *, caps: Literal["B", "C"] | None = None
+) -> None:
+    """Register a rule: its id, severity, title, hint and documentation; a warning's
+    ``caps`` is the best grade a packet that has it can get (``B`` when not given)."""
     if id in RULES:
         raise ValueError(f"rule {id} registered twice")
-    RULES[id] = Rule(id, severity, title, hint, doc)
+    if severity == "warning":
+        caps = caps or "B"
+    elif caps is not None:
+        raise ValueError(f"rule {id}: only warnings cap the grade (errors make it F)")
+    RULES[id] = Rule(id, severity, title, hint, doc, caps)
 
 
 def finding(rule_id: str, pointer: str, message: str) -> Finding:
@@ -163,8 +173,8 @@ def finding(rule_id: str, pointer: str, message: str) -> Finding:
 
 
 def iter_rules() -> Iterator[Rule]:
-    """Rules sorted by id."""
-    for k in sorted(RULES):
+    """Rules sorted by id, numerically (KE904 before KE1001)."""
+    for k in sorted(RULES, key=lambda k: (len(k), k)):
         yield RULES[k]
 
 

@@ -1,23 +1,52 @@
 """The evidence grade: how strong a packet's performance evidence is, and why not stronger.
 
+A grade says what could be checked. A is given only when every class of lie the rules know
+could be checked on the packet and was: nothing the packet leaves out is taken on its
+producer's word.
+
 =====  ==============================================================================
-A      a vendor-baseline claim, measured in the same session, with raw samples or a
-       confidence interval, recorded clocks, pinned code (commit and container digest)
-       and work figures or a profiler capture; no warnings
-B      a vendor-baseline claim missing some of A's supporting records
+A      a vendor-baseline claim whose every supporting record is there and checks out:
+       both sides' measurement conditions recorded (dtypes, shape, device, timing
+       method, warmup, repeats, synchronisation, cache policy) and consistent, the
+       defence record with every check run (the four core ones passed: fresh inputs,
+       outputs checked after timing, timer integrity, unseen inputs), raw samples or a
+       confidence interval, recorded clocks, pinned code (commit hash and container
+       digest), work figures or a profiler capture, the reference magnitude of every
+       shape judged under a tolerance; no warnings
+B      a vendor-baseline claim missing some of A's records (the reasons list what
+       could not be checked); ``same_session`` or ``interleaved`` stated without the
+       conditions that show it is the producer's word only, and earns B at best
 C      a claim that rests on a reference implementation, a baseline from another
-       session, or validation without per-shape results
+       session, validation without per-shape results, or a warning that makes the claim
+       suspicious (cherry-picked basis, one cold call, suite shapes not validated, a
+       tolerance judged without the reference's magnitude, a baseline that is only a
+       packet id, a container on a moving tag)
 D      a valid packet that makes no performance claim (failures, bare timings, profiles)
 F      invalid: at least one error finding
 =====  ==============================================================================
+
+Warnings cap the grade at B, or at C when their rule is declared with ``caps="C"``
+(:func:`kernel_evidence.rules._engine.declare`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from ._engine import Finding, Grade
+from ._engine import RULES, Finding, Grade
 from ._tables import baseline_entry
+
+#: the defences an A needs passed (on a kernel claim), and those it needs run (passed, or
+#: not applicable to the packet: a CPU has no kernel to profile, warm timing no flush)
+CORE_DEFENCES = ("fresh_inputs", "outputs_checked_after_timing", "timer_integrity", "unseen_inputs")
+ALL_DEFENCES = (*CORE_DEFENCES, "candidate_kernel_profiled", "hidden_workload", "cache_flush")
+#: a serving claim: its requests are its inputs, its outputs are checked as they stream
+SERVING_CORE = ("timer_integrity",)
+
+#: the conditions each side of a kernel comparison records for an A
+KERNEL_CONDITIONS = ("dtypes", "shape_id", "method", "warmup", "repeats", "synchronized", "cache")
+#: ... and of a serving comparison
+SERVING_CONDITIONS = ("method", "device_count")
 
 
 def grade_packet(p: Any, findings: list[Finding]) -> Grade:
@@ -35,36 +64,16 @@ def grade_packet(p: Any, findings: list[Finding]) -> Grade:
         else:
             caps.append(("D", "makes no performance claim (no speedup over a named baseline)"))
     else:
-        b = t.baseline
-        entry = baseline_entry(b.provider) if b is not None and b.provider else None
-        if entry is not None and entry.kind == "reference":
-            caps.append(("C", f"baseline `{entry.name}` is a reference implementation, not a vendor library"))
-        if b is not None and b.same_session is not True:
-            caps.append(("C", "baseline not measured in the same session"))
-        if p.subject.kind == "kernel" and (p.validation is None or not p.validation.shapes):
-            caps.append(("C", "validation records no per-shape results"))
-        st = t.stats
-        if st is not None and not st.samples and st.ci_low is None:
-            caps.append(("B", "no raw samples or confidence interval"))
-        h = p.hardware
-        if h is None or h.clocks is None or (h.clocks.locked is not True and h.clocks.sm_observed is None):
-            caps.append(("B", "clock state not recorded (neither locked nor observed)"))
-        r = p.replay
-        if r is None or r.repository is None or not r.repository.commit:
-            caps.append(("B", "replay pins no repository commit"))
-        elif r.repository.dirty:
-            caps.append(("B", "replay commit had uncommitted changes (dirty tree)"))
-        if r is None or r.container is None or not r.container.digest:
-            caps.append(("B", "replay pins no container digest"))
-        work = p.task is not None and (
-            p.task.work is not None or any(s.work is not None for s in p.task.shapes or ())
-        )
-        if not p.profiler and not work:
-            caps.append(("B", "no profiler capture or work figures: the speed-of-light fraction is unknown"))
+        _claim_caps(p, t, caps)
     if findings:
         warns = sorted({f.rule_id for f in findings if f.severity == "warning"})
         if warns:
-            caps.append(("B", f"warnings: {', '.join(warns)}"))
+            strong = [w for w in warns if RULES[w].caps == "C"]
+            if strong:
+                caps.append(("C", f"suspicious: {', '.join(strong)}"))
+            weak = [w for w in warns if RULES[w].caps != "C"]
+            if weak:
+                caps.append(("B", f"warnings: {', '.join(weak)}"))
     if not caps:
         return _grade("A", ())
     # the weakest letter; reasons weakest first, in the order found within a letter
@@ -76,6 +85,64 @@ def grade_packet(p: Any, findings: list[Finding]) -> Grade:
                 reasons.append(r)
                 letter = letter or lt
     return _grade(letter, tuple(reasons))
+
+
+def _claim_caps(p: Any, t: Any, caps: list[tuple[str, str]]) -> None:
+    """What keeps a claim from A (and from B)."""
+    b = t.baseline
+    kernel = p.subject.kind == "kernel"
+    entry = baseline_entry(b.provider) if b is not None and b.provider else None
+    if entry is not None and entry.kind == "reference":
+        caps.append(("C", f"baseline `{entry.name}` is a reference implementation, not a vendor library"))
+    if b is not None and b.same_session is not True:
+        caps.append(("C", "baseline not measured in the same session"))
+    if kernel and (p.validation is None or not p.validation.shapes):
+        caps.append(("C", "validation records no per-shape results"))
+    # -- the conditions of both sides, so that same_session/interleaved are not taken on
+    # the producer's word
+    if b is not None and (b.stats is not None or b.serving is not None):
+        need = KERNEL_CONDITIONS if kernel else SERVING_CONDITIONS
+        for side, c in (("candidate", t.conditions), ("baseline", b.conditions)):
+            if c is None:
+                caps.append(("B", f"the {side}'s measurement conditions are not recorded"))
+                continue
+            missing = [k for k in need if getattr(c, k) is None]
+            if c.device is None and c.device_id is None:
+                missing.append("device")
+            if missing:
+                caps.append(("B", f"the {side}'s conditions lack {', '.join(missing)}"))
+    # -- the defences the harness ran
+    ds = p.defences
+    if not ds:
+        caps.append(("B", "no defence record: which anti-gaming checks ran is unknown"))
+    else:
+        outcome = {d.check: d.outcome for d in ds}
+        core = CORE_DEFENCES if kernel else SERVING_CORE
+        weak = [c for c in core if outcome.get(c) != "passed"]
+        weak += [
+            c for c in ALL_DEFENCES if c not in core and outcome.get(c) not in ("passed", "not_applicable")
+        ]
+        if weak:
+            caps.append(("B", f"defences not run or not passed: {', '.join(weak)}"))
+    # -- the records the remaining checks need
+    st = t.stats
+    if st is not None and not st.samples and st.ci_low is None:
+        caps.append(("B", "no raw samples or confidence interval"))
+    h = p.hardware
+    if h is None or h.clocks is None or (h.clocks.locked is not True and h.clocks.sm_observed is None):
+        caps.append(("B", "clock state not recorded (neither locked nor observed)"))
+    r = p.replay
+    if r is None or r.repository is None or not r.repository.commit:
+        caps.append(("B", "replay pins no repository commit"))
+    elif r.repository.dirty:
+        caps.append(("B", "replay commit had uncommitted changes (dirty tree)"))
+    if r is None or r.container is None or not r.container.digest:
+        caps.append(("B", "replay pins no container digest"))
+    work = p.task is not None and (
+        p.task.work is not None or any(s.work is not None for s in p.task.shapes or ())
+    )
+    if not p.profiler and not work:
+        caps.append(("B", "no profiler capture or work figures: the speed-of-light fraction is unknown"))
 
 
 _GRADES: dict[tuple[str, tuple[str, ...]], Grade] = {}

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from ._common import cache_mode, cand, is_placeholder
 from ._context import Add, Ctx
 from ._engine import declare
-from ._tables import baseline_entry
+from ._tables import baseline_entry, dtype_class
+from ._units import FACTOR as _FACTOR
 
 declare(
     "KE201",
@@ -50,10 +52,64 @@ declare(
     "For a serving workload the baseline MUST be a named reference configuration (engine with "
     "version, and its settings) or another packet referenced by id.",
 )
-declare("KE206", "warning", "baseline measured in the same session",
-     "time the baseline in the same process and session, interleaved with the candidate",
-     "A baseline timed in another session (other day, other clocks, other machine state) makes "
-     "a weak comparison; `baseline.same_session` SHOULD be true.")  # fmt: skip
+declare(
+    "KE206",
+    "warning",
+    "baseline measured in the same session",
+    "time the baseline in the same process and session, interleaved with the candidate",
+    "A baseline timed in another session (other day, other clocks, other machine state) makes "
+    "a weak comparison; `baseline.same_session` SHOULD be true.",
+    caps="C",
+)
+declare(
+    "KE207",
+    "error",
+    "the baseline ran the candidate's problem on the candidate's device",
+    "time the baseline with the candidate's dtypes, shape and device (and device count)",
+    "Where both sides record them (`timing.conditions`, else the flat timing fields and the "
+    "task; `timing.baseline.conditions`), the baseline MUST have run the same problem as "
+    "the candidate: the same narrowest dtype, the same shape id and dimensions, the same "
+    "device (by id, else by name where the device table tells the names apart) and the "
+    "same device count. A baseline in fp32 against a bf16 candidate, on twice the k, on an "
+    "A100 against an H100, or on one GPU against two, is not a baseline.",
+)
+declare(
+    "KE208",
+    "error",
+    "the baseline was timed the way the candidate was",
+    "time both sides with the same method, synchronisation, cache policy and launch mode, in the session and order stated",
+    "Where both sides record them, the baseline MUST be timed like the candidate: timers of "
+    "the same kind (device events and profilers against each other, the host clock against "
+    "the host clock), both synchronised or neither, the same cache state (flushed or "
+    "rotating against flushed or rotating, warm against warm, cold against cold), a flush "
+    "that evicts the last-level cache on both sides or neither (`flush_bytes` below the "
+    "cache size evicts nothing), a flush inside the timed window on both sides or neither, "
+    "and CUDA-graph replays on both sides or neither. `same_session: true` MUST NOT stand "
+    "beside two different `session` ids, nor `interleaved: true` beside conditions that "
+    "record `interleaved: false`.",
+)
+declare(
+    "KE209",
+    "error",
+    "a vendor library runs on the hardware",
+    "compare against the library of the hardware's vendor (cuBLASLt on NVIDIA, hipBLASLt on AMD, ...)",
+    "A baseline that is a vendor's library (cuBLAS, cuDNN, CUTLASS, TensorRT... for NVIDIA; "
+    "hipBLASLt, rocBLAS, MIOpen, Composable Kernel, AITER... for AMD; oneDNN, oneMKL for "
+    "Intel) MUST run on that vendor's hardware: cuBLASLt cannot have been timed on an MI300X.",
+)
+declare(
+    "KE210",
+    "error",
+    "the baseline's version and call are real",
+    "record the library's exact version and the exact call, not a placeholder",
+    "`baseline.version`, `baseline.call` and a serving baseline's `engine.version` MUST NOT "
+    "be placeholders (`unknown`, `n/a`, `latest`, `none`, `?`, `-`, `TBD`, `default`...): "
+    "nobody can rerun that comparison.",
+)
+declare("KE211", "warning", "the baseline is measured in the packet",
+     "record the baseline's statistics (or serving metrics) and conditions beside its packet_id",
+     "A baseline given only as another packet's id, with no statistics of its own, SHOULD "
+     "be avoided: the comparison cannot be checked from this packet, and it grades C at best.", caps="C")  # fmt: skip
 
 
 def check(p: Any, ctx: Ctx, add: Add) -> None:
@@ -98,6 +154,46 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
                     "serving baseline gives no settings (e.g. tensor_parallel_size, max_num_seqs)",
                 )
             )
+    if kernel:
+        for field in ("version", "call"):
+            val = getattr(b, field)
+            if val and is_placeholder(val):
+                add(
+                    (
+                        "KE210",
+                        f"/timing/baseline/{field}",
+                        f"baseline {field} `{val.strip()}` is a placeholder",
+                    )
+                )
+    elif b.engine is not None and b.engine.version and is_placeholder(b.engine.version):
+        add(
+            (
+                "KE210",
+                "/timing/baseline/engine/version",
+                f"baseline engine version `{b.engine.version.strip()}` is a placeholder",
+            )
+        )
+    if entry is not None and entry.vendor in _RUNS_ON:
+        h = p.hardware
+        if h is not None and h.vendor != "other" and h.vendor not in _RUNS_ON[entry.vendor]:
+            add(
+                (
+                    "KE209",
+                    "/timing/baseline/provider",
+                    f"`{entry.name}` is {_VENDOR_NAME[entry.vendor]}'s library; it does not run on {h.vendor} hardware (`{h.device}`)",
+                )
+            )
+    if b.packet_id is not None and b.stats is None and b.serving is None:
+        add(
+            (
+                "KE211",
+                "/timing/baseline/packet_id",
+                "the baseline is only another packet's id: no statistics here to check the claim against",
+            )
+        )
+    bc = b.conditions
+    if bc is not None:
+        _compare(p, t, b, bc, add)
     if entry is not None and entry.kind == "reference":
         add(
             (
@@ -112,5 +208,229 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
                 "KE206",
                 "/timing/baseline/same_session",
                 "baseline not stated to be measured in the same session",
+            )
+        )
+
+
+#: the hardware vendors a vendor's library runs on
+_RUNS_ON = {"nvidia": ("nvidia",), "amd": ("amd",), "intel": ("intel", "cpu")}
+_VENDOR_NAME = {"nvidia": "NVIDIA", "amd": "AMD", "intel": "Intel"}
+
+#: dtype classes by width: the narrowest dtype of a side sets its speed
+_WIDTH = {"fp4": 4, "fp6": 6, "fp8": 8, "int8": 8, "bf16": 16, "fp16": 16, "tf32": 19, "fp32": 32, "fp64": 64}
+
+
+def _narrowest(dtypes: list[str]) -> frozenset[str]:
+    """The dtype classes of the narrowest width among ``dtypes`` (unknown spellings kept as
+    written, casefolded, at an unknown width: they must match as spelled)."""
+    known: dict[int, set[str]] = {}
+    other: set[str] = set()
+    for d in dtypes:
+        c = dtype_class(d) if len(d) <= 64 else None
+        if c is None:
+            other.add(d.strip().casefold())
+        else:
+            known.setdefault(_WIDTH[c], set()).add(c)
+    if other:
+        return frozenset(other | (known[min(known)] if known else set()))
+    return frozenset(known[min(known)]) if known else frozenset()
+
+
+def _devices_differ(a: str, b: str) -> bool:
+    """True when two device names certainly name different devices (the device table tells
+    them apart); unknown names never differ."""
+    from ..devices import candidates
+
+    if a.strip().casefold() == b.strip().casefold():
+        return False
+    ca = {e.id for e in candidates(a)}
+    cb = {e.id for e in candidates(b)}
+    return bool(ca) and bool(cb) and not (ca & cb)
+
+
+#: timers by what they time: device-side events and profilers, the host clock, a client
+_TIMER_KIND = {
+    "cuda_events": "device", "hip_events": "device", "cupti": "device", "profiler": "device",
+    "xprof": "device", "torch_profiler": "device", "triton_do_bench": "device",
+    "host_clock": "host", "serving_client": "client",
+}  # fmt: skip
+#: cache modes by the state they leave: flushing and rotating both evict
+_CACHE_STATE = {"flushed": "evicted", "rotating": "evicted", "warm": "warm", "cold_start": "cold"}
+
+_B = "/timing/baseline/conditions/"
+
+
+def _compare(p: Any, t: Any, b: Any, bc: Any, add: Add) -> None:
+    """KE207/KE208: the baseline's conditions against the candidate's, field by field."""
+    task = p.task
+    h = p.hardware
+    # -- KE207: the same problem on the same device
+    if bc.dtypes:
+        cd, cptr = cand(t, "dtypes")
+        if not cd and task is not None and task.dtypes:
+            cd, cptr = task.dtypes, "/task/dtypes"
+        if cd:
+            na, nb = _narrowest(cd), _narrowest(bc.dtypes)
+            if na and nb and na != nb:
+                add(
+                    (
+                        "KE207",
+                        _B + "dtypes",
+                        f"baseline ran in {', '.join(sorted(nb))}, the candidate in {', '.join(sorted(na))} ({cptr})",
+                    )
+                )
+    sid, sptr = cand(t, "shape_id")
+    if bc.shape_id is not None and sid is not None and bc.shape_id != sid:
+        add(
+            (
+                "KE207",
+                _B + "shape_id",
+                f"baseline timed shape `{bc.shape_id}`, the candidate `{sid}` ({sptr})",
+            )
+        )
+    if bc.dims:
+        cdims, _ = cand(t, "dims")
+        if cdims is None and sid is not None and task is not None and task.shapes:
+            for sh in task.shapes:
+                if sh.id == sid:
+                    cdims = sh.dims
+                    break
+        if cdims:
+            for k, v in bc.dims.items():
+                w = cdims.get(k)
+                if w is not None and w != v:
+                    esc = k.replace("~", "~0").replace("/", "~1")
+                    add(
+                        (
+                            "KE207",
+                            _B + "dims/" + esc,
+                            f"baseline ran with {k}={v}, the candidate with {k}={w}",
+                        )
+                    )
+                    break
+    cc = t.conditions
+    bid = bc.device_id
+    cid = cc.device_id if cc is not None and cc.device_id else (h.device_id if h is not None else None)
+    if bid and cid and bid != cid:
+        add(("KE207", _B + "device_id", f"baseline ran on `{bid}`, the candidate on `{cid}`"))
+    elif bc.device:
+        cdev = cc.device if cc is not None and cc.device else (h.device if h is not None else None)
+        if cdev and _devices_differ(bc.device, cdev):
+            add(("KE207", _B + "device", f"baseline ran on `{bc.device}`, the candidate on `{cdev}`"))
+    if (
+        bc.device_count is not None
+        and cc is not None
+        and cc.device_count is not None
+        and bc.device_count != cc.device_count
+    ):
+        add(
+            (
+                "KE207",
+                _B + "device_count",
+                f"baseline ran on {bc.device_count} device(s), the candidate on {cc.device_count}",
+            )
+        )
+    # -- KE208: timed the same way
+    m, mptr = cand(t, "method")
+    bm = bc.method
+    if bm is not None and m is not None:
+        ka, kb = _TIMER_KIND.get(m), _TIMER_KIND.get(bm)
+        if ka and kb and ka != kb:
+            add(
+                (
+                    "KE208",
+                    _B + "method",
+                    f"baseline timed with {bm}, the candidate with {m} ({mptr}): they time different things",
+                )
+            )
+    s, sync_ptr = cand(t, "synchronized")
+    if bc.synchronized is not None and s is not None and bc.synchronized != s:
+        ptr = sync_ptr if s is False else _B + "synchronized"
+        who = "candidate" if s is False else "baseline"
+        add(
+            (
+                "KE208",
+                ptr,
+                f"the {who} was timed without synchronising, the other side with it: its time misses work still running",
+            )
+        )
+    bcache = bc.cache
+    mode, mode_ptr = cache_mode(t)
+    if bcache is not None and mode is not None:
+        sa, sb = _CACHE_STATE.get(mode), _CACHE_STATE.get(bcache.mode)
+        if sa and sb and sa != sb:
+            warm_ptr = mode_ptr if sa in ("warm",) or sb == "cold" else _B + "cache/mode"
+            add(("KE208", warm_ptr, f"candidate timed with caches {mode}, the baseline {bcache.mode}"))
+        elif sa == sb == "evicted":
+            _flushes(p, t.conditions.cache if cc is not None and cc.cache is not None else None, bcache, add)
+    cache = cc.cache if cc is not None else None
+    if bcache is not None and cache is not None:
+        fa, fb = cache.flush_in_timed_window, bcache.flush_in_timed_window
+        if fa is not None and fb is not None and fa != fb:
+            ptr = (
+                "/timing/conditions/cache/flush_in_timed_window" if fa else _B + "cache/flush_in_timed_window"
+            )
+            add(
+                (
+                    "KE208",
+                    ptr,
+                    f"the {'candidate' if fa else 'baseline'}'s cache flush sits inside its timed window, the other side's does not",
+                )
+            )
+        ga, gb = cache.cuda_graph_replays or 0, bcache.cuda_graph_replays or 0
+        if (ga > 0) != (gb > 0):
+            ptr = "/timing/conditions/cache/cuda_graph_replays" if ga else _B + "cache/cuda_graph_replays"
+            add(
+                (
+                    "KE208",
+                    ptr,
+                    f"the {'candidate' if ga else 'baseline'} was replayed from a CUDA graph ({max(ga, gb)} replays), the other side launched eagerly",
+                )
+            )
+    if b.same_session is True and bc.session and cc is not None and cc.session and bc.session != cc.session:
+        add(
+            (
+                "KE208",
+                _B + "session",
+                f"same_session is true but the baseline's session `{bc.session}` is not the candidate's `{cc.session}`",
+            )
+        )
+    said = b.interleaved is True or t.interleaved is True
+    if said and (bc.interleaved is False or (cc is not None and cc.interleaved is False)):
+        ptr = "/timing/baseline/interleaved" if b.interleaved is True else "/timing/interleaved"
+        add(
+            (
+                "KE208",
+                ptr,
+                "interleaved is stated true but the conditions record the sides were not interleaved",
+            )
+        )
+
+
+def _flushes(p: Any, ca: Any, cb: Any, add: Add) -> None:
+    """KE208: a flush smaller than the last-level cache evicts nothing; one side flushed for
+    real and the other not is a warm side against a cold one."""
+    if ca is None:
+        return
+    h = p.hardware
+    llc_hw = h.last_level_cache if h is not None else None
+
+    def small(c: Any) -> bool | None:
+        if c.mode != "flushed" or c.flush_bytes is None:
+            return None
+        llc = c.last_level_cache or llc_hw
+        if llc is None:
+            return None
+        return bool(c.flush_bytes.value * _FACTOR[c.flush_bytes.unit] < llc.value * _FACTOR[llc.unit])
+
+    sa, sb = small(ca), small(cb)
+    if sa is not None and sb is not None and sa != sb:
+        ptr = "/timing/conditions/cache/flush_bytes" if sa else _B + "cache/flush_bytes"
+        who = "candidate" if sa else "baseline"
+        add(
+            (
+                "KE208",
+                ptr,
+                f"the {who}'s flush is smaller than the last-level cache: it evicts nothing, while the other side's does",
             )
         )

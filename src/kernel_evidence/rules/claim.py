@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._common import HI, TIME_BASES, TINY
+from ._common import HI, TIME_BASES, TINY, cand
 from ._context import Add, Ctx
 from ._engine import declare
 from ._units import FACTOR as _FACTOR
@@ -19,10 +19,30 @@ declare(
     "candidate/baseline (for throughputs) within `speedup.tolerance` (relative to the computed "
     "speedup, default 0.02; a claim exactly at the tolerance matches).",
 )
-declare("KE302", "error", "the claim can be checked",
-     "record the candidate's and the baseline's statistics for the claimed basis",
-     "A claimed speedup MUST be checkable from the packet: candidate and baseline both carry the "
-     "statistic named by `speedup.basis`, unless the baseline is another packet.")  # fmt: skip
+declare(
+    "KE302",
+    "error",
+    "the claim can be checked",
+    "record the candidate's and the baseline's statistics for the claimed basis",
+    "A claimed speedup MUST be checkable from the packet: candidate and baseline both carry the "
+    "statistic named by `speedup.basis`, unless the baseline is another packet.",
+)
+declare(
+    "KE303",
+    "error",
+    "the timings give a finite speedup",
+    "a candidate time of 0 (or a baseline throughput of 0) is a broken timer, not a speedup",
+    "A claimed speedup MUST rest on timings that give a finite, defined ratio: a candidate "
+    "statistic of 0 (an infinite speedup) or a baseline throughput of 0 (an undefined one) "
+    "does not match any claim.",
+)
+declare("KE304", "warning", "the claim's basis is what the samples support",
+     "claim on the median, and treat both sides' samples alike (keep all, or trim both)",
+     "A speedup SHOULD NOT rest on a basis that the typical call does not support: a claim "
+     "on the mean or the minimum that exceeds the median speedup by more than a quarter "
+     "(one slow baseline outlier inflating its mean, one lucky candidate sample) is "
+     "cherry-picked; so are sides whose samples were handled differently (`sample_handling`, "
+     "or samples `dropped` on the candidate's side only). Graded C at best.", caps="C")  # fmt: skip
 
 
 def computed_speedup(p: Any, basis: str) -> float | None:
@@ -82,7 +102,9 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
     else:
         computed = computed_speedup(p, basis)
     if computed is None:
-        if not (b.packet_id is not None and b.stats is None and b.serving is None):
+        if basis not in TIME_BASES and _zero_baseline_rate(t, b, basis):
+            add(("KE303", "/timing/speedup/value", f"the baseline's {basis} is 0: the speedup is undefined"))
+        elif not (b.packet_id is not None and b.stats is None and b.serving is None):
             add(
                 (
                     "KE302",
@@ -90,6 +112,14 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
                     f"speedup on basis `{basis}` cannot be checked: candidate or baseline lacks that statistic",
                 )
             )
+    elif computed == _INF:
+        add(
+            (
+                "KE303",
+                "/timing/speedup/value",
+                f"the candidate's {basis} time is 0 (or underflows to 0 s): the timings give an infinite speedup",
+            )
+        )
     else:
         tol = s.tolerance
         if tol is None:
@@ -104,3 +134,81 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
                     f"claimed speedup {s.value:g} does not match the timings: {basis} gives {computed:.4g} (tolerance {tol:g})",
                 )
             )
+        elif basis != "median" and basis in TIME_BASES:
+            _basis_supported(t, b, basis, computed, add)
+    # KE304: the sides' samples handled alike (only packets that say how they handled them)
+    cc = t.conditions
+    bc = b.conditions
+    st = t.stats
+    if (cc is not None and cc.sample_handling is not None) or (st is not None and st.dropped):
+        _handling(t, b, cc, bc, add)
+
+
+_INF = float("inf")
+
+
+def _zero_baseline_rate(t: Any, b: Any, basis: str) -> bool:
+    """True when both sides give ``basis`` (a throughput) and the baseline's is 0."""
+    if t.serving is None or b.serving is None:
+        return False
+    c = getattr(t.serving, basis)
+    r = getattr(b.serving, basis)
+    return c is not None and r is not None and r.value == 0
+
+
+def _median_of(s: Any) -> float | None:
+    if s.median is not None:
+        return float(s.median)
+    xs = s.samples
+    if not xs:
+        return None
+    ys = sorted(xs)
+    n = len(ys)
+    return float(ys[n // 2] if n % 2 else (ys[n // 2 - 1] + ys[n // 2]) / 2)
+
+
+#: how far a claim on the mean or the minimum may exceed the median's speedup
+_BASIS_SLACK = 1.25
+
+
+def _basis_supported(t: Any, b: Any, basis: str, computed: float, add: Add) -> None:
+    """KE304: a claim on the mean or minimum that the median speedup does not support."""
+    cs, bs = t.stats, b.stats
+    cm, bm = _median_of(cs), _median_of(bs)
+    if cm is None or bm is None or cm <= 0:
+        return
+    med = bm * _FACTOR[bs.unit] / (cm * _FACTOR[cs.unit])
+    if computed > 1 and computed > med * _BASIS_SLACK:
+        add(
+            (
+                "KE304",
+                "/timing/speedup/basis",
+                f"the claim on the {basis} ({computed:.3g}x) is not what the typical call gives "
+                f"(median: {med:.3g}x): one side's outliers or lucky samples make it",
+            )
+        )
+
+
+def _handling(t: Any, b: Any, cc: Any, bc: Any, add: Add) -> None:
+    """KE304: samples trimmed (or dropped) on the candidate's side only."""
+    ch, chp = cand(t, "sample_handling")
+    bh = bc.sample_handling if bc is not None else None
+    if ch is not None and bh is not None and ch != bh and ch != "all":
+        add(
+            (
+                "KE304",
+                chp,
+                f"the candidate's samples were {ch.replace('_', ' ')}, the baseline's {bh.replace('_', ' ')}: the sides are not summarised alike",
+            )
+        )
+        return
+    st, bs = t.stats, b.stats
+    dropped = st.dropped if st is not None else None
+    if dropped and bs is not None and (bs.dropped == 0 or (bs.dropped is None and bh == "all")):
+        add(
+            (
+                "KE304",
+                "/timing/stats/dropped",
+                f"{dropped} candidate samples were dropped, no baseline sample: the sides are not summarised alike",
+            )
+        )

@@ -62,10 +62,20 @@ declare(
     "record the time in UTC when the packet was made",
     "`created_at` more than a day in the future means a wrong clock or timezone.",
 )
-declare("KE007", "error", "created_at is a real calendar time",
-     "record the time the packet was made, in UTC (e.g. 2026-02-28T12:00:00Z)",
-     "`created_at` names a day that exists in its month (no 30 February, 29 February only in "
-     "leap years) and a leap second only at 23:59:60.")  # fmt: skip
+declare(
+    "KE007",
+    "error",
+    "created_at is a real calendar time",
+    "record the time the packet was made, in UTC (e.g. 2026-02-28T12:00:00Z)",
+    "`created_at` names a day that exists in its month (no 30 February, 29 February only in "
+    "leap years) and a leap second only at 23:59:60.",
+)
+declare("KE008", "error", "measured_at is not after the packet was made",
+     "record in measured_at when the measurement ran (UTC), at or before created_at",
+     "`measured_at` (schema 0.2) is when the result was measured; `created_at` when the "
+     "packet was made from it. A measurement cannot postdate its packet: `measured_at` "
+     "MUST NOT be more than an hour after `created_at` (clocks of two machines may differ a "
+     "little) nor more than a day in the future, and MUST name a real calendar time.")  # fmt: skip
 
 _sha256 = hashlib.sha256
 
@@ -82,6 +92,38 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
         why = _not_a_calendar_time(ts)
         if why:
             add(("KE007", "/created_at", f"created_at {ts} is not a real time: {why}"))
+    m = p.measured_at
+    # the common case (measured before the packet was made) in one string comparison
+    if m is not None and (m[:19] > ts[:19] or m[8:10] > "28" or m[17:19] == "60"):
+        _measured_at(m, ts, future, add)
+
+
+#: how far after created_at a measured_at may be (clocks of two machines)
+_SKEW = timedelta(hours=1)
+
+
+def _measured_at(m: str, created: str, future: str, add: Add) -> None:
+    """KE008 for a measured_at that is not before created_at, or not a real time."""
+    why = _not_a_calendar_time(m)
+    if why:
+        add(("KE008", "/measured_at", f"measured_at {m} is not a real time: {why}"))
+        return
+    if m[:19] > future:
+        add(("KE008", "/measured_at", f"measured_at {m} is in the future"))
+        return
+    if _not_a_calendar_time(created):
+        return  # KE007
+    at = datetime.strptime(m[:19], "%Y-%m-%dT%H:%M:%S")
+    made = datetime.strptime(created[:19], "%Y-%m-%dT%H:%M:%S")
+    if at - made > _SKEW:
+        add(
+            (
+                "KE008",
+                "/measured_at",
+                f"measured_at {m} is after the packet was made (created_at {created}): a "
+                "measurement cannot postdate its packet",
+            )
+        )
 
 
 def identity_finding(
@@ -120,7 +162,7 @@ def future_limit() -> str:
 
 def current_future() -> str:
     """:func:`future_limit`, from its cache without a call when it is fresh."""
-    return _future_cache[1] if time.monotonic() - _future_cache[0] <= 60 else future_limit()  # type: ignore[no-any-return]
+    return _future_cache[1] if time.monotonic() - _future_cache[0] <= 60 else future_limit()
 
 
 _MONTH_DAYS = (31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+import shlex
 from typing import Any
 
 from ._context import Add, Ctx
@@ -15,13 +17,60 @@ declare(
     "Every packet, whatever its status, MUST carry `replay.command`: a non-empty argv whose "
     "first element names the program. Without it the packet is not evidence.",
 )
-declare("KE102", "warning", "replay pins the code",
-     "record /replay/repository/commit or /replay/container/digest",
-     "A replay SHOULD pin the code it runs: a repository commit or a container digest.")  # fmt: skip
+declare(
+    "KE102",
+    "warning",
+    "replay pins the code",
+    "record /replay/repository/commit or /replay/container/digest",
+    "A replay SHOULD pin the code it runs: a repository commit or a container digest.",
+)
+declare(
+    "KE103",
+    "error",
+    "the replay runs something",
+    "record the command that ran the benchmark, not one that prints it or does nothing",
+    "`replay.command` MUST run the measurement: a program that does nothing or only prints "
+    "(`true`, `:`, `echo ...`, `exit 0`, `sleep`, `sh -c 'exit 0'`, `bash -c :`, `python -c "
+    "pass`), alone or behind `env`, `time`, `nice` or `timeout`, reproduces nothing.",
+)
+declare(
+    "KE104",
+    "error",
+    "a pinned commit is a commit",
+    "record the full commit hash (`git rev-parse HEAD`), not a branch, tag or `HEAD`",
+    "`replay.repository.commit`, when given, MUST be a commit hash (7 to 64 hexadecimal "
+    "digits): a branch (`main`), a tag (`v1.4.0`) or `HEAD` moves, and pins nothing.",
+)
+declare("KE105", "warning", "a container is pinned by its digest",
+     "record /replay/container/digest (`docker inspect --format '{{.RepoDigests}}'`)",
+     "A container image given by a moving tag (`latest`, no tag, `nightly`, `main`...) "
+     "SHOULD carry its digest: the tag will name other bits tomorrow.", caps="C")  # fmt: skip
 
 
 def check(p: Any, ctx: Ctx, add: Add) -> None:
     r = p.replay
+    if r is not None:
+        cmd = r.command
+        # KE103: only a program that can be a no-op (or a wrapper, shell or interpreter
+        # running one) is looked at in full
+        if cmd and (r.shell or _base_name(cmd[0]) in _LOOK):
+            why = _noop(cmd, bool(r.shell))
+            if why:
+                add(("KE103", "/replay/command", f"the replay command {why}: it reproduces nothing"))
+        repo = r.repository
+        if repo is not None and repo.commit is not None and not _HEX.match(repo.commit):
+            add(
+                (
+                    "KE104",
+                    "/replay/repository/commit",
+                    f"commit `{_short(repo.commit)}` is not a commit hash: a branch, tag or ref moves",
+                )
+            )
+        c = r.container
+        if c is not None and c.digest is None and "@sha256:" not in c.image:
+            tag = _moving_tag(c.image)
+            if tag is not None:
+                add(("KE105", "/replay/container", f"image `{_short(c.image)}` {tag} and no digest"))
     # _replay re-checks in full; this guard only skips it when it has nothing to say (the
     # common case)
     if not (
@@ -59,3 +108,143 @@ def _replay(r: Any, add: Add) -> None:
         r.container is not None and r.container.digest
     ):
         add(("KE102", "/replay", "replay pins neither a repository commit nor a container digest"))
+
+
+_HEX = re.compile(r"^[0-9a-fA-F]{7,64}$")
+
+#: programs that succeed doing nothing, or only print
+_NOOPS = frozenset(
+    {"true", ":", "echo", "printf", "exit", "sleep", "yes", "false", "test", "[", "cat", "wait", "pwd"}
+)
+#: programs that run another: the command after them (and their options) is what runs
+_WRAPPERS = frozenset(
+    {"env", "time", "nice", "nohup", "timeout", "exec", "command", "stdbuf", "taskset", "numactl", "sudo"}
+)
+_SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "ash", "busybox"})
+#: every program name worth a closer look (the rest run what they name)
+_LOOK = _NOOPS | _WRAPPERS | _SHELLS | frozenset({"python", "python3", "python2", "py", "pypy", "pypy3"})
+
+
+def _base_name(prog: str) -> str:
+    b = prog.rsplit("/", 1)[-1].strip()
+    if b.startswith("python") and b[6:].replace(".", "").isdigit():
+        return "python"  # python3.11
+    return b
+
+
+def _short(s: str) -> str:
+    return s if len(s) <= 80 else s[:77] + "..."
+
+
+def _noop(cmd: list[str], shell: bool) -> str | None:
+    """Why an argv (or one shell string) does nothing, or None when it may run something."""
+    if shell:
+        return _noop_script(" ".join(cmd))
+    i = 0
+    while i < len(cmd):
+        prog = _base_name(cmd[i])
+        if prog in _WRAPPERS:
+            i += 1
+            # the wrapper's options and VAR=value settings, and timeout's duration
+            while i < len(cmd) and (
+                cmd[i].startswith("-") or "=" in cmd[i] or (prog == "timeout" and cmd[i][:1].isdigit())
+            ):
+                i += 1
+            continue
+        if prog in _NOOPS:
+            return f"is `{_short(' '.join(cmd))}`"
+        if prog in _SHELLS and "-c" in cmd[i + 1 :]:
+            script = cmd[cmd.index("-c", i + 1) + 1 : cmd.index("-c", i + 1) + 2]
+            why = _noop_script(script[0] if script else "")
+            return f"is `{_short(' '.join(cmd))}`" if why else None
+        if prog in ("python", "python3", "python2", "py", "pypy", "pypy3") and "-c" in cmd[i + 1 :]:
+            j = cmd.index("-c", i + 1)
+            code = cmd[j + 1] if j + 1 < len(cmd) else ""
+            return f"is `{_short(' '.join(cmd))}`" if _noop_python(code) else None
+        return None
+    return "holds no program"
+
+
+def _noop_script(script: str) -> str | None:
+    """Why a shell script does nothing: each of its simple commands is a no-op."""
+    parts = [x for x in re.split(r"[;&|\n]+", script) if x.strip()]
+    if not parts:
+        return "is an empty script"
+    for part in parts:
+        try:
+            argv = shlex.split(part)
+        except ValueError:
+            return None
+        if not argv:
+            continue
+        if _noop(argv, False) is None:
+            return None
+    return f"is `{_short(script)}`"
+
+
+def _noop_python(code: str) -> bool:
+    """True for Python code that only passes, evaluates constants, imports or prints."""
+    import ast
+
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError):
+        return False
+    for node in tree.body:
+        if isinstance(node, (ast.Pass, ast.Import, ast.ImportFrom)):
+            continue
+        if isinstance(node, ast.Expr):
+            v = node.value
+            if isinstance(v, ast.Constant):
+                continue
+            if (
+                isinstance(v, ast.Call)
+                and isinstance(v.func, ast.Name)
+                and v.func.id in ("print", "exit", "quit")
+                and all(isinstance(a, ast.Constant) for a in v.args)
+            ):
+                continue
+        if (
+            isinstance(node, ast.Raise)
+            and isinstance(node.exc, ast.Call)
+            and isinstance(node.exc.func, ast.Name)
+            and node.exc.func.id == "SystemExit"
+        ):
+            continue
+        return False
+    return True
+
+
+#: tags that name whatever was built last
+_MOVING = frozenset(
+    {
+        "latest",
+        "nightly",
+        "main",
+        "master",
+        "dev",
+        "develop",
+        "edge",
+        "stable",
+        "rolling",
+        "head",
+        "current",
+        "release",
+        "rc",
+        "beta",
+        "alpha",
+        "test",
+    }
+)
+
+
+def _moving_tag(image: str) -> str | None:
+    """How an image reference moves (its tag is absent or a moving one), or None."""
+    name = image.strip()
+    last = name.rsplit("/", 1)[-1]
+    if ":" not in last:
+        return "has no tag (it means `latest`)"
+    tag = last.rsplit(":", 1)[1].casefold()
+    if tag in _MOVING or tag.startswith(("nightly", "latest")):
+        return f"has the moving tag `{tag}`"
+    return None

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import math
 import re
+from operator import mul as _mul
 from typing import Any
 
 from ._common import CACHED_CHARS as _CACHED_CHARS
 from ._common import HI as _HI
 from ._common import LO as _LO
+from ._common import TINY as _TINY
+from ._common import cache_mode, cand
 from ._context import Add, Ctx
 from ._engine import declare
+from ._units import FACTOR as _FACTOR
 
 declare(
     "KE501",
@@ -37,8 +42,41 @@ declare(
     "warning",
     "repeats agree with the samples",
     "record repeats equal to the number of timed runs",
-    "When both are given, `timing.repeats` SHOULD equal the number of samples of `timing.stats`.",
+    "When both are given, `timing.repeats` SHOULD equal the number of samples of `timing.stats` "
+    "plus those it dropped (`stats.dropped`).",
 )
+declare(
+    "KE505",
+    "error",
+    "durations a timer can give",
+    "fix the timer: a kernel takes at least a launch, and never no time",
+    "A statistics block of either side MUST NOT give a median (or mean) duration of 0, and "
+    "with device event timers (`cuda_events`, `hip_events`) MUST NOT give one below 1 us "
+    "(faster than a kernel launch) unless the calls were replayed from a CUDA graph: such "
+    "times come from a broken or patched timer.",
+)
+declare(
+    "KE506",
+    "error",
+    "std agrees with the samples",
+    "recompute the standard deviation from the samples you kept",
+    "A block's `std` MUST agree with its samples (within 10% of their standard deviation) "
+    "and with its range: no larger than max - min, and not 0 when min < max.",
+)
+declare(
+    "KE507",
+    "error",
+    "samples vary as measurements do",
+    "record the measured samples, not one value repeated",
+    "Ten or more kept samples that are all the same value, recorded "
+    "to a resolution finer than 0.2% of it, MUST NOT appear: no timer repeats to that "
+    "resolution over many runs; a constant is a patched or copied timing.",
+)
+declare("KE508", "warning", "a claim rests on warmed, repeated timings",
+     "warm up and time each side many times (e.g. 10 warmup calls and 50 timed ones)",
+     "A speedup claim SHOULD rest on more than one timed call per side and on timings after "
+     "a warmup (`warmup` >= 1; cold-start timing on both sides excepted): one cold call "
+     "measures compilation, autotuning and noise. Graded C at best.", caps="C")  # fmt: skip
 
 _PCT = re.compile(r"^p(\d+(?:\.\d+)?)$")
 _LATENCIES = ("ttft", "tpot", "itl", "e2el")
@@ -56,14 +94,11 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
     if repeats is not None:
         if repeats < 1:
             add(("KE502", "/timing/repeats", f"repeats is {repeats}; expected at least 1"))
-        elif st is not None and st.samples and len(st.samples) != repeats:
-            add(
-                (
-                    "KE504",
-                    "/timing/repeats",
-                    f"repeats is {repeats} but {len(st.samples)} samples are kept",
-                )
+        elif st is not None and st.samples and len(st.samples) + (st.dropped or 0) != repeats:
+            kept = f"{len(st.samples)} samples are kept" + (
+                f" and {st.dropped} dropped" if st.dropped else ""
             )
+            add(("KE504", "/timing/repeats", f"repeats is {repeats} but {kept}"))
     # every statistics block: candidate, its serving latencies, then the baseline's
     if st is not None:
         _stats("/timing/stats", st, add)
@@ -71,6 +106,7 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
     if sv is not None:
         _serving_stats(sv, _SERVING_PTRS, add)
     b = t.baseline
+    bs = None
     if b is not None:
         bs = b.stats
         if bs is not None:
@@ -78,6 +114,101 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
         sv = b.serving
         if sv is not None:
             _serving_stats(sv, _BASELINE_SERVING_PTRS, add)
+    # KE505/KE506: degenerate durations and spreads, each side
+    cc = t.conditions
+    m = cc.method if cc is not None and cc.method is not None else t.method
+    if st is not None:
+        _degenerate("/timing/stats", st, m, cc, add)
+    if bs is not None:
+        bc = b.conditions
+        _degenerate("/timing/baseline/stats", bs, bc.method if bc is not None and bc.method else m, bc, add)
+    if ctx.claim and st is not None:
+        _warmed(t, st, b, add)
+
+
+_EVENT_TIMERS = frozenset({"cuda_events", "hip_events"})
+
+
+def _degenerate(ptr: str, s: Any, method: str, c: Any, add: Add) -> None:
+    """KE505 (zero or sub-launch durations) and KE506 (std against samples and range)."""
+    typical = s.median
+    key = "median"
+    if typical is None:
+        typical, key = s.mean, "mean"
+    if typical is not None:
+        if typical == 0:
+            add(("KE505", f"{ptr}/{key}", f"a {key} duration of 0: no call takes no time"))
+        elif method in _EVENT_TIMERS and typical * _FACTOR[s.unit] < 1e-6:
+            graphs = c.cache.cuda_graph_replays if c is not None and c.cache is not None else None
+            if not graphs or graphs < 2:
+                add(
+                    (
+                        "KE505",
+                        f"{ptr}/{key}",
+                        f"a {key} of {typical:g} {s.unit} from {method}: faster than a kernel launch (1 us)",
+                    )
+                )
+    if s.std is not None:
+        _std(ptr, s, add)
+
+
+def _std(ptr: str, s: Any, add: Add) -> None:
+    std = s.std
+    lo, hi = s.min, s.max
+    if lo is not None and hi is not None and hi >= lo:
+        if std > (hi - lo) * _HI + _TINY:
+            add(("KE506", f"{ptr}/std", f"std {std:g} is larger than the range {hi - lo:g} of the values"))
+            return
+        if std == 0 and hi > lo:
+            add(("KE506", f"{ptr}/std", f"std 0 while the values range from {lo:g} to {hi:g}"))
+            return
+    xs = s.samples
+    if not xs or len(xs) < 2:
+        return
+    n = len(xs)
+    mean = sum(xs) / n
+    var = max(sum(map(_mul, xs, xs)) - n * mean * mean, 0.0)
+    sd0 = math.sqrt(var / n)
+    sd1 = math.sqrt(var / (n - 1))
+    slack = 1e-9 * (abs(mean) + 1.0)
+    if std < sd0 * 0.9 - slack or std > sd1 * 1.1 + slack:
+        add(("KE506", f"{ptr}/std", f"std {std:g} does not match the samples' standard deviation {sd1:.4g}"))
+
+
+def _warmed(t: Any, st: Any, b: Any, add: Add) -> None:
+    """KE508: one timed call, or no warmup, on either side of a claim."""
+    r, rptr = cand(t, "repeats")
+    if r is None and st.n is not None:
+        r, rptr = st.n, "/timing/stats/n"
+    if r == 1:
+        add(("KE508", rptr, "the candidate was timed once: one call cannot support a speedup"))
+    mode, _ = cache_mode(t)
+    w, wptr = cand(t, "warmup")
+    if w == 0 and mode != "cold_start":
+        add(
+            (
+                "KE508",
+                wptr,
+                "the candidate was timed without warmup: its first call (compilation, autotuning) is timed",
+            )
+        )
+    if b is None:
+        return
+    bc = b.conditions
+    br = bc.repeats if bc is not None else None
+    brptr = "/timing/baseline/conditions/repeats"
+    if br is None and b.stats is not None and b.stats.n is not None:
+        br, brptr = b.stats.n, "/timing/baseline/stats/n"
+    if br == 1:
+        add(("KE508", brptr, "the baseline was timed once: one call cannot support a speedup"))
+    if bc is not None and bc.warmup == 0 and not (bc.cache is not None and bc.cache.mode == "cold_start"):
+        add(
+            (
+                "KE508",
+                "/timing/baseline/conditions/warmup",
+                "the baseline was timed without warmup: its first call (loading, autotuning) is timed",
+            )
+        )
 
 
 def _serving_stats(sv: Any, ptrs: tuple[str, ...], add: Add) -> None:
@@ -201,6 +332,8 @@ def _stats(ptr: str, s: Any, add: Add) -> None:
                 add(("KE503", f"{ptr}/min", f"min {lo:g} does not match the samples' min {y0:g}"))
             if hi is not None and abs(y1 - hi) > 1e-6 * (y1 if y1 > hi else hi):
                 add(("KE503", f"{ptr}/max", f"max {hi:g} does not match the samples' max {y1:g}"))
+        if count >= 10 and ys[0] == ys[-1]:
+            _identical(ptr, ys[0], count, add)
 
 
 def _samples(
@@ -282,3 +415,29 @@ def _stats_without_median(ptr: str, s: Any, add: Add) -> None:
         add(("KE502", f"{ptr}/n", f"n is {s.n}; expected at least 1"))
     if s.samples:
         _samples(ptr, s.samples, s.n, None, lo, hi, add)
+        if len(s.samples) >= 10 and min(s.samples) == max(s.samples):
+            _identical(ptr, s.samples[0], len(s.samples), add)
+
+
+def _identical(ptr: str, value: float, count: int, add: Add) -> None:
+    """KE507: ``count`` values all equal to ``value``, at a resolution no timer repeats to."""
+    if value <= 0:
+        return  # KE505 says what is wrong with 0
+    text = repr(float(value))
+    if "e" in text:
+        mant, exp = text.split("e")
+        decimals = len(mant.split(".")[1].rstrip("0")) if "." in mant else 0
+        quantum = 10.0 ** (int(exp) - decimals)
+    else:
+        whole, _, frac = text.partition(".")
+        frac = frac.rstrip("0")
+        # an integer's trailing zeros may be the timer's resolution (1000000 ns)
+        quantum = 10.0 ** -len(frac) if frac else 10.0 ** (len(whole) - len(whole.rstrip("0")))
+    if quantum / value < 2e-3:
+        add(
+            (
+                "KE507",
+                ptr,
+                f"{count} values all exactly {value:g}: no timer repeats to that resolution over {count} runs",
+            )
+        )

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ._common import HI as _HI
+from ._common import LO as _LO
 from ._common import a as _a
 from ._context import Add, Ctx
 from ._engine import declare
@@ -64,9 +66,47 @@ declare(
     "A `passed` verdict MUST NOT include a failed shape or one where NaN/Inf was seen; a "
     "`failed` verdict MUST include at least one failed shape when shapes are listed.",
 )
-declare("KE408", "error", "a skipped run measured nothing",
-     "drop /timing from a skipped packet, or give it the status the run really had",
-     "A `skipped` packet MUST NOT carry `timing`: a run that was skipped has no measurements.")  # fmt: skip
+declare(
+    "KE408",
+    "error",
+    "a skipped run measured nothing",
+    "drop /timing from a skipped packet, or give it the status the run really had",
+    "A `skipped` packet MUST NOT carry `timing`: a run that was skipped has no measurements.",
+)
+declare(
+    "KE409",
+    "error",
+    "the timed shape was validated",
+    "validate the shape you timed, and record it in /validation/shapes",
+    "A passed packet that claims a speedup and lists validated shapes MUST list the timed "
+    "shape (`timing.conditions.shape_id`, else `timing.shape_id`) among them: speed "
+    "measured on a shape whose output was never checked is not evidence.",
+)
+declare(
+    "KE410",
+    "warning",
+    "the whole suite was validated",
+    "validate every shape of /task/shapes, or list only the shapes that ran",
+    "A passed packet SHOULD validate every shape of its suite (`task.shapes`): a shape left "
+    "out of `validation.shapes` is where a wrong kernel hides. Graded C at best when it "
+    "claims a speedup.",
+    caps="C",
+)
+declare(
+    "KE411",
+    "error",
+    "a passed shape is within its own bound",
+    "mark the shape failed, or record the tolerance it was really judged with",
+    "A shape marked passed MUST be within its own tolerance: `max_abs_error` at most "
+    "`atol + rtol * reference_max_abs` (the bound of the element of largest magnitude; "
+    "checked when every element must match), and `matched_ratio` at least "
+    "`required_matched_ratio` (the shape's, else the task's).",
+)
+declare("KE412", "error", "no defence failed on a passed packet",
+     "a failed anti-gaming check fails the packet: set status failed (reward_hack) or fix the candidate",
+     "A `passed` packet MUST NOT carry a defence (`defences`) whose outcome is `failed`: the "
+     "harness caught the candidate (cached outputs, modified inputs, a patched timer, "
+     "deferred work).")  # fmt: skip
 
 _FAILED_CLASSES = frozenset({
     "compile_error", "runtime_error", "timeout", "incorrect_shape", "incorrect_dtype",
@@ -124,8 +164,16 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
                         f"{_a(fc)} {fc} failure whose validation verdict is passed",
                     )
                 )
+    if status == "passed":
+        ds = p.defences
+        if ds:
+            for i, d in enumerate(ds):
+                if d.outcome == "failed":
+                    add(("KE412", f"/defences/{i}", f"the `{d.check}` defence failed on a passed packet"))
     if v is None:
         return
+    if status == "passed" and v.shapes:
+        _shapes_cover(p, v, ctx.claim, add)
     if status == "passed" and v.verdict == "failed":
         add(("KE405", "/validation/verdict", "status is passed but validation failed"))
     shapes = v.shapes
@@ -145,3 +193,68 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
             )
         elif v.verdict == "failed" and bad < 0:
             add(("KE407", "/validation/verdict", "verdict failed but every listed shape passed"))
+
+
+def _shapes_cover(p: Any, v: Any, claim: bool, add: Add) -> None:
+    """KE409-KE411 for a passed packet with per-shape results."""
+    shapes = v.shapes
+    task = p.task
+    tol = task.tolerance if task is not None else None
+    ids = set()
+    for i, s in enumerate(shapes):
+        ids.add(s.shape_id)
+        if not s.passed:
+            continue  # KE407
+        req = s.required_matched_ratio
+        if req is None and tol is not None:
+            req = tol.required_matched_ratio
+        mr = s.matched_ratio
+        if req is not None and mr is not None and mr < req * _LO:
+            add(
+                (
+                    "KE411",
+                    f"/validation/shapes/{i}/matched_ratio",
+                    f"shape `{s.shape_id}` passed with {mr:g} of its elements matching; it requires {req:g}",
+                )
+            )
+        err = s.max_abs_error
+        if err is None or (req is not None and req < 1):
+            continue  # some elements may be out of bound
+        atol = s.atol if s.atol is not None else (tol.atol if tol is not None else None)
+        rtol = s.rtol if s.rtol is not None else (tol.rtol if tol is not None else None)
+        if atol is None and rtol is None:
+            continue
+        ref = s.reference_max_abs
+        if rtol and ref is None:
+            continue  # the bound cannot be known (KE702)
+        bound = (atol or 0.0) + (rtol or 0.0) * (ref or 0.0)
+        if ref is not None and ref <= bound:
+            continue  # zeros would pass: KE701 says so
+        if err > bound * _HI + 1e-300:
+            add(
+                (
+                    "KE411",
+                    f"/validation/shapes/{i}/max_abs_error",
+                    f"shape `{s.shape_id}` passed with max error {err:g} above its bound {bound:g} (atol + rtol x |reference|)",
+                )
+            )
+    if task is not None and task.shapes:
+        missing = [sh.id for sh in task.shapes if sh.id not in ids]
+        if missing:
+            more = f" and {len(missing) - 3} more" if len(missing) > 3 else ""
+            add(
+                (
+                    "KE410",
+                    "/validation/shapes",
+                    f"suite shapes not validated: {', '.join(f'`{m}`' for m in missing[:3])}{more}",
+                )
+            )
+    if not claim:
+        return
+    t = p.timing
+    sid = t.conditions.shape_id if t.conditions is not None and t.conditions.shape_id else None
+    ptr = "/timing/conditions/shape_id"
+    if sid is None:
+        sid, ptr = t.shape_id, "/timing/shape_id"
+    if sid is not None and sid not in ids:
+        add(("KE409", ptr, f"the timed shape `{sid}` is not among the validated shapes"))

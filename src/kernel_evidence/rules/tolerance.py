@@ -15,6 +15,13 @@ declare(
     "A correctness check that an all-zeros output would pass is vacuous: it happens when the largest reference magnitude r satisfies r <= atol + rtol * r (in particular when r <= atol, or when rtol >= 1). Such a check MUST NOT back a passed shape.",
 )
 
+declare("KE702", "warning", "a tolerance is judged with the reference's magnitude",
+     "record /validation/shapes/N/reference_max_abs (the largest |reference| value)",
+     "A shape passed under an absolute or relative tolerance SHOULD record "
+     "`reference_max_abs`: without it nobody can tell whether an all-zeros output would "
+     "have passed (KE701) or whether the error is within its bound (KE411). Graded C at best "
+     "when the packet claims a speedup.", caps="C")  # fmt: skip
+
 
 def check(p: Any, ctx: Ctx, add: Add) -> None:
     v = p.validation
@@ -29,6 +36,14 @@ def _tolerance(p: Any, v: Any, add: Add) -> None:
             continue
         atol = s.atol if s.atol is not None else (tol.atol if tol is not None else None)
         rtol = s.rtol if s.rtol is not None else (tol.rtol if tol is not None else None)
+        if s.reference_max_abs is None and (atol is not None or rtol is not None):
+            add(
+                (
+                    "KE702",
+                    f"/validation/shapes/{i}/reference_max_abs",
+                    f"shape `{s.shape_id}` passed under atol/rtol without the reference's magnitude: whether zeros would pass is unknown",
+                )
+            )
         if atol is not None and s.reference_max_abs is not None and s.reference_max_abs < atol:
             add(
                 (
