@@ -125,7 +125,30 @@ class Database:
         with self.guard(table):
             return cols, self.conn.execute(sql).fetchall()
 
-    def ints(self, table: str, col: str, values: Sequence[Any]) -> np.ndarray:
+    def fetch_columns(
+        self, table: str, cols: Sequence[str], *, text: Sequence[str] = (), chunk: int = 32768
+    ) -> dict[str, Any]:
+        """The columns ``cols`` of ``table``: int64 arrays (:meth:`ints`), or lists for the
+        ``text`` ones. Rows are fetched ``chunk`` at a time and made arrays at once, so the
+        rows are never all held as Python tuples."""
+        sql = f"SELECT {', '.join(_quote(c) for c in cols)} FROM {_quote(table)}"
+        parts: dict[str, list[Any]] = {c: [] for c in cols}
+        done = 0
+        with self.guard(table):
+            cursor = self.conn.execute(sql)
+            while rows := cursor.fetchmany(chunk):
+                for c, values in zip(cols, zip(*rows, strict=True), strict=True):
+                    parts[c].append(list(values) if c in text else self.ints(table, c, values, done + 1))
+                done += len(rows)
+        out: dict[str, Any] = {}
+        for c, got in parts.items():
+            if c in text:
+                out[c] = [v for part in got for v in part]
+            else:
+                out[c] = np.concatenate(got) if got else np.zeros(0, np.int64)
+        return out
+
+    def ints(self, table: str, col: str, values: Sequence[Any], first_row: int = 1) -> np.ndarray:
         """A column's values as int64 (NULL as -1). SQLite does not enforce column types:
         text, a fraction or a blob where an integer belongs is an error naming the table,
         the row and the column."""
@@ -138,7 +161,7 @@ class Database:
             i, v = next((i, v) for i, v in enumerate(values) if v is not None and type(v) is not int)
             raise InputError(
                 self.path,
-                f"table {table}, row {i + 1}",
+                f"table {table}, row {first_row + i}",
                 f"column `{col}` holds {type(v).__name__} {str(v)[:40]!r}; expected an integer",
             )
         try:

@@ -87,6 +87,29 @@ def _rows(
     return cols or [], rows
 
 
+def _dispatches(db: Database, wanted: tuple[str, ...]) -> dict[str, Any]:
+    """The dispatch columns of every ``rocpd_kernel_dispatch`` table (the view, or the
+    suffixed tables together): int64 arrays, ``guid`` a list."""
+    found: list[dict[str, Any]] = []
+    for t in db.suffixed("rocpd_kernel_dispatch"):
+        have = set(db.columns(t))
+        missing = [c for c in _REQUIRED if c not in have]
+        if missing:
+            raise InputError(
+                db.path,
+                f"table {t}",
+                f"has no column {', '.join(missing)}; expected the rocpd schema's rocpd_kernel_dispatch",
+            )
+        found.append(db.fetch_columns(t, [c for c in wanted if c in have], text=("guid",)))
+    shared = [c for c in wanted if all(c in f for f in found)]
+    if len(found) == 1:
+        return {c: found[0][c] for c in shared}
+    return {
+        c: [v for f in found for v in f[c]] if c == "guid" else np.concatenate([f[c] for f in found])
+        for c in shared
+    }
+
+
 def _one_guid(db: Database, name: str) -> tuple[bool, Any]:
     """(True, guid) when every row of the logical table has the same ``guid`` (one run: the
     column need not be fetched row by row), else (False, None)."""
@@ -232,7 +255,7 @@ def read_rocpd(path: Path, cap: int) -> list[Run]:
         single, the_guid = _one_guid(db, "rocpd_kernel_dispatch")
         has_pmc = bool(db.suffixed("rocpd_pmc_event"))
         wanted = tuple(c for c in _DISPATCH if (c != "guid" or not single) and (c != "event_id" or has_pmc))
-        cols, rows = _rows(db, "rocpd_kernel_dispatch", wanted, _REQUIRED)
+        data = _dispatches(db, wanted)
         agent_of, agents = _agents(db)
         symbols = _symbols(db)
         pids = _pids(db)
@@ -242,17 +265,15 @@ def read_rocpd(path: Path, cap: int) -> list[Run]:
         for tag, value in mrows if mcols == ["tag", "value"] else []:
             if tag == "schema_version" and value is not None:
                 version = f"rocpd schema {value}"
-    if not rows:
+    n = len(data["start"])
+    if not n:
         raise InputError(
             str(path),
             "table rocpd_kernel_dispatch",
             f"is empty: no kernel dispatches; expected {WHAT} with a kernel trace",
         )
-    table = "rocpd_kernel_dispatch"
-    columns = list(zip(*rows, strict=True))  # one tuple per column
-    n = len(rows)
-    guids = columns[cols.index("guid")] if "guid" in cols else (the_guid,) * n
-    ints = {c: db.ints(table, c, columns[i]) for i, c in enumerate(cols) if c != "guid"}
+    guids = data.pop("guid", None) or (the_guid,) * n
+    ints: dict[str, np.ndarray] = data
     procs = ints["pid"] if "pid" in ints else np.full(n, -1, np.int64)
     distinct = sorted(set(guids), key=str)
     if len(distinct) == 1:
