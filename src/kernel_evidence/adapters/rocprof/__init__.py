@@ -78,15 +78,16 @@ from ._sysinfo import (
     read_roofline,
     read_sysinfo,
 )
-from ._traces import TRACE_KINDS, read_traces, sniff_trace
 from ._tables import (
     Dispatches,
+    adopt_pass_times,
     id_offset,
     merge_level_pass,
     normalise_kernel_name,
     read_dispatch_passes,
     read_dispatches,
 )
+from ._traces import TRACE_KINDS, read_traces, sniff_trace
 
 __all__ = ["ADAPTER", "RocprofAdapter", "load_mapping"]
 
@@ -665,14 +666,15 @@ def _top_kernel(d: Dispatches) -> tuple[str | None, list[float]]:
     totals: dict[str, float] = {}
     per: dict[str, list[float]] = {}
     names: dict[str, str] = {}
-    for k, dur in zip(d.values("Kernel_Name"), d.duration, strict=False):
+    runs = d.samples or [[]] * d.n
+    for k, dur, more in zip(d.values("Kernel_Name"), d.duration, runs, strict=False):
         if not isinstance(k, str) or dur is None:
             continue
         name = names.get(k) or names.setdefault(k, normalise_kernel_name(k))
         if not name:
             continue
         totals[name] = totals.get(name, 0.0) + dur
-        per.setdefault(name, []).append(dur)
+        per.setdefault(name, []).extend(more or [dur])  # each counter pass: one more run
     if not totals:
         return None, []
     top = max(sorted(totals), key=lambda n: totals[n])
@@ -823,7 +825,12 @@ def _dispatch_packet(
                 stats=stats,
                 clock_policy="unknown",
                 notes=(
-                    f"durations (End - Start timestamps) of the {stats.n} dispatches of the subject kernel "
+                    (
+                        f"durations (End - Start timestamps) of the {stats.n} runs (one per counter "
+                        "pass) of the dispatches of the subject kernel "
+                        if d.samples
+                        else f"durations (End - Start timestamps) of the {stats.n} dispatches of the subject kernel "
+                    )
                     + (
                         f"under {tool} counter collection"
                         if d.counters
@@ -927,6 +934,11 @@ def _read_workload(job: _Job, options: AdapterOptions) -> EvidencePacket:
         if "Start_Timestamp" not in d.resolved and _present(folder / "timestamps.csv"):
             ts = read_dispatches(folder / "timestamps.csv", cap=cap)
             _adopt_times(d, ts)
+        elif d.rounded_times and (per_pass := _pmc_passes(folder)):
+            note = adopt_pass_times(d, per_pass, cap)
+            if note is not None:
+                warnings.append(note)
+                attributes["pass_files"] = len(per_pass)
     elif _present(folder / "timestamps.csv"):
         warnings.append("pmc_perf.csv missing: dispatches from timestamps.csv, no counters")
         d = read_dispatches(folder / "timestamps.csv", cap=cap)
@@ -1004,6 +1016,17 @@ def _pass_files(folder: Path) -> list[Path]:
         return (m.group(1), int(m.group(2)), p.name) if m else (p.name, -1, p.name)
 
     return sorted(found, key=order)
+
+
+def _pmc_passes(folder: Path) -> list[Path]:
+    """rocprof-compute 3.x per-pass counter CSVs beside ``pmc_perf.csv`` (``pmc_perf_N.csv``),
+    in pass order."""
+    found: list[tuple[int, Path]] = []
+    for p in folder.glob("pmc_perf_*.csv*"):
+        m = re.fullmatch(r"pmc_perf_(\d+)\.csv(?:\.gz)?", p.name)
+        if m and p.is_file() and not is_junk_entry(p, folder):
+            found.append((int(m.group(1)), p))
+    return [p for _, p in sorted(found)]
 
 
 def _present(path: Path) -> bool:
@@ -1560,7 +1583,11 @@ class RocprofAdapter:
                     "export, rocprofv3 kernel_trace/counter_collection CSV or rocprof results.csv found"
                 )
             for job in jobs:
-                found = read_traces(job.kind, job.path, options) if job.kind in TRACE_KINDS else [_read_job(job, options)]
+                found = (
+                    read_traces(job.kind, job.path, options)
+                    if job.kind in TRACE_KINDS
+                    else [_read_job(job, options)]
+                )
                 for packet in found:
                     packets.append(packet)
                     for w in (packet.profiler or [ProfilerCapture(tool="-")])[0].warnings or []:

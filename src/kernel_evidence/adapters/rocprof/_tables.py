@@ -29,6 +29,7 @@ from ._io import Loaded, clean_csv, load, shown
 
 __all__ = [
     "Dispatches",
+    "adopt_pass_times",
     "id_offset",
     "merge_level_pass",
     "normalise_kernel_name",
@@ -221,6 +222,11 @@ class Dispatches:
     start: list[int | None] = field(default_factory=list)
     end: list[int | None] = field(default_factory=list)
     duration: list[float | None] = field(default_factory=list)
+    #: per dispatch, the duration of each run of it when the source ran it more than once
+    #: (one counter pass each, see :func:`adopt_pass_times`); None: one run per dispatch
+    samples: list[list[float]] | None = None
+    #: timestamps the file wrote in rounded or non-integer notation (no duration from them)
+    rounded_times: int = 0
     warnings: list[str] = field(default_factory=list)
     #: the file's own problems (NULs, bytes that are not UTF-8, repeated ids): also in
     #: ``warnings``, and carried over when this table is merged into another
@@ -318,6 +324,7 @@ def _durations(d: Dispatches, rounded: list[str], start_name: str, end_name: str
         else:
             out.append(float(e - s))
     d.duration = out
+    d.rounded_times = len(rounded)
     if rounded:
         d.warnings.append(
             f"{d.source}: {start_name}/{end_name} stored in rounded or non-integer notation "
@@ -328,6 +335,56 @@ def _durations(d: Dispatches, rounded: list[str], start_name: str, end_name: str
         d.warnings.append(
             f"{d.source}: {end_name} before {start_name} in {negative} dispatches; duration not derived"
         )
+
+
+def adopt_pass_times(d: Dispatches, paths: list[Path], cap: int = DEFAULT_MAX_BYTES) -> str | None:
+    """Durations from the per-pass files (``pmc_perf_N.csv``) when ``pmc_perf.csv`` has its
+    timestamps averaged over the passes (non-integer: rocprof-compute 3.x on the rocprofv3
+    CSV path, seen on MI350).
+
+    Each pass ran every dispatch once more, with integer Start/End timestamps of its own:
+    every pass's duration is kept as a sample of that dispatch (:attr:`Dispatches.samples`),
+    and its start, end and duration are those of the pass of median duration (as for the
+    long layout). Dispatches are matched by ``Dispatch_ID``. Returns the note to report, or
+    None when no pass file gave a duration (``d`` unchanged)."""
+    ids = d.values("Dispatch_ID")
+    index = {v: i for i, v in enumerate(ids) if v is not None}
+    runs: list[list[tuple[int, int, int]]] = [[] for _ in range(d.n)]  # (duration, start, end)
+    used: list[str] = []
+    for path in paths:
+        try:
+            one = read_dispatches(path, cap=cap)
+        except (InputError, OSError, ValueError, pa.ArrowException):
+            continue
+        hit = False
+        for did, s, e in zip(one.values("Dispatch_ID"), one.start, one.end, strict=False):
+            i = index.get(did)
+            if i is not None and s is not None and e is not None and e >= s:
+                runs[i].append((e - s, s, e))
+                hit = True
+        if hit:
+            used.append(path.name)
+    if not used:
+        return None
+    d.samples = [[float(r[0]) for r in lst] for lst in runs]
+    for i, lst in enumerate(runs):
+        if lst:
+            _, d.start[i], d.end[i] = sorted(lst)[(len(lst) - 1) // 2]
+            d.duration[i] = float(d.end[i] - d.start[i])  # type: ignore[operator]
+    s_name = d.resolved.get("Start_Timestamp", "Start_Timestamp")
+    e_name = d.resolved.get("End_Timestamp", "End_Timestamp")
+    d.warnings = [
+        w for w in d.warnings if not w.startswith(f"{d.source}: {s_name}/{e_name} stored in rounded")
+    ]
+    missing = sum(1 for lst in runs if not lst)
+    return (
+        f"{d.source}: {s_name}/{e_name} averaged over the counter passes (non-integer); durations "
+        f"from the integer timestamps of the {len(used)} per-pass file(s) {used[0]}"
+        + (f" ... {used[-1]}" if len(used) > 1 else "")
+        + ", each pass one more run of the dispatch (kept as samples; a dispatch's duration is its "
+        "pass of median duration)"
+        + (f"; {missing} of {d.n} dispatches in no pass file: no duration" if missing else "")
+    )
 
 
 #: per-dispatch fields that are neither launch columns nor counters
