@@ -378,3 +378,14 @@ def test_mapping_table_names_every_canonical_metric_and_what_the_adapter_fills(t
     packets, _ = read(build_export(tmp_path / "m.sqlite"))
     filled = {name for p in packets for k in p.profiler[0].kernels for name in k.metrics}
     assert filled and all(table["metrics"][name]["equivalence"] != "none" for name in filled)
+
+
+def test_pipe_and_device_are_refused_unopened(tmp_path: Path) -> None:
+    import os
+
+    fifo = tmp_path / "stats.csv"
+    os.mkfifo(fifo)
+    with pytest.raises(AdapterError, match=r"stats.csv: is not a regular file; expected nsys stats"):
+        read(fifo)  # would block if opened
+    with pytest.raises(AdapterError, match=r"^/dev/zero: is not a regular file"):
+        read("/dev/zero")

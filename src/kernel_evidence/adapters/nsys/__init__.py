@@ -114,6 +114,8 @@ def _discover(path: Path) -> list[_Job]:
         raise InputError(str(path), None, "no such file or folder")
     if path.suffix in (".nsys-rep", ".qdrep"):
         raise _rep_error(path)
+    if not path.is_file():  # a pipe or a device would block or never end: refused unopened
+        raise AdapterError(f"{path}: is not a regular file; expected {_WHAT_CSV} or an SQLite export")
     if is_sqlite(str(path)):
         return [_Job("export", path.name, [path])]
     return [_Job("stats", path.name, [path])]
