@@ -425,8 +425,9 @@ def test_sweep_summary_list() -> None:
 def test_sglang_jsonl() -> None:
     path = FIX / "sglang_bench_serving.jsonl"
     (old, new), warnings = read(path)
-    # 2024 record: no model id anywhere -> no task.serving, but the results are kept
-    assert old.task and old.task.serving is None
+    # 2024 record: no model id anywhere -> the model unknown, the workload and results kept
+    assert old.task and old.task.serving and old.task.serving.model is None
+    assert (old.task.serving.request_rate, old.task.serving.max_concurrency) == (8.0, 16)
     s = serving(old)
     assert s.completed == 50 and stat(s.e2el).median == 2050.25 and stat(s.e2el).mean == 2100.5
     assert stat(s.ttft).median == 95.5 and stat(s.itl).median == 14.25 and s.tpot is None

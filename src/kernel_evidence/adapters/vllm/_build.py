@@ -747,6 +747,24 @@ def _first_line(exc: Exception) -> str:
 # ---------------------------------------------------------------------------------------
 # samples: inline, sidecar, or a reference to the source file
 # ---------------------------------------------------------------------------------------
+def _request_arrays(cols: dict[str, Any]) -> dict[str, list[Any]]:
+    """The per-request arrays the timing samples have no place for (``input_lens``,
+    ``output_lens``, ``errors``), one entry per request as in the file, kept beside the
+    inlined samples (the Parquet sidecar holds them as columns)."""
+    out: dict[str, list[Any]] = {}
+    for key in ("input_lens", "output_lens"):
+        values = cols.get(key)
+        if values is not None:
+            out[key] = [
+                int(v) if math.isfinite(v) and float(v).is_integer() else v if math.isfinite(v) else None
+                for v in values
+            ]
+    errors = cols.get("errors")
+    if errors is not None:
+        out["errors"] = [str(e) if e is not None else "" for e in errors]
+    return out
+
+
 def _samples_artifact(
     ctx: BuildContext, rec: RunRecord, samples: RunSamples, cols: dict[str, Any]
 ) -> Artifact:
@@ -1098,6 +1116,9 @@ def _build(rec: RunRecord, fmt: str, ctx: BuildContext) -> EvidencePacket:
                 smp = samples.metrics.get(metric)
                 if st is not None and smp is not None and len(smp):
                     stats[metric] = st.model_copy(update={"samples": _ms_list(smp)})
+            requests = _request_arrays(cols)
+            if requests:
+                raw_extra["requests"] = requests
         else:
             samples_artifact = _samples_artifact(ctx, rec, samples, cols)
     if samples is not None and samples.errors:
@@ -1189,9 +1210,9 @@ def _build(rec: RunRecord, fmt: str, ctx: BuildContext) -> EvidencePacket:
             once=f"{rec.source}:missing:{','.join(missing)}",
         )
 
-    serving_task = None
-    if model:
-        serving_task = ServingTask(model=model, settings=None, **task_fields)
+    # the workload (rate, dataset, lengths, concurrency) is kept with or without a model id
+    serving_task = ServingTask(model=model or None, settings=None, **task_fields)
+    if model or any(v is not None for v in task_fields.values()):
         settings = _settings(r, extra_used)
         if not rate_ok:
             settings = {**(settings or {}), "request_rate": str(rec.values.get("request_rate"))}
@@ -1201,8 +1222,10 @@ def _build(rec: RunRecord, fmt: str, ctx: BuildContext) -> EvidencePacket:
         if settings:
             serving_task = serving_task.model_copy(update={"settings": settings})
     else:
+        serving_task = None
+    if not model:
         ctx.warn(
-            f"{rec.source}: the model is not recorded in the file; task.serving left out "
+            f"{rec.source}: the model is not recorded in the file; task.serving.model left out "
             "(pass the `model` option)",
             once=f"{rec.source}:nomodel",
         )
