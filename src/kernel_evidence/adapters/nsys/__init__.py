@@ -317,6 +317,98 @@ def _stats_hardware(devices: dict[int, str], label: str) -> tuple[Hardware | Non
     )
 
 
+@dataclass
+class _Collected:
+    """The records of one report set and what goes with them, gathered table by table."""
+
+    label: str
+    records: list[KernelRecord] = field(default_factory=list)
+    #: (first record, raw columns of the table's records)
+    parts: list[tuple[int, dict[str, list[Any]]]] = field(default_factory=list)
+    units: dict[str, str] = field(default_factory=dict)
+    #: subject candidates: (priority: kernel 0, NVTX 1, memory 2; total ns; stats; record; where)
+    ranking: list[tuple[int, float, Stats, int, str]] = field(default_factory=list)
+    devices: dict[int, str] = field(default_factory=dict)
+    attrs: dict[str, str | float | int | None] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+    def add_trace(self, section: Section) -> None:
+        """A ``cuda_gpu_trace`` table: its launches, one record per kernel per device."""
+        launches, devices, memops, warnings = trace_launches(section, self.label)
+        self.devices.update(devices)
+        self.warnings.extend(warnings)
+        self.attrs.update({f"trace.{k}": (int(v) if float(v).is_integer() else v) for k, v in memops.items()})
+        reduced: Reduced = reduce_launches(launches, _TRACE_SHAPE)
+        self.warnings.extend(reduced.warnings)
+        if reduced.top is not None:
+            i, st = reduced.top
+            total = (st.mean or 0.0) * (st.n or 0)
+            self.ranking.append((0, total, st, len(self.records) + i, "its launches in cuda_gpu_trace"))
+        self.parts.append((len(self.records), reduced.raw_columns))
+        self.units.update(reduced.raw_units)
+        self.records.extend(reduced.records)
+
+    def add_summary(self, section: Section, priority: int) -> None:
+        """A per-name summary table: one record per row."""
+        recs, rows, stats, warnings = _summary(section)
+        self.warnings.extend(warnings)
+        first = len(self.records)
+        self.ranking.extend(
+            (priority, t, st, first + j, section.report) for j, (t, st) in enumerate(stats) if t >= 0
+        )
+        self.parts.append((first, {h: [r.get(h) for r in rows] for h in section.header}))
+        self.units.update({h: u for h, u in zip(section.header, section.units, strict=True) if u})
+        self.records.extend(recs)
+
+    def timing(self) -> tuple[str | None, Timing | None]:
+        """The subject (the kernel, else NVTX range, else memory operation with the largest
+        total time) and its statistics as the timing."""
+        if not self.ranking:
+            return None, None
+        priority, _total, stats, index, where = min(self.ranking, key=lambda r: (r[0], -r[1]))
+        what = {0: "kernel", 1: "NVTX range (host time between push and pop)", 2: "memory operation"}[
+            priority
+        ]
+        timing = Timing(
+            method="profiler",
+            stats=stats,
+            clock_policy="unknown",
+            notes=f"nsys stats: the {what} with the largest total time ({where})",
+        )
+        return self.records[index].name, timing
+
+
+def _collect(sections: list[Section], label: str, first: Path) -> _Collected:
+    by_kind: dict[str, list[Section]] = {}
+    for s in sections:
+        by_kind.setdefault(s.report, []).append(s)
+    if not any(k in by_kind for k in _REPORTS):
+        raise InputError(str(first), None, f"no report table found; expected {_WHAT_CSV}")
+    got = _Collected(label)
+    got.attrs.update(format="nsys stats csv", reports=" ".join(k for k in _REPORTS if k in by_kind))
+    skipped = sorted(k for k in by_kind if k not in _REPORTS)
+    if skipped:
+        got.warnings.append(
+            f"{label}: report(s) {', '.join(skipped)} not read (no kernel, memory-operation or NVTX records)"
+        )
+    if "cuda_gpu_trace" in by_kind:
+        if "cuda_gpu_kern_sum" in by_kind:
+            got.warnings.append(
+                f"{label}: kernels from cuda_gpu_trace (every launch); cuda_gpu_kern_sum not used for records"
+            )
+        for s in by_kind["cuda_gpu_trace"]:
+            got.add_trace(s)
+    else:
+        for s in by_kind.get("cuda_gpu_kern_sum", []):
+            got.add_summary(s, 0)
+    for kind, priority in (("cuda_gpu_mem_time_sum", 2), ("nvtx_sum", 1)):
+        for s in by_kind.get(kind, []):
+            got.add_summary(s, priority)
+    if not got.records:
+        raise InputError(str(first), None, f"the report tables hold no rows; expected {_WHAT_CSV}")
+    return got
+
+
 def _read_stats(job: _Job, options: AdapterOptions) -> tuple[list[EvidencePacket], list[str]]:
     cap = max_bytes_option(options.extra)
     sections: list[Section] = []
@@ -325,111 +417,37 @@ def _read_stats(job: _Job, options: AdapterOptions) -> tuple[list[EvidencePacket
         text, raw = _text(p, cap)
         raws.append(raw)
         sections.extend(parse_stats(text, str(p)))
-    label = job.label
-    warnings: list[str] = []
-    by_kind: dict[str, list[Section]] = {}
-    for s in sections:
-        by_kind.setdefault(s.report, []).append(s)
-    skipped = sorted(k for k in by_kind if k not in _REPORTS)
-    if skipped:
-        warnings.append(
-            f"{label}: report(s) {', '.join(skipped)} not read (no kernel, memory-operation or NVTX records)"
-        )
-    if not any(k in by_kind for k in _REPORTS):
-        raise InputError(str(job.paths[0]), None, f"no report table found; expected {_WHAT_CSV}")
-    records: list[KernelRecord] = []
-    parts: list[tuple[int, dict[str, list[Any]]]] = []
-    units: dict[str, str] = {}
-    #: candidates for the subject: (priority: kernel 0, NVTX 1, memory 2; total ns; stats; record; where)
-    ranking: list[tuple[int, float, Stats, int, str]] = []
-    devices: dict[int, str] = {}
-    attrs: dict[str, str | float | int | None] = {
-        "format": "nsys stats csv",
-        "reports": " ".join(k for k in _REPORTS if k in by_kind),
-    }
-    if "cuda_gpu_trace" in by_kind:
-        if "cuda_gpu_kern_sum" in by_kind:
-            warnings.append(
-                f"{label}: kernels from cuda_gpu_trace (every launch); cuda_gpu_kern_sum not used for records"
-            )
-        for s in by_kind["cuda_gpu_trace"]:
-            launches, devs, memops, w = trace_launches(s, label)
-            devices.update(devs)
-            warnings.extend(w)
-            attrs.update({f"trace.{k}": (int(v) if float(v).is_integer() else v) for k, v in memops.items()})
-            reduced: Reduced = reduce_launches(launches, _TRACE_SHAPE)
-            warnings.extend(reduced.warnings)
-            if reduced.top is not None:
-                i, st = reduced.top
-                total = (st.mean or 0.0) * (st.n or 0)
-                ranking.append((0, total, st, len(records) + i, "its launches in cuda_gpu_trace"))
-            parts.append((len(records), reduced.raw_columns))
-            units.update(reduced.raw_units)
-            records.extend(reduced.records)
-    elif "cuda_gpu_kern_sum" in by_kind:
-        for s in by_kind["cuda_gpu_kern_sum"]:
-            recs, rows, stats, w = _summary(s)
-            warnings.extend(w)
-            ranking.extend(
-                (0, t, st, len(records) + j, "cuda_gpu_kern_sum") for j, (t, st) in enumerate(stats) if t >= 0
-            )
-            parts.append((len(records), {h: [r.get(h) for r in rows] for h in s.header}))
-            units.update({h: u for h, u in zip(s.header, s.units, strict=True) if u})
-            records.extend(recs)
-    for kind, priority in (("cuda_gpu_mem_time_sum", 2), ("nvtx_sum", 1)):
-        for s in by_kind.get(kind, []):
-            recs, rows, stats, w = _summary(s)
-            warnings.extend(w)
-            ranking.extend(
-                (priority, t, st, len(records) + j, kind) for j, (t, st) in enumerate(stats) if t >= 0
-            )
-            parts.append((len(records), {h: [r.get(h) for r in rows] for h in s.header}))
-            units.update({h: u for h, u in zip(s.header, s.units, strict=True) if u})
-            records.extend(recs)
-    if not records:
-        raise InputError(str(job.paths[0]), None, f"the report tables hold no rows; expected {_WHAT_CSV}")
-    raw_columns = _merge_columns(parts, len(records))
-    raw_table = options.raw_table(raw_columns, units or None, len(records), label[:64] or "nsys")
-    hardware, hw_warnings = _stats_hardware(devices, label)
-    timing, subject = None, label
-    if ranking:
-        best = min(ranking, key=lambda r: (r[0], -r[1]))
-        subject = records[best[3]].name
-        what = {0: "kernel", 1: "NVTX range (host time between push and pop)", 2: "memory operation"}[best[0]]
-        timing = Timing(
-            method="profiler",
-            stats=best[2],
-            clock_policy="unknown",
-            notes=f"nsys stats: the {what} with the largest total time ({best[4]})",
-        )
-    source = _file_artifact(job.paths[0], "text/csv", raws[0])
+    got = _collect(sections, job.label, job.paths[0])
+    n = len(got.records)
+    raw_columns = _merge_columns(got.parts, n)
+    raw_table = options.raw_table(raw_columns, got.units or None, n, job.label[:64] or "nsys")
+    hardware, hw_warnings = _stats_hardware(got.devices, job.label)
+    warnings = [*got.warnings, *hw_warnings]
+    subject, timing = got.timing()
     capture = ProfilerCapture(
         tool="nsys",
-        source=source,
-        kernels=records,
+        source=_file_artifact(job.paths[0], "text/csv", raws[0]),
+        kernels=got.records,
         raw_columns=None if raw_table is not None else raw_columns,
         raw_table=raw_table,
-        raw_units=units or None,
+        raw_units=got.units or None,
         attributes={
             k: v
-            for k, v in attrs.items()
+            for k, v in got.attrs.items()
             if v is not None and not (isinstance(v, float) and not math.isfinite(v))
         },
-        warnings=[str(w) for w in [*warnings, *hw_warnings]] or None,
+        warnings=[str(w) for w in warnings] or None,
     )
     packet = start_packet(
         subject_kind="kernel",
-        subject_name=subject,
-        description=f"nsys stats `{label}`: {len(records)} record(s) from {attrs['reports']}",
+        subject_name=subject or job.label,
+        description=f"nsys stats `{job.label}`: {n} record(s) from {got.attrs['reports']}",
         created_at=options.created_at,
         timing=timing,
         profiler=[capture],
         hardware=hardware,
     )
-    out_warnings = [
-        w if isinstance(w, AdapterWarning) else f"{job.paths[0]}: {w}" for w in [*warnings, *hw_warnings]
-    ]
-    return [packet], out_warnings
+    return [packet], [w if isinstance(w, AdapterWarning) else f"{job.paths[0]}: {w}" for w in warnings]
 
 
 class NsysAdapter:

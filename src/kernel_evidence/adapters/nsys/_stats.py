@@ -189,12 +189,63 @@ def device_of(cell: str) -> tuple[str | None, int | None]:
     return (None if name.upper() in {"GPU", ""} else name), int(m.group("ord"))
 
 
+def _memops(section: Section, rows: list[list[str]], f_dur: float) -> dict[str, float]:
+    """Per memory operation (``[CUDA memcpy Host-to-Device]``...) of a trace: count, ns, bytes."""
+    i_name, i_dur, i_bytes = section.index("Name"), section.index("Duration"), section.index("Bytes")
+    fb = byte_factor(section, i_bytes) if i_bytes is not None else None
+    out: dict[str, float] = {}
+    for row in rows:
+        op = (row[i_name].strip() if i_name is not None else "") or "memory operation"
+        out[f"{op}.count"] = out.get(f"{op}.count", 0) + 1
+        if i_dur is not None and (dur := number(row[i_dur])) is not None:
+            out[f"{op}.ns"] = out.get(f"{op}.ns", 0.0) + dur * f_dur
+        if i_bytes is not None and fb is not None and (b := number(row[i_bytes])) is not None:
+            out[f"{op}.bytes"] = out.get(f"{op}.bytes", 0.0) + b * fb
+    return out
+
+
+#: trace columns kept raw as written (integers when every launch has one)
+_PLAIN = ("Start", "CorrId", "Reg/Trd", "Ctx", "GreenCtx", "Strm")
+
+
+def _launch_columns(section: Section, rows: list[list[str]], label: str) -> tuple[dict[str, Any], list[str]]:
+    """The raw launch columns of a trace's kernel rows: as written, the grid and block as
+    integers, the shared memory sizes in bytes."""
+    cols: dict[str, Any] = {}
+    warnings: list[str] = []
+    for c in _PLAIN:
+        i = section.index(c)
+        if i is None:
+            continue
+        values = [row[i].replace(",", "").strip() or None for row in rows]
+        nums = [number(v) for v in values]
+        if all(v is None for v in values):
+            continue
+        ints = [int(x) for x in nums if x is not None and x.is_integer() and x >= 0]
+        cols[c] = int_column(ints) if len(ints) == len(values) else values
+    for c in ("GrdX", "GrdY", "GrdZ", "BlkX", "BlkY", "BlkZ"):
+        i = section.index(c)
+        if i is not None:
+            cols[c] = int_column([_int(r[i]) for r in rows])
+    for c in ("StcSMem", "DymSMem"):
+        i = section.index(c)
+        if i is None:
+            continue
+        f = byte_factor(section, i)
+        if f is None:
+            warnings.append(f"{label}: `{c}` in unit `{section.units[i]}` not understood; kept as written")
+            cols[c] = [r[i].strip() or None for r in rows]
+            continue
+        sizes = [number(r[i]) for r in rows]
+        cols[f"{c} (bytes)"] = int_column([None if v is None else round(v * f) for v in sizes])
+    return cols, warnings
+
+
 def trace_launches(
     section: Section, label: str
 ) -> tuple[Launches, dict[int, str], dict[str, float], list[str]]:
     """The kernel launches of a ``cuda_gpu_trace`` table (rows with a grid), the device names
     by ordinal, and per memory operation its count, bytes and ns."""
-    warnings: list[str] = []
     i_start, i_dur, i_name = section.index("Start"), section.index("Duration"), section.index("Name")
     assert i_start is not None and i_dur is not None and i_name is not None  # noqa: S101 - _kind checked
     f_start, f_dur = time_factor(section, i_start), time_factor(section, i_dur)
@@ -204,34 +255,13 @@ def trace_launches(
             f"line {section.line}",
             "expected a time unit (ns, us, ms, s) in the Start/Duration headers",
         )
-    i_grid = [section.index(c) for c in ("GrdX", "GrdY", "GrdZ")]
-    i_block = [section.index(c) for c in ("BlkX", "BlkY", "BlkZ")]
-    i_dev, i_bytes = section.index("Device"), section.index("Bytes")
-    plain = {"CorrId": "CorrId", "Reg/Trd": "Reg/Trd", "Ctx": "Ctx", "GreenCtx": "GreenCtx", "Strm": "Strm"}
-    sizes = [c for c in ("StcSMem", "DymSMem") if section.index(c) is not None]
-    kernel_rows: list[list[str]] = []
-    memops: dict[str, float] = {}
-    bad = 0
-    for row in section.rows:
-        is_kernel = i_grid[0] is not None and number(row[i_grid[0]]) is not None
-        if is_kernel:
-            kernel_rows.append(row)
-            continue
-        op = row[i_name].strip() or "memory operation"
-        dur = number(row[i_dur])
-        memops[f"{op}.count"] = memops.get(f"{op}.count", 0) + 1
-        if dur is not None:
-            memops[f"{op}.ns"] = memops.get(f"{op}.ns", 0.0) + dur * f_dur
-        if (
-            i_bytes is not None
-            and (b := number(row[i_bytes])) is not None
-            and (fb := byte_factor(section, i_bytes))
-        ):
-            memops[f"{op}.bytes"] = memops.get(f"{op}.bytes", 0.0) + b * fb
+    i_grid, i_dev = section.index("GrdX"), section.index("Device")
+    kernel_rows = [r for r in section.rows if i_grid is not None and number(r[i_grid]) is not None]
+    memops = _memops(section, [r for r in section.rows if i_grid is None or number(r[i_grid]) is None], f_dur)
     names: dict[str, int] = {}
     kernel, device, start, end = [], [], [], []
     devices: dict[int, str] = {}
-    columns: dict[str, list[Any]] = {c: [] for c in ["Start", *plain]}
+    bad = 0
     for row in kernel_rows:
         s, d = number(row[i_start]), number(row[i_dur])
         if s is None or d is None or d < 0:
@@ -244,35 +274,7 @@ def trace_launches(
         device.append(ordinal)
         start.append(None if s is None else round(s * f_start))
         end.append(None if s is None or d is None else round(s * f_start + d * f_dur))
-        columns["Start"].append(row[i_start].replace(",", "").strip() or None)
-        for c in plain:
-            i = section.index(c)
-            columns[c].append(row[i].strip() or None if i is not None else None)
-    cols: dict[str, Any] = {}
-    for c, values in columns.items():
-        nums = [number(v) for v in values]
-        if all(v is None for v in values):
-            continue
-        if all(x is not None and x.is_integer() and x >= 0 for x in nums):
-            cols[c] = int_column([int(x) for x in nums])  # type: ignore[arg-type]
-        else:
-            cols[c] = values
-    for axis, i in zip("XYZ", i_grid, strict=True):
-        if i is not None:
-            cols[f"Grd{axis}"] = int_column([_int(r[i]) for r in kernel_rows])
-    for axis, i in zip("XYZ", i_block, strict=True):
-        if i is not None:
-            cols[f"Blk{axis}"] = int_column([_int(r[i]) for r in kernel_rows])
-    for c in sizes:
-        i = section.index(c)
-        assert i is not None  # noqa: S101 - filtered above
-        f = byte_factor(section, i)
-        if f is None:
-            warnings.append(f"{label}: `{c}` in unit `{section.units[i]}` not understood; kept as written")
-            cols[c] = [r[i].strip() or None for r in kernel_rows]
-            continue
-        values = [number(r[i]) for r in kernel_rows]
-        cols[f"{c} (bytes)"] = int_column([None if v is None else round(v * f) for v in values])
+    cols, warnings = _launch_columns(section, kernel_rows, label)
     if bad:
         warnings.append(f"{label}: {bad} launch row(s) without a usable Start/Duration")
     launches = Launches(
@@ -283,7 +285,7 @@ def trace_launches(
         end=int_column(end),
         kernels={k: (name.strip() or f"kernel {k}", None) for name, k in names.items()},
         columns=cols,
-        units={"Start": section.units[i_start] or "ns", **{f"{c} (bytes)": "B" for c in sizes}},
+        units={"Start": section.units[i_start] or "ns", **{c: "B" for c in cols if c.endswith("(bytes)")}},
     )
     return launches, devices, memops, warnings
 

@@ -207,6 +207,44 @@ def _counters(entry: _Entry) -> dict[str, dict[int, float]]:
     return out
 
 
+def _launch_columns(
+    dispatches: list[_Dispatch], infos: list[_Info], kernel: np.ndarray, symbols: dict[int, _Symbol]
+) -> dict[str, Any]:
+    """The launch-level values of the dispatches, under the rocpd column names (the kernel
+    symbol's register counts broadcast to its dispatches); columns no dispatch gives are left out."""
+    columns: dict[str, Any] = {
+        "dispatch_id": int_column([i.dispatch_id for i in infos]),
+        "correlation_id": int_column(
+            [d.correlation_id.internal if d.correlation_id else None for d in dispatches]
+        ),
+        "queue_id": int_column([i.queue_id.handle if i.queue_id else None for i in infos]),
+        "stream_id": int_column([d.stream_id.handle if d.stream_id else None for d in dispatches]),
+        "thread_id": int_column([d.thread_id for d in dispatches]),
+        "start_timestamp": int_column([d.start_timestamp for d in dispatches]),
+        "end_timestamp": int_column([d.end_timestamp for d in dispatches]),
+    }
+    for axis in "xyz":
+        columns[f"grid_size_{axis}"] = int_column(
+            [getattr(i.grid_size, axis) if i.grid_size else None for i in infos]
+        )
+    for axis in "xyz":
+        columns[f"workgroup_size_{axis}"] = int_column(
+            [getattr(i.workgroup_size, axis) if i.workgroup_size else None for i in infos]
+        )
+    columns["group_segment_size"] = int_column([i.group_segment_size for i in infos])
+    columns["private_segment_size"] = int_column([i.private_segment_size for i in infos])
+    keys = sorted({int(k) for k in np.unique(kernel)})
+    for field_ in ("arch_vgpr_count", "accum_vgpr_count", "sgpr_count"):
+        table = {k: getattr(symbols[k], field_) for k in keys if k in symbols}
+        if any(v is not None for v in table.values()):
+            columns[field_] = int_column([table.get(k) for k in kernel.tolist()])
+    start, end = columns["start_timestamp"], columns["end_timestamp"]
+    out = {k: v for k, v in columns.items() if (v >= 0).any()}
+    out.setdefault("start_timestamp", start)  # the durations need them even when none is given
+    out.setdefault("end_timestamp", end)
+    return out
+
+
 def _entry_run(entry: _Entry, path: Path, position: int, total: int) -> Run:
     pid = entry.metadata.pid if entry.metadata is not None else None
     label = (
@@ -233,38 +271,8 @@ def _entry_run(entry: _Entry, path: Path, position: int, total: int) -> Run:
             f"{label}: {unknown} dispatch(es) name no agent the file lists; device unknown for them"
         )
     kernel = int_column([i.kernel_id for i in infos])
-    start = int_column([d.start_timestamp for d in dispatches])
-    end = int_column([d.end_timestamp for d in dispatches])
-    columns: dict[str, Any] = {
-        "dispatch_id": int_column([i.dispatch_id for i in infos]),
-        "correlation_id": int_column(
-            [d.correlation_id.internal if d.correlation_id else None for d in dispatches]
-        ),
-        "queue_id": int_column([i.queue_id.handle if i.queue_id else None for i in infos]),
-        "stream_id": int_column([d.stream_id.handle if d.stream_id else None for d in dispatches]),
-        "thread_id": int_column([d.thread_id for d in dispatches]),
-        "start_timestamp": start,
-        "end_timestamp": end,
-    }
-    for axis in "xyz":
-        columns[f"grid_size_{axis}"] = int_column(
-            [getattr(i.grid_size, axis) if i.grid_size else None for i in infos]
-        )
-    for axis in "xyz":
-        columns[f"workgroup_size_{axis}"] = int_column(
-            [getattr(i.workgroup_size, axis) if i.workgroup_size else None for i in infos]
-        )
-    columns["group_segment_size"] = int_column([i.group_segment_size for i in infos])
-    columns["private_segment_size"] = int_column([i.private_segment_size for i in infos])
+    columns = _launch_columns(dispatches, infos, kernel, symbols)
     keys = sorted({int(k) for k in np.unique(kernel)})
-    for field_ in ("arch_vgpr_count", "accum_vgpr_count", "sgpr_count"):
-        table = {k: getattr(symbols[k], field_) for k in keys if k in symbols}
-        columns[field_] = (
-            int_column([table.get(k) for k in kernel.tolist()])
-            if any(v is not None for v in table.values())
-            else None
-        )
-    columns = {k: v for k, v in columns.items() if v is not None and (v >= 0).any()}
     counters = _counters(entry)
     if counters:
         ids = columns["dispatch_id"].tolist() if "dispatch_id" in columns else [None] * len(dispatches)
@@ -282,8 +290,8 @@ def _entry_run(entry: _Entry, path: Path, position: int, total: int) -> Run:
         source=label,
         kernel=kernel,
         device=device,
-        start=start,
-        end=end,
+        start=columns.get("start_timestamp", int_column([None] * len(dispatches))),
+        end=columns.get("end_timestamp", int_column([None] * len(dispatches))),
         kernels=kernels,
         columns=columns,
         units={k: u for k, u in AMD_UNITS.items() if k in columns},
