@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -33,6 +33,9 @@ from ..models import (
     Stats,
     Timing,
 )
+
+if TYPE_CHECKING:  # pragma: no cover
+    from . import AdapterOptions
 
 __all__ = ["Launches", "Reduced", "Shape", "int_column", "reduce_launches", "trace_packet"]
 
@@ -296,7 +299,7 @@ def int_column(values: Sequence[Any]) -> np.ndarray:
 def trace_packet(
     reduced: Reduced,
     *,
-    options: Any,
+    options: AdapterOptions,
     tool: str,
     version: str | None,
     source: Artifact | None,

@@ -18,6 +18,7 @@ import numpy as np
 
 from ...devices import canonical_id
 from ...models import Artifact, ByteSize, EvidencePacket, Hardware
+from .. import AdapterOptions
 from .._launches import Launches, Shape, reduce_launches, trace_packet
 
 __all__ = ["AMD_SHAPE", "Agent", "Run", "amd_hardware", "run_packet", "source_artifact"]
@@ -130,7 +131,9 @@ def source_artifact(path: Path, raw: bytes | None, media_type: str) -> Artifact:
     )
 
 
-def run_packet(run: Run, *, options: object, tool: str, source: Artifact, stem: str) -> EvidencePacket:
+def run_packet(
+    run: Run, *, options: AdapterOptions, tool: str, source: Artifact, stem: str
+) -> EvidencePacket:
     """One packet for one run: a record per kernel per GPU, the GPUs that ran them."""
     reduced = reduce_launches(run.launches, AMD_SHAPE)
     hardware, hw_warnings = amd_hardware(run)

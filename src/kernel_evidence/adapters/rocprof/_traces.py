@@ -13,6 +13,7 @@ from pathlib import Path
 from ..._gc import paused_gc
 from ...errors import InputError
 from ...models import Artifact, ByteSize, EvidencePacket
+from .. import AdapterOptions
 from .._read import max_bytes_option
 from .._sqlite import MAGIC, Database
 from ._rocpd import WHAT as ROCPD_WHAT
@@ -64,9 +65,9 @@ def _not_rocpd(path: Path, cap: int) -> str | None:
     return None
 
 
-def read_traces(kind: str, path: Path, options: object) -> list[EvidencePacket]:
+def read_traces(kind: str, path: Path, options: AdapterOptions) -> list[EvidencePacket]:
     """The packets of one rocpd database or rocprofv3 JSON file (one per profiled process)."""
-    extra = getattr(options, "extra", {})
+    extra = options.extra
     cap = max_bytes_option(extra)
     with paused_gc():
         if kind == "rocpd":
