@@ -389,3 +389,18 @@ def test_pipe_and_device_are_refused_unopened(tmp_path: Path) -> None:
         read(fifo)  # would block if opened
     with pytest.raises(AdapterError, match=r"^/dev/zero: is not a regular file"):
         read("/dev/zero")
+
+
+def test_early_2021_gpu_table(tmp_path: Path) -> None:
+    f = build_export(tmp_path / "old.sqlite")
+    conn = sqlite3.connect(f)
+    conn.executescript(
+        "DROP TABLE TARGET_INFO_GPU;"
+        "CREATE TABLE TARGET_INFO_CUDA_GPU (deviceId INTEGER, name TEXT, numMultiprocessors INTEGER,"
+        " computeCapabilityMajor INTEGER, computeCapabilityMinor INTEGER, coreClockRate INTEGER);"
+        "INSERT INTO TARGET_INFO_CUDA_GPU VALUES (0, 'Tesla V100-SXM2-16GB', 80, 7, 0, 1530000000);"
+    )
+    conn.close()
+    first, _second = read(f)[0]
+    hw = first.hardware
+    assert (hw.device, hw.arch, hw.compute_units, hw.memory) == ("Tesla V100-SXM2-16GB", "sm_70", 80, None)

@@ -14,7 +14,9 @@ Systems 2024.6 (schema 3.16) and 2026.1 (schema 3.24); every column but a kernel
 * ``StringIds`` (``id``, ``value``): the kernel names;
 * ``TARGET_INFO_GPU``: ``id`` (= a kernel's ``deviceId``), ``name``, ``chipName``, ``smCount``,
   ``computeMajor``/``computeMinor``, ``totalMemory`` (B), ``memoryBandwidth`` (B/s),
-  ``l2CacheSize`` (B), ``clockRate`` (Hz);
+  ``l2CacheSize`` (B), ``clockRate`` (Hz); early-2021 exports: ``TARGET_INFO_CUDA_GPU``
+  (``deviceId``, ``name``, ``numMultiprocessors``, ``computeCapabilityMajor/Minor``,
+  ``totalGlobalMem``);
 * ``CUPTI_ACTIVITY_KIND_MEMCPY`` / ``_MEMSET``: counts, bytes and time per copy kind
   (``copyKind`` as ``ENUM_CUDA_MEMCPY_OPER`` names it);
 * ``META_DATA_EXPORT``: only ``EXPORT_PRODUCT_VERSION`` and ``EXPORT_SCHEMA_VERSION``;
@@ -109,26 +111,35 @@ def _strings(db: Database, ids: set[int]) -> dict[int, str]:
     return {i: str(v) for i, v in rows if i in ids and v is not None}
 
 
+#: early-2021 exports name the GPU table TARGET_INFO_CUDA_GPU, keyed by deviceId, with these
+#: spellings (the columns of TARGET_INFO_GPU they stand for)
+_CUDA_GPU_NAMES = {
+    "deviceId": "id",
+    "numMultiprocessors": "smCount",
+    "computeCapabilityMajor": "computeMajor",
+    "computeCapabilityMinor": "computeMinor",
+    "totalGlobalMem": "totalMemory",
+    "l2CacheSize": "l2CacheSize",
+    "name": "name",
+}
+_GPU_COLUMNS = (
+    "id", "name", "chipName", "smCount", "computeMajor", "computeMinor", "totalMemory",
+    "memoryBandwidth", "l2CacheSize", "clockRate",
+)  # fmt: skip
+
+
 def _gpus(db: Database) -> dict[int, dict[str, Any]]:
-    if not db.has("TARGET_INFO_GPU"):
+    """The GPUs of the capture by device id, as ``TARGET_INFO_GPU`` names their columns."""
+    if db.has("TARGET_INFO_GPU"):
+        table, names = "TARGET_INFO_GPU", {c: c for c in _GPU_COLUMNS}
+    elif db.has("TARGET_INFO_CUDA_GPU"):
+        table, names = "TARGET_INFO_CUDA_GPU", _CUDA_GPU_NAMES
+    else:
         return {}
-    wanted = (
-        "id",
-        "name",
-        "chipName",
-        "smCount",
-        "computeMajor",
-        "computeMinor",
-        "totalMemory",
-        "memoryBandwidth",
-        "l2CacheSize",
-        "clockRate",
-        "busLocation",
-    )
-    cols, rows = db.select("TARGET_INFO_GPU", wanted)
+    cols, rows = db.select(table, tuple(names))
     out: dict[int, dict[str, Any]] = {}
     for row in rows:
-        r = dict(zip(cols, row, strict=True))
+        r = {names[c]: v for c, v in zip(cols, row, strict=True)}
         if isinstance(r.get("id"), int):
             out.setdefault(r["id"], r)
     return out
