@@ -404,3 +404,23 @@ def test_early_2021_gpu_table(tmp_path: Path) -> None:
     first, _second = read(f)[0]
     hw = first.hardware
     assert (hw.device, hw.arch, hw.compute_units, hw.memory) == ("Tesla V100-SXM2-16GB", "sm_70", 80, None)
+
+
+def test_older_gpukernsum_layouts(tmp_path: Path) -> None:
+    f = tmp_path / "r_gpukernsum.csv"
+    f.write_text(
+        "Time(%),Total Time (ns),Instances,Average,Minimum,Maximum,Name\n"
+        '100.0,12000,4,3000.0,2500,3600,"k(int)"\n'
+    )
+    (p,), _ = read(f)
+    (k,) = p.profiler[0].kernels
+    assert (k.invocations, k.metrics["duration"].value) == (4, 3000.0)  # no median: the mean
+    assert p.timing.stats.median is None and p.timing.stats.mean == 3000.0
+    g = tmp_path / "s_gpukernsum.csv"
+    g.write_text(
+        "Time (%),Total Time (ns),Instances,Avg (ns),Med (ns),Min (ns),Max (ns),StdDev (ns),GridXYZ,BlockXYZ,Name\n"
+        '100.0,536542,4,134135.5,134231.5,133752,134327,260.9,"97657    1    1","256    1    1",add_parallel\n'
+    )
+    (q,), _ = read(g)
+    (k2,) = q.profiler[0].kernels
+    assert (k2.grid, k2.block, k2.metrics["duration"].value) == ([97657, 1, 1], [256, 1, 1], 134231.5)
