@@ -1729,3 +1729,11 @@ def failed_defence_shadowed_by_a_passed_copy(p: Packet) -> None:
     p["defences"].append(
         {"check": "unseen_inputs", "outcome": "passed", "detail": "re-run on 8 unseen input sets"}
     )
+
+
+@cheat("work_figures", "h100_skinny_gemm_splitk_3x", "/task/shapes/0/work/flops", "/task/operator")
+def flops_inflated_under_an_mlp_name(p: Packet) -> None:
+    """The GEMM renamed ``mlp_w1_up`` (its tensors still A[16, 4096] x B[4096, 4096]) with 4x
+    its FLOPs: the operands show a contraction whatever the operator is called."""
+    p["task"]["operator"] = "mlp_w1_up"
+    p["task"]["shapes"][0]["work"]["flops"]["value"] *= 4

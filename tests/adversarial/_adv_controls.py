@@ -402,6 +402,34 @@ def a100_dense_layer_uppercase_dims() -> Packet:
     )  # fmt: skip
 
 
+@_control(
+    "A", "top-k per row with dims named m, n, k (k is the k of top-k): its FLOPs are comparisons, not 2mnk"
+)
+def h100_topk_rows_with_m_n_k_dims() -> Packet:
+    m, n, k = 4096, 32768, 8
+    op = {
+        "operator": "topk_per_row",
+        "description": "the k largest values of each row, and their indices",
+        "shape": {
+            "id": f"m{m}n{n}k{k}", "dims": {"m": m, "n": n, "k": k},
+            "tensors": [
+                {"name": "x", "shape": [m, n], "dtype": "bf16"},
+                {"name": "values", "shape": [m, k], "dtype": "bf16"},
+                {"name": "indices", "shape": [m, k], "dtype": "int64"},
+            ],
+            # about log2(k) comparisons per element: 3 * m * n
+            "work": {"flops": {"value": float(3 * m * n), "unit": "FLOP"}, "bytes": {"value": float(m * n * 2 + m * k * 10), "unit": "B"}},
+        },
+        "dtypes": ["bf16"], "elements": m * k, "ref_max": 5.4, "atol": 0.0, "rtol": 0.0,
+    }  # fmt: skip
+    return kernel_claim(
+        "topk8_rows_4096x32768", "h100", op,
+        cand_s=0.1161e-3, base_s=0.1690e-3, provider="torch eager", version="2.5.1",
+        call="torch.topk(x, k=8, dim=-1, sorted=True)",
+        kernel="topk_radix_select_rows_k8",
+    )  # fmt: skip
+
+
 # ---------------------------------------------------------------- AMD
 
 
@@ -565,6 +593,31 @@ def serving_small_model_fast_ttft() -> Packet:
         "qwen2.5-0.5b-random-128-64", "h100", model="Qwen/Qwen2.5-0.5B-Instruct",
         engine=("vLLM", "0.11.0"), base_engine=("vLLM", "0.10.1"), input_len=128, output_len=64,
         duration_s=3.42, base_duration_s=3.97, ttft_ms=4.1, tpot_ms=2.9,
+    )  # fmt: skip
+
+
+@_control(
+    "AB", "Mixtral-8x7B on two H100s, one request at a time: a 41 ms TTFT is possible (13B active, not 47B)"
+)
+def serving_mixtral_moe_low_concurrency_tp2() -> Packet:
+    return serving_claim(
+        "mixtral-8x7b-tp2-c1", "h100", model="mistralai/Mixtral-8x7B-Instruct-v0.1",
+        engine=("vLLM", "0.11.0"), base_engine=("vLLM", "0.10.1"), devices=2, prompts=200,
+        input_len=1024, output_len=128, duration_s=217.5, base_duration_s=241.0, ttft_ms=41.0,
+        tpot_ms=7.9, concurrency=1, settings={"max_num_seqs": 8, "enable_chunked_prefill": True},
+    )  # fmt: skip
+
+
+@_control(
+    "AB",
+    "Qwen3-30B-A3B on one H100, one request at a time: 3B active parameters prefill 1024 tokens in 24 ms",
+)
+def serving_qwen3_moe_a3b_low_concurrency() -> Packet:
+    return serving_claim(
+        "qwen3-30b-a3b-c1", "h100", model="Qwen/Qwen3-30B-A3B", engine=("SGLang", "0.4.9"),
+        base_engine=("vLLM", "0.11.0"), prompts=200, input_len=1024, output_len=256,
+        duration_s=232.0, base_duration_s=262.0, ttft_ms=24.3, tpot_ms=4.3, concurrency=1,
+        settings={"mem_fraction_static": 0.85},
     )  # fmt: skip
 
 
