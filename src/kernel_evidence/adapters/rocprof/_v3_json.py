@@ -177,7 +177,9 @@ def _agents(entry: _Entry) -> tuple[dict[int, Agent], dict[int, int]]:
 
 
 def _symbols(entry: _Entry) -> dict[int, _Symbol]:
-    return {s.kernel_id: s for s in entry.kernel_symbols if s.kernel_id is not None}
+    """Kernel symbols by ``kernel_id`` (the list is indexed by it: an entry without the key
+    is taken at its position)."""
+    return {s.kernel_id if s.kernel_id is not None else i: s for i, s in enumerate(entry.kernel_symbols)}
 
 
 def _name(s: _Symbol | None, key: int) -> tuple[str, str | None]:
