@@ -403,7 +403,8 @@ def a100_dense_layer_uppercase_dims() -> Packet:
 
 
 @_control(
-    "A", "top-k per row with dims named m, n, k (k is the k of top-k): its FLOPs are comparisons, not 2mnk"
+    "C",
+    "top-k per row with dims named m, n, k (k is the k of top-k): FLOPs are comparisons, not 2mnk; over torch eager",
 )
 def h100_topk_rows_with_m_n_k_dims() -> Packet:
     m, n, k = 4096, 32768, 8
