@@ -431,6 +431,31 @@ def h100_topk_rows_with_m_n_k_dims() -> Packet:
     )  # fmt: skip
 
 
+@_control(
+    "A", "an nsys capture of the candidate that also holds the input upload (a 21 ms memcpy) and a memset"
+)
+def h100_nsys_capture_with_memcpy_and_memset() -> Packet:
+    p = h100_bf16_gemm_vs_cublaslt()
+    p.pop("packet_id")
+    cap = p["profiler"][0]
+    cap["tool"] = "nsys"
+    cap["version"] = "2024.2.1"
+    cap["source"] = {
+        "kind": "trace",
+        "name": "gemm.nsys-rep",
+        "sha256": digest("gemm.nsys-rep"),
+        "path": "profiles/gemm.nsys-rep",
+    }
+    cap["kernels"] = [
+        {"name": "[CUDA memcpy Host-to-Device]", "id": "0", "device": 0, "category": "memcpy",
+         "metrics": {"duration": {"value": 21.3e6, "unit": "ns"}}},
+        {"name": "[CUDA memset]", "id": "1", "device": 0, "category": "memset",
+         "metrics": {"duration": {"value": 6.1e3, "unit": "ns"}}},
+        {**cap["kernels"][0], "id": "2"},
+    ]  # fmt: skip
+    return finalize(p)
+
+
 # ---------------------------------------------------------------- AMD
 
 
@@ -619,6 +644,14 @@ def serving_qwen3_moe_a3b_low_concurrency() -> Packet:
         base_engine=("vLLM", "0.11.0"), prompts=200, input_len=1024, output_len=256,
         duration_s=232.0, base_duration_s=262.0, ttft_ms=24.3, tpot_ms=4.3, concurrency=1,
         settings={"mem_fraction_static": 0.85},
+    )  # fmt: skip
+
+
+@_control(None, "2 of 1000 requests timed out behind a throughput claim, recorded as failed (0.2%)")
+def serving_claim_with_two_timeouts() -> Packet:
+    return serving_claim(
+        "llama-3.1-8b-two-timeouts", "h100", model="meta-llama/Llama-3.1-8B-Instruct",
+        engine=("vLLM", "0.11.0"), base_engine=("vLLM", "0.10.1"), failed=2,
     )  # fmt: skip
 
 
