@@ -749,6 +749,16 @@ def _median_frequency(
 #: what :data:`_DEVICE_FIELDS` names)
 _NO_DEVICE = "device name not in this export"
 _DEVICE_FIELDS = {"hardware.vendor": "nvidia", "hardware.device": "<GPU model>"}
+#: ``hardware.device`` of an export that gives the compute capability but no device name
+UNKNOWN_DEVICE = "unknown"
+#: the observed SM clock: ``sm__`` in most reports, ``gpc__`` (the SMs' clock domain) where
+#: the report has no ``sm__cycles_elapsed`` rate (seen in a 2024 GH200 .ncu-rep)
+_SM_CLOCK = (
+    "sm__cycles_elapsed.avg.per_second",
+    "smsp__cycles_elapsed.avg.per_second",
+    "gpc__cycles_elapsed.avg.per_second",
+    "SM Frequency",
+)
 
 
 def _hardware(
@@ -762,13 +772,22 @@ def _hardware(
         _device_attr(attributes, raw, "device__attribute_compute_capability_major"),
         _device_attr(attributes, raw, "device__attribute_compute_capability_minor"),
     )
-    if not name:
-        cc = f"; compute capability {arch}" if arch else ""
-        warnings.append(f"{_NO_DEVICE} ({report.page} page{cc}); hardware left empty")
-        return None
     sms = _device_attr(attributes, raw, "device__attribute_multiprocessor_count")
     if not isinstance(sms, float):
         sms = raw.num("launch__sm_count", 0)
+    if not isinstance(sms, float):
+        sms = raw.num("# SMs", 0)  # the details page's Launch Statistics label
+    if not name:
+        if arch is None:
+            warnings.append(f"{_NO_DEVICE} ({report.page} page); hardware left empty")
+            return None
+        # the compute capability (and SM count) say what the device is like, not which it is
+        count = f", {int(sms)} SMs" if isinstance(sms, float) and sms >= 1 else ""
+        warnings.append(
+            f"{_NO_DEVICE} ({report.page} page; compute capability {arch}{count}); "
+            f"hardware.device is `{UNKNOWN_DEVICE}`"
+        )
+        name = UNKNOWN_DEVICE
     memory = _device_attr(attributes, raw, "device__attribute_total_memory")
     memory = memory if isinstance(memory, float) and memory > 0 else None
     n = len(report.launches)
@@ -781,7 +800,7 @@ def _hardware(
             else {raw.num("device__attribute_device_index", i) for i in range(n)} - {None}
         )
     units = _table().units
-    sm_clock = _median_frequency(raw, n, ("sm__cycles_elapsed.avg.per_second", "SM Frequency"), units)
+    sm_clock = _median_frequency(raw, n, _SM_CLOCK, units)
     mem_clock = _median_frequency(raw, n, ("dram__cycles_elapsed.avg.per_second", "DRAM Frequency"), units)
     clocks = Clocks(sm_observed=sm_clock, memory_observed=mem_clock) if sm_clock or mem_clock else None
     return Hardware(
@@ -1235,6 +1254,10 @@ class NcuAdapter:
                     for w in packet.profiler[0].warnings or ():  # type: ignore[index]
                         if packet.hardware is None and w.startswith(_NO_DEVICE):
                             warnings.append(AdapterWarning(f"{path}: {w}", _DEVICE_FIELDS))
+                        elif w.startswith(_NO_DEVICE) and packet.hardware.device == UNKNOWN_DEVICE:
+                            warnings.append(
+                                AdapterWarning(f"{path}: {w}", {"hardware.device": "<GPU model>"})
+                            )
                         else:
                             warnings.append(f"{path}: {w}")
             # a capture whose raw values went to a side file built as many records
