@@ -260,3 +260,24 @@ def test_large_database_side_file(tmp_path: Path) -> None:
 
 def test_guid_constant_matches_fixture() -> None:
     assert GUID.replace("-", "_") == UUID.lstrip("_")
+
+
+def test_counter_instances_summed_and_text_values_refused(tmp_path: Path) -> None:
+    f = small(tmp_path / "pmc.db")
+    conn = sqlite3.connect(f)
+    # a second instance of SQ_WAVES for dispatch 2 (event 2), and a NULL value (skipped)
+    conn.execute(
+        f"INSERT INTO rocpd_pmc_event{UUID} (guid, event_id, pmc_id, value) VALUES (?, 2, 1, 100.0)", (GUID,)
+    )
+    conn.execute(
+        f"INSERT INTO rocpd_pmc_event{UUID} (guid, event_id, pmc_id, value) VALUES (?, 3, 1, NULL)", (GUID,)
+    )
+    conn.commit()
+    (p,), _ = read(f)
+    assert p.profiler[0].raw_columns["SQ_WAVES"] == ["16384.0 16385.0 16386.0", 16484.0, 16384.0]
+    conn.execute(f"UPDATE rocpd_pmc_event{UUID} SET value = 'many' WHERE event_id = 1")
+    conn.commit()
+    conn.close()
+    with pytest.raises(InputError) as err:
+        read(f)
+    assert str(err.value) == f"{f}:table rocpd_pmc_event: a counter value is text 'many'; expected a number"

@@ -214,33 +214,41 @@ def _pids(db: Database) -> dict[tuple[Any, int], int]:
 
 
 def _counters(db: Database) -> dict[str, dict[tuple[Any, int], float]]:
-    """Counter name -> (guid, event id) -> value, instances summed."""
-    pmc_tables = db.suffixed("rocpd_pmc_event")
-    if not pmc_tables:
+    """Counter name -> (guid, event id) -> value, the instances of a counter summed (in SQL:
+    a counter table has a row per dispatch, counter and instance)."""
+    tables = db.suffixed("rocpd_pmc_event")
+    if not tables:
         return {}
     cols, rows = _rows(db, "rocpd_info_pmc", ("id", "guid", "name"), ("id", "name"))
-    names = {
-        (r[cols.index("guid")] if "guid" in cols else None, r[0]): str(r[cols.index("name")]) for r in rows
-    }
-    cols, rows = _rows(
-        db, "rocpd_pmc_event", ("guid", "event_id", "pmc_id", "value"), ("event_id", "pmc_id", "value")
-    )
-    g = cols.index("guid") if "guid" in cols else None
-    e, p, v = cols.index("event_id"), cols.index("pmc_id"), cols.index("value")
+    g_at = cols.index("guid") if "guid" in cols else None
+    names = {(r[g_at] if g_at is not None else None, r[0]): str(r[cols.index("name")]) for r in rows}
     out: dict[str, dict[tuple[Any, int], float]] = defaultdict(dict)
-    for row in rows:
-        guid = row[g] if g is not None else None
-        value = row[v]
-        if not isinstance(value, (int, float)) or isinstance(value, bool):
+    for t in tables:
+        have = set(db.columns(t))
+        missing = [c for c in ("event_id", "pmc_id", "value") if c not in have]
+        if missing:
             raise InputError(
                 db.path,
-                "table rocpd_pmc_event",
-                f"a counter value is {type(value).__name__}; expected a number",
+                f"table {t}",
+                f"has no column {', '.join(missing)}; expected the rocpd schema's rocpd_pmc_event",
             )
-        name = names.get((guid, row[p]), f"pmc {row[p]}")
-        per = out[name]
-        key = (guid, row[e])
-        per[key] = per.get(key, 0.0) + float(value)
+        guid = '"guid"' if "guid" in have else "NULL"
+        with db.guard(t):
+            bad = db.conn.execute(
+                f'SELECT typeof("value"), "value" FROM "{t}" WHERE typeof("value") NOT IN (\'integer\', \'real\', \'null\') LIMIT 1'
+            ).fetchone()
+            if bad is not None:
+                raise InputError(
+                    db.path,
+                    f"table {t}",
+                    f"a counter value is {bad[0]} {str(bad[1])[:40]!r}; expected a number",
+                )
+            summed = db.conn.execute(
+                f'SELECT {guid}, "event_id", "pmc_id", TOTAL("value") FROM "{t}" '
+                'WHERE "value" IS NOT NULL GROUP BY 1, 2, 3'
+            ).fetchall()
+        for g, event, pmc, value in summed:
+            out[names.get((g, pmc), f"pmc {pmc}")][(g, event)] = float(value)
     return out
 
 
