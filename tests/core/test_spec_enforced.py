@@ -768,6 +768,27 @@ WARNINGS: list[tuple[str, Callable[[dict[str, Any]], None], str, str]] = [
     ),
     ("7 KE508 warmed up", _set("timing", "warmup", value=0), "KE508", "/timing/warmup"),
     (
+        "7 KE413 the whole output validated",
+        _all(
+            _set(
+                "task",
+                "shapes",
+                0,
+                "tensors",
+                value=[{"name": "out", "shape": [4096, 4096], "dtype": "bf16"}],
+            ),
+            _set("validation", "shapes", 0, "elements", value=4096),
+        ),
+        "KE413",
+        "/validation/shapes/0/elements",
+    ),
+    (
+        "7 KE703 matched ratio that checks the output",
+        _set("validation", "shapes", 0, "required_matched_ratio", value=0.5),
+        "KE703",
+        "/validation/shapes/0/required_matched_ratio",
+    ),
+    (
         "7 KE702 reference magnitude recorded",
         _set("validation", "shapes", 0, "reference_max_abs"),
         "KE702",

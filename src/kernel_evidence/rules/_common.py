@@ -46,9 +46,12 @@ def cache_mode(t: Any) -> tuple[str | None, str]:
 PLACEHOLDERS = frozenset({
     "unknown", "n/a", "na", "latest", "none", "null", "nil", "?", "??", "-", "--", "...", "tbd",
     "todo", "tba", "unspecified", "not specified", "default", "current", "any", "x", "xx", "xxx",
-    "<version>", "<call>", "same", "same as above", "various",
+    "<version>", "<call>", "same", "same as above", "various", "nightly", "master", "main", "dev",
+    "head", "trunk", "stable", "release", "rolling", "edge",
 })  # fmt: skip
 
 
 def is_placeholder(s: str) -> bool:
-    return s.strip().casefold() in PLACEHOLDERS
+    """A placeholder, or a call whose arguments are elided (``f(...)``)."""
+    t = s.strip().casefold()
+    return t in PLACEHOLDERS or "..." in t or "\u2026" in t

@@ -83,7 +83,8 @@ declare(
     "the host clock), both synchronised or neither, the same cache state (flushed or "
     "rotating against flushed or rotating, warm against warm, cold against cold), a flush "
     "that evicts the last-level cache on both sides or neither (`flush_bytes` below the "
-    "cache size evicts nothing), a flush inside the timed window on both sides or neither, "
+    "cache size, the largest the conditions, hardware and device table give, evicts nothing: "
+    "that side was warm), a flush inside the timed window on both sides or neither, "
     "and CUDA-graph replays on both sides or neither. `same_session: true` MUST NOT stand "
     "beside two different `session` ids, nor `interleaved: true` beside conditions that "
     "record `interleaved: false`.",
@@ -95,7 +96,8 @@ declare(
     "compare against the library of the hardware's vendor (cuBLASLt on NVIDIA, hipBLASLt on AMD, ...)",
     "A baseline that is a vendor's library (cuBLAS, cuDNN, CUTLASS, TensorRT... for NVIDIA; "
     "hipBLASLt, rocBLAS, MIOpen, Composable Kernel, AITER... for AMD; oneDNN, oneMKL for "
-    "Intel) MUST run on that vendor's hardware: cuBLASLt cannot have been timed on an MI300X.",
+    "Intel) MUST run on that vendor's hardware: cuBLASLt cannot have been timed on an MI300X; "
+    "a CPU library (OpenBLAS) is no baseline for a kernel on an accelerator.",
 )
 declare(
     "KE210",
@@ -173,7 +175,17 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
                 f"baseline engine version `{b.engine.version.strip()}` is a placeholder",
             )
         )
-    if entry is not None and entry.vendor in _RUNS_ON:
+    if entry is not None and entry.vendor == "cpu":
+        h = p.hardware
+        if h is not None and h.vendor != "cpu" and _accelerator(h.device):
+            add(
+                (
+                    "KE209",
+                    "/timing/baseline/provider",
+                    f"`{entry.name}` runs on the host CPU; the candidate ran on `{h.device}`: the baseline is not on the candidate's hardware",
+                )
+            )
+    elif entry is not None and entry.vendor in _RUNS_ON:
         h = p.hardware
         if h is not None and h.vendor != "other" and h.vendor not in _RUNS_ON[entry.vendor]:
             add(
@@ -236,6 +248,13 @@ def _narrowest(dtypes: list[str]) -> frozenset[str]:
     return frozenset(known[min(known)]) if known else frozenset()
 
 
+def _accelerator(name: str) -> bool:
+    """True when the device table knows ``name`` (its devices are all accelerators)."""
+    from ..devices import candidates
+
+    return bool(candidates(name)) if len(name) <= 256 else False
+
+
 def _devices_differ(a: str, b: str) -> bool:
     """True when two device names certainly name different devices (the device table tells
     them apart); unknown names never differ."""
@@ -296,8 +315,9 @@ def _compare(p: Any, t: Any, b: Any, bc: Any, add: Add) -> None:
                     cdims = sh.dims
                     break
         if cdims:
+            folded = {str(k).casefold(): v for k, v in cdims.items()}
             for k, v in bc.dims.items():
-                w = cdims.get(k)
+                w = folded.get(k.casefold())
                 if w is not None and w != v:
                     esc = k.replace("~", "~0").replace("/", "~1")
                     add(
@@ -407,30 +427,57 @@ def _compare(p: Any, t: Any, b: Any, bc: Any, add: Add) -> None:
         )
 
 
-def _flushes(p: Any, ca: Any, cb: Any, add: Add) -> None:
-    """KE208: a flush smaller than the last-level cache evicts nothing; one side flushed for
-    real and the other not is a warm side against a cold one."""
-    if ca is None:
-        return
+def _llc(p: Any, c: Any) -> float | None:
+    """The last-level cache a flush must cover, in bytes: the largest of what the side's
+    conditions, the hardware block and the device table say (an understated cache size
+    does not make a small flush evict)."""
+    sizes = []
+    if c.last_level_cache is not None:
+        sizes.append(c.last_level_cache.value * _FACTOR[c.last_level_cache.unit])
     h = p.hardware
-    llc_hw = h.last_level_cache if h is not None else None
+    if h is not None:
+        if h.last_level_cache is not None:
+            sizes.append(h.last_level_cache.value * _FACTOR[h.last_level_cache.unit])
+        table = _table_llc(h.device_id or h.device) if (h.device_id or h.device) else None
+        if table:
+            sizes.append(table)
+    return max(sizes) if sizes else None
 
-    def small(c: Any) -> bool | None:
-        if c.mode != "flushed" or c.flush_bytes is None:
-            return None
-        llc = c.last_level_cache or llc_hw
-        if llc is None:
-            return None
-        return bool(c.flush_bytes.value * _FACTOR[c.flush_bytes.unit] < llc.value * _FACTOR[llc.unit])
 
-    sa, sb = small(ca), small(cb)
-    if sa is not None and sb is not None and sa != sb:
-        ptr = "/timing/conditions/cache/flush_bytes" if sa else _B + "cache/flush_bytes"
-        who = "candidate" if sa else "baseline"
-        add(
-            (
-                "KE208",
-                ptr,
-                f"the {who}'s flush is smaller than the last-level cache: it evicts nothing, while the other side's does",
+def _table_llc(name: str) -> float | None:
+    from ..devices import candidates, device
+
+    if len(name) > 256:
+        return None
+    e = device(name)
+    found = (e,) if e is not None else candidates(name)
+    sizes = [x.last_level_cache_bytes for x in found if x.last_level_cache_bytes]
+    return min(sizes) if sizes and len(sizes) == len(found) else None
+
+
+def small_flush(p: Any, c: Any) -> bool | None:
+    """Whether a cache recorded as flushed was flushed with less than the last-level cache
+    (None when it cannot be told)."""
+    if c is None or c.mode != "flushed" or c.flush_bytes is None:
+        return None
+    llc = _llc(p, c)
+    if llc is None:
+        return None
+    return bool(c.flush_bytes.value * _FACTOR[c.flush_bytes.unit] < llc)
+
+
+def _flushes(p: Any, ca: Any, cb: Any, add: Add) -> None:
+    """KE208: a flush smaller than the last-level cache evicts nothing: that side's caches
+    were warm while it says flushed."""
+    for c, ptr, who in (
+        (ca, "/timing/conditions/cache/flush_bytes", "candidate"),
+        (cb, _B + "cache/flush_bytes", "baseline"),
+    ):
+        if small_flush(p, c):
+            add(
+                (
+                    "KE208",
+                    ptr,
+                    f"the {who}'s flush is smaller than the last-level cache: it evicts nothing, so its caches were warm",
+                )
             )
-        )

@@ -204,7 +204,7 @@ def _handling(t: Any, b: Any, cc: Any, bc: Any, add: Add) -> None:
         return
     st, bs = t.stats, b.stats
     dropped = st.dropped if st is not None else None
-    if dropped and bs is not None and (bs.dropped == 0 or (bs.dropped is None and bh == "all")):
+    if dropped and bs is not None and not bs.dropped and bh in (None, "all"):
         add(
             (
                 "KE304",

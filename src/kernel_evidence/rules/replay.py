@@ -43,8 +43,8 @@ declare(
 )
 declare("KE105", "warning", "a container is pinned by its digest",
      "record /replay/container/digest (`docker inspect --format '{{.RepoDigests}}'`)",
-     "A container image given by a moving tag (`latest`, no tag, `nightly`, `main`...) "
-     "SHOULD carry its digest: the tag will name other bits tomorrow.", caps="C")  # fmt: skip
+     "A container image SHOULD carry its digest: a tag, moving (`latest`, none, `nightly`, "
+     "`main`...) or versioned (`24.05-py3`, rebuilt in place), may name other bits tomorrow.", caps="C")  # fmt: skip
 
 
 def check(p: Any, ctx: Ctx, add: Add) -> None:
@@ -58,19 +58,28 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
             if why:
                 add(("KE103", "/replay/command", f"the replay command {why}: it reproduces nothing"))
         repo = r.repository
-        if repo is not None and repo.commit is not None and not _HEX.match(repo.commit):
-            add(
-                (
-                    "KE104",
-                    "/replay/repository/commit",
-                    f"commit `{_short(repo.commit)}` is not a commit hash: a branch, tag or ref moves",
+        if repo is not None and repo.commit is not None:
+            commit = repo.commit
+            if not _HEX.match(commit):
+                add(
+                    (
+                        "KE104",
+                        "/replay/repository/commit",
+                        f"commit `{_short(commit)}` is not a commit hash: a branch, tag or ref moves",
+                    )
                 )
-            )
+            elif commit.count(commit[0]) == len(commit):
+                add(
+                    (
+                        "KE104",
+                        "/replay/repository/commit",
+                        f"commit `{commit}` is a hash of nothing (one digit repeated)",
+                    )
+                )
         c = r.container
         if c is not None and c.digest is None and "@sha256:" not in c.image:
-            tag = _moving_tag(c.image)
-            if tag is not None:
-                add(("KE105", "/replay/container", f"image `{_short(c.image)}` {tag} and no digest"))
+            tag = _moving_tag(c.image) or "has a tag (tags are rebuilt in place)"
+            add(("KE105", "/replay/container", f"image `{_short(c.image)}` {tag} and no digest"))
     # _replay re-checks in full; this guard only skips it when it has nothing to say (the
     # common case)
     if not (
@@ -117,9 +126,10 @@ _NOOPS = frozenset(
     {"true", ":", "echo", "printf", "exit", "sleep", "yes", "false", "test", "[", "cat", "wait", "pwd"}
 )
 #: programs that run another: the command after them (and their options) is what runs
-_WRAPPERS = frozenset(
-    {"env", "time", "nice", "nohup", "timeout", "exec", "command", "stdbuf", "taskset", "numactl", "sudo"}
-)
+_WRAPPERS = frozenset({
+    "env", "time", "nice", "nohup", "timeout", "exec", "command", "stdbuf", "taskset", "numactl", "sudo",
+    "srun", "mpirun", "mpiexec", "flock", "chrt", "ionice", "xvfb-run", "unbuffer",
+})  # fmt: skip
 _SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "ash", "busybox"})
 #: every program name worth a closer look (the rest run what they name)
 _LOOK = _NOOPS | _WRAPPERS | _SHELLS | frozenset({"python", "python3", "python2", "py", "pypy", "pypy3"})
@@ -146,9 +156,7 @@ def _noop(cmd: list[str], shell: bool) -> str | None:
         if prog in _WRAPPERS:
             i += 1
             # the wrapper's options and VAR=value settings, and timeout's duration
-            while i < len(cmd) and (
-                cmd[i].startswith("-") or "=" in cmd[i] or (prog == "timeout" and cmd[i][:1].isdigit())
-            ):
+            while i < len(cmd) and (cmd[i].startswith("-") or "=" in cmd[i] or cmd[i][:1].isdigit()):
                 i += 1
             continue
         if prog in _NOOPS:
@@ -197,12 +205,7 @@ def _noop_python(code: str) -> bool:
             v = node.value
             if isinstance(v, ast.Constant):
                 continue
-            if (
-                isinstance(v, ast.Call)
-                and isinstance(v.func, ast.Name)
-                and v.func.id in ("print", "exit", "quit")
-                and all(isinstance(a, ast.Constant) for a in v.args)
-            ):
+            if isinstance(v, ast.Call) and _noop_call(v):
                 continue
         if (
             isinstance(node, ast.Raise)
@@ -213,6 +216,15 @@ def _noop_python(code: str) -> bool:
             continue
         return False
     return True
+
+
+def _noop_call(v: Any) -> bool:
+    """print/exit/quit/sys.exit/os._exit with constant arguments."""
+    import ast
+
+    f = v.func
+    name = f.id if isinstance(f, ast.Name) else (f.attr if isinstance(f, ast.Attribute) else "")
+    return name in ("print", "exit", "quit", "_exit") and all(isinstance(a, ast.Constant) for a in v.args)
 
 
 #: tags that name whatever was built last

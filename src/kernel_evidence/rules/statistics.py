@@ -51,9 +51,10 @@ declare(
     "durations a timer can give",
     "fix the timer: a kernel takes at least a launch, and never no time",
     "A statistics block of either side MUST NOT give a median (or mean) duration of 0, and "
-    "with device event timers (`cuda_events`, `hip_events`) MUST NOT give one below 1 us "
-    "(faster than a kernel launch) unless the calls were replayed from a CUDA graph: such "
-    "times come from a broken or patched timer.",
+    "with device event timers (`cuda_events`, `hip_events`, `triton_do_bench`) MUST NOT "
+    "give one below 1 us (faster than a kernel launch), nor below 0.5 us when the calls "
+    "were replayed from a CUDA graph (a kernel node still runs on the device): such times "
+    "come from a broken or patched timer.",
 )
 declare(
     "KE506",
@@ -126,7 +127,12 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
         _warmed(t, st, b, add)
 
 
-_EVENT_TIMERS = frozenset({"cuda_events", "hip_events"})
+#: timers that time a call with device events around it (triton's do_bench does)
+_EVENT_TIMERS = frozenset({"cuda_events", "hip_events", "triton_do_bench"})
+#: the least a kernel takes from an event timer: a launch (1 us), and a kernel node of a
+#: CUDA graph still runs on the device for about a microsecond (half of it allowed)
+_FLOOR_S = 1e-6
+_GRAPH_FLOOR_S = 0.5e-6
 
 
 def _degenerate(ptr: str, s: Any, method: str, c: Any, add: Add) -> None:
@@ -138,14 +144,15 @@ def _degenerate(ptr: str, s: Any, method: str, c: Any, add: Add) -> None:
     if typical is not None:
         if typical == 0:
             add(("KE505", f"{ptr}/{key}", f"a {key} duration of 0: no call takes no time"))
-        elif method in _EVENT_TIMERS and typical * _FACTOR[s.unit] < 1e-6:
+        elif method in _EVENT_TIMERS and typical * _FACTOR[s.unit] < _FLOOR_S:
             graphs = c.cache.cuda_graph_replays if c is not None and c.cache is not None else None
-            if not graphs or graphs < 2:
+            if not graphs or typical * _FACTOR[s.unit] < _GRAPH_FLOOR_S:
                 add(
                     (
                         "KE505",
                         f"{ptr}/{key}",
-                        f"a {key} of {typical:g} {s.unit} from {method}: faster than a kernel launch (1 us)",
+                        f"a {key} of {typical:g} {s.unit} from {method}: faster than a kernel runs "
+                        f"({'0.5 us from CUDA-graph replays' if graphs else '1 us with its launch'})",
                     )
                 )
     if s.std is not None:

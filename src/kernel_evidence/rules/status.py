@@ -102,11 +102,23 @@ declare(
     "checked when every element must match), and `matched_ratio` at least "
     "`required_matched_ratio` (the shape's, else the task's).",
 )
-declare("KE412", "error", "no defence failed on a passed packet",
-     "a failed anti-gaming check fails the packet: set status failed (reward_hack) or fix the candidate",
-     "A `passed` packet MUST NOT carry a defence (`defences`) whose outcome is `failed`: the "
-     "harness caught the candidate (cached outputs, modified inputs, a patched timer, "
-     "deferred work).")  # fmt: skip
+declare(
+    "KE412",
+    "error",
+    "no defence failed on a passed packet",
+    "a failed anti-gaming check fails the packet: set status failed (reward_hack) or fix the candidate",
+    "A `passed` packet MUST NOT carry a defence (`defences`) whose outcome is `failed`: the "
+    "harness caught the candidate (cached outputs, modified inputs, a patched timer, "
+    "deferred work). No packet MUST carry a defence recorded `passed` that its own "
+    "conditions contradict (`fresh_inputs` passed while a side's conditions say "
+    "`fresh_inputs: false`; `cache_flush` passed while a side was warm or flushed less than "
+    "the last-level cache).",
+)
+declare("KE413", "warning", "validation covered the output",
+     "compare every element of the output (or record the elements compared and why)",
+     "A shape marked passed SHOULD have compared its whole output: `elements` below half of "
+     "the output tensor's size (a tensor named `out`, `output`, `y`, `c`...) leaves the rest "
+     "unchecked. Graded C at best.", caps="C")  # fmt: skip
 
 _FAILED_CLASSES = frozenset({
     "compile_error", "runtime_error", "timeout", "incorrect_shape", "incorrect_dtype",
@@ -164,12 +176,16 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
                         f"{_a(fc)} {fc} failure whose validation verdict is passed",
                     )
                 )
-    if status == "passed":
-        ds = p.defences
-        if ds:
-            for i, d in enumerate(ds):
-                if d.outcome == "failed":
+    ds = p.defences
+    if ds:
+        for i, d in enumerate(ds):
+            if d.outcome == "failed":
+                if status == "passed":
                     add(("KE412", f"/defences/{i}", f"the `{d.check}` defence failed on a passed packet"))
+            elif d.outcome == "passed":
+                why = _contradicted(p, d.check)
+                if why:
+                    add(("KE412", f"/defences/{i}", f"the `{d.check}` defence is recorded passed, but {why}"))
     if v is None:
         return
     if status == "passed" and v.shapes:
@@ -195,6 +211,50 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
             add(("KE407", "/validation/verdict", "verdict failed but every listed shape passed"))
 
 
+def _contradicted(p: Any, check: str) -> str | None:
+    """Why the packet's own conditions contradict a defence recorded as passed."""
+    t = p.timing
+    if t is None:
+        return None
+    sides = (
+        (t.conditions, "candidate"),
+        (t.baseline.conditions if t.baseline is not None else None, "baseline"),
+    )
+    if check == "fresh_inputs":
+        for c, side in sides:
+            if c is not None and c.fresh_inputs is False:
+                return f"the {side}'s conditions record its inputs reused (fresh_inputs: false)"
+    elif check == "cache_flush":
+        from .baseline import small_flush
+
+        for c, side in sides:
+            cache = c.cache if c is not None else None
+            if cache is not None and cache.mode == "warm":
+                return f"the {side}'s conditions record warm caches"
+            if small_flush(p, cache):
+                return f"the {side}'s flush is smaller than the last-level cache"
+    return None
+
+
+#: names an output tensor goes by
+_OUTPUTS = frozenset({"c", "d", "o", "y", "out", "output", "result", "res", "dst"})
+
+
+def _output_elements(task: Any, shape_id: str) -> int | None:
+    """The element count of a suite shape's output (a tensor named as one), or None when
+    the shape does not say which tensor it is."""
+    for sh in task.shapes or ():
+        if sh.id != shape_id:
+            continue
+        for tensor in sh.tensors or ():
+            if tensor.name.strip().casefold() in _OUTPUTS:
+                n = 1
+                for x in tensor.shape:
+                    n *= x
+                return n
+    return None
+
+
 def _shapes_cover(p: Any, v: Any, claim: bool, add: Add) -> None:
     """KE409-KE411 for a passed packet with per-shape results."""
     shapes = v.shapes
@@ -217,6 +277,16 @@ def _shapes_cover(p: Any, v: Any, claim: bool, add: Add) -> None:
                     f"shape `{s.shape_id}` passed with {mr:g} of its elements matching; it requires {req:g}",
                 )
             )
+        if s.elements is not None and task is not None and task.shapes:
+            full = _output_elements(task, s.shape_id)
+            if full is not None and s.elements * 2 < full:
+                add(
+                    (
+                        "KE413",
+                        f"/validation/shapes/{i}/elements",
+                        f"shape `{s.shape_id}` compared {s.elements} of its output's {full} elements",
+                    )
+                )
         err = s.max_abs_error
         if err is None or (req is not None and req < 1):
             continue  # some elements may be out of bound

@@ -15,12 +15,22 @@ declare(
     "A correctness check that an all-zeros output would pass is vacuous: it happens when the largest reference magnitude r satisfies r <= atol + rtol * r (in particular when r <= atol, or when rtol >= 1). Such a check MUST NOT back a passed shape.",
 )
 
-declare("KE702", "warning", "a tolerance is judged with the reference's magnitude",
-     "record /validation/shapes/N/reference_max_abs (the largest |reference| value)",
-     "A shape passed under an absolute or relative tolerance SHOULD record "
-     "`reference_max_abs`: without it nobody can tell whether an all-zeros output would "
-     "have passed (KE701) or whether the error is within its bound (KE411). Graded C at best "
-     "when the packet claims a speedup.", caps="C")  # fmt: skip
+declare(
+    "KE702",
+    "warning",
+    "a tolerance is judged with the reference's magnitude",
+    "record /validation/shapes/N/reference_max_abs (the largest |reference| value)",
+    "A shape passed under an absolute or relative tolerance SHOULD record "
+    "`reference_max_abs`: without it nobody can tell whether an all-zeros output would "
+    "have passed (KE701) or whether the error is within its bound (KE411). Graded C at best "
+    "when the packet claims a speedup.",
+    caps="C",
+)
+declare("KE703", "warning", "the matched-ratio requirement checks the output",
+     "require (nearly) every element to match: required_matched_ratio of 0.99 or more",
+     "A shape passed under a `required_matched_ratio` (its own, else the task's) below 0.99 "
+     "SHOULD NOT back a result: that share of wrong elements (half, for 0.5) passes. Graded "
+     "C at best.", caps="C")  # fmt: skip
 
 
 def check(p: Any, ctx: Ctx, add: Add) -> None:
@@ -36,6 +46,17 @@ def _tolerance(p: Any, v: Any, add: Add) -> None:
             continue
         atol = s.atol if s.atol is not None else (tol.atol if tol is not None else None)
         rtol = s.rtol if s.rtol is not None else (tol.rtol if tol is not None else None)
+        req = s.required_matched_ratio
+        if req is None and tol is not None:
+            req = tol.required_matched_ratio
+        if req is not None and req < 0.99:
+            add(
+                (
+                    "KE703",
+                    f"/validation/shapes/{i}/required_matched_ratio",
+                    f"shape `{s.shape_id}` passed with only {req:g} of its elements required to match",
+                )
+            )
         if s.reference_max_abs is None and (atol is not None or rtol is not None):
             add(
                 (
