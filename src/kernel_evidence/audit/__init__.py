@@ -41,6 +41,7 @@ from typing import Any
 import msgspec
 
 from .._codec.structs import PacketStruct
+from .._gc import paused_gc
 from ..io import Limits
 from ..models import EvidencePacket
 from ..rules import Report, validate_struct
@@ -96,7 +97,9 @@ def audit(
     names = [paths] if isinstance(paths, str) else list(paths)
     warnings: list[str] = []
     items = read_items(names, adapter=adapter, options=dict(options or {}), limits=limits, warnings=warnings)
-    result = _Auditor(lineage_jump, progress).run(items)
+    # a record per packet and a suspect per finding, none of them cyclic: no collection to run
+    with paused_gc():
+        result = _Auditor(lineage_jump, progress).run(items)
     result.warnings = warnings + result.warnings
     result.inputs = names
     return result
@@ -120,7 +123,8 @@ def audit_packets(
             struct = _to_struct.decode(raw)
             yield Item(struct, validate_struct(struct, "<packets>", f"item {i}"))
 
-    return _Auditor(lineage_jump, None).run(items())
+    with paused_gc():
+        return _Auditor(lineage_jump, None).run(items())
 
 
 class _Auditor:
