@@ -873,7 +873,7 @@ def serving_claim(
             "conditions": copy.deepcopy(cond),
         }  # fmt: skip
         out = p["timing"]["serving"]["output_throughput"]["value"]
-        base_out = round(base_tokens / base_duration_s, 2)
+        base_out = _sig(base_tokens / base_duration_s)
         p["timing"]["speedup"] = {"value": round(out / base_out, 4), "basis": "output_throughput"}
     hw = copy.deepcopy(dev["hardware"])
     hw["count"] = devices
@@ -910,6 +910,11 @@ def _latency(median_ms: float, n: int, ci: bool = False) -> dict[str, Any]:
     return s
 
 
+def _sig(x: float) -> float:
+    """A rate to 5 significant digits (as a benchmark client stores it)."""
+    return float(f"{x:.5g}")
+
+
 def _serving(
     completed: int,
     failed: int,
@@ -923,9 +928,9 @@ def _serving(
     tout = completed * output_len
     return {
         "completed": completed, "failed": failed, "duration": {"value": duration_s, "unit": "s"},
-        "request_throughput": {"value": round(completed / duration_s, 2), "unit": "req/s"},
-        "output_throughput": {"value": round(tout / duration_s, 2), "unit": "tok/s"},
-        "total_token_throughput": {"value": round((tin + tout) / duration_s, 2), "unit": "tok/s"},
+        "request_throughput": {"value": _sig(completed / duration_s), "unit": "req/s"},
+        "output_throughput": {"value": _sig(tout / duration_s), "unit": "tok/s"},
+        "total_token_throughput": {"value": _sig((tin + tout) / duration_s), "unit": "tok/s"},
         "total_input_tokens": tin, "total_output_tokens": tout,
         "ttft": _latency(ttft_ms, completed), "tpot": _latency(tpot_ms, completed),
         "itl": _latency(tpot_ms * 0.98, completed),

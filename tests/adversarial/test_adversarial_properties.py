@@ -1,0 +1,150 @@
+"""Honest packets drawn at random must be accepted: a guard against rules that fit the
+hand-written controls and reject the honest packets around them.
+
+Each drawn packet is physically possible by construction: its rates stay below the device's
+datasheet peaks (at most 85% of them), no kernel is faster than a launch, serving latencies
+respect the prefill's FLOPs and the decode's weight reads, and Little's law holds between
+requests in flight, latency and duration.
+"""
+
+from __future__ import annotations
+
+import math
+
+from _adv_build import DEVICES, gemm, kernel_claim, serving_claim
+from _adv_judge import judge
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+#: dense datasheet peaks (TFLOP/s per dtype, GB/s) of the suite's devices, and the baseline
+#: library a GEMM on each is compared with
+_GEMM_DEVICES = {
+    "h100": ({"bf16": 989.4, "fp16": 989.4, "fp8_e4m3": 1978.9}, 3350, ("cuBLASLt", "12.4.5.8")),
+    "h200": ({"bf16": 989.4, "fp8_e4m3": 1978.9}, 4800, ("cuBLASLt", "12.6.4.1")),
+    "a100": ({"bf16": 312, "fp16": 312}, 2039, ("cuBLAS", "12.2.5.6")),
+    "b200": ({"bf16": 2250, "fp8_e4m3": 4500}, 8000, ("cuBLASLt", "12.8.3.14")),
+    "l40s": ({"bf16": 362, "fp8_e4m3": 733}, 864, ("cuBLASLt", "12.4.5.8")),
+    "h100_pcie": ({"bf16": 756, "fp8_e4m3": 1513}, 2000, ("cuBLASLt", "12.4.5.8")),
+    "rtx4090": ({"fp16": 330.3}, 1008, ("cuBLAS", "12.6.3.3")),
+    "mi300x": ({"bf16": 1307.4, "fp8_e4m3fnuz": 2614.9}, 5300, ("hipBLASLt", "0.10.0")),
+    "mi355x": ({"bf16": 2516.6, "fp8_e4m3": 5033.2}, 8000, ("hipBLASLt", "1.0.0")),
+    "tpu_v6e": ({"bf16": 918}, 1640, ("XLA", "jaxlib 0.5.1")),
+    "tpu_v5e": ({"bf16": 197}, 819, ("XLA", "jaxlib 0.4.35")),
+    "epyc": ({"fp32": 7.37}, 460.8, ("OpenBLAS", "0.3.28")),
+    "xeon": ({"bf16": 114.7}, 307.2, ("oneDNN", "3.6.1")),
+}
+
+_SETTINGS = settings(
+    max_examples=40, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
+)
+
+
+@st.composite
+def honest_gemm_claims(draw: st.DrawFn) -> dict:
+    key = draw(st.sampled_from(sorted(_GEMM_DEVICES)))
+    peaks, bw, (provider, version) = _GEMM_DEVICES[key]
+    dtype = draw(st.sampled_from(sorted(peaks)))
+    m = draw(st.sampled_from([16, 64, 256, 1024, 4096, 8192]))
+    n = draw(st.sampled_from([1024, 2048, 4096, 8192, 16384]))
+    k = draw(st.sampled_from([1024, 2048, 4096, 8192, 16384]))
+    out = "bf16" if dtype.startswith("fp8") else dtype
+    op = gemm(m, n, k, dtype, out, ref_max=draw(st.floats(8.0, 500.0)))
+    flops = 2.0 * m * n * k
+    nbytes = op["shape"]["work"]["bytes"]["value"]
+    eff = draw(st.floats(0.05, 0.85))
+    fast = max(flops / (eff * peaks[dtype] * 1e12), nbytes / (eff * bw * 1e9), 3e-6)
+    ratio = draw(st.floats(0.6, 4.0))
+    cand, base = (fast, fast * ratio) if ratio >= 1 else (fast / ratio, fast)
+    repeats = draw(st.integers(5, 100)) * 2 + 1
+    return kernel_claim(
+        f"gemm_{key}_{dtype}_{m}x{n}x{k}",
+        key,
+        op,
+        cand_s=cand,
+        base_s=base,
+        provider=provider,
+        version=version,
+        call=f"gemm({dtype}, m={m}, n={n}, k={k}) via {provider}",
+        kernel=f"gemm_{dtype}_tile_128x128",
+        warmup=draw(st.integers(1, 50)),
+        repeats=repeats,
+        sigma=draw(st.floats(0.002, 0.04)),
+    )
+
+
+@given(honest_gemm_claims())
+@_SETTINGS
+def test_drawn_honest_gemm_claims_accepted(packet: dict) -> None:
+    for as_bytes in (False, True):
+        v = judge(packet, as_bytes=as_bytes)
+        errors = [f for f in v.findings if f[1] == "error"]
+        assert not errors, (packet["subject"]["name"], errors)
+        assert v.grade in "AB", (packet["subject"]["name"], v.grade, v.reasons, v.findings)
+
+
+#: model sizes (parameters) named as serving harnesses name them
+_MODELS = [
+    ("Qwen/Qwen2.5-0.5B-Instruct", 0.5e9),
+    ("meta-llama/Llama-3.1-8B-Instruct", 8e9),
+    ("Qwen/Qwen2.5-32B-Instruct", 32e9),
+    ("meta-llama/Llama-3.1-70B-Instruct", 70e9),
+]
+_SERVING_DEVICES = {
+    "h100": (989.4, 3350, 80e9),
+    "h200": (989.4, 4800, 141e9),
+    "mi300x": (1307.4, 5300, 206e9),
+}
+
+
+@st.composite
+def honest_serving_claims(draw: st.DrawFn) -> dict:
+    key = draw(st.sampled_from(sorted(_SERVING_DEVICES)))
+    peak, bw, mem = _SERVING_DEVICES[key]
+    model, params = draw(st.sampled_from(_MODELS))
+    weights = 2 * params  # bf16
+    tp = next(t for t in (1, 2, 4, 8) if weights / t < 0.7 * mem)
+    input_len = draw(st.sampled_from([128, 512, 1024, 2048]))
+    output_len = draw(st.sampled_from([64, 128, 256, 512]))
+    concurrency = draw(st.sampled_from([1, 8, 64, 256]))
+    prompts = draw(st.sampled_from([200, 500, 1000]))
+    # prefill at no more than 40% of the peak, a decode step reads every weight once
+    ttft = 2 * params * input_len / (tp * peak * 1e12 * 0.4) * 1e3 + draw(st.floats(5.0, 200.0))
+    tpot = weights / (tp * bw * 1e9 * 0.6) * 1e3 * draw(st.floats(1.0, 3.0))
+    e2el_mean = 1.04 * (ttft + tpot * (output_len - 1)) / 1e3
+    # Little's law, and no shorter than the slowest request (1.9x the median, see _latency)
+    e2el_max = 1.9 * (ttft + tpot * (output_len - 1)) / 1e3
+    duration = max(prompts * e2el_mean / concurrency, 1.2 * e2el_max) * draw(st.floats(1.05, 1.5))
+    slowdown = draw(st.floats(1.0, 1.6))
+    return serving_claim(
+        f"{model.rsplit('/', 1)[-1].lower()}-{key}-tp{tp}",
+        key,
+        model=model,
+        engine=("vLLM", "0.11.0"),
+        base_engine=("vLLM", "0.10.1"),
+        prompts=prompts,
+        input_len=input_len,
+        output_len=output_len,
+        duration_s=round(duration, 2),
+        base_duration_s=round(duration * slowdown * 1.06, 2),
+        ttft_ms=round(ttft, 2),
+        tpot_ms=round(tpot, 3),
+        devices=tp,
+        concurrency=concurrency,
+    )
+
+
+@given(honest_serving_claims())
+@_SETTINGS
+def test_drawn_honest_serving_claims_accepted(packet: dict) -> None:
+    for as_bytes in (False, True):
+        v = judge(packet, as_bytes=as_bytes)
+        errors = [f for f in v.findings if f[1] == "error"]
+        assert not errors, (packet["subject"]["name"], errors)
+        assert v.grade in "AB", (packet["subject"]["name"], v.grade, v.reasons, v.findings)
+
+
+def test_peak_table_here_matches_the_devices() -> None:
+    """The peaks above are the suite's devices (a renamed device would silently drop out)."""
+    assert set(_GEMM_DEVICES) <= set(DEVICES)
+    assert set(_SERVING_DEVICES) <= set(DEVICES)
+    assert math.isclose(_GEMM_DEVICES["h100"][1], 3350)
