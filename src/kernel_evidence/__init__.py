@@ -11,7 +11,8 @@ private. Packet models live in :mod:`kernel_evidence.models`, rules in
 :mod:`kernel_evidence.rules`, adapters in :mod:`kernel_evidence.adapters`.
 """
 
-from . import models
+import typing as _typing
+
 from ._version import __version__
 from .errors import (
     AdapterError,
@@ -23,15 +24,39 @@ from .errors import (
     MissingExtra,
     PacketInvalid,
 )
-from ._codec.migrate import migrate_packet as migrate
-from .io import Limits, read_packets, write_packets
-from .models import SCHEMA_VERSION, EvidencePacket, FailureClass, Status
-from .rules import Finding, Grade, Report, validate, validate_paths
-from .schema import SchemaVersion, load_schema
+
+if _typing.TYPE_CHECKING:  # what the lazy names below resolve to, for type checkers and editors
+    from . import archive, devices, harness, models, strategies
+    from ._codec.migrate import migrate_packet as migrate
+    from ._ingest import ingest
+    from .archive import archive_packets, export_packets
+    from .harness import Recorder, reward
+    from .io import Limits, read_packets, write_packets
+    from .models import SCHEMA_VERSION, EvidencePacket, FailureClass, Status
+    from .rawtable import read_raw_table
+    from .rules import Finding, Grade, Report, validate, validate_paths
+    from .schema import SchemaVersion, load_schema
 
 _LAZY = {
     # name -> (module, attribute or None for the module itself); loaded on first use so that
-    # `import kernel_evidence` stays light (strategies pulls in Hypothesis)
+    # `import kernel_evidence` stays light: a command line that validates one file never
+    # builds the pydantic models, and strategies pulls in Hypothesis
+    "models": (".models", None),
+    "SCHEMA_VERSION": (".models", "SCHEMA_VERSION"),
+    "EvidencePacket": (".models", "EvidencePacket"),
+    "FailureClass": (".models", "FailureClass"),
+    "Status": (".models", "Status"),
+    "migrate": ("._codec.migrate", "migrate_packet"),
+    "Limits": (".io", "Limits"),
+    "read_packets": (".io", "read_packets"),
+    "write_packets": (".io", "write_packets"),
+    "Finding": (".rules", "Finding"),
+    "Grade": (".rules", "Grade"),
+    "Report": (".rules", "Report"),
+    "validate": (".rules", "validate"),
+    "validate_paths": (".rules", "validate_paths"),
+    "SchemaVersion": (".schema", "SchemaVersion"),
+    "load_schema": (".schema", "load_schema"),
     "strategies": (".strategies", None),
     "harness": (".harness", None),
     "Recorder": (".harness", "Recorder"),
@@ -55,6 +80,10 @@ def __getattr__(name: str) -> object:
         globals()[name] = value
         return value
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
 
 
 __all__ = [

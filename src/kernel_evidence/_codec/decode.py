@@ -19,24 +19,26 @@ import threading
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import msgspec
 
 from ..errors import MigrationError
-from ..models import EvidencePacket
 from .canonical import packet_id_for
+
+if TYPE_CHECKING:  # the models load only for JSON data (dicts): decoding bytes needs none
+    from ..models import EvidencePacket
 from .messages import from_msgspec
 from .migrate import migrate
 from .patterns import DIGEST_PATTERN as _DIGEST
-from .patterns import pattern_checker
 from .structs import (
     PacketStruct,
+    PacketStructNoPatterns,
     canonical_from_encoded,
     canonical_struct_bytes,
+    check_patterns,
     encode_struct,
     encode_struct_into,
-    struct_for,
 )
 from .versions import older_supported
 
@@ -58,8 +60,8 @@ _list_decoder = msgspec.json.Decoder(list[PacketStruct])  # type: ignore[valid-t
 _any_decoder = msgspec.json.Decoder()
 #: the hot path: structs without regular expressions, then one generated check of them all
 #: (a packet it rejects is decoded again by ``_packet_decoder`` for the exact message)
-_fast_decoder = msgspec.json.Decoder(struct_for(EvidencePacket, patterns=False))
-_patterns_match = pattern_checker(EvidencePacket, skip=frozenset({"packet_id"}))[0]
+_fast_decoder = msgspec.json.Decoder(PacketStructNoPatterns)
+_patterns_match = check_patterns
 
 
 @dataclass(slots=True)
@@ -438,6 +440,8 @@ def model_and_id(data: Mapping[str, Any]) -> tuple[EvidencePacket, str | None]:
     Raises :class:`MigrationError` (version) or pydantic's ``ValidationError`` (structure:
     :func:`.messages.from_pydantic` words it).
     """
+    from ..models import EvidencePacket
+
     if not older_supported(data.get("schema_version")):
         return EvidencePacket.model_validate(data), None
     model = EvidencePacket.model_validate(migrate(data))

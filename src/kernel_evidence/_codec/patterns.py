@@ -23,8 +23,8 @@ from collections.abc import Callable
 from enum import Enum
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
-from pydantic import BaseModel
-from pydantic.fields import FieldInfo
+if typing.TYPE_CHECKING:
+    from pydantic import BaseModel
 
 __all__ = ["pattern_checker"]
 
@@ -33,6 +33,8 @@ DIGEST_PATTERN = re.compile(r"^sha256:[0-9a-f]{64}$")
 
 
 def _pattern(items: typing.Iterable[Any]) -> str | None:
+    from pydantic.fields import FieldInfo  # here: the generated check needs no pydantic
+
     for m in items:
         if isinstance(m, FieldInfo):
             p = _pattern(m.metadata)
@@ -104,6 +106,8 @@ class _Gen:
             if body:
                 out += [f"{ind}for {v} in {var}.values():", *body]
             return out
+        from pydantic import BaseModel
+
         if isinstance(tp, type) and issubclass(tp, BaseModel):
             return self.model(tp, var, ind, depth)
         if origin is Literal or tp in (str, int, float, bool) or tp is Any or tp is type(None):

@@ -1,8 +1,13 @@
-"""msgspec mirror of the pydantic packet models, generated from them at import time.
+"""msgspec mirror of the pydantic packet models, generated from them.
 
 The pydantic models are the single source of truth. For speed, the batch validator
-decodes JSON straight into msgspec ``Struct`` types built here from the models' fields and
-constraints, so structure is checked during parsing. The translation covers the type
+decodes JSON straight into msgspec ``Struct`` types built from the models' fields and
+constraints, so structure is checked during parsing. The structs of the packet models are
+generated once, as source (:mod:`kernel_evidence._codec._structs_gen`, written by
+:mod:`kernel_evidence._codec._generate`; a test fails when it drifts from the models), so
+that decoding and validating need neither pydantic nor the models: a command line that
+validates one file starts in a fraction of the time. :func:`struct_for` returns those, and
+builds the mirror of any other model at run time with the same translation. The translation covers the type
 vocabulary the models use (strict scalars, ``Literal``, ``Enum``, ``list``, ``dict``,
 optional fields, nested models, ``ge``/``le``/``min_length``/``pattern`` constraints); a
 test asserts both accept and reject the same documents.
@@ -15,15 +20,17 @@ import typing
 from enum import Enum
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
-import annotated_types
 import msgspec
-from pydantic import BaseModel
-from pydantic.fields import FieldInfo
 
-from ..models import EvidencePacket
+from . import _structs_gen as _gen
+
+if typing.TYPE_CHECKING:
+    from pydantic import BaseModel
 
 __all__ = [
     "PacketStruct",
+    "PacketStructNoPatterns",
+    "check_patterns",
     "canonical_from_encoded",
     "columns_encoder",
     "canonical_struct_bytes",
@@ -34,8 +41,13 @@ __all__ = [
 ]
 
 _cache: dict[tuple[type[BaseModel], bool], type[msgspec.Struct]] = {}
+_MODELS = "kernel_evidence.models"
+
 
 def _meta_kwargs(items: typing.Iterable[Any], patterns: bool = True) -> dict[str, Any]:
+    import annotated_types
+    from pydantic.fields import FieldInfo
+
     kw: dict[str, Any] = {}
     for m in items:
         if isinstance(m, FieldInfo):
@@ -58,6 +70,8 @@ def _meta_kwargs(items: typing.Iterable[Any], patterns: bool = True) -> dict[str
 
 
 def _convert(tp: Any, patterns: bool = True) -> Any:
+    from pydantic import BaseModel
+
     origin = get_origin(tp)
     if origin is Annotated:
         base, *meta = get_args(tp)
@@ -92,6 +106,17 @@ def struct_for(model: type[BaseModel], *, patterns: bool = True) -> type[msgspec
     key = (model, patterns)
     if key in _cache:
         return _cache[key]
+    if model.__module__.startswith(_MODELS):  # a packet model: its generated struct
+        generated: type[msgspec.Struct] | None = _gen.STRUCTS.get((model.__name__, patterns))
+        if generated is not None:
+            _cache[key] = generated
+            return generated
+    _cache[key] = st = _build(model, patterns)
+    return st
+
+
+def _build(model: type[BaseModel], patterns: bool) -> type[msgspec.Struct]:
+    """The mirror of ``model`` built now from its fields (what the generator writes down)."""
     fields: list[tuple[str, Any, Any]] = []
     # fields in sorted order: with dict keys sorted by the encoder, a struct then encodes in
     # canonical key order without the cost of sorting struct fields on every packet
@@ -115,11 +140,15 @@ def struct_for(model: type[BaseModel], *, patterns: bool = True) -> type[msgspec
         gc=False,
         module=__name__,
     )
-    _cache[key] = st
     return st
 
 
-PacketStruct = struct_for(EvidencePacket)
+PacketStruct: type[msgspec.Struct] = _gen.STRUCTS[("EvidencePacket", True)]
+#: the same without ``pattern`` constraints, checked after decoding by :data:`check_patterns`
+PacketStructNoPatterns: type[msgspec.Struct] = _gen.STRUCTS[("EvidencePacket", False)]
+#: whether every pattern-constrained string of a :data:`PacketStructNoPatterns` (its
+#: ``packet_id`` apart) matches its pattern (:func:`.patterns.pattern_checker`, generated)
+check_patterns: typing.Callable[[Any], bool] = _gen.check_patterns
 #: decodes JSON bytes straight into a checked packet struct
 packet_decoder = msgspec.json.Decoder(PacketStruct)
 

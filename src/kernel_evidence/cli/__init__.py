@@ -5,26 +5,48 @@ Exit codes: 0 success / all valid, 1 invalid input or a failed check, 2 usage er
 
 from __future__ import annotations
 
+import ast
 import errno
 import importlib
 import os
 import sys
-from typing import Any
-
-import typer
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from .._version import __version__
 
+if TYPE_CHECKING:
+    import typer
+
 __all__ = ["app", "main"]
 
-app = typer.Typer(
-    name="kevidence",
-    help="Evidence packets for GPU and accelerator performance claims.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    context_settings={"help_option_names": ["-h", "--help"]},
-)
+
+def _new_app() -> typer.Typer:
+    import typer
+
+    def _version(value: bool) -> None:
+        if value:
+            typer.echo(f"kevidence {__version__}")
+            raise typer.Exit(0)
+
+    def _root(
+        version: bool = typer.Option(
+            False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+        ),
+    ) -> None:
+        """Evidence packets for GPU and accelerator performance claims."""
+
+    app = typer.Typer(
+        name="kevidence",
+        help="Evidence packets for GPU and accelerator performance claims.",
+        no_args_is_help=True,
+        add_completion=False,
+        pretty_exceptions_enable=False,
+        context_settings={"help_option_names": ["-h", "--help"]},
+    )
+    app.callback()(_root)
+    return app
+
 
 #: command modules, in the order they appear in --help; each defines ``register(app)``
 COMMANDS = (
@@ -44,34 +66,115 @@ COMMANDS = (
     "verdict",
 )
 
-
-def _version(value: bool) -> None:
-    if value:
-        typer.echo(f"kevidence {__version__}")
-        raise typer.Exit(0)
+_HERE = Path(__file__).resolve().parent
+#: keyword arguments of ``@app.command(...)`` that a stand-in for the --help list keeps
+_LISTED = ("help", "short_help", "hidden", "deprecated", "rich_help_panel")
 
 
-@app.callback()
-def _root(
-    version: bool = typer.Option(
-        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
-    ),
-) -> None:
-    """Evidence packets for GPU and accelerator performance claims."""
+def _register(app: typer.Typer, name: str) -> None:
+    try:
+        module = importlib.import_module(f".{name}", __name__)
+    except ModuleNotFoundError as exc:
+        if exc.name == f"{__name__}.{name}":
+            return  # command not part of this build yet
+        raise
+    module.register(app)
 
 
-def _register_all() -> None:
+def _listing(name: str) -> tuple[str, dict[str, Any]] | None:
+    """The command a module registers, read from its source without importing it: its
+    name and the ``@app.command`` keywords, with the docstring as ``help``. ``None`` when
+    the module registers something else (a group) and must be imported to be listed."""
+    try:
+        tree = ast.parse((_HERE / f"{name}.py").read_bytes())
+    except (OSError, SyntaxError, ValueError):
+        return None
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.FunctionDef):
+            continue
+        for deco in node.decorator_list:
+            if (
+                isinstance(deco, ast.Call)
+                and isinstance(deco.func, ast.Attribute)
+                and deco.func.attr == "command"
+                and isinstance(deco.func.value, ast.Name)
+                and deco.func.value.id == "app"
+            ):
+                found.append((node, deco))
+    if len(found) != 1:
+        return None
+    func, deco = found[0]
+    try:
+        kw = {k.arg: ast.literal_eval(k.value) for k in deco.keywords if k.arg in _LISTED}
+        cmd = ast.literal_eval(deco.args[0]) if deco.args else func.name.replace("_", "-")
+    except ValueError:
+        return None
+    if "help" not in kw:
+        kw["help"] = ast.get_docstring(func) or ""
+    return str(cmd), kw
+
+
+def _listed(**_: Any) -> None:
+    """Stands in for a command in the --help list; never run (a command named on the
+    command line is registered from its module)."""
+
+
+def _wanted(argv: list[str]) -> str | None:
+    """The command named on the command line: the first argument that is not an option
+    (the root options take no value), when it is one of :data:`COMMANDS`."""
+    for arg in argv:
+        if arg == "--":
+            return None
+        if not arg.startswith("-"):
+            return arg if arg in COMMANDS else None
+    return None
+
+
+def _build(argv: list[str] | None) -> typer.Typer:
+    """The app for one command line: only the command it names is imported (its heavy
+    dependencies load when it runs); without one (``--help``, ``--version``, a mistyped
+    name) every command is listed from its module's source, unimported."""
+    app = _new_app()
+    wanted = _wanted(list(sys.argv[1:] if argv is None else argv))
+    if wanted is not None:
+        _register(app, wanted)
+        return app
     for name in COMMANDS:
-        try:
-            module = importlib.import_module(f".{name}", __name__)
-        except ModuleNotFoundError as exc:
-            if exc.name == f"{__name__}.{name}":
-                continue  # command not part of this build yet
-            raise
-        module.register(app)
+        if not (_HERE / f"{name}.py").exists():
+            continue  # command not part of this build yet
+        listing = _listing(name)
+        if listing is None:
+            _register(app, name)
+        else:
+            app.command(listing[0], **listing[1])(_listed)
+    return app
 
 
-_register_all()
+def _flag(param: Any) -> Any:
+    if param is not None and getattr(param, "is_flag", False) and param.metavar is None:
+        param.metavar = ""  # shown as nothing, where typer would show ``<bool>``
+    return param
+
+
+def _as_flags(command: Any) -> Any:
+    """Boolean flags (``--help`` too) show as flags in --help, without a ``<bool>`` type."""
+    for param in getattr(command, "params", ()):
+        _flag(param)
+    make_help = command.get_help_option
+    command.get_help_option = lambda ctx: _flag(make_help(ctx))
+    for sub in getattr(command, "commands", {}).values():
+        _as_flags(sub)
+    return command
+
+
+def __getattr__(name: str) -> Any:
+    if name == "app":  # the whole app, every command imported (documentation tools)
+        app = _new_app()
+        for command in COMMANDS:
+            _register(app, command)
+        return app
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class _Output:
@@ -165,9 +268,35 @@ def main(argv: list[str] | None = None) -> int:
     return code
 
 
+def _plain_validate(argv: list[str]) -> list[str] | None:
+    """The paths of ``validate PATH...`` given with no option (what a harness runs once per
+    candidate), else None. Such a command line needs no parser: the command's own
+    :func:`.validate.run` runs with its defaults, as the parsed command would call it, and
+    the start-up skips building the parser (typer builds pydantic adapters for it)."""
+    if len(argv) < 2 or argv[0] != "validate":
+        return None
+    paths = argv[1:]
+    if any(a.startswith("-") and a != "-" for a in paths):
+        return None
+    return paths
+
+
 def _run(argv: list[str] | None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    plain = _plain_validate(args)
     try:
-        app(args=argv, prog_name="kevidence", standalone_mode=True)
+        if plain is not None:
+            from .validate import run as validate
+
+            try:
+                return validate(plain)
+            except (KeyboardInterrupt, EOFError):  # as the parser's standalone mode does
+                sys.stderr.write("\nAborted!\n")
+                return 1
+        from typer.main import get_command
+
+        command = _as_flags(get_command(_build(args)))
+        command.main(args=args, prog_name="kevidence", standalone_mode=True)
     except SystemExit as exc:
         code = exc.code
         return code if isinstance(code, int) else (0 if code is None else 1)

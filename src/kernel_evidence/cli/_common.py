@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import sys
-from typing import NoReturn
-
-import typer
-from rich.console import Console
+from typing import TYPE_CHECKING, NoReturn
 
 from ..errors import shown as _shown
+
+if TYPE_CHECKING:  # typer and rich load when a command needs them: not for a plain validate
+    from rich.console import Console
 
 __all__ = [
     "EXIT_INVALID",
@@ -34,10 +34,14 @@ MAX_SIZE_LIMIT = 1 << 62
 
 def out_console() -> Console:
     """Console for results: colour only on a terminal, never wrapped."""
+    from rich.console import Console
+
     return Console(file=sys.stdout, soft_wrap=True, highlight=False)
 
 
 def err_console() -> Console:
+    from rich.console import Console
+
     return Console(file=sys.stderr, soft_wrap=True, highlight=False)
 
 
@@ -59,5 +63,7 @@ def fail(message: str, code: int = EXIT_INVALID) -> NoReturn:
     Runs of white space (line breaks too) become one space; other characters that are not
     printable (ESC, NUL, ...: from a file name or a packet) are shown escaped.
     """
+    import typer
+
     sys.stderr.write(f"kevidence: error: {shown(' '.join(message.split()))}\n")
     raise typer.Exit(code)

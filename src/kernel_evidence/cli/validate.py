@@ -7,9 +7,7 @@ import json
 import os
 import sys
 import time
-from typing import Any
-
-import typer
+from typing import TYPE_CHECKING, Any
 
 from ..io import Limits
 from ..rules import Report, validate_paths
@@ -24,12 +22,17 @@ from ._common import (
     shown,
 )
 
+if TYPE_CHECKING:
+    import typer
+
 
 def _style(sev: str) -> str:
     return {"error": "bold red", "warning": "yellow", "info": "cyan"}[sev]
 
 
 def register(app: typer.Typer) -> None:
+    import typer  # here: `validate PATH...` alone runs without the parser (see cli.main)
+
     @app.command("validate")
     def validate_cmd(
         paths: list[str] = typer.Argument(

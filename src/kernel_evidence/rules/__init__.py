@@ -15,22 +15,24 @@ Two entry points, with the same rules:
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterable, Iterator
 from itertools import chain
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
-from pydantic import ValidationError
 
 from .._codec.decode import Decoded, decode_checked, decode_document, model_and_id
 from .._codec.messages import from_pydantic
 from .._codec.structs import PacketStruct
 from ..errors import MigrationError
 from ..io import Limits, Record, discover, iter_records
-from ..models import EvidencePacket
 from ._checks import check_packet, future_limit, identity_finding  # also registers the rules
 from ._engine import RULES, Finding, Grade, Report, Rule, finding, iter_rules
 from ._tables import baseline_entry, baseline_names, device_peaks
+
+if TYPE_CHECKING:
+    from ..models import EvidencePacket
 
 __all__ = [
     "RULES",
@@ -100,7 +102,10 @@ def validate(packet: EvidencePacket | dict[str, Any] | bytes | str) -> Report:
     >>> validate(example_packet()).ok
     True
     """
-    if isinstance(packet, EvidencePacket):
+    # the models are loaded only by code that has a model or JSON data (dicts) to check:
+    # one that validates bytes never builds them
+    models = sys.modules.get("kernel_evidence.models")
+    if models is not None and isinstance(packet, models.EvidencePacket):
         # not the codec's struct_of(): that holds raw-column tables pre-encoded, which rules inspect
         return validate_struct(_to_struct.decode(packet.to_json()))
     if isinstance(packet, (bytes, str)):
@@ -119,6 +124,8 @@ def validate(packet: EvidencePacket | dict[str, Any] | bytes | str) -> Report:
             return Report(None, None, None, [f], Grade("F", ("invalid: KE001",)))
         return _report_for(items[0], None)
     if isinstance(packet, dict):
+        from pydantic import ValidationError
+
         try:
             model, content_id = model_and_id(packet)
         except (ValidationError, MigrationError) as exc:

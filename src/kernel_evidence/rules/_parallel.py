@@ -11,13 +11,15 @@ output is the same as the single-process path's.
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import sys
 from collections import deque
 from collections.abc import Iterable, Iterator
-from concurrent.futures import Future, ProcessPoolExecutor
-from typing import Any, BinaryIO, NamedTuple
+from typing import TYPE_CHECKING, Any, BinaryIO, NamedTuple
+
+if TYPE_CHECKING:  # loaded when workers start: a small input (auto_jobs) needs neither
+    import multiprocessing.context
+    from concurrent.futures import Future
 
 from ..io import Limits, Record, _empty_input_record, _iter_line_range, _kind, discover, iter_records
 from ._engine import Finding, Grade, Report
@@ -217,6 +219,8 @@ def _context() -> multiprocessing.context.BaseContext:
     them: they start at once, with everything imported. Otherwise (a thread might hold a
     lock the child would inherit) forkserver where the platform has it (workers forked from
     one process that imported the validator once), else spawn."""
+    import multiprocessing
+
     methods = multiprocessing.get_all_start_methods()
     if sys.platform == "linux" and "fork" in methods and _single_threaded():
         return multiprocessing.get_context("fork")
@@ -254,6 +258,8 @@ def validate_parallel(paths: Iterable[str], limits: Limits | None, jobs: int) ->
             from . import report_record
 
             yield from report_record(_empty_input_record(task.name))
+
+    from concurrent.futures import ProcessPoolExecutor
 
     with ProcessPoolExecutor(max_workers=jobs, mp_context=_context()) as pool:
         for task in _tasks(paths, limits):
