@@ -424,3 +424,11 @@ def test_older_gpukernsum_layouts(tmp_path: Path) -> None:
     (q,), _ = read(g)
     (k2,) = q.profiler[0].kernels
     assert (k2.grid, k2.block, k2.metrics["duration"].value) == ([97657, 1, 1], [256, 1, 1], 134231.5)
+
+
+def test_stream_and_process_of_a_record(tmp_path: Path, corpus: Path) -> None:
+    (p,), _ = read(corpus / "nsys" / "nsys2026.1_rtx4060ti_add_parallel_report1.sqlite")
+    (k,) = p.profiler[0].kernels
+    assert (k.stream, k.process) == (None, "17068")  # streams 13-16: one launch each
+    first, _ = read(build_export(tmp_path / "s.sqlite"))[0]
+    assert {k.stream for k in first.profiler[0].kernels} == {"7"}

@@ -281,3 +281,11 @@ def test_counter_instances_summed_and_text_values_refused(tmp_path: Path) -> Non
     with pytest.raises(InputError) as err:
         read(f)
     assert str(err.value) == f"{f}:table rocpd_pmc_event: a counter value is text 'many'; expected a number"
+
+
+def test_stream_and_process_of_a_record(tmp_path: Path) -> None:
+    (p,), _ = read(small(tmp_path / "sp.db"))
+    add0, div, add3 = p.profiler[0].kernels
+    assert add0.stream is None  # queues 1, 1 and 2: no one stream
+    assert (div.stream, add3.stream) == ("1", "3")
+    assert {k.process for k in p.profiler[0].kernels} == {"4242"}

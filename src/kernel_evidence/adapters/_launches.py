@@ -57,6 +57,9 @@ class Shape:
     registers: str | None = None
     scalar_registers: str | None = None
     shared_memory: tuple[str, ...] = ()
+    #: the column naming the stream (or queue) a launch ran on: the record's ``stream`` when
+    #: every launch of it agrees
+    stream: str | None = None
 
 
 @dataclass
@@ -204,6 +207,10 @@ def _shape_fields(
         return None if any(v is None for v in out) else out  # type: ignore[return-value]
 
     grid, block = dims(shape.grid), dims(shape.block)
+    if shape.stream is not None and shape.stream in cols:
+        stream = _uniform(cols[shape.stream][idx])
+        if stream is not None:
+            fields["stream"] = str(stream)
     if grid is not None:
         fields["grid"] = grid
     if block is not None:
@@ -228,11 +235,15 @@ def _shape_fields(
 
 
 def reduce_launches(
-    launches: Launches, shape: Shape, *, id_prefix: Mapping[int, str] | None = None
+    launches: Launches,
+    shape: Shape,
+    *,
+    id_prefix: Mapping[int, str] | None = None,
+    process: str | None = None,
 ) -> Reduced:
     """One record per (device, kernel) of ``launches``, in device order and then by first
     launch. A record's id is ``<device>/<kernel id>``; ``id_prefix`` names a device there
-    (default: its ordinal)."""
+    (default: its ordinal); ``process`` is every record's process (the run's pid)."""
     groups = _groups(launches)
     duration = launches.end - launches.start
     start, end = launches.start, launches.end
@@ -261,6 +272,7 @@ def reduce_launches(
                 raw_name=raw_name if raw_name and raw_name != name else None,
                 id=f"{prefix}/{launches.kernel_ids.get(key, key)}",
                 device=dev if dev >= 0 else None,
+                process=process,
                 invocations=len(idx),
                 metrics=metrics or None,
                 **fields,

@@ -56,6 +56,7 @@ _TRACE_SHAPE = Shape(
     grid_in_blocks=True,
     registers="Reg/Trd",
     shared_memory=("StcSMem (bytes)", "DymSMem (bytes)"),
+    stream="Strm",
 )
 _WHAT_CSV = (
     "nsys stats --format csv output (cuda_gpu_kern_sum, cuda_gpu_trace, cuda_gpu_mem_time_sum, nvtx_sum)"
@@ -156,7 +157,8 @@ def _read_export(job: _Job, options: AdapterOptions) -> tuple[list[EvidencePacke
     warnings: list[str] = []
     stem = path.name.split(".")[0] or "nsys"
     for i, run in enumerate(runs):
-        reduced = reduce_launches(run.launches, CUDA_SHAPE)
+        pid = run.attributes.get("pid")
+        reduced = reduce_launches(run.launches, CUDA_SHAPE, process=str(pid) if pid is not None else None)
         packet = trace_packet(
             reduced,
             options=options,

@@ -52,6 +52,7 @@ CUDA_SHAPE = Shape(
     grid_in_blocks=True,
     registers="registersPerThread",
     shared_memory=("staticSharedMemory", "dynamicSharedMemory"),
+    stream="streamId",
 )
 
 _KERNEL = "CUPTI_ACTIVITY_KIND_KERNEL"

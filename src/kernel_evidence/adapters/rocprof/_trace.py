@@ -31,6 +31,7 @@ AMD_SHAPE = Shape(
     registers="arch_vgpr_count",
     scalar_registers="sgpr_count",
     shared_memory=("group_segment_size",),
+    stream="queue_id",
 )
 
 #: units of the launch columns (bytes for the segment sizes, ns for the timestamps)
@@ -135,7 +136,8 @@ def run_packet(
     run: Run, *, options: AdapterOptions, tool: str, source: Artifact, stem: str
 ) -> EvidencePacket:
     """One packet for one run: a record per kernel per GPU, the GPUs that ran them."""
-    reduced = reduce_launches(run.launches, AMD_SHAPE)
+    pid = run.attributes.get("pid")
+    reduced = reduce_launches(run.launches, AMD_SHAPE, process=str(pid) if pid is not None else None)
     hardware, hw_warnings = amd_hardware(run)
     attrs = dict(run.attributes)
     attrs["agents_listed"] = len(run.agents)
