@@ -11,9 +11,18 @@ from __future__ import annotations
 
 import math
 
-from _adv_build import DEVICES, gemm, kernel_claim, serving_claim
+from _adv_build import (
+    DEVICES,
+    finalize,
+    gemm,
+    kernel_claim,
+    median_s,
+    scale_side,
+    serving_claim,
+    set_side_samples,
+)
 from _adv_judge import judge
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 #: dense datasheet peaks (TFLOP/s per dtype, GB/s) of the suite's devices, and the baseline
@@ -148,3 +157,105 @@ def test_peak_table_here_matches_the_devices() -> None:
     assert set(_GEMM_DEVICES) <= set(DEVICES)
     assert set(_SERVING_DEVICES) <= set(DEVICES)
     assert math.isclose(_GEMM_DEVICES["h100"][1], 3350)
+
+
+# ---------------------------------------------------------------- one lie in a drawn packet
+
+
+def _narrowest_is_fp32(p: dict) -> bool:
+    return p["task"]["dtypes"] == ["fp32"]
+
+
+def _speedup_x10(p: dict) -> None:
+    p["timing"]["speedup"]["value"] = round(p["timing"]["speedup"]["value"] * 10, 4)
+
+
+def _baseline_in_a_wider_dtype(p: dict) -> None:
+    p["timing"]["baseline"]["conditions"]["dtypes"] = ["fp64" if _narrowest_is_fp32(p) else "fp32"]
+    scale_side(p, "baseline", 4.0)
+
+
+def _replay_true(p: dict) -> None:
+    p["replay"]["command"] = ["true"]
+
+
+def _commit_main(p: dict) -> None:
+    p["replay"]["repository"]["commit"] = "main"
+
+
+def _zero_time(p: dict) -> None:
+    st = p["timing"]["stats"]
+    set_side_samples(p, "candidate", [0.0] * st["n"], st["unit"])
+
+
+def _identical_samples(p: dict) -> None:
+    # a value with digits below the timer's resolution (a round 3.0 us could be a coarse clock)
+    st = p["timing"]["stats"]
+    set_side_samples(p, "candidate", [round(st["median"] * 1.0001234, 4)] * st["n"], st["unit"])
+
+
+def _above_peak(p: dict) -> None:
+    dev = next(k for k in _GEMM_DEVICES if DEVICES[k]["hardware"]["device"] == p["hardware"]["device"])
+    peaks, _, _ = _GEMM_DEVICES[dev]
+    flops = p["task"]["shapes"][0]["work"]["flops"]["value"]
+    want = flops / (1.5 * max(peaks.values()) * 1e12)
+    st = p["timing"]["stats"]
+    scale_side(p, "candidate", want / median_s(st))
+
+
+def _profile_3x(p: dict) -> None:
+    d = p["profiler"][0]["kernels"][0]["metrics"]["duration"]
+    d["value"] = round(d["value"] * 3, 1)
+
+
+def _unseen_inputs_failed(p: dict) -> None:
+    for d in p["defences"]:
+        if d["check"] == "unseen_inputs":
+            d["outcome"] = "failed"
+
+
+def _placeholder_version(p: dict) -> None:
+    p["timing"]["baseline"]["version"] = "unknown"
+
+
+def _energy_x10(p: dict) -> None:
+    p["cost"]["energy"]["energy"]["value"] *= 10
+
+
+def _gpu_time_tiny(p: dict) -> None:
+    p["cost"]["gpu_time"] = {"value": 1.0, "unit": "us"}
+
+
+def _error_above_bound(p: dict) -> None:
+    s = p["validation"]["shapes"][0]
+    s["max_abs_error"] = round(3 * (s["atol"] + s["rtol"] * s["reference_max_abs"]), 6)
+
+
+#: name -> (mutation, pointers of the lie, which drawn packets it applies to)
+_LIES = {
+    "speedup_x10": (_speedup_x10, ("/timing/speedup",), None),
+    "baseline_in_a_wider_dtype": (_baseline_in_a_wider_dtype, ("/timing/baseline/conditions/dtypes",), None),
+    "replay_true": (_replay_true, ("/replay/command",), None),
+    "commit_main": (_commit_main, ("/replay/repository/commit",), None),
+    "zero_time": (_zero_time, ("/timing/stats", "/timing/speedup"), None),
+    "identical_samples": (_identical_samples, ("/timing/stats",), None),
+    "above_peak": (_above_peak, ("/timing/stats", "/task/shapes/0/work"), None),
+    "profile_3x": (_profile_3x, ("/profiler/0", "/timing/stats"), lambda p: bool(p.get("profiler"))),
+    "unseen_inputs_failed": (_unseen_inputs_failed, ("/defences/3",), None),
+    "placeholder_version": (_placeholder_version, ("/timing/baseline/version",), None),
+    "energy_x10": (_energy_x10, ("/cost/energy",), lambda p: "energy" in p.get("cost", {})),
+    "gpu_time_tiny": (_gpu_time_tiny, ("/cost/gpu_time",), None),
+    "error_above_bound": (_error_above_bound, ("/validation/shapes/0",), None),
+}
+
+
+@given(honest_gemm_claims(), st.sampled_from(sorted(_LIES)))
+@settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+def test_one_lie_in_a_drawn_packet_is_caught(packet: dict, lie: str) -> None:
+    mutate, pointers, applies = _LIES[lie]
+    assume(applies is None or applies(packet))
+    mutate(packet)
+    packet = finalize(packet)
+    for as_bytes in (False, True):
+        v = judge(packet, pointers, as_bytes=as_bytes)
+        assert v.caught, (lie, packet["subject"]["name"], v.grade, v.findings)
