@@ -231,6 +231,39 @@ def _error_above_bound(p: dict) -> None:
     s["max_abs_error"] = round(3 * (s["atol"] + s["rtol"] * s["reference_max_abs"]), 6)
 
 
+def _candidate_warm(p: dict) -> None:
+    p["timing"]["conditions"]["cache"] = {"mode": "warm"}
+    p["timing"]["cache_policy"] = "warm"
+    scale_side(p, "candidate", 0.97)
+
+
+def _baseline_other_session(p: dict) -> None:
+    p["timing"]["baseline"]["conditions"]["session"] = "sess-elsewhere"
+
+
+def _candidate_trimmed(p: dict) -> None:
+    st = p["timing"]["stats"]
+    xs = sorted(st["samples"])[: st["n"] // 2]
+    set_side_samples(p, "candidate", xs, st["unit"], dropped=st["n"] - len(xs))
+    p["timing"]["conditions"]["sample_handling"] = "trimmed"
+
+
+def _no_warmup(p: dict) -> None:
+    p["timing"]["warmup"] = 0
+    for c in (p["timing"]["conditions"], p["timing"]["baseline"]["conditions"]):
+        c["warmup"] = 0
+
+
+def _library_kernel_only(p: dict) -> None:
+    p["profiler"][0]["kernels"][0]["name"] = "library_gemm_kernel_sm90_xyz"
+
+
+def _baseline_bigger_shape(p: dict) -> None:
+    c = p["timing"]["baseline"]["conditions"]
+    c["dims"] = {**c["dims"], "k": c["dims"]["k"] * 2}
+    scale_side(p, "baseline", 2.0)
+
+
 #: name -> (mutation, pointers of the lie, which drawn packets it applies to)
 _LIES = {
     "speedup_x10": (_speedup_x10, ("/timing/speedup",), None),
@@ -246,6 +279,24 @@ _LIES = {
     "energy_x10": (_energy_x10, ("/cost/energy",), lambda p: "energy" in p.get("cost", {})),
     "gpu_time_tiny": (_gpu_time_tiny, ("/cost/gpu_time",), None),
     "error_above_bound": (_error_above_bound, ("/validation/shapes/0",), None),
+    "candidate_warm": (
+        _candidate_warm,
+        ("/timing/conditions/cache", "/timing/cache_policy", "/timing/baseline/conditions/cache"),
+        lambda p: p["timing"]["baseline"]["conditions"]["cache"]["mode"] == "flushed",
+    ),
+    "baseline_other_session": (
+        _baseline_other_session,
+        ("/timing/baseline/conditions/session", "/timing/baseline/same_session"),
+        None,
+    ),
+    "candidate_trimmed": (_candidate_trimmed, ("/timing/conditions/sample_handling", "/timing/stats"), None),
+    "no_warmup": (
+        _no_warmup,
+        ("/timing/warmup", "/timing/conditions/warmup", "/timing/baseline/conditions/warmup"),
+        None,
+    ),
+    "library_kernel_only": (_library_kernel_only, ("/profiler/0",), lambda p: bool(p.get("profiler"))),
+    "baseline_bigger_shape": (_baseline_bigger_shape, ("/timing/baseline/conditions/dims",), None),
 }
 
 
