@@ -241,3 +241,20 @@ def test_corpus_traces(corpus: Path) -> None:
     # the speedups it claims are the ones its latencies give
     assert not _codes(result) & {"KE301", "AU201", "AU301", "AU501", "AU601"}
     assert not result.fails("high") and result.fails("medium")
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "kernel_evidence.audit",
+        "kernel_evidence.archive.verdicts",
+        "kernel_evidence.adapters.kernelbot._build",
+        "kernel_evidence.adapters.tritonbench._parse",
+    ],
+)
+def test_docstring_examples(name: str) -> None:
+    import doctest
+    import importlib
+
+    result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0 and result.failed == 0

@@ -25,7 +25,8 @@ from .._codec.structs import PacketStruct
 from ..adapters._read import is_junk_entry
 from ..errors import InputError
 from ..io import Limits, Record, iter_records
-from ..rules import Report, finding, validate_struct
+from ..rules import Report, validate_struct
+from ..rules._engine import finding
 
 __all__ = ["Item", "detect", "read_items"]
 

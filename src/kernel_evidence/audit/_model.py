@@ -17,7 +17,7 @@ Level = Literal["low", "medium", "high", "critical"]
 #: result that cannot be true (faster than the device allows, a claim its own timings
 #: contradict, one output for different inputs)
 LEVELS: tuple[Level, ...] = ("low", "medium", "high", "critical")
-_RANK = {name: i for i, name in enumerate(LEVELS)}
+_RANK: dict[str, int] = {name: i for i, name in enumerate(LEVELS)}
 #: what one reason of each level adds to a suspect's score (a critical reason outweighs
 #: any number of gaps a set of a hundred thousand packets could give one packet)
 _WEIGHT = {"low": 1, "medium": 10, "high": 100, "critical": 1000}
@@ -159,7 +159,7 @@ class AuditResult:
 
     def counts(self) -> dict[str, int]:
         """Suspects by their (highest) level."""
-        out = dict.fromkeys(LEVELS, 0)
+        out: dict[str, int] = dict.fromkeys(LEVELS, 0)
         for s in self.suspects:
             out[s.level] += 1
         return out
