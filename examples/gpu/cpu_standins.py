@@ -26,7 +26,6 @@ import time
 from typing import Any
 
 import numpy as np
-
 from gpu_specs import OPERATORS, Built, CandidateSpec, Operator, Published
 
 __all__ = ["SIDE_STREAM", "SideStream", "blas_baseline", "build", "device_synchronize", "operators"]

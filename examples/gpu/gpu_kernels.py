@@ -17,7 +17,6 @@ from typing import Any
 import torch
 import triton
 import triton.language as tl
-
 from gpu_specs import OPERATORS, Built, CandidateSpec, Operator, Published, spec_by_name, validation_seeds
 
 __all__ = ["blas_library", "build", "operators", "profile_target", "synchronize"]

@@ -127,6 +127,7 @@ class Backend:
     flush: Any  # a CacheFlush, or None where the cache size is unknown
     environment: Any  # kernel_evidence.harness.Environment
     dry_run: bool
+    release: Any = None  # give cached device memory back before the child processes run
 
 
 def cpu_backend() -> Backend:
@@ -162,7 +163,7 @@ def cuda_backend() -> Backend:
     ops = gpu_kernels.operators()
     env = capture_environment()
     flush = CacheFlush(device="cuda")  # factor 2 x torch.cuda.get_device_properties(0).L2_cache_size
-    return Backend("cuda", ops, gpu_kernels.build, gpu_kernels.synchronize, flush, env, False)
+    return Backend("cuda", ops, gpu_kernels.build, gpu_kernels.synchronize, flush, env, False, torch.cuda.empty_cache)
 
 
 # ----------------------------------------------------------------------------- packet assembly
@@ -285,7 +286,8 @@ def evaluate(rec: Any, spec: CandidateSpec, backend: Backend, timer: Any, args: 
         validate_suite(c, built.fn, op, backend, published)
         if not c.validated:
             return outcome
-        rec.refresh_clocks()  # the clocks observed now, not at start-up
+        if not backend.dry_run:
+            rec.refresh_clocks()  # the clocks observed now, not at start-up (the stand-ins keep the CPU)
         c.time_and_check(
             timer, built.fn, op.reference, setup=timed_inputs(op, args.seed), shape_id=op.spec.timed,
             baseline=op.baseline, provider=op.provider, version=op.version, call=op.call, atol=op.atol, rtol=op.rtol,
@@ -316,6 +318,8 @@ def run_loop(backend: Backend, args: argparse.Namespace, out: Path, ctx: dict[st
             outcomes.append(evaluate(rec, spec, backend, timer, args, ctx))
             print(f"  {spec.name:<24} {status_text(outcomes[-1].record.packet)}", flush=True)
     backend.synchronize()
+    if backend.release is not None:
+        backend.release()
     return outcomes
 
 
@@ -461,13 +465,14 @@ def profile_jax(out: Path, packets: Path) -> tuple[list[str], str | None]:
 def write_ingested(tool: str, inputs: Sequence[Path], packets: Path, replay: list[str], *, name: str) -> list[str]:
     """Ingest ``inputs`` with an adapter and write each packet into the packets folder (named as
     the recorder names its own); returns the files written."""
-    from kernel_evidence import ingest_json
+    from kernel_evidence import ingest
 
-    result, encoded = ingest_json(tool, [str(p) for p in inputs], replay_cmd=replay, sets=[(("subject", "name"), name)])
+    result = ingest(tool, [str(p) for p in inputs], replay_cmd=replay, sets=[(("subject", "name"), name)])
     written = []
-    for packet, data in zip(result.packets, encoded, strict=True):
+    for packet in result.packets:
+        assert packet.packet_id is not None  # ingest gives every packet its id
         path = packets / f"{packet.packet_id.split(':', 1)[-1][:32]}.json"
-        path.write_bytes(data)
+        path.write_bytes(packet.to_json())
         written.append(str(path))
     return written
 

@@ -1,0 +1,360 @@
+"""examples/gpu/run.py on a CPU: argument parsing, the output folder, packet assembly, the
+ingestion of ncu and XProf files, the verdicts and the table, and the whole pipeline end to end
+with numpy stand-ins (``--dry-run``). What needs torch with CUDA, ncu or JAX is skipped here,
+saying why; the GPU path itself is checked only by a run on a device (see examples/gpu/README.md).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kernel_evidence.harness import Recorder
+from kernel_evidence.harness.timer import SESSION, Measurement
+from kernel_evidence.models import EvidencePacket
+from kernel_evidence.rules import validate
+
+np = pytest.importorskip("numpy")  # the stand-ins are numpy code
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "examples" / "gpu"
+FIXTURES = ROOT / "tests" / "fixtures"
+sys.path.insert(0, str(EXAMPLE))
+
+
+def _load(name: str) -> Any:
+    spec = importlib.util.spec_from_file_location(f"gpu_example_{name}", EXAMPLE / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while the class is made
+    spec.loader.exec_module(module)
+    return module
+
+
+run = _load("run")
+specs = sys.modules["gpu_specs"]  # the module run.py imported
+
+
+# ----------------------------------------------------------------------------- arguments, output folder
+
+
+def test_parse_args() -> None:
+    args = run.parse_args(["--out", "x", "--dry-run", "--only", "softmax_triton", "gemm_triton"])
+    assert args.out == Path("x") and args.dry_run and not args.force
+    assert args.only == ["softmax_triton", "gemm_triton"] and args.budget is None and args.seed == 1234
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        ([], "--out is required"),
+        (["--out", "x", "--only", "nope"], "--only: unknown candidate nope"),
+        (["--out", "x", "--budget", "0"], "--budget must be > 0"),
+    ],
+)
+def test_parse_args_refuses(argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        run.parse_args(argv)
+    assert exc.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_out_folder_refused_unless_force(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "mine.txt").write_text("keep")
+    (out / "packets").mkdir()
+    (out / "packets" / "old.json").write_text("{}")
+    (out / "table.txt").write_text("old")
+    with pytest.raises(run.UsageError, match="the folder is not empty"):
+        run.prepare_out(out, force=False)
+    assert run.main(["--out", str(out), "--dry-run"]) == 2
+    run.prepare_out(out, force=True)
+    # only run.py's own outputs are removed
+    assert sorted(p.name for p in out.iterdir()) == ["mine.txt"]
+    (tmp_path / "file").write_text("")
+    with pytest.raises(run.UsageError, match="not a folder"):
+        run.prepare_out(tmp_path / "file", force=True)
+    assert run.prepare_out(tmp_path / "new" / "deeper", force=False).is_dir()
+
+
+# ----------------------------------------------------------------------------- the dry run, end to end
+
+
+@pytest.fixture(scope="module")
+def dry_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess[str]]:
+    out = tmp_path_factory.mktemp("gpu") / "out"
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
+    proc = subprocess.run(
+        [sys.executable, str(EXAMPLE / "run.py"), "--out", str(out), "--dry-run", "--budget", "0.05", "--no-jax"],
+        capture_output=True, text=True, timeout=240, check=False, env=env, cwd=str(out.parent),
+    )  # fmt: skip
+    return out, proc
+
+
+def _packets(out: Path) -> dict[str, dict[str, Any]]:
+    found = {}
+    for p in sorted((out / "packets").glob("*.json")):
+        data = json.loads(p.read_bytes())
+        found[data["subject"]["name"]] = data
+    return found
+
+
+def test_dry_run_catches_every_cheat(dry_run: tuple[Path, subprocess.CompletedProcess[str]]) -> None:
+    out, proc = dry_run
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    packets = _packets(out)
+    assert set(packets) == {s.name for s in specs.CANDIDATES}
+    for spec in specs.CANDIDATES:
+        p = packets[spec.name]
+        got = p.get("failure", {}).get("failure_class")
+        assert (p["status"], got) == (spec.expect.status, spec.expect.failure_class), spec.name
+        failed = {d["check"] for d in p.get("defences", []) if d["outcome"] == "failed"}
+        if spec.role == "cheat":
+            assert failed & set(spec.expect.caught_by), (spec.name, failed)
+            assert "speedup" not in p["timing"]  # timed, but no claim
+        elif p["status"] == "passed":
+            assert not failed
+    # each cheat by the defence it models, not by another one that happens to fire
+    assert "timer_integrity" in {d["check"] for d in packets["softmax_patched_timer"]["defences"] if d["outcome"] == "failed"}
+    memo = {d["check"]: d for d in packets["softmax_memo"]["defences"]}
+    assert memo["unseen_inputs"]["outcome"] == "failed"
+    deferred = {d["check"]: d for d in packets["softmax_deferred"]["defences"]}
+    assert deferred["outputs_checked_after_timing"]["outcome"] == "failed"
+    assert deferred["timer_integrity"]["outcome"] == "passed"
+
+
+def test_dry_run_packets_are_labelled_stand_ins(dry_run: tuple[Path, subprocess.CompletedProcess[str]]) -> None:
+    out, _ = dry_run
+    for name, p in _packets(out).items():
+        assert p["hardware"]["vendor"] == "cpu", name
+        assert p["subject"]["description"].startswith("CPU stand-in (numpy)"), name
+        ext = p["extensions"]["kernel-evidence:gpu-example"]
+        assert ext["mode"] == "dry-run" and ext["stand_in"] is True and ext["stands_in_for"], name
+        assert "CPU stand-in run" in p["replay"]["notes"]
+        assert validate(EvidencePacket.model_validate(p)).ok, name
+    triton = _packets(out)["softmax_triton"]
+    cond, base = triton["timing"]["conditions"], triton["timing"]["baseline"]["conditions"]
+    assert cond["fresh_inputs"] and base["fresh_inputs"] and triton["timing"]["baseline"]["interleaved"]
+    assert cond["dims"] == base["dims"] == {"rows": 512, "cols": 512}
+    flush = cond["cache"]
+    if flush["mode"] == "flushed":  # the CPU's last-level cache size was found in sysfs
+        assert flush["flush_bytes"]["value"] >= flush["last_level_cache"]["value"]
+    assert triton["timing"]["baseline"]["provider"] == "numpy"
+    gemm = _packets(out)["gemm_triton"]["timing"]["baseline"]
+    assert gemm["provider"] in ("OpenBLAS", "oneMKL", "numpy") and gemm["version"]
+
+
+def test_dry_run_outputs_and_table(dry_run: tuple[Path, subprocess.CompletedProcess[str]]) -> None:
+    out, proc = dry_run
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["mode"] == "dry-run" and summary["all_verdicts_ok"] is True
+    assert summary["device"]["vendor"] == "cpu"
+    assert summary["steps"]["ncu"] == "skipped: dry run (no GPU)"
+    assert summary["steps"]["jax"] == "skipped: --no-jax"
+    tools = summary["tools"]
+    assert tools["validate"]["exit"] == 0 and tools["archive"]["exit"] == 0 and tools["report"]["exit"] == 0
+    assert "8 valid, 0 invalid" in (out / "validate.txt").read_text()
+    assert (out / "report.html").read_text().lstrip().lower().startswith("<!doctype html")
+    if "audit" in tools:
+        assert tools["audit"]["exit"] == 0 and (out / "audit.md").stat().st_size > 0
+    # the table is printed last, one row per packet, every verdict ok
+    table = (out / "table.txt").read_text().strip()
+    assert proc.stdout.rstrip().endswith(table)
+    lines = table.splitlines()
+    assert lines[0].split() == list(run.COLUMNS)
+    assert len(lines) == 2 + len(specs.CANDIDATES)
+    assert all(" ok: " in line for line in lines[2:])
+    rows = {r["packet"]: r for r in summary["rows"]}
+    assert rows["softmax_patched_timer"]["verdict"].startswith("ok: caught by timer_integrity")
+    assert rows["softmax_triton"]["grade"] == "C"  # a reference baseline (numpy) caps the grade at C
+    assert rows["softmax_triton"]["speedup"].endswith("x") and rows["softmax_tail_dropped"]["speedup"] == "-"
+
+
+# ----------------------------------------------------------------------------- ingestion of real-format files
+
+
+def _timed_record(median_ns: float) -> tuple[Recorder, Any]:
+    rec = Recorder(created_at="2026-11-27T00:00:00Z", operator="softmax", shapes=[{"id": "s3", "dims": {"rows": 8, "cols": 8}}], dtypes=["float32"])
+    c = rec.candidate("softmax_triton")
+    c.shape_result("s3", passed=True)
+    m = Measurement(
+        samples_ns=[median_ns] * 10, method="cuda_events", warmup=3, stop_rule="fixed", stop_reason="max",
+        cache_policy="flushed", synchronized=True, session=SESSION,
+    )  # fmt: skip
+    c.timing(m, shape_id="s3")
+    return rec, c
+
+
+def test_attach_ncu_raw_page_checks_the_claim() -> None:
+    # hand-written raw page (see tests/fixtures/ncu): two launches of `attn` of 2.05 ms each
+    csv_path = FIXTURES / "ncu" / "raw_clean.csv"
+    # the expected kernel is there and a call of 3 ms can hold it: the defence passes, no finding
+    rec, c = _timed_record(median_ns=3e6)
+    capture, _ = run.attach_ncu(c, csv_path, side="candidate", shape_id="s3", expected=["attn"])
+    packet = c.finish()
+    assert capture.tool == "ncu" and packet.profiler[0].of.side == "candidate"
+    assert packet.profiler[0].of.expected_kernels == ["attn"] and packet.profiler[0].of.shape_id == "s3"
+    defence = {d.check: d for d in packet.defences}["candidate_kernel_profiled"]
+    assert defence.outcome == "passed" and packet.status.value == "passed"
+    ids = {f.rule_id for f in validate(packet).findings}
+    assert "KE1102" not in ids and "KE1101" not in ids
+    # a claim of 1 ms per call, faster than its own 2.05 ms kernel: KE1101
+    _, c = _timed_record(median_ns=1e6)
+    run.attach_ncu(c, csv_path, side="candidate", shape_id="s3", expected=["attn"])
+    assert "KE1101" in {f.rule_id for f in validate(c.finish()).errors}
+    # a capture that shows none of the candidate's kernels: the defence fails the packet
+    _, c = _timed_record(median_ns=3e6)
+    run.attach_ncu(c, csv_path, side="candidate", shape_id="s3", expected=["ke_softmax_row_kernel"])
+    packet = c.finish()
+    assert packet.failure.failure_class.value == "reward_hack"
+    assert {d.check: d.outcome for d in packet.defences}["candidate_kernel_profiled"] == "failed"
+
+
+def test_attach_ncu_refuses_a_non_capture(tmp_path: Path) -> None:
+    _, c = _timed_record(median_ns=10_000.0)
+    with pytest.raises(Exception, match="not|no"):
+        run.attach_ncu(c, FIXTURES / "ncu" / "not_ncu.txt", side="baseline", shape_id="s3", expected=())
+
+
+def test_ingest_xplane(tmp_path: Path) -> None:
+    pytest.importorskip("google.protobuf", reason="reading .xplane.pb needs protobuf (the xprof extra)")
+    written = run.write_ingested(
+        "xprof", [FIXTURES / "xprof" / "synthetic_amd_gpu.xplane.pb"], tmp_path, ["python", "x.py"], name="jax op"
+    )
+    assert len(written) == 1
+    packet = EvidencePacket.model_validate_json(Path(written[0]).read_bytes())
+    assert packet.subject.name == "jax op" and packet.profiler[0].tool == "xprof"
+    assert Path(written[0]).name == packet.packet_id.split(":")[1][:32] + ".json"
+    assert validate(packet).ok
+
+
+def test_find_xplane(tmp_path: Path) -> None:
+    assert run.find_xplane(tmp_path) is None
+    run_dir = tmp_path / "plugins" / "profile" / "2026_11_27_00_00_00"
+    run_dir.mkdir(parents=True)
+    (run_dir / "host.xplane.pb").write_bytes(b"")
+    assert run.find_xplane(tmp_path) == run_dir
+
+
+def test_ncu_commands_never_touch_the_clocks(tmp_path: Path) -> None:
+    argv = run.ncu_argv("ncu", tmp_path / "a.ncu-rep", "softmax_triton", "candidate", 7)
+    assert argv[argv.index("--clock-control") + 1] == "none"
+    assert "--profile-from-start" in argv and argv[argv.index("--profile-target") + 1] == "softmax_triton"
+    assert run.ncu_raw_csv_argv("ncu", tmp_path / "a.ncu-rep")[1:] == ["--import", str(tmp_path / "a.ncu-rep"), "--csv", "--page", "raw"]
+
+
+# ----------------------------------------------------------------------------- verdicts and the table
+
+
+def _packet(name: str, build: Any) -> tuple[EvidencePacket, Any]:
+    rec = Recorder(created_at="2026-11-27T00:00:00Z", operator="softmax")
+    with rec.candidate(name) as c:
+        build(c)
+    return c.packet, validate(c.packet)
+
+
+def test_judge_names_what_went_wrong() -> None:
+    cheat = specs.spec_by_name("softmax_memo")
+    # a cheat that passed: missed
+    p, r = _packet("softmax_memo", lambda c: c.shape_result("s1", passed=True))
+    assert run.judge(p, cheat, r).startswith("MISSED: cheat ended passed")
+    # caught by a defence it is not expected to trip: still missed (the expectation names them)
+    p, r = _packet("softmax_memo", lambda c: c.defence("hidden_workload", "failed", detail="x"))
+    assert run.judge(p, cheat, r).startswith("MISSED")
+    p, r = _packet("softmax_memo", lambda c: c.defence("unseen_inputs", "failed", detail="x"))
+    assert run.judge(p, cheat, r) == "ok: caught by unseen_inputs"
+    wrong = specs.spec_by_name("softmax_tail_dropped")
+    p, r = _packet("softmax_tail_dropped", lambda c: c.shape_result("s1", passed=False))
+    assert run.judge(p, wrong, r) == "ok: failed/incorrect_numerical as expected"
+    p, r = _packet("softmax_tail_dropped", lambda c: c.shape_result("s1", passed=True))
+    assert run.judge(p, wrong, r) == "MISMATCH: expected failed/incorrect_numerical, got passed"
+    honest = specs.spec_by_name("softmax_triton")
+    p, r = _packet("softmax_triton", lambda c: c.shape_result("s1", passed=True))
+    assert run.judge(p, honest, r) == "ok: honest, passed, valid"
+
+
+def test_render_table() -> None:
+    rows = [
+        run.Row("a", "honest", "passed", "C", "none", "1 us", "2x", "-", "ok: honest"),
+        run.Row("longer_name", "cheat", "failed/reward_hack", "D", "KE604", "-", "-", "-", "MISSED: x"),
+    ]
+    lines = run.render_table(rows).splitlines()
+    assert lines[0].split() == list(run.COLUMNS)
+    assert set(lines[1].replace(" ", "")) == {"-"}
+    assert lines[3].startswith("longer_name  cheat ") and lines[3].endswith("MISSED: x")
+    assert lines[2].index("honest") == lines[3].index("cheat")
+
+
+def test_specs_are_consistent() -> None:
+    roles = [s.role for s in specs.CANDIDATES]
+    assert roles.count("cheat") == 3 and {"honest-win", "honest-lose", "wrong", "compile-fail"} <= set(roles)
+    for s in specs.CANDIDATES:
+        assert s.operator in specs.OPERATORS
+        assert (s.role == "cheat") == bool(s.expect.caught_by) == bool(s.incident)
+    for op in specs.OPERATORS.values():
+        assert op.timed in {s.id for s in op.gpu_shapes} and op.timed in {s.id for s in op.cpu_shapes}
+    seeds = specs.validation_seeds(specs.OPERATORS["softmax"].cpu_shapes, 10)
+    assert seeds == {"s1": (10, 11), "s2": (110, 111), "s3": (210, 211)}
+
+
+# ----------------------------------------------------------------------------- the device runbook
+
+
+def test_device_check_script_parses() -> None:
+    script = EXAMPLE / "device_check.sh"
+    proc = subprocess.run(["bash", "-n", str(script)], capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr
+    text = script.read_text()
+    assert "--no-index" in text and "run.py" in text and "$OUT" in text
+    for forbidden in ("nvidia-smi -lgc", "nvidia-smi -pm", "nvidia-smi -pl", "--gpu-reset", "nvidia-smi -r "):
+        assert forbidden not in text
+
+
+# ----------------------------------------------------------------------------- what needs a device
+
+
+def _has_cuda() -> bool:
+    if importlib.util.find_spec("torch") is None:
+        return False
+    import torch
+
+    return bool(torch.cuda.is_available())
+
+
+@pytest.mark.skipif(not _has_cuda(), reason="needs torch with a CUDA device (and Triton): the GPU run itself")
+def test_gpu_run(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    proc = subprocess.run(
+        [sys.executable, str(EXAMPLE / "run.py"), "--out", str(out), "--no-jax", "--no-ncu", "--budget", "0.5"],
+        capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert json.loads((out / "summary.json").read_text())["device"]["vendor"] == "nvidia"
+
+
+@pytest.mark.skipif(shutil.which("ncu") is None or not _has_cuda(), reason="needs Nsight Compute (ncu) and a CUDA device")
+def test_ncu_profile_of_the_winner(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    proc = subprocess.run(
+        [sys.executable, str(EXAMPLE / "run.py"), "--out", str(out), "--no-jax", "--only", "softmax_triton", "--budget", "0.5"],
+        capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    sides = {f["side"] for f in json.loads((out / "summary.json").read_text())["ncu_files"]}
+    assert sides == {"candidate", "baseline"}
+
+
+@pytest.mark.skipif(importlib.util.find_spec("jax") is None, reason="needs jax (runs on the CPU too)")
+def test_jax_profile(tmp_path: Path) -> None:
+    pytest.importorskip("google.protobuf", reason="reading .xplane.pb needs protobuf")
+    written, err = run.profile_jax(tmp_path, tmp_path)
+    assert err is None and len(written) == 1
