@@ -286,8 +286,9 @@ def _latency(stats: Any) -> tuple[float | None, float | None]:
 
 
 def _rate(x: Any) -> float | None:
-    """``task.serving.request_rate``: a number of requests/s, or ``"inf"`` (all at once)."""
-    return math.inf if x == "inf" else _num(x)
+    """``task.serving.request_rate`` in requests/s; ``None`` for ``"inf"`` (all at once: the
+    number columns hold finite numbers only)."""
+    return _num(x)
 
 
 def _serving_cols(task_serving: dict[str, Any], serving: dict[str, Any]) -> list[Any]:
@@ -508,7 +509,7 @@ def _serving_struct(ts: Any, serving: Any) -> tuple[Any, ...] | list[Any]:
         out += [None, None]
     else:
         rate = ts.request_rate
-        out += [ts.max_concurrency, math.inf if rate == "inf" else None if rate is None else float(rate)]
+        out += [ts.max_concurrency, None if rate is None or rate == "inf" else float(rate)]
     return out
 
 

@@ -193,7 +193,7 @@ COLUMNS: Final[tuple[Column, ...]] = (
     Column(
         "serving_request_rate",
         _F64,
-        "`task.serving.request_rate` in req/s; `inf` (all requests at once) is +Infinity",
+        "`task.serving.request_rate` in req/s; null for `inf` (all requests at once)",
     ),
     Column("valid", pa.bool_(), "true when the validator found no error"),
     Column("grade", _STR, "evidence grade letter, A (strongest) to F"),

@@ -798,10 +798,15 @@ class _Pipeline:
     """
 
     def __init__(
-        self, writer: _Writer, on_refusal: Callable[[Refusal], None] | None, parallel: bool | None
+        self,
+        writer: _Writer,
+        on_refusal: Callable[[Refusal], None] | None,
+        parallel: bool | None,
+        on_progress: Callable[[int], None] | None = None,
     ) -> None:
         self.writer = writer
         self.on_refusal = on_refusal
+        self.on_progress = on_progress
         self.parallel = (os.cpu_count() or 1) > 1 if parallel is None else parallel
         self.chunk: list[_Item] = []
         self.seen = 0
@@ -865,6 +870,8 @@ class _Pipeline:
             refusal = self.writer.resolve(item, answer)
             if refusal is not None and self.on_refusal is not None:
                 self.on_refusal(refusal)
+        if self.on_progress is not None:
+            self.on_progress(len(chunk))
 
     def finish(self) -> None:
         self._submit()
@@ -888,6 +895,7 @@ def archive_packets(
     on_refusal: Callable[[Refusal], None] | None = None,
     parallel: bool | None = None,
     side_files_from: Iterable[str | os.PathLike[str]] = (),
+    on_progress: Callable[[int], None] | None = None,
 ) -> ArchiveSummary:
     """Archive the packets of ``sources`` (files, directories, ``-``) into the dataset ``to``.
 
@@ -909,6 +917,9 @@ def archive_packets(
     A capture's side file (``raw_table``) is copied only from the folder of the packet file
     naming it (and below), or from one of ``side_files_from``: a path that leads elsewhere
     is a :class:`RawTableWarning` and is not looked at.
+
+    ``on_progress(n)`` is called as documents are dealt with (archived, found present or
+    refused), ``n`` at a time, in input order.
 
     Raises :class:`~kernel_evidence.archive.reader.OutputError` (a usage error, before
     anything is created) when ``to`` is, or is inside, an input directory (its own files
@@ -935,7 +946,7 @@ def archive_packets(
     try:
         side_dirs = tuple(os.fspath(d) for d in side_files_from)
         return _archive_locked(
-            sources, root, made, created, allow_invalid, limits, on_refusal, parallel, side_dirs
+            sources, root, made, created, allow_invalid, limits, on_refusal, parallel, side_dirs, on_progress
         )
     finally:
         if lock is not None:
@@ -952,10 +963,11 @@ def _archive_locked(
     on_refusal: Callable[[Refusal], None] | None,
     parallel: bool | None,
     side_dirs: tuple[str, ...] = (),
+    on_progress: Callable[[int], None] | None = None,
 ) -> ArchiveSummary:
     """:func:`archive_packets` once this process is the archive's only writer."""
     writer = _Writer(root, allow_invalid=allow_invalid, peaks=_peak_lookup(), side_dirs=side_dirs)
-    pipeline = _Pipeline(writer, on_refusal, parallel)
+    pipeline = _Pipeline(writer, on_refusal, parallel, on_progress)
     try:
         # what a killed run left is removed before anything is added
         writer.committed = _layout.upgrade(root)

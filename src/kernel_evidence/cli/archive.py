@@ -32,6 +32,11 @@ def register(app: typer.Typer) -> None:
             help="Store invalid packets too, with their findings and grade.",
         ),
         quiet: bool = typer.Option(False, "--quiet", "-q", help="Only the summary line."),
+        progress: bool | None = typer.Option(
+            None,
+            "--progress/--no-progress",
+            help="Progress line: packets so far, of how many when known, and the rate (default: on a terminal).",
+        ),
         side_files_from: list[str] = typer.Option(
             [],
             "--side-files-from",
@@ -57,6 +62,7 @@ def register(app: typer.Typer) -> None:
         """
         from ..archive import archive_packets
         from ..archive.reader import OutputError
+        from ._progress import Counter, known_total
 
         limits = Limits(max_record_bytes=max_record_bytes, max_decompressed_bytes=max_decompressed_bytes)
 
@@ -71,19 +77,38 @@ def register(app: typer.Typer) -> None:
                 sys.stderr.write(f"refused: {line}\n")
             shown[0] += 1
 
+        counter = None
+        if progress or (progress is None and not quiet and sys.stderr.isatty()):
+            try:
+                total = known_total(paths)
+            except OSError:  # the archive run names what cannot be read
+                total = None
+            counter = Counter("archiving", total)
+            counter.on = True
+
+        def show_line(refusal: object) -> None:
+            if counter is not None:
+                counter.close()  # the refusal line starts a line of its own
+                counter.on = True
+            show(refusal)
+
         try:
             summary = archive_packets(
                 paths,
                 to,
                 allow_invalid=allow_invalid,
                 limits=limits,
-                on_refusal=show,
+                on_refusal=show_line,
                 side_files_from=side_files_from,
+                on_progress=counter.add if counter is not None else None,
             )
         except OutputError as exc:
             fail(str(exc), EXIT_USAGE)
         except ArchiveError as exc:
             fail(str(exc))
+        finally:
+            if counter is not None:
+                counter.close()
         if not (summary.added or summary.duplicates or summary.refused_count):
             fail(f"{' '.join(paths)}: no packets found; expected .json, .jsonl or .ndjson files (zstd: .zst)")
         if not quiet and shown[0] > _SHOWN_REFUSALS:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import math
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -115,11 +115,32 @@ def run(
     except ValueError as exc:
         fail(f"{shown(a)} vs {shown(b)}: {exc}", EXIT_INVALID)
     if fmt == "json":
-        data = {"a": a, "b": b, **result.to_dict()}
+        data = {"a": a, "b": b, "a_packet": compared(pa), "b_packet": compared(pb), **result.to_dict()}
         sys.stdout.write(json.dumps(data, indent=2) + "\n")
     else:
-        _print_text(result, a, b)
+        _print_text(result, f"{a}: {named(pa)}", f"{b}: {named(pb)}")
     return result.exit_code
+
+
+def compared(packet: Any) -> dict[str, Any]:
+    """What identifies a compared packet: its id, subject, candidate and run, status."""
+    lineage = packet.lineage
+    return {
+        "packet_id": packet.packet_id,
+        "subject": packet.subject.name,
+        "candidate_id": lineage.candidate_id if lineage is not None else None,
+        "run_id": lineage.run_id if lineage is not None else None,
+        "status": str(packet.status.value),
+    }
+
+
+def named(packet: Any) -> str:
+    """``gemm_candidate_3 (candidate c3, run rl-a) sha256:3f1c0a9b…, passed``: the packet
+    a path (or a --select-a/-b pick from a stream) stood for."""
+    c = compared(packet)
+    extra = ", ".join(f"{k} {c[k + '_id']}" for k in ("candidate", "run") if c[k + "_id"])
+    pid = f" {c['packet_id'][:19]}…" if c["packet_id"] else ""
+    return f"{c['subject']}{f' ({extra})' if extra else ''}{pid}, {c['status']}"
 
 
 def _print_text(result: Comparison, a: str, b: str) -> None:

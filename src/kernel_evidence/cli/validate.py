@@ -97,6 +97,11 @@ def register(app: typer.Typer) -> None:
         raise typer.Exit(code)
 
 
+def _shown_count(n: int, total: int | None) -> str:
+    """``1,200 packets``, or ``1,200 of 4,000 packets`` when the total is known."""
+    return f"{n:,} packets" if total is None else f"{n:,} of {total:,} packets"
+
+
 def _cpus() -> int:
     """CPUs this process may run on (its affinity mask, where the platform has one)."""
     try:
@@ -132,16 +137,22 @@ def run(
     if show_progress:
         from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
+        from ._progress import known_total
+
+        try:
+            total = known_total(paths)  # .json files: one packet each, known before reading
+        except OSError:
+            total = None
         bar = Progress(
             TextColumn("validating"),
             BarColumn(),
-            TextColumn("{task.completed} packets"),
+            TextColumn("{task.fields[shown]}"),
             TimeElapsedColumn(),
             console=err_console(),
             transient=True,
         )
         bar.start()
-        task = bar.add_task("validate", total=None)
+        task = bar.add_task("validate", total=total, shown=_shown_count(0, total))
     first = True
     try:
         for rep in reports:
@@ -159,8 +170,11 @@ def run(
                 first = False
             elif not quiet:
                 _print_text(out, rep, good, verbose)
-            if bar is not None and counts["packets"] % 256 == 0:
-                bar.update(task, completed=counts["packets"])
+            if bar is not None and (counts["packets"] % 256 == 0 or total is not None):
+                if total is not None and counts["packets"] > total:
+                    total = None  # a JSON array held several: the total was not known after all
+                    bar.update(task, total=None)
+                bar.update(task, completed=counts["packets"], shown=_shown_count(counts["packets"], total))
     finally:
         if bar is not None:
             bar.stop()
