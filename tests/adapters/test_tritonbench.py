@@ -117,6 +117,20 @@ def test_console_table_from_the_corpus(corpus: Path) -> None:
     assert bare.packets[0].subject.name == "tritonbench operator" and bare.packets[0].hardware is None
 
 
+def test_every_corpus_file(corpus: Path) -> None:
+    folder = corpus / "tritonbench"
+    files = [p for p in sorted(folder.glob("*")) if p.name not in ("FORMAT_NOTES.md", "SOURCES.tsv")]
+    if not files:
+        pytest.skip("no tritonbench corpus files")
+    for path in files:
+        try:
+            res = _read(path, device=H100)
+        except AdapterError as exc:  # a clear one-line error naming the file
+            assert str(path) in str(exc) and "\n" not in str(exc)
+            continue
+        assert res.packets and all(p.timing is None or p.timing.stats.median > 0 for p in res.packets)
+
+
 def test_damaged_inputs(tmp_path: Path) -> None:
     p = tmp_path / "x.json"
     p.write_text('{"a": 1}')

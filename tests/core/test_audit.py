@@ -194,6 +194,10 @@ def test_cli_exit_codes_and_gate(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert main(["audit", str(bad), "--format", "xml"]) == 2
     assert main(["audit", str(tmp_path / "missing.jsonl")]) == 1
     assert "missing.jsonl: no such file or directory" in capsys.readouterr().err
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert main(["audit", str(empty)]) == 1  # a gate that read nothing does not pass
+    assert "no packets or harness outputs found to audit" in capsys.readouterr().err
     out = tmp_path / "audit.json"
     assert main(["audit", str(bad), "-f", "json", "-o", str(out), "--fail-on", "never"]) == 0
     assert json.loads(out.read_text())["suspects_by_level"]["critical"] == 1
@@ -217,6 +221,20 @@ def test_harness_outputs_are_recognised(tmp_path: Path) -> None:
         stray = tmp_path / "notes.txt"
         stray.write_text("hello\n")
         audit([str(stray)])
+
+
+def test_corpus_kernelbench_baselines_are_recognised(corpus: Path) -> None:
+    from kernel_evidence import ingest
+
+    files = sorted((corpus / "kernelbench").glob("baseline_time_*.json"))
+    if not files:
+        pytest.skip("no kernelbench baseline files in the corpus")
+    result = audit([str(corpus / "kernelbench")])
+    # recognised by name and read by the kernelbench adapter: the same packets it gives
+    assert result.packets == len(ingest("kernelbench", [str(f) for f in files]).packets) > 0
+    assert all(s.source == "kernelbench output" for s in result.suspects)
+    text = render(result, "text", top=3)
+    assert f"({len(result.candidates) - 3} more candidates: --top N lists more" in text
 
 
 def test_corpus_traces(corpus: Path) -> None:

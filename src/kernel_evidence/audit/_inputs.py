@@ -96,7 +96,7 @@ def detect(path: str) -> str | None:
 def _builtin_guess(path: str, head: bytes) -> list[str]:
     """Recognition for built-in adapters that offer no ``sniff``."""
     low = os.path.basename(path).lower()
-    if low == "eval_results.json":
+    if low == "eval_results.json" or low.startswith("baseline_time_") and low.endswith(".json"):
         return ["kernelbench"]
     if low.endswith((".jsonl", ".jsonl.gz", ".ndjson")):
         first = head.split(b"\n", 1)[0]

@@ -40,10 +40,11 @@ def render(result: AuditResult, fmt: str = "text", *, top: int | None = None, mi
         return json.dumps(body, indent=1, allow_nan=False, default=str) + "\n"
     if fmt == "csv":
         return _csv(listed)
+    rows = top if top is not None else None
     if fmt == "md":
-        return _markdown(result, listed)
+        return _markdown(result, listed, rows)
     if fmt == "text":
-        return _text(result, listed)
+        return _text(result, listed, rows)
     raise ValueError(f"expected one of the formats {', '.join(FORMATS)}, got {fmt!r}")
 
 
@@ -64,7 +65,7 @@ def _short_id(pid: str | None) -> str:
     return (pid[:19] + "...") if pid and len(pid) > 22 else (pid or "(no id)")
 
 
-def _text(result: AuditResult, listed: list[Suspect]) -> str:
+def _text(result: AuditResult, listed: list[Suspect], rows: int | None) -> str:
     out = [_headline(result)]
     for where, error in result.unreadable[:20]:
         out.append(f"  unreadable: {shown(where)}: {shown(error)}")
@@ -91,15 +92,17 @@ def _text(result: AuditResult, listed: list[Suspect]) -> str:
     ):
         if groups:
             out.append("")
-            out.extend(_group_text(title, groups.values()))
+            out.extend(_group_text(title, groups.values(), rows))
     if result.warnings:
         out.append("")
-        out.append(f"{len(result.warnings)} warnings while reading the inputs (printed on stderr)")
+        n = len(result.warnings)
+        out.append(f"{n} warning{'s' if n != 1 else ''} while reading the inputs (printed on stderr)")
     return "\n".join(out) + "\n"
 
 
-def _group_text(title: str, groups: Iterable[GroupSummary]) -> list[str]:
-    rows = _ordered(groups)
+def _group_text(title: str, groups: Iterable[GroupSummary], most: int | None) -> list[str]:
+    """A table of the groups, worst first: the ``most`` worst of them, and how many more."""
+    rows, more = _cut_groups(groups, most)
     width = min(60, max([len(title)] + [len(g.key) for g in rows]))
     head = f"{title:<{width}}  packets  passed  failed  error  speedup med/best  suspects c/h/m/l"
     lines = [head]
@@ -112,7 +115,16 @@ def _group_text(title: str, groups: Iterable[GroupSummary]) -> list[str]:
             f"{key:<{width}}  {g.packets:>7}  {g.passed:>6}  {g.failed:>6}  {g.errored:>5}  {sp:>16}  {lv:>17}"
         )
         lines.extend(f"{'':<{width}}  {shown(note)}" for note in g.notes)
+    if more:
+        lines.append(f"({more} more {title}: --top N lists more, --format json lists all)")
     return lines
+
+
+def _cut_groups(groups: Iterable[GroupSummary], most: int | None) -> tuple[list[GroupSummary], int]:
+    rows = _ordered(groups)
+    if most is None or len(rows) <= most:
+        return rows, 0
+    return rows[:most], len(rows) - most
 
 
 def _csv(listed: list[Suspect]) -> str:
@@ -140,7 +152,7 @@ def _md_cell(text: str) -> str:
     return shown(text).replace("|", "\\|")
 
 
-def _markdown(result: AuditResult, listed: list[Suspect]) -> str:
+def _markdown(result: AuditResult, listed: list[Suspect], rows: int | None) -> str:
     out = ["# Audit", "", _headline(result), ""]
     if listed:
         out += [
@@ -169,12 +181,17 @@ def _markdown(result: AuditResult, listed: list[Suspect]) -> str:
             "| name | packets | passed | failed | error | speedup median | speedup best | critical | high | medium | low | notes |",
             "|---|---|---|---|---|---|---|---|---|---|---|---|",
         ]
-        for g in _ordered(groups.values()):
+        shown_groups, more = _cut_groups(groups.values(), rows)
+        for g in shown_groups:
             lv = " | ".join(str(g.by_level[name]) for name in reversed(LEVELS))
             notes = "<br>".join(_md_cell(n) for n in g.notes)
             out.append(
                 f"| {_md_cell(g.key)} | {g.packets} | {g.passed} | {g.failed} | {g.errored} | "
                 f"{_num(g.median_speedup())} | {_num(g.best_speedup())} | {lv} | {notes} |"
+            )
+        if more:
+            out.append(
+                f"\n{more} more {title.lower()} not listed (--top N lists more, --format json lists all)."
             )
         out.append("")
     return "\n".join(out)

@@ -84,6 +84,9 @@ def register(app: typer.Typer) -> None:
         if not quiet:
             for w in result.warnings:
                 sys.stderr.write(f"kevidence: warning: {shown(w)}\n")
+        if result.packets == 0 and not result.unreadable:
+            # a gate that read nothing must not pass: a wrong path is not a clean result set
+            fail(f"{', '.join(paths)}: no packets or harness outputs found to audit")
         limit = top if top is not None else (50 if fmt in ("text", "md") else None)
         text = render(result, fmt, top=limit, min_level=min_level)
         _write(text, output)
