@@ -76,6 +76,8 @@ class Cheat:
     declared: tuple[str, ...] = ()
     #: true when the lie breaks the schema itself (KE001 must then report it at the field)
     structural: bool = False
+    #: true when the cheater edited the packet after its id was computed (the id is kept)
+    keeps_id: bool = False
 
 
 CHEATS: dict[str, Cheat] = {}
@@ -112,15 +114,31 @@ def structural_cheat(
     return _register(klass, control, pointers, structural=True)
 
 
+def edited_after_id_cheat(
+    klass: str, control: str, *pointers: str
+) -> Callable[[Callable[[Packet], None]], Callable[[Packet], None]]:
+    """A cheat that edits a finished packet and keeps its (now stale) id."""
+    assert klass in CLASSES, klass
+    return _register(klass, control, pointers, structural=False, keeps_id=True)
+
+
 def _register(
-    klass: str, control: str, pointers: tuple[str, ...], *, structural: bool
+    klass: str, control: str, pointers: tuple[str, ...], *, structural: bool, keeps_id: bool = False
 ) -> Callable[[Callable[[Packet], None]], Callable[[Packet], None]]:
     def register(fn: Callable[[Packet], None]) -> Callable[[Packet], None]:
         assert fn.__name__ not in CHEATS, fn.__name__
         lie = " ".join((fn.__doc__ or "").split())
         ptrs = _mirrored(pointers) if klass in _COMPARED else pointers
         CHEATS[fn.__name__] = Cheat(
-            fn.__name__, klass, control, ptrs, fn, lie, declared=pointers, structural=structural
+            fn.__name__,
+            klass,
+            control,
+            ptrs,
+            fn,
+            lie,
+            declared=pointers,
+            structural=structural,
+            keeps_id=keeps_id,
         )
         return fn
 
@@ -1737,3 +1755,53 @@ def flops_inflated_under_an_mlp_name(p: Packet) -> None:
     its FLOPs: the operands show a contraction whatever the operator is called."""
     p["task"]["operator"] = "mlp_w1_up"
     p["task"]["shapes"][0]["work"]["flops"]["value"] *= 4
+
+
+# ================================================================ round 4
+
+
+@edited_after_id_cheat("existing_rules", "h100_bf16_gemm_vs_cublaslt", "/packet_id", "/timing/speedup")
+def speedup_edited_after_the_id(p: Packet) -> None:
+    """The claim raised from 1.05x to 1.8x in a finished packet, timings and id left as they
+    were (a hand edit of the JSON)."""
+    _timing(p)["speedup"]["value"] = 1.8
+
+
+@cheat(
+    "serving_arithmetic",
+    "serving_vllm_llama8b_h100",
+    "/timing/baseline/serving/failed",
+    "/timing/baseline/serving",
+    "/timing/speedup",
+)
+def baseline_crippled_by_failed_requests(p: Packet) -> None:
+    """The baseline run lost 300 of its 1000 requests (its server was misconfigured), so its
+    throughput, counted on the 700 that finished, makes the candidate look 1.6x faster."""
+    sv = _base(p)["serving"]
+    sv["completed"], sv["failed"] = 700, 300
+    dur = sv["duration"]["value"]
+    sv["total_input_tokens"] = 700 * 1024
+    sv["total_output_tokens"] = 700 * 128
+    sv["request_throughput"]["value"] = round(700 / dur, 2)
+    sv["output_throughput"]["value"] = round(700 * 128 / dur, 2)
+    sv["total_token_throughput"]["value"] = round(700 * (1024 + 128) / dur, 2)
+    recompute_speedup(p)
+
+
+@cheat(
+    "mismatched_baseline",
+    "serving_vllm_llama8b_h100",
+    "/timing/baseline/serving/total_input_tokens",
+    "/timing/baseline/serving",
+    "/timing/baseline/conditions",
+)
+def baseline_served_twice_the_prompt_length(p: Packet) -> None:
+    """The baseline's run served 2048-token prompts (its token counts say so: 2048 per request)
+    against the candidate's 1024, so its output throughput is lower."""
+    sv = _base(p)["serving"]
+    dur = sv["duration"]["value"] = round(sv["duration"]["value"] * 1.15, 2)
+    sv["total_input_tokens"] = 1000 * 2048
+    sv["request_throughput"]["value"] = round(1000 / dur, 2)
+    sv["output_throughput"]["value"] = round(sv["total_output_tokens"] / dur, 2)
+    sv["total_token_throughput"]["value"] = round((1000 * 2048 + sv["total_output_tokens"]) / dur, 2)
+    recompute_speedup(p)

@@ -48,6 +48,8 @@ def build_cheat(c: Cheat) -> dict[str, Any]:
     """The control of ``c`` with its one lie, and the id recomputed as a cheater would."""
     p = copy.deepcopy(CONTROLS[c.control].build())
     c.mutate(p)
+    if c.keeps_id:
+        return p
     if c.structural or p["schema_version"] == LEGACY:  # the 0.2 models cannot give its id
         p.pop("packet_id", None)
         return p
