@@ -1793,7 +1793,6 @@ def baseline_crippled_by_failed_requests(p: Packet) -> None:
     "serving_vllm_llama8b_h100",
     "/timing/baseline/serving/total_input_tokens",
     "/timing/baseline/serving",
-    "/timing/baseline/conditions",
 )
 def baseline_served_twice_the_prompt_length(p: Packet) -> None:
     """The baseline's run served 2048-token prompts (its token counts say so: 2048 per request)
