@@ -126,6 +126,14 @@ def test_a_parquet_export_of_runs(tmp_path: Path) -> None:
     assert _ext(a)["run_id"] == 99 and a.hardware.device_id == "nvidia-a100-sxm4-80gb"
     assert b.status.value == "failed" and b.validation.shapes[0].message == "wrong value at 3"
     assert b.compile.language == "cuda"
+    # result and system info as Parquet maps and structs instead of JSON text
+    typed = [dict(rows[0], run_result=list(result.items()), run_system_info=system)]
+    table = pa.Table.from_pylist(typed, schema=pa.schema([
+        (k, pa.map_(pa.string(), pa.string())) if k == "run_result" else
+        (k, pa.Table.from_pylist(typed).schema.field(k).type) for k in typed[0]]))  # fmt: skip
+    pq.write_table(table, tmp_path / "typed.parquet")
+    (c,) = _read(tmp_path / "typed.parquet").packets
+    assert c.timing.stats.mean == 5120.5 and c.hardware.device == "NVIDIA A100-SXM4-80GB"
     named = _read(tmp_path / "submissions.parquet", leaderboard="grayscale")
     assert named.packets[0].subject.name == "grayscale"
 

@@ -107,6 +107,8 @@ def _obj(value: Any, where: str, what: str) -> dict[str, Any]:
             value = json.loads(value) if value.strip() else {}
         except ValueError:
             raise AdapterError(f"{where}: `{what}` is text that is not JSON; expected an object") from None
+    if isinstance(value, list) and all(isinstance(kv, (list, tuple)) and len(kv) == 2 for kv in value):
+        return {str(k): v for k, v in value}  # a Parquet map column: (key, value) pairs
     if not isinstance(value, Mapping):
         raise AdapterError(f"{where}: `{what}` is {type(value).__name__}; expected an object")
     return dict(value)
