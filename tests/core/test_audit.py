@@ -276,3 +276,18 @@ def test_docstring_examples(name: str) -> None:
 
     result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_progress_only_on_a_terminal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "many.jsonl"
+    write_packets(path, [_packet(_base())] * 1200)
+
+    class Tty(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    err = Tty()
+    monkeypatch.setattr("sys.stderr", err)
+    assert main(["audit", str(path), "--fail-on", "never", "-f", "json"]) == 0
+    assert "\rkevidence: audited 1000 packets" in err.getvalue()
+    assert err.getvalue().endswith("\r\033[K")  # the line is cleared before the result
