@@ -3,6 +3,7 @@
     python -m tests.adversarial.report            # every cheat and control
     python -m tests.adversarial.report --missed   # only cheats not caught, controls rejected
     python -m tests.adversarial.report -v         # with every finding of the rows shown
+    python -m tests.adversarial.report --json     # one JSON line per cheat and control
 
 A cheat is caught when a finding points at its lying field (``on lie``) and the packet is
 invalid or graded C or lower, both when validated as JSON data and as file bytes (the fast
@@ -13,6 +14,7 @@ lists the rules that fired elsewhere.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections import Counter
 from pathlib import Path
@@ -30,7 +32,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--missed", action="store_true", help="only uncaught cheats and rejected controls")
     ap.add_argument("-v", "--verbose", action="store_true", help="print every finding of the rows shown")
+    ap.add_argument("--json", action="store_true", help="one JSON object per cheat and control instead")
     args = ap.parse_args(argv)
+    if args.json:
+        return _json_lines()
 
     caught_per_class: Counter[str] = Counter()
     total_per_class: Counter[str] = Counter()
@@ -80,6 +85,27 @@ def main(argv: list[str] | None = None) -> int:
         f"{'all cheats':26} {n_caught:3}/{len(CHEATS):<3} caught; controls off target: {rejected}/{len(CONTROLS)}"
     )
     return 0 if n_caught == len(CHEATS) and not rejected else 1
+
+
+def _json_lines() -> int:
+    """One JSON line per cheat and control: name, verdict, grade and the rules that fired."""
+    ok = True
+    for name, c in sorted(CHEATS.items()):
+        v, vb = judge_cheat(name), judge_cheat(name, as_bytes=True)
+        caught = v.caught and vb.caught
+        ok &= caught
+        row = {"cheat": name, "class": c.klass, "control": c.control, "caught": caught, "grade": v.grade,
+               "on_lie": list(v.on_lie), "rules": sorted({f[0] for f in v.findings}), "lie": c.lie}  # fmt: skip
+        print(json.dumps(row))
+    for name, ctl in sorted(CONTROLS.items()):
+        packet = ctl.build()
+        v, vb = judge(packet), judge(packet, as_bytes=True)
+        accepted = all(x.ok and (ctl.grade is None or x.grade in ctl.grade) for x in (v, vb))
+        ok &= accepted
+        row = {"control": name, "accepted": accepted, "grade": v.grade, "want": ctl.grade,
+               "rules": sorted({f[0] for f in v.findings}), "about": ctl.about}  # fmt: skip
+        print(json.dumps(row))
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":
