@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import importlib.util
 import json
 import os
 import shutil
@@ -491,20 +492,11 @@ def tool_commands(out: Path) -> dict[str, tuple[list[str], Path | None]]:
         "validate": (kevidence("validate", packets, "-v"), out / "validate.txt"),
         "validate-json": (kevidence("validate", packets, "--format", "json"), out / "validate.json"),
     }
-    if audit_available():
+    if importlib.util.find_spec("kernel_evidence.cli.audit") is not None:  # `kevidence audit` exists
         steps["audit"] = (kevidence("audit", packets, "--format", "md", "--fail-on", "never", "-o", str(out / "audit.md")), None)
     steps["archive"] = (kevidence("archive", packets, "--to", str(out / "archive"), "--allow-invalid"), None)
     steps["report"] = (kevidence("report", str(out / "archive"), "-o", str(out / "report.html"), "--title", "kernel-evidence GPU example", "--force"), None)
     return steps
-
-
-def audit_available() -> bool:
-    """``kevidence audit`` exists in this build."""
-    try:
-        proc = subprocess.run(kevidence("--help"), capture_output=True, text=True, timeout=60, check=False)
-    except (OSError, subprocess.SubprocessError):
-        return False
-    return any(line.strip().startswith(("audit", "│ audit")) for line in proc.stdout.splitlines())
 
 
 def run_tools(out: Path) -> dict[str, dict[str, Any]]:
@@ -589,14 +581,27 @@ class Row:
     median: str
     speedup: str
     rate: str
+    audit: str
     verdict: str
     packet_id: str = ""
 
 
-def table_rows(packets: Sequence[Any]) -> list[Row]:
-    """One row per packet, candidates in the order of the run, then the profiles."""
+def audit_levels(folder: Path) -> dict[str, str]:
+    """packet id -> the audit's level for it (the library function behind ``kevidence audit``);
+    empty where this build has no audit."""
+    try:
+        from kernel_evidence.audit import audit
+    except ImportError:
+        return {}
+    return {s.packet_id: s.level for s in audit(str(folder)).suspects if s.packet_id}
+
+
+def table_rows(packets: Sequence[Any], levels: dict[str, str] | None = None) -> list[Row]:
+    """One row per packet, candidates in the order of the run, then the profiles; ``levels``:
+    the audit's level per packet id."""
     from kernel_evidence.rules import validate
 
+    levels = levels or {}
     rows = []
     for p in packets:
         report = validate(p)
@@ -610,7 +615,7 @@ def table_rows(packets: Sequence[Any]) -> list[Row]:
             Row(
                 packet=p.subject.name, role=ext.get("role", "profile"), status=status_text(p), grade=report.grade.letter,
                 findings=", ".join(ids) if ids else "none", median=median, speedup=speedup, rate=rate_text(p),
-                verdict=judge(p, spec, report), packet_id=p.packet_id or "",
+                audit=levels.get(p.packet_id or "", "-"), verdict=judge(p, spec, report), packet_id=p.packet_id or "",
             )
         )  # fmt: skip
     order = {s.name: i for i, s in enumerate(CANDIDATES)}
@@ -618,7 +623,7 @@ def table_rows(packets: Sequence[Any]) -> list[Row]:
     return rows
 
 
-COLUMNS = ("packet", "role", "status", "grade", "findings", "median", "speedup", "rate", "verdict")
+COLUMNS = ("packet", "role", "status", "grade", "findings", "median", "speedup", "rate", "audit", "verdict")
 
 
 def render_table(rows: Sequence[Row]) -> str:
@@ -676,7 +681,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"  note {o.spec.name}: {note}")
     extra_steps(args, backend, out, packets, ctx)
     tools = {} if args.no_tools else run_tools(out)
-    rows = table_rows(read_packets(packets))
+    rows = table_rows(read_packets(packets), audit_levels(packets))
     table = render_table(rows)
     ok = all(r.verdict.startswith("ok") for r in rows)
     summary = {
@@ -710,13 +715,7 @@ def extra_steps(args: argparse.Namespace, backend: Backend, out: Path, packets: 
     if args.no_jax or time.monotonic() > ctx["deadline"]:
         steps["jax"] = "skipped: " + ("--no-jax" if args.no_jax else "past the deadline")
         return
-    try:
-        import importlib.util
-
-        has_jax = importlib.util.find_spec("jax") is not None
-    except (ImportError, ValueError):
-        has_jax = False
-    if not has_jax:
+    if importlib.util.find_spec("jax") is None:
         steps["jax"] = "skipped: jax is not installed"
         return
     written, err = profile_jax(out, packets)
