@@ -150,3 +150,49 @@ def test_a_skipped_defence_shows_in_the_grade(check: str) -> None:
     v = judge(finalize(p))
     assert v.ok, _describe(v)
     assert v.grade != "A", _describe(v)
+
+
+def _drop(path: str):
+    def drop(p: dict) -> None:
+        *parents, last = path.split("/")[1:]
+        node = p
+        for part in parents:
+            node = node[int(part)] if isinstance(node, list) else node[part]
+        del node[last]
+
+    return drop
+
+
+def _drop_samples(p: dict) -> None:
+    for st in (p["timing"]["stats"], p["timing"]["baseline"]["stats"]):
+        del st["samples"]
+
+
+def _drop_work_and_profile(p: dict) -> None:
+    del p["profiler"]
+    for sh in p["task"]["shapes"]:
+        del sh["work"]
+
+
+_RECORDS_A_NEEDS = {
+    "raw samples": _drop_samples,
+    "clocks": _drop("/hardware/clocks"),
+    "commit": _drop("/replay/repository/commit"),
+    "container digest": _drop("/replay/container/digest"),
+    "defence record": _drop("/defences"),
+    "baseline conditions": _drop("/timing/baseline/conditions"),
+    "candidate conditions": _drop("/timing/conditions"),
+    "reference magnitude": _drop("/validation/shapes/0/reference_max_abs"),
+    "work figures and profile": _drop_work_and_profile,
+}
+
+
+@pytest.mark.parametrize("what", sorted(_RECORDS_A_NEEDS))
+def test_each_record_an_a_needs_costs_the_a(what: str) -> None:
+    """Grades mean what they say (issue 16, item 4): an A-grade control without one of its
+    supporting records is still valid, is not A, and its reasons say why."""
+    p = CONTROLS["h100_bf16_gemm_vs_cublaslt"].build()
+    _RECORDS_A_NEEDS[what](p)
+    v = judge(finalize(p))
+    assert not [f for f in v.findings if f[1] == "error"], _describe(v)
+    assert v.grade != "A" and v.reasons, f"without its {what}: {_describe(v)}"
