@@ -1804,3 +1804,21 @@ def baseline_served_twice_the_prompt_length(p: Packet) -> None:
     sv["output_throughput"]["value"] = round(sv["total_output_tokens"] / dur, 2)
     sv["total_token_throughput"]["value"] = round((1000 * 2048 + sv["total_output_tokens"]) / dur, 2)
     recompute_speedup(p)
+
+
+@cheat(
+    "work_figures",
+    "tpu_v6e_matmul_vs_xla",
+    "/hardware/count",
+    "/timing/conditions/device_count",
+    "/timing/baseline/conditions/device_count",
+)
+def tpu_count_8_one_chip_visible(p: Packet) -> None:
+    """``count: 8`` on a TPU run whose replay exposes one chip (``TPU_VISIBLE_CHIPS=0``) and
+    that kept no capture: 3.4 PFLOP/s on one v6e chip passes as eight chips' work."""
+    p["hardware"]["count"] = 8
+    for c in _both_conditions(p):
+        c["device_count"] = 8
+    del p["profiler"]
+    scale_side(p, "candidate", 0.2)
+    scale_side(p, "baseline", 0.2)
