@@ -14,7 +14,9 @@ schema version, producer and creation time by hand::
 
 The schema version is :data:`kernel_evidence.models.SCHEMA_VERSION`, the producer
 ``kernel-evidence`` at this package's version. ``measured_at`` (schema 0.2: when the
-measurement was taken, for a result ingested later) is set only when given. Category
+measurement was taken, for a result ingested later) is set only when given. A ``hardware``
+without a ``device_id`` gets the device table's id for its device string when the table
+names one model for it (:mod:`kernel_evidence.adapters._device`). Category
 keyword arguments (``timing``, ``profiler``, ``hardware``, ``failure``, ...) whose value is
 None are left out, so a caller can pass what it has without ``if``s.
 """
@@ -25,7 +27,8 @@ from datetime import datetime, timezone
 from typing import Any, Literal, cast
 
 from .._version import __version__
-from ..models import SCHEMA_VERSION, EvidencePacket, Producer, Status, Subject
+from ..models import SCHEMA_VERSION, EvidencePacket, Hardware, Producer, Status, Subject
+from ._device import hardware_with_id
 
 __all__ = ["PRODUCER_NAME", "producer", "start_packet", "start_packet_data", "utc_now"]
 
@@ -74,6 +77,9 @@ def start_packet_data(
     for key, value in categories.items():
         if value is not None:
             data[key] = value
+    hardware = data.get("hardware")
+    if isinstance(hardware, Hardware):  # the device table's id for the tool's device string
+        data["hardware"] = hardware_with_id(hardware)
     return data
 
 
