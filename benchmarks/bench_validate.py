@@ -33,11 +33,54 @@ import msgspec
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def recorded_templates() -> list[dict]:
+    """Schema 0.2 packets as a harness records them (both sides' conditions, the defence
+    record, a capture that says what it is of), so the rules that compare them run too:
+    the H100 GEMM of examples/packets/generate.py, and an MI300X copy of it."""
+    import copy
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("_examples", ROOT / "examples/packets/generate.py")
+    assert spec is not None and spec.loader is not None
+    gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen)
+    h100 = gen.finish(gen.nvidia_gemm_recorded())
+    h100.pop("packet_id")
+    amd = gen.finish(gen.amd_gemm())
+    amd.pop("packet_id")
+    amd["measured_at"] = h100["measured_at"]
+    amd["defences"] = copy.deepcopy(h100["defences"])
+    t = amd["timing"]
+    shape = next(s for s in amd["task"]["shapes"] if s["id"] == t.get("shape_id")) if t.get("shape_id") else None
+    cond = {
+        "dtypes": list(amd["task"]["dtypes"]),
+        "device": amd["hardware"]["device"],
+        "device_count": 1,
+        "method": t["method"],
+        "warmup": t.get("warmup", 10),
+        "repeats": t.get("repeats", 30),
+        "synchronized": True,
+        "cache": {"mode": "flushed", "flush_bytes": {"value": 512, "unit": "MiB"}, "flush_in_timed_window": False},
+        "session": "bench-session",
+        "interleaved": True,
+        "fresh_inputs": True,
+        "sample_handling": "all",
+    }
+    if shape is not None:
+        cond["shape_id"] = shape["id"]
+        if shape.get("dims"):
+            cond["dims"] = dict(shape["dims"])
+    t["conditions"] = cond
+    t["baseline"]["conditions"] = copy.deepcopy(cond)
+    return [h100, amd]
+
+
 def make_packets(n: int, path: Path) -> None:
     """Write n valid, varied packets (built from the bundled examples) as JSONL."""
     from kernel_evidence._codec.canonical import packet_id_for
 
     templates = [json.loads(p.read_text()) for p in sorted((ROOT / "examples/packets/valid").glob("*.json"))]
+    templates += recorded_templates()
     rng = random.Random(7)
     enc = msgspec.json.Encoder(order="sorted")
     with open(path, "wb") as fh:

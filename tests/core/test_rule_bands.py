@@ -20,8 +20,7 @@ import pytest
 
 import kernel_evidence.rules as rules_pkg
 from kernel_evidence import validate, validate_paths
-from kernel_evidence.rules import RULES
-from kernel_evidence.rules import _checks
+from kernel_evidence.rules import RULES, _checks
 from kernel_evidence.strategies import example_packet
 
 HERE = Path(__file__).resolve().parent
@@ -53,7 +52,7 @@ def test_every_band_module_is_dispatched() -> None:
     bands = [b.__name__.rsplit(".", 1)[1] for b in _checks.BANDS]
     assert sorted(bands) == _band_modules(), "add the band to BANDS in rules/_checks.py"
     assert len(set(bands)) == len(bands)
-    assert _checks._CHECKS == tuple(b.check for b in _checks.BANDS)
+    assert tuple(b.check for b in _checks.BANDS) == _checks._CHECKS
     for band in _checks.BANDS:
         assert list(inspect.signature(band.check).parameters) == ["p", "ctx", "add"], band.__name__
 
@@ -69,6 +68,30 @@ def test_the_dispatcher_has_no_shortcut() -> None:
         ), ast.unparse(node)
     loops = [n for n in ast.walk(fn) if isinstance(n, ast.For)]
     assert len(loops) == 1 and ast.unparse(loops[0].iter) == "_CHECKS"
+
+
+def test_the_batch_dispatcher_has_no_shortcut_and_agrees() -> None:
+    """check_batch runs every band over every packet of the batch (its only branch skips a
+    record that is not a packet) and finds what check_packet finds, in the same order."""
+    tree = ast.parse(inspect.getsource(_checks.check_batch))
+    ifs = [n for n in ast.walk(tree) if isinstance(n, ast.If)]
+    assert [ast.unparse(n.test) for n in ifs] == ["future is None", "p is None"]
+    fors = [ast.unparse(n.iter) for n in ast.walk(tree) if isinstance(n, ast.For)]
+    assert fors == ["packets", "_CHECKS", "todo"]
+    import msgspec
+
+    from kernel_evidence._codec.structs import PacketStruct
+
+    dec = msgspec.json.Decoder(PacketStruct)
+    packets: list[Any] = []
+    for path in sorted(INVALID.glob("KE*.json")):
+        try:
+            packets.append(dec.decode(path.read_bytes()))
+        except msgspec.DecodeError:
+            packets.append(None)
+    assert sum(p is not None for p in packets) > 20
+    got = _checks.check_batch(packets)
+    assert got == [[] if p is None else _checks.check_packet(p) for p in packets]
 
 
 def _declared_in(module: str) -> list[str]:

@@ -27,7 +27,7 @@ from .._codec.messages import from_pydantic
 from .._codec.structs import PacketStruct
 from ..errors import MigrationError
 from ..io import Limits, Record, discover, iter_records
-from ._checks import check_packet, future_limit, identity_finding  # also registers the rules
+from ._checks import check_batch, check_packet, future_limit, identity_finding  # also registers the rules
 from ._engine import RULES, Finding, Grade, Report, Rule, finding, iter_rules
 from ._tables import baseline_entry, baseline_names, device_peaks
 
@@ -247,8 +247,10 @@ def _batched_reports(records: Iterable[Record], most: int = _BATCH) -> Iterator[
         if not batch:
             return
         ones = [None if rec[2] is None else decode_checked(rec[2]) for rec in batch]
-        future = future_limit()
-        found = [None if one is None else check_packet(one[0], future) for one in ones]
+        found: list[Any] = check_batch([None if one is None else one[0] for one in ones], future_limit())
+        for i, one in enumerate(ones):
+            if one is None:
+                found[i] = None
         for rec, one, fs in zip(batch, ones, found, strict=True):
             if one is not None and fs is not None and one[0].profiler:
                 fs.extend(raw_table_findings(one[0], rec[0]))

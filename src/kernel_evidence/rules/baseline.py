@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._common import cache_mode, cand, is_placeholder
+from ._common import CACHED_CHARS, cache_mode, cand, is_placeholder
 from ._context import Add, Ctx
 from ._engine import declare
 from ._tables import baseline_entry, dtype_class
@@ -445,14 +445,26 @@ def _llc(p: Any, c: Any) -> float | None:
 
 
 def _table_llc(name: str) -> float | None:
+    """The device table's last-level cache of a device id or name (the least among the
+    models a name can be; None unless every one of them gives it), cached."""
+    hit = _LLC_CACHE.get(name, _UNSET)
+    if hit is not _UNSET:
+        return hit  # type: ignore[no-any-return]
     from ..devices import candidates, device
 
-    if len(name) > 256:
+    if len(name) > CACHED_CHARS:
         return None
     e = device(name)
     found = (e,) if e is not None else candidates(name)
     sizes = [x.last_level_cache_bytes for x in found if x.last_level_cache_bytes]
-    return min(sizes) if sizes and len(sizes) == len(found) else None
+    llc = min(sizes) if sizes and len(sizes) == len(found) else None
+    if len(_LLC_CACHE) < 4096:
+        _LLC_CACHE[name] = llc
+    return llc
+
+
+_LLC_CACHE: dict[str, float | None] = {}
+_UNSET: Any = object()
 
 
 def small_flush(p: Any, c: Any) -> bool | None:

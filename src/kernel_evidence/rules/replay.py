@@ -53,7 +53,9 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
         cmd = r.command
         # KE103: only a program that can be a no-op (or a wrapper, shell or interpreter
         # running one) is looked at in full
-        if cmd and (r.shell or _base_name(cmd[0]) in _LOOK):
+        # (an interpreter only when it runs code given with -c)
+        prog = _base_name(cmd[0]) if cmd else ""
+        if cmd and (r.shell or (prog in _LOOK and (prog not in _PYTHONS or "-c" in cmd))):
             why = _noop(cmd, bool(r.shell))
             if why:
                 add(("KE103", "/replay/command", f"the replay command {why}: it reproduces nothing"))
@@ -136,10 +138,19 @@ _LOOK = _NOOPS | _WRAPPERS | _SHELLS | frozenset({"python", "python3", "python2"
 
 
 def _base_name(prog: str) -> str:
-    b = prog.rsplit("/", 1)[-1].strip()
-    if b.startswith("python") and b[6:].replace(".", "").isdigit():
-        return "python"  # python3.11
+    """The program's name without its directory (``python`` for ``python3.11``), cached."""
+    b = _BASE_CACHE.get(prog)
+    if b is None:
+        b = prog.rsplit("/", 1)[-1].strip()
+        if b.startswith("python") and b[6:].replace(".", "").isdigit():
+            b = "python"  # python3.11
+        if len(_BASE_CACHE) < 4096 and len(prog) <= 256:
+            _BASE_CACHE[prog] = b
     return b
+
+
+_BASE_CACHE: dict[str, str] = {}
+_PYTHONS = frozenset({"python", "python3", "python2", "py", "pypy", "pypy3"})
 
 
 def _short(s: str) -> str:

@@ -182,7 +182,7 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
             if d.outcome == "failed":
                 if status == "passed":
                     add(("KE412", f"/defences/{i}", f"the `{d.check}` defence failed on a passed packet"))
-            elif d.outcome == "passed":
+            elif d.outcome == "passed" and d.check in _CONTRADICTABLE:
                 why = _contradicted(p, d.check)
                 if why:
                     add(("KE412", f"/defences/{i}", f"the `{d.check}` defence is recorded passed, but {why}"))
@@ -209,6 +209,10 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
             )
         elif v.verdict == "failed" and bad < 0:
             add(("KE407", "/validation/verdict", "verdict failed but every listed shape passed"))
+
+
+#: the defences whose passing a packet's conditions can contradict
+_CONTRADICTABLE = frozenset({"fresh_inputs", "cache_flush"})
 
 
 def _contradicted(p: Any, check: str) -> str | None:
