@@ -1252,9 +1252,10 @@ class NcuAdapter:
                     )
                     packets.append(packet)
                     for w in packet.profiler[0].warnings or ():  # type: ignore[index]
-                        if packet.hardware is None and w.startswith(_NO_DEVICE):
+                        hw = packet.hardware
+                        if hw is None and w.startswith(_NO_DEVICE):
                             warnings.append(AdapterWarning(f"{path}: {w}", _DEVICE_FIELDS))
-                        elif w.startswith(_NO_DEVICE) and packet.hardware.device == UNKNOWN_DEVICE:
+                        elif hw is not None and w.startswith(_NO_DEVICE) and hw.device == UNKNOWN_DEVICE:
                             warnings.append(
                                 AdapterWarning(f"{path}: {w}", {"hardware.device": "<GPU model>"})
                             )

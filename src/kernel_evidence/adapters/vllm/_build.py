@@ -1211,7 +1211,7 @@ def _build(rec: RunRecord, fmt: str, ctx: BuildContext) -> EvidencePacket:
         )
 
     # the workload (rate, dataset, lengths, concurrency) is kept with or without a model id
-    serving_task = ServingTask(model=model or None, settings=None, **task_fields)
+    serving_task: ServingTask | None = ServingTask(model=model or None, settings=None, **task_fields)
     if model or any(v is not None for v in task_fields.values()):
         settings = _settings(r, extra_used)
         if not rate_ok:
@@ -1219,7 +1219,7 @@ def _build(rec: RunRecord, fmt: str, ctx: BuildContext) -> EvidencePacket:
         if recomputed_goodput is not None and ctx.goodput is not None:
             slos = {f"goodput_slo_{k}_ms": v for k, v in ctx.goodput.items()}
             settings = {**(settings or {}), **slos}
-        if settings:
+        if settings and serving_task is not None:
             serving_task = serving_task.model_copy(update={"settings": settings})
     else:
         serving_task = None
