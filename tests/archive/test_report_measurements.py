@@ -226,6 +226,25 @@ def test_replay_is_the_child_of_its_original(page: str, corpus: list[Any]) -> No
     assert table[2][1][-1] == "1× the original's time"  # the same median as its original
 
 
+def test_third_party_verdicts_beside_the_packets(tmp_path: Path, corpus: list[Any]) -> None:
+    from kernel_evidence.archive.verdicts import add_verdict
+
+    src = tmp_path / "in.jsonl"
+    src.write_text("".join(json.dumps(p) + "\n" for p in corpus))
+    archive_packets([src], tmp_path / "a")
+    target = corpus[0]
+    add_verdict(tmp_path / "a", target["packet_id"], "hacked", by="jo", why="caches its outputs")
+    html = build_report(tmp_path / "a")[0]
+    # in the replay table, beside the original's own validation verdict
+    replays = _section(html, "Replays under their originals")
+    assert '<b class="tp tp-hacked" title="jo ' in replays and "caches its outputs" in replays
+    # and counted in its device and operator's row
+    kernel = _table(_parse(html), "device", "operator")
+    counted = [cells[8] for _, cells in kernel[1:] if "hacked" in cells[8]]
+    assert len(counted) == 1 and counted[0].endswith("hacked\xa0×1")
+    assert 'class="tp tp-hacked"' not in build_report(tmp_path / "a", verdicts={})[0]
+
+
 def test_strongest_and_weakest_never_share_a_packet(page: str, tmp_path: Path) -> None:
     def listed(html: str, heading: str) -> list[str]:
         # each packet's own id (not the id of the original a replay names)

@@ -275,12 +275,15 @@ def _tally(t: pa.Table, keys: list[str], column: str) -> dict[tuple[Any, ...], l
 
 
 def _judged(t: pa.Table, keys: list[str], rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Adds each group's grades and validation verdicts (value: count) to its row."""
+    """Adds each group's grades, validation verdicts and third-party verdicts (value:
+    count) to its row."""
     grades, verdicts = _tally(t, keys, "grade"), _tally(t, keys, "validation_verdict")
+    third = _tally(t, keys, "third_party") if "third_party" in t.column_names else {}
     for r in rows:
         key = tuple(r[k] for k in keys)
         r["grades"] = sorted(grades.get(key, []), key=lambda x: str(x[0]))
         r["verdicts"] = verdicts.get(key, [])
+        r["third_party"] = third.get(key, [])
     return rows
 
 
@@ -756,7 +759,7 @@ footer{color:var(--muted);font-size:12px;margin-top:40px}
 .scroll{overflow-x:auto}table.wide{font-size:12px}table.wide .cut{max-width:16ch}
 .cut{display:inline-block;max-width:26ch;overflow:hidden;text-overflow:ellipsis;white-space:nowrap;vertical-align:bottom}
 tr.orig td{background:#f3f4f6}tr.child td:first-child{padding-left:28px}.rel{color:var(--muted);font-size:12px}
-.kev-time{fill:#2563eb}
+.kev-time{fill:#2563eb}.tp{font-weight:600}.tp-hacked,.tp-retracted,.tp-drifted{color:#dc2626}.tp-confirmed,.tp-reproduced{color:#059669}
 """
 
 _HEAD_JS = "window.__kevErrors=[];window.addEventListener('error',function(e){window.__kevErrors.push(String(e.message))});"
@@ -787,7 +790,7 @@ def _grade(letter: Any) -> str:
     return f'<span class="g g{s}">{s}</span>'
 
 
-def _evidence_table(rows: list[dict[str, Any]], verdicts: Mapping[str, str], empty: str) -> str:
+def _evidence_table(rows: list[dict[str, Any]], verdicts: Mapping[str, Any], empty: str) -> str:
     if not rows:
         return f'<p class="empty">{_e(empty)}</p>'
     out = [
@@ -799,12 +802,11 @@ def _evidence_table(rows: list[dict[str, Any]], verdicts: Mapping[str, str], emp
         replay = ""
         if r.get("relation") == "replay":
             replay = f'<br><span class="rel">↳ replay of</span> {_short_id(r.get("parent_packet_id"))}'
-        verdict = verdicts.get(r["packet_id"] or "") or r.get("validation_verdict")
         what = r["operator"] or r.get("model") or r["workload"]
         out.append(
             f"<tr><td>{_grade(r['grade'])}</td><td>{_cut(r['subject_name'])}<br>{_short_id(r['packet_id'])}{replay}</td>"
             f"<td>{_cut(r.get('device_id') or r['device'])} · {_cut(what)}</td><td>{_e(r['status'])}</td>"
-            f'<td>{_e(verdict or "–")}</td><td class="num">{_measure(r)[0]}</td>'
+            f'<td>{_verdict_cell(r, verdicts)}</td><td class="num">{_measure(r)[0]}</td>'
             f'<td class="num">{_fmt(r["speedup"])}</td><td><ul class="r">{reasons}</ul></td></tr>'
         )
     out.append("</table>")
@@ -826,17 +828,23 @@ def _kernel_table(rows: list[dict[str, Any]]) -> str:
             f"<tr><td>{_cut(r['dev'])}</td><td>{_cut(r['operator'])}</td><td>{_cut(', '.join(r['dtypes']) or None)}</td>"
             f'<td class="num">{r["n"]:,}</td><td class="num">{_duration(r["median"])}</td>'
             f'<td class="num">{_duration(r["q1"])} – {_duration(r["q3"])}</td><td class="num">{_duration(r["best"])}</td>'
-            f'<td class="num">{sol}</td><td>{_counted(r["verdicts"])}</td><td>{_grades(r["grades"])}</td></tr>'
+            f'<td class="num">{sol}</td><td>{_counted(r["verdicts"])}{_third(r)}</td><td>{_grades(r["grades"])}</td></tr>'
         )
     out.append("</table>")
     return "".join(out)
+
+
+def _third(r: Mapping[str, Any]) -> str:
+    if not r.get("third_party"):
+        return ""
+    return '<br><b class="tp">' + _counted(r["third_party"]) + "</b>"
 
 
 def _serving_table(rows: list[dict[str, Any]]) -> str:
     head = "".join(f"<th>{_LATENCY_NAMES[k]} p50 / p99 (ms)</th>" for k in _LATENCIES)
     out = [
         f'<table class="wide"><tr><th>engine</th><th>version</th><th>device</th><th>model</th><th>runs</th>{head}'
-        "<th>output tok/s</th><th>req/s</th><th>requests done / failed</th><th>grades</th></tr>"
+        "<th>output tok/s</th><th>req/s</th><th>requests done / failed</th><th>verdicts</th><th>grades</th></tr>"
     ]
     for r in rows:
         lat = "".join(
@@ -848,7 +856,7 @@ def _serving_table(rows: list[dict[str, Any]]) -> str:
             f"<tr><td>{_cut(r['engine'])}</td><td>{_cut(r['engine_version'])}</td><td>{_cut(r['dev'])}</td>"
             f'<td>{_cut(", ".join(r["models"]) or None)}</td><td class="num">{r["n"]:,}</td>{lat}'
             f'<td class="num">{_ms(r["serving_output_tok_per_s"])}</td><td class="num">{_fmt(r["serving_request_per_s"])}</td>'
-            f'<td class="num">{done} / {failed}</td><td>{_grades(r["grades"])}</td></tr>'
+            f'<td class="num">{done} / {failed}</td><td>{_counted(r["verdicts"])}{_third(r)}</td><td>{_grades(r["grades"])}</td></tr>'
         )
     out.append("</table>")
     return "".join(out)
@@ -865,12 +873,27 @@ def _measure(r: Mapping[str, Any]) -> tuple[str, float | None]:
     return "–", None
 
 
+def _verdict_cell(r: Mapping[str, Any], verdicts: Mapping[str, Any]) -> str:
+    """The packet's own validation verdict, and beside it the latest third-party verdict
+    (``archive/_verdicts``: confirmed, reproduced, drifted, hacked, retracted) with who
+    gave it and why in its title."""
+    own = _e(r.get("validation_verdict") or "–")
+    tp = verdicts.get(r.get("packet_id") or "")
+    if tp is None:
+        return own
+    word = getattr(tp, "verdict", tp)
+    why = " ".join(
+        str(x) for x in (getattr(tp, "by", ""), getattr(tp, "at", ""), getattr(tp, "why", "")) if x
+    )
+    return f'{own} · <b class="tp tp-{_e(word)}" title="{_e(why or word)}">{_e(word)}</b>'
+
+
 def _short_id(pid: Any) -> str:
     return f"<code>{_e(str(pid or '')[:19])}…</code>"
 
 
 def _replay_table(
-    groups: list[tuple[dict[str, Any], list[dict[str, Any]]]], verdicts: Mapping[str, str]
+    groups: list[tuple[dict[str, Any], list[dict[str, Any]]]], verdicts: Mapping[str, Any]
 ) -> str:
     out = [
         "<table><tr><th>packet</th><th>device · operator</th><th>status</th><th>verdict</th><th>grade</th>"
@@ -897,14 +920,13 @@ def _replay_table(
     return "".join(out)
 
 
-def _packet_cells(r: Mapping[str, Any], verdicts: Mapping[str, str], *, replay: bool = False) -> str:
+def _packet_cells(r: Mapping[str, Any], verdicts: Mapping[str, Any], *, replay: bool = False) -> str:
     mark = '<span class="rel">↳ replay</span> ' if replay else ""
     what = r.get("operator") or r.get("model") or r.get("workload")
-    verdict = verdicts.get(r.get("packet_id") or "") or r.get("validation_verdict")
     return (
         f"<td>{mark}{_cut(r.get('subject_name'))}<br>{_short_id(r.get('packet_id'))}</td>"
         f"<td>{_cut(r.get('device_id') or r.get('device'))} · {_cut(what)}</td><td>{_e(r.get('status'))}</td>"
-        f"<td>{_e(verdict or '–')}</td><td>{_grade(r.get('grade'))}</td>"
+        f"<td>{_verdict_cell(r, verdicts)}</td><td>{_grade(r.get('grade'))}</td>"
     )
 
 
@@ -1015,17 +1037,25 @@ def build_report(
     where: Iterable[str] | pc.Expression | None = None,
     title: str = "kernel-evidence report",
     generated_at: str | None = None,
-    verdicts: Mapping[str, str] | None = None,
+    verdicts: Mapping[str, Any] | None = None,
 ) -> tuple[str, int]:
     """The report's HTML text and the number of packets it covers.
 
-    ``verdicts`` maps packet ids to an audit verdict shown beside the packet in place of
-    its ``validation.verdict`` (the hook for the audit's verdict records: a caller that
-    holds them passes them here).
+    Third-party verdicts (:mod:`kernel_evidence.archive.verdicts`, the latest per packet)
+    are shown beside each packet's validation verdict and counted per group; ``verdicts``
+    (packet id to a :class:`~.verdicts.Verdict` or a verdict word) replaces those the
+    archive holds.
     """
     expr = where if isinstance(where, pc.Expression) or where is None else parse_where(where)
     table = read_table(root, _COLUMNS, expr)
-    verdicts = verdicts or {}
+    if verdicts is None:
+        from .verdicts import current_verdicts
+
+        verdicts = current_verdicts(root)
+    if table.num_rows:
+        lookup = {pid: getattr(v, "verdict", v) for pid, v in verdicts.items()}
+        column = pa.array([lookup.get(pid) for pid in table["packet_id"].to_pylist()], pa.string())
+        table = table.append_column("third_party", column)
     kernels = _kernel_rows(table)
     serving = _serving_rows(table)
     concurrency = _concurrency_series(table)
@@ -1121,7 +1151,7 @@ def write_report(
     title: str = "kernel-evidence report",
     overwrite: bool = False,
     generated_at: str | None = None,
-    verdicts: Mapping[str, str] | None = None,
+    verdicts: Mapping[str, Any] | None = None,
 ) -> int:
     """Write the report to ``out`` atomically; returns the number of packets covered."""
     text, n = build_report(root, where=where, title=title, generated_at=generated_at, verdicts=verdicts)
