@@ -206,6 +206,8 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
     bc = b.conditions
     if bc is not None:
         _compare(p, t, b, bc, add)
+    if b.serving is not None and t.serving is not None:
+        _same_requests(t.serving, b.serving, add)
     if entry is not None and entry.kind == "reference":
         add(
             (
@@ -491,5 +493,23 @@ def _flushes(p: Any, ca: Any, cb: Any, add: Add) -> None:
                     "KE208",
                     ptr,
                     f"the {who}'s flush is smaller than the last-level cache: it evicts nothing, so its caches were warm",
+                )
+            )
+
+
+def _same_requests(cs: Any, bs: Any, add: Add) -> None:
+    """KE207 for serving: the baseline's requests as long as the candidate's (input tokens
+    per completed request within 10%)."""
+    for field in ("total_input_tokens",):
+        a, b = getattr(cs, field), getattr(bs, field)
+        if a is None or b is None or not cs.completed or not bs.completed:
+            continue
+        pa, pb = a / cs.completed, b / bs.completed
+        if pa > 0 and pb > 0 and max(pa, pb) > 1.1 * min(pa, pb):
+            add(
+                (
+                    "KE207",
+                    f"/timing/baseline/serving/{field}",
+                    f"the baseline served {pb:.0f} input tokens per request, the candidate {pa:.0f}: not the same workload",
                 )
             )
