@@ -406,10 +406,11 @@ def _module_executions(
     out: dict[Any, int] = {}
     for thread, runs in spans.items():
         runs.sort()
+        starts = [r[0] for r in runs]
         for start, corr in launches.get(thread, ()):
-            inside = [r for r in runs if r[0] <= start <= r[1]]
-            if inside:
-                out[corr] = inside[-1][2]
+            i = bisect.bisect_right(starts, start) - 1  # the latest run started by then
+            if i >= 0 and start <= runs[i][1]:
+                out[corr] = runs[i][2]
     return out
 
 
