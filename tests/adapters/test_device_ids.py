@@ -112,6 +112,8 @@ FOLDERS = {
     "guidellm": "guidellm",
     "kernelbench": "kernelbench",
     "flashinfer-trace": "flashinfer-trace",
+    "tritonbench": "tritonbench",
+    "kernelbot": "kernelbot",
 }
 
 
