@@ -129,6 +129,9 @@ class Backend:
     environment: Any  # kernel_evidence.harness.Environment
     dry_run: bool
     release: Any = None  # give cached device memory back before the child processes run
+    #: watches the timer's clock functions when a candidate's work ends; on the GPU this covers
+    #: torch.cuda's too (the recorder itself puts back only the ``time`` functions then)
+    clock_guard: Any = None
 
 
 def cpu_backend() -> Backend:
@@ -146,7 +149,14 @@ def cpu_backend() -> Backend:
         flush = CacheFlush(device="cpu")
     except ValueError:
         flush = None
-    return Backend("cpu-standin", cpu_standins.operators(), cpu_standins.build, cpu_standins.device_synchronize, flush, env, True)
+    from kernel_evidence.harness import timer as timer_module
+    from kernel_evidence.harness._integrity import ClockGuard
+
+    guard = ClockGuard(module=timer_module)  # the time functions, as on the GPU run (plus torch.cuda there)
+    return Backend(
+        "cpu-standin", cpu_standins.operators(), cpu_standins.build, cpu_standins.device_synchronize, flush, env, True,
+        None, guard,
+    )  # fmt: skip
 
 
 def cuda_backend() -> Backend:
@@ -164,7 +174,12 @@ def cuda_backend() -> Backend:
     ops = gpu_kernels.operators()
     env = capture_environment()
     flush = CacheFlush(device="cuda")  # factor 2 x torch.cuda.get_device_properties(0).L2_cache_size
-    return Backend("cuda", ops, gpu_kernels.build, gpu_kernels.synchronize, flush, env, False, torch.cuda.empty_cache)
+    # made before any candidate runs, so it holds the real functions
+    from kernel_evidence.harness import timer as timer_module
+    from kernel_evidence.harness._integrity import ClockGuard
+
+    guard = ClockGuard(module=timer_module, torch=torch)
+    return Backend("cuda", ops, gpu_kernels.build, gpu_kernels.synchronize, flush, env, False, torch.cuda.empty_cache, guard)
 
 
 # ----------------------------------------------------------------------------- packet assembly
@@ -272,32 +287,48 @@ def timed_inputs(op: Operator, seed: int) -> Any:
 
 def evaluate(rec: Any, spec: CandidateSpec, backend: Backend, timer: Any, args: argparse.Namespace, ctx: dict[str, Any]) -> Outcome:
     op = backend.operators[spec.operator]
-    published = Published(validation_seeds(op.shapes, args.seed))
-    built: Built | None = None
     outcome = Outcome(spec, None)
+    guard = backend.clock_guard
+    if guard is not None:
+        guard.replaced()  # a patch left before this candidate is not its doing
     with rec.candidate(spec.name, description=describe(spec, backend), **task_fields(op)) as c:
         outcome.record = c
-        c.extension(EXTENSION, extension(spec, backend, None, op))
-        for sid, seeds in published.seeds.items():
-            c.seed(f"validation_{sid}", seeds[0])
-        t0 = time.perf_counter()
-        built = backend.build(spec, backend.operators, published)  # a kernel that does not build raises here
-        c.compile(source=built.source, compiler=built.compiler, language=built.language, duration_s=time.perf_counter() - t0)
-        c.extension(EXTENSION, extension(spec, backend, built, op))
-        validate_suite(c, built.fn, op, backend, published)
-        if not c.validated:
-            return outcome
-        if not backend.dry_run:
-            rec.refresh_clocks()  # the clocks observed now, not at start-up (the stand-ins keep the CPU)
-        c.time_and_check(
-            timer, built.fn, op.reference, setup=timed_inputs(op, args.seed), shape_id=op.spec.timed,
-            baseline=op.baseline, provider=op.provider, version=op.version, call=op.call, atol=op.atol, rtol=op.rtol,
-        )  # fmt: skip
-        c.check_unseen(built.fn, op.reference, lambda seed: op.inputs(op.spec.timed, seed), shape_id=op.spec.timed, atol=op.atol, rtol=op.rtol)
-        backend.synchronize()
-        if spec.profile and ctx.get("ncu"):
-            outcome.notes += profile_with_ncu(c, spec, op, args, ctx)
+        try:
+            work(c, rec, spec, op, backend, timer, args, ctx, outcome)
+        finally:
+            left = guard.replaced() if guard is not None else []
+            if left:
+                c.defence(
+                    "timer_integrity", "failed", tool="examples/gpu/run.py",
+                    detail=f"{', '.join(left)} replaced when the candidate's work ended (put back by run.py);"
+                    " the timer's own findings are in timing.notes",
+                )  # fmt: skip
     return outcome
+
+
+def work(c: Any, rec: Any, spec: CandidateSpec, op: Operator, backend: Backend, timer: Any, args: argparse.Namespace, ctx: dict[str, Any], outcome: Outcome) -> None:
+    """Build, validate, time against the baseline, re-run on unseen inputs, profile."""
+    published = Published(validation_seeds(op.shapes, args.seed))
+    c.extension(EXTENSION, extension(spec, backend, None, op))
+    for sid, seeds in published.seeds.items():
+        c.seed(f"validation_{sid}", seeds[0])
+    t0 = time.perf_counter()
+    built = backend.build(spec, backend.operators, published)  # a kernel that does not build raises here
+    c.compile(source=built.source, compiler=built.compiler, language=built.language, duration_s=time.perf_counter() - t0)
+    c.extension(EXTENSION, extension(spec, backend, built, op))
+    validate_suite(c, built.fn, op, backend, published)
+    if not c.validated:
+        return
+    if not backend.dry_run:
+        rec.refresh_clocks()  # the clocks observed now, not at start-up (the stand-ins keep the CPU)
+    c.time_and_check(
+        timer, built.fn, op.reference, setup=timed_inputs(op, args.seed), shape_id=op.spec.timed,
+        baseline=op.baseline, provider=op.provider, version=op.version, call=op.call, atol=op.atol, rtol=op.rtol,
+    )  # fmt: skip
+    c.check_unseen(built.fn, op.reference, lambda seed: op.inputs(op.spec.timed, seed), shape_id=op.spec.timed, atol=op.atol, rtol=op.rtol)
+    backend.synchronize()
+    if spec.profile and ctx.get("ncu"):
+        outcome.notes += profile_with_ncu(c, spec, op, args, ctx)
 
 
 def make_timer(backend: Backend, budget: float) -> Any:

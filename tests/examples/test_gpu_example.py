@@ -124,7 +124,11 @@ def test_dry_run_catches_every_cheat(dry_run: tuple[Path, subprocess.CompletedPr
         elif p["status"] == "passed":
             assert not failed
     # each cheat by the defence it models, not by another one that happens to fire
-    assert "timer_integrity" in {d["check"] for d in packets["softmax_patched_timer"]["defences"] if d["outcome"] == "failed"}
+    patched = packets["softmax_patched_timer"]
+    integrity = {d["check"]: d for d in patched["defences"]}["timer_integrity"]
+    assert integrity["outcome"] == "failed" and "time.perf_counter_ns replaced" in integrity["detail"]
+    notes = patched["timing"]["notes"]
+    assert "timer integrity failed" in notes and "time.perf_counter_ns replaced during candidate" in notes
     memo = {d["check"]: d for d in packets["softmax_memo"]["defences"]}
     assert memo["unseen_inputs"]["outcome"] == "failed"
     deferred = {d["check"]: d for d in packets["softmax_deferred"]["defences"]}
@@ -254,6 +258,58 @@ def test_ncu_commands_never_touch_the_clocks(tmp_path: Path) -> None:
     assert argv[argv.index("--clock-control") + 1] == "none"
     assert "--profile-from-start" in argv and argv[argv.index("--profile-target") + 1] == "softmax_triton"
     assert run.ncu_raw_csv_argv("ncu", tmp_path / "a.ncu-rep")[1:] == ["--import", str(tmp_path / "a.ncu-rep"), "--csv", "--page", "raw"]
+
+
+# ----------------------------------------------------------------------------- a clock patched after timing
+
+
+def test_a_torch_clock_left_patched_fails_its_candidate_not_the_next(tmp_path: Path) -> None:
+    """The recorder puts back only the ``time`` functions when a block ends; run.py's guard
+    also watches torch.cuda's event clock (a stand-in class here), so a patch made after the
+    measurement (while re-running on unseen inputs) fails the candidate that made it, is put
+    back, and is not blamed on the next candidate."""
+    from types import SimpleNamespace
+
+    from kernel_evidence.harness import timer as timer_module
+    from kernel_evidence.harness._integrity import ClockGuard
+
+    class Event:
+        def record(self) -> None: ...
+
+        def synchronize(self) -> None: ...
+
+        def elapsed_time(self, end: Any) -> float:
+            return 1.0
+
+    original = Event.__dict__["elapsed_time"]
+    fake_torch = SimpleNamespace(cuda=SimpleNamespace(synchronize=lambda: None, Event=Event))
+    backend = run.cpu_backend()
+    backend.clock_guard = ClockGuard(module=timer_module, torch=fake_torch)
+    honest = backend.build
+
+    def build(spec: Any, ops: Any, published: Any) -> Any:
+        built = honest(specs.spec_by_name("softmax_triton"), ops, published)
+        if spec.name != "softmax_patched_timer":
+            return built
+        inner = built.fn
+
+        def patches(x: Any) -> Any:
+            Event.elapsed_time = lambda self, end: 0.1  # type: ignore[method-assign]
+            return inner(x)
+
+        return run.Built(patches, built.source, built.compiler, built.language, "a torch clock patch")
+
+    backend.build = build
+    args = run.parse_args(["--out", str(tmp_path), "--budget", "0.02"])
+    timer = run.make_timer(backend, 0.02)
+    rec = Recorder(created_at="2026-11-27T00:00:00Z", environment=backend.environment)
+    cheat = run.evaluate(rec, specs.spec_by_name("softmax_patched_timer"), backend, timer, args, {})
+    after = run.evaluate(rec, specs.spec_by_name("softmax_triton"), backend, timer, args, {})
+    integrity = {d.check: d for d in cheat.record.packet.defences}["timer_integrity"]
+    assert integrity.outcome == "failed" and "torch.cuda.Event.elapsed_time replaced when" in integrity.detail
+    assert cheat.record.packet.failure.failure_class.value == "reward_hack"
+    assert Event.__dict__["elapsed_time"] is original  # put back
+    assert after.record.packet.status.value == "passed"
 
 
 # ----------------------------------------------------------------------------- verdicts and the table
