@@ -133,7 +133,8 @@ def test_plain_validate_equals_the_parsed_command(
 def test_help_lists_every_command_with_its_summary(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = _run(capsys, "--help")
     assert code == 0
-    listed = [line.split()[1] for line in out.splitlines() if line.startswith("│ ") and len(line.split()) > 2]
+    section = out.split("Commands:", 1)[1]
+    listed = [line.split()[0] for line in section.splitlines() if line.startswith("  ") and line.split()]
     commands = [c for c in COMMANDS if (ROOT / "src" / "kernel_evidence" / "cli" / f"{c}.py").exists()]
     assert [c for c in listed if c in COMMANDS] == commands
     assert "Validate packets: exit 0 when all are valid" in out

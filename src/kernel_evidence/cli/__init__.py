@@ -43,6 +43,9 @@ def _new_app() -> typer.Typer:
         add_completion=False,
         pretty_exceptions_enable=False,
         context_settings={"help_option_names": ["-h", "--help"]},
+        # plain help and usage errors: typer's rich rendering imports markdown and
+        # traceback machinery that doubles the time `kevidence --help` takes
+        rich_markup_mode=None,
     )
     app.callback()(_root)
     return app
