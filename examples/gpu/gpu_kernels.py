@@ -15,6 +15,7 @@ from importlib import metadata
 from typing import Any
 
 import torch
+import torch.cuda.profiler as cuda_profiler
 import triton
 import triton.language as tl
 from gpu_specs import OPERATORS, Built, CandidateSpec, Operator, Published, spec_by_name, validation_seeds
@@ -333,8 +334,8 @@ def profile_target(name: str, side: str, seed: int, calls: int = 3) -> None:
     fn(*inputs[0])
     torch.cuda.synchronize()
     time.sleep(0.1)
-    torch.cuda.profiler.start()
+    cuda_profiler.start()
     for args in inputs[1:]:
         fn(*args)
     torch.cuda.synchronize()
-    torch.cuda.profiler.stop()
+    cuda_profiler.stop()

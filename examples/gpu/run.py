@@ -567,8 +567,22 @@ def judge(packet: Any, spec: CandidateSpec | None, report: Any) -> str:
     if not report.ok:
         return f"MISMATCH: {status_text(packet)} as expected but invalid ({', '.join(f.rule_id for f in report.errors)})"
     if exp.status == "passed":
-        return "ok: honest, passed, valid"
+        return "ok: honest, passed, valid" + _race_note(spec, packet)
     return f"ok: {status_text(packet)} as expected"
+
+
+def _race_note(spec: CandidateSpec, packet: Any) -> str:
+    """A note when the candidate meant to win lost, or the one meant to lose won: reported, not
+    a failed verdict (which is faster is what the run measures, not what it assumes)."""
+    t = packet.timing
+    s = t.speedup.value if t is not None and t.speedup is not None else None
+    if s is None:
+        return ""
+    if spec.role == "honest-win" and s < 1:
+        return f" (meant to win, lost: {s:.3g}x)"
+    if spec.role == "honest-lose" and s > 1:
+        return f" (meant to lose, won: {s:.3g}x)"
+    return ""
 
 
 def rate_text(packet: Any) -> str:

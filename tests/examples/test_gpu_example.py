@@ -340,6 +340,12 @@ def test_judge_names_what_went_wrong() -> None:
     honest = specs.spec_by_name("softmax_triton")
     p, r = _packet("softmax_triton", lambda c: c.shape_result("s1", passed=True))
     assert run.judge(p, honest, r) == "ok: honest, passed, valid"
+    # the one meant to win, slower than its baseline: still ok, and said
+    from kernel_evidence.models import Speedup
+
+    slower = p.model_copy(update={"timing": _timed_record(1e6)[1].finish().timing.model_copy(update={"speedup": Speedup(value=0.5, basis="median")})})
+    assert run.judge(slower, honest, r) == "ok: honest, passed, valid (meant to win, lost: 0.5x)"
+    assert run.judge(slower, specs.spec_by_name("softmax_unfused"), r) == "ok: honest, passed, valid"
 
 
 def test_render_table() -> None:
