@@ -104,12 +104,28 @@ def test_ke701_tolerance_that_can_fail(ref: float, atol: float, rtol: float) -> 
 # ---------------------------------------------------------------- KE601: JAX's "TPU v5" is a v5p
 
 
+def _scale_times(d: dict[str, Any], factor: float) -> None:
+    """Every time of both sides times ``factor`` (the claim is unchanged): a faster or slower
+    run of the same work, whose FLOPs still follow from the shape (KE605)."""
+    for st in (d["timing"]["stats"], d["timing"]["baseline"]["stats"]):
+        for k in ("median", "mean", "min", "max", "std"):
+            if k in st:
+                st[k] *= factor
+        if "percentiles" in st:
+            st["percentiles"] = {k: v * factor for k, v in st["percentiles"].items()}
+        if "samples" in st:
+            st["samples"] = [x * factor for x in st["samples"]]
+
+
 def _tpu(device: str, tflops: float) -> dict[str, Any]:
+    """The GEMM timed on a TPU so that its (unchanged, shape-derived) FLOPs run at ``tflops``."""
     d = _packet()
     d["hardware"] = {"vendor": "google", "device": device, "count": 1, "clocks": {"locked": True}}
     d["timing"]["baseline"]["provider"] = "XLA"
     median_s = d["timing"]["stats"]["median"] * 1e-6
-    d["task"]["shapes"][0]["work"] = {"flops": {"value": tflops * 1e12 * median_s, "unit": "FLOP"}}
+    flops = d["task"]["shapes"][0]["work"]["flops"]["value"]
+    _scale_times(d, flops / (tflops * 1e12) / median_s)
+    del d["task"]["shapes"][0]["work"]["bytes"]  # the H100's byte count says nothing of a TPU here
     return d
 
 
@@ -131,8 +147,8 @@ def test_ke601_mean_only_statistics_are_checked_on_the_mean() -> None:
         del d["timing"]["stats"][k]
     d["timing"]["speedup"].update(basis="mean", value=round(170.889677 / 151.901935, 4))
     assert _findings(d) == []
-    d["task"]["shapes"][0]["work"]["flops"]["value"] *= 10  # ~9000 TFLOP/s on an H100
-    assert _findings(d) == [("KE601", "/timing/stats/mean")]
+    _scale_times(d, 0.1)  # both sides 10x faster: ~9000 TFLOP/s and ~6.6 TB/s on an H100
+    assert _findings(d) == [("KE601", "/timing/stats/mean"), ("KE602", "/timing/stats/mean")]
 
 
 # ---------------------------------------------------------------- KE801: names with no model
@@ -157,7 +173,9 @@ def test_ke801_model_names_are_identified(device: str) -> None:
 @pytest.mark.parametrize("device", ["AMD Radeon Graphics", "AMD Instinct MI300X", "AMD Instinct MI300X VF"])
 def test_ke801_amd_names_are_identified(device: str) -> None:
     d = _packet()
-    d["hardware"].update(vendor="amd", device=device, arch="gfx942")
+    # an MI300X's own CU count and memory (the H100's 132 SMs and 80 GiB would be KE806)
+    d["hardware"].update(vendor="amd", device=device, arch="gfx942", compute_units=304)
+    d["hardware"]["memory"] = {"value": 192.0, "unit": "GB"}
     d["timing"]["baseline"]["provider"] = "hipBLASLt"
     assert _findings(d) == []
 
