@@ -74,21 +74,21 @@ class _Writer:
     def meta(self, kw: dict[str, Any]) -> str:
         return "msgspec.Meta(" + ", ".join(f"{k}={v!r}" for k, v in sorted(kw.items())) + ")"
 
-    def type(self, tp: Any, patterns: bool) -> str:
+    def annot(self, tp: Any, patterns: bool) -> str:
         origin = get_origin(tp)
         if origin is Annotated:
             base, *meta = get_args(tp)
             kw = _meta_kwargs(meta, patterns)
-            conv = self.type(base, patterns)
+            conv = self.annot(base, patterns)
             return f"Annotated[{conv}, {self.meta(kw)}]" if kw else conv
         if origin in (Union, types.UnionType):
-            return "Union[" + ", ".join(self.type(a, patterns) for a in get_args(tp)) + "]"
+            return "Union[" + ", ".join(self.annot(a, patterns) for a in get_args(tp)) + "]"
         if origin is list:
             (item,) = get_args(tp)
-            return f"list[{self.type(item, patterns)}]"
+            return f"list[{self.annot(item, patterns)}]"
         if origin is dict:
             k, v = get_args(tp)
-            return f"dict[{self.type(k, patterns)}, {self.type(v, patterns)}]"
+            return f"dict[{self.annot(k, patterns)}, {self.annot(v, patterns)}]"
         if origin is Literal:
             return "Literal[" + ", ".join(repr(a) for a in get_args(tp)) + "]"
         if isinstance(tp, type) and issubclass(tp, BaseModel):
@@ -100,7 +100,7 @@ class _Writer:
         if tp is type(None):
             return "None"
         if tp in (str, int, float, bool):
-            return tp.__name__
+            return str(tp.__name__)
         raise TypeError(f"no msgspec translation for {tp!r}")
 
     def struct(self, model: type[BaseModel], patterns: bool) -> str:
@@ -110,7 +110,7 @@ class _Writer:
         var = f"{'P' if patterns else 'N'}_{model.__name__}"
         fields = []
         for name, info in sorted(model.model_fields.items()):
-            tp = self.type(info.annotation, patterns)
+            tp = self.annot(info.annotation, patterns)
             kw = _meta_kwargs(info.metadata, patterns)
             if kw:
                 tp = f"Annotated[{tp}, {self.meta(kw)}]"

@@ -428,17 +428,20 @@ def _time_labels(lo: int, hi: int, ticks: int) -> tuple[list[str], str]:
     span = hi - lo
     first, last = at(lo), at(hi)
     if span >= 2 * 86_400_000_000:
-        fmt, caption = lambda d: day(d), "UTC"
+        clock, caption = "date", "UTC"
     elif span >= 3_600_000_000 or first.date() != last.date():
-        fmt, caption = lambda d: f"{d:%m-%d %H:%M}", f"UTC, {first.year:04d}"
+        clock, caption = "%m-%d %H:%M", f"UTC, {first.year:04d}"
     else:
-        if span >= 120_000_000:
-            fmt = lambda d: f"{d:%H:%M}"  # noqa: E731
-        elif span >= 2_000_000 or span == 0:
-            fmt = lambda d: f"{d:%H:%M:%S}"  # noqa: E731
-        else:
-            fmt = lambda d: f"{d:%H:%M:%S}.{d.microsecond // 1000:03d}"  # noqa: E731
+        clock = "%H:%M" if span >= 120_000_000 else "%H:%M:%S" if span >= 2_000_000 or span == 0 else "ms"
         caption = f"UTC, {day(first)}"
+
+    def fmt(d: datetime) -> str:
+        if clock == "date":
+            return day(d)
+        if clock == "ms":
+            return f"{d:%H:%M:%S}.{d.microsecond // 1000:03d}"
+        return format(d, clock)
+
     n = max(ticks, 1)
     labels = [fmt(at(lo + span * i // n)) for i in range(n + 1)] if span else [fmt(first)]
     return labels, caption
