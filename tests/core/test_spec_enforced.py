@@ -410,6 +410,25 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], str, str]] = [
         "/task/shapes/0/work/flops",
     ),
     (
+        "7 KE605 a contraction under another name states at most 2x its FLOPs",
+        _all(
+            _set("task", "operator", value="mlp_up_proj"),
+            _set(
+                "task",
+                "shapes",
+                0,
+                "tensors",
+                value=[
+                    {"name": "x", "shape": [1024, 4096], "dtype": "bf16"},
+                    {"name": "w", "shape": [4096, 4096], "dtype": "bf16"},
+                    {"name": "y", "shape": [1024, 4096], "dtype": "bf16"},
+                ],  # one 2 x 1024 x 4096 x 4096 contraction: 34 GFLOP, a quarter of the stated
+            ),
+        ),
+        "KE605",
+        "/task/shapes/0/work/flops",
+    ),
+    (
         "7 KE606 dtype labels match the tensors",
         _all(
             _set(
@@ -429,6 +448,14 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], str, str]] = [
     (
         "7 KE805 count within the devices that ran",
         _all(_set("hardware", "count", value=4), _set("replay", "env", value={"CUDA_VISIBLE_DEVICES": "0"})),
+        "KE805",
+        "/hardware/count",
+    ),
+    (
+        "7 KE805 count within the TPU chips a replay exposes",
+        _all(
+            _set("hardware", "count", value=8), _set("replay", "env", value={"TPU_VISIBLE_CHIPS": "0,1,2,3"})
+        ),
         "KE805",
         "/hardware/count",
     ),

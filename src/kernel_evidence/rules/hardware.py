@@ -47,7 +47,8 @@ declare(
     "record in /hardware/count (and conditions.device_count) the devices the timed work used",
     "`hardware.count` (and the candidate's `timing.conditions.device_count`) MUST NOT exceed the "
     "devices the packet shows ran: the devices a replay exposes (`CUDA_VISIBLE_DEVICES`, "
-    "`HIP_VISIBLE_DEVICES`, `ROCR_VISIBLE_DEVICES` in `replay.env`), the distinct devices of a "
+    "`HIP_VISIBLE_DEVICES`, `ROCR_VISIBLE_DEVICES` in `replay.env`; for a TPU, "
+    "`TPU_VISIBLE_CHIPS` or `TPU_CHIPS_PER_PROCESS_BOUNDS` times `TPU_PROCESS_BOUNDS`), the distinct devices of a "
     "capture of the candidate whose kernel records all name their device, or a serving run's "
     "`tensor_parallel_size` x `pipeline_parallel_size` x `data_parallel_size` (the last from "
     "`task.serving.settings`, when recorded). A serving run's tensor x pipeline parallel size "
@@ -207,12 +208,31 @@ def _identity_findings(
     return out
 
 
-_VISIBLE = ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES")
+_VISIBLE = (
+    "CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "TPU_VISIBLE_CHIPS",
+    "TPU_VISIBLE_DEVICES",
+)  # fmt: skip
+
+
+def _bounds(v: str | None) -> int | None:
+    """The product of a TPU bounds variable (``TPU_CHIPS_PER_PROCESS_BOUNDS=2,2,1``: 4)."""
+    if v is None:
+        return None
+    n = 1
+    for x in v.split(","):
+        x = x.strip()
+        if not x.isdigit() or int(x) < 1:
+            return None
+        n *= int(x)
+    return n
 
 
 def _visible_devices(env: dict[str, str]) -> int | None:
-    """How many devices a replay environment exposes (the fewest its variables allow)."""
+    """How many devices a replay environment exposes (the fewest its variables allow). A TPU
+    run's chips per process (``TPU_VISIBLE_CHIPS``, ``TPU_CHIPS_PER_PROCESS_BOUNDS``) count
+    once per process of ``TPU_PROCESS_BOUNDS`` (a multi-host slice)."""
     n: int | None = None
+    tpu: int | None = _bounds(env.get("TPU_CHIPS_PER_PROCESS_BOUNDS"))
     for var in _VISIBLE:
         v = env.get(var)
         if v is None:
@@ -220,7 +240,13 @@ def _visible_devices(env: dict[str, str]) -> int | None:
         ids = [x for x in v.split(",") if x.strip()]
         if not ids or any(x.strip().casefold() in ("all", "none", "void") for x in ids):
             continue
-        n = len(ids) if n is None else min(n, len(ids))
+        if var[0] == "T":
+            tpu = len(ids) if tpu is None else min(tpu, len(ids))
+        else:
+            n = len(ids) if n is None else min(n, len(ids))
+    if tpu is not None:
+        tpu *= _bounds(env.get("TPU_PROCESS_BOUNDS")) or 1
+        n = tpu if n is None else min(n, tpu)
     return n
 
 

@@ -53,7 +53,11 @@ declare(
     "not grouped or sparse ones) 2 x batch x m x n x k, from dims `m`, `n`, `k` (and `batch`) "
     "or from two input tensors (..., m, k) and (..., k, n) or (n, k); attention (not decode "
     "or backward) 4 x batch x heads x q_len x kv_len x head_dim, allowing 1/4 of it for a "
-    "causal mask; 2-D convolution 2 x n x k x p x q x c x r x s / groups from dims.",
+    "causal mask; 2-D convolution 2 x n x k x p x q x c x r x s / groups from dims. Whatever "
+    "the operator is called, a shape whose tensors of two or more dims are exactly two operands "
+    "that contract ((..., m, k) by (k, n) or (n, k)) and an output (..., m, n), in that order, "
+    "MUST NOT state more than 2x their 2 x batch x m x n x k (an MLP, fused or named otherwise, "
+    "lists its other weights).",
 )
 declare(
     "KE606",
@@ -292,6 +296,28 @@ def _gemm_from_tensors(tensors: Any) -> float | None:
     return float(2.0 * batch * a[-2] * n * k)
 
 
+def _contraction(tensors: Any) -> float | None:
+    """2 x batch x m x n x k where the tensors of two or more dims are exactly A (..., m, k),
+    B (k, n) or (n, k) (or with A's batch dims) and C (..., m, n), in that order: one
+    contraction, whatever the operator is called (a fused MLP lists its other weights)."""
+    big = [t.shape for t in tensors if len(t.shape) >= 2]
+    if len(big) != 3:
+        return None
+    a, b, c = big
+    if len(b) != 2 and b[:-2] != a[:-2]:
+        return None  # a grouped or routed weight: its FLOPs depend on the routing
+    if a[-1] == b[-2]:
+        n = b[-1]
+    elif a[-1] == b[-1]:
+        n = b[-2]
+    else:
+        return None
+    if c[:-1] != a[:-1] or c[-1] != n:
+        return None
+    f = 2.0 * _elements(a) * n
+    return f if f > 0 else None
+
+
 def _derived_flops(kind: str, sh: Any) -> tuple[float, float] | None:
     """The FLOPs a shape's dims (or tensors) give, as a (low, high) range, or None."""
     dims = sh.dims or {}
@@ -331,26 +357,29 @@ def _derived_flops(kind: str, sh: Any) -> tuple[float, float] | None:
 def _work_figures(p: Any, task: Any, add: Add) -> None:
     op = task.operator
     kind = _op_kind(op) if op and len(op) <= _CACHED_CHARS else None
-    if kind is not None:
-        derived: dict[str, tuple[float, float]] = {}
-        for i, sh in enumerate(task.shapes):
-            rng = _derived_flops(kind, sh)
-            if rng is None:
+    # shape id -> (low, high) FLOPs; a low of 0 where only the high bound is known (a
+    # contraction seen in the tensors of an operator not named as one)
+    derived: dict[str, tuple[float, float]] = {}
+    for i, sh in enumerate(task.shapes):
+        rng = _derived_flops(kind, sh) if kind is not None else None
+        if rng is None:
+            tn = sh.tensors
+            f = _contraction(tn) if tn is not None and len(tn) >= 3 else None
+            if f is None:
                 continue
-            derived[sh.id] = rng
-            w = sh.work
-            if w is not None and (q := w.flops) is not None and not _within_2x(q, rng):
-                _flops_finding(f"/task/shapes/{i}/work/flops", q, rng, op, add)
-        w = task.work
-        if derived and w is not None and (q := w.flops) is not None:
-            t = p.timing
-            sid = t.shape_id if t is not None else None
-            if sid:
-                rng2 = derived.get(sid)
-            else:
-                rng2 = next(iter(derived.values())) if len(task.shapes) == 1 else None
-            if rng2 is not None and not _within_2x(q, rng2):
-                _flops_finding("/task/work/flops", q, rng2, op, add)
+            rng = (0.0, f)
+        derived[sh.id] = rng
+        w = sh.work
+        if w is not None and (q := w.flops) is not None and not _within_2x(q, rng):
+            _flops_finding(f"/task/shapes/{i}/work/flops", q, rng, op, add)
+    w = task.work
+    if derived and w is not None and (q := w.flops) is not None:
+        t = p.timing
+        sid = t.shape_id if t is not None else None
+        one = len(task.shapes) == 1
+        rng2 = derived.get(sid) if sid else next(iter(derived.values())) if one else None
+        if rng2 is not None and not _within_2x(q, rng2):
+            _flops_finding("/task/work/flops", q, rng2, op, add)
     if task.dtypes:
         _dtype_labels(task, add)
 
@@ -363,7 +392,7 @@ def _within_2x(q: Any, rng: tuple[float, float]) -> bool:
 def _flops_finding(ptr: str, q: Any, rng: tuple[float, float], op: str, add: Add) -> None:
     stated = q.value * _FACTOR[q.unit]
     lo, hi = rng
-    want = f"{hi:.4g}" if lo == hi else f"{lo:.4g} to {hi:.4g}"
+    want = f"{hi:.4g}" if lo == hi else f"at most {hi:.4g}" if lo == 0 else f"{lo:.4g} to {hi:.4g}"
     add(("KE605", ptr, f"{stated:.4g} FLOP stated; the `{op}` shape gives {want} (more than 2x apart)"))
 
 
