@@ -353,7 +353,13 @@ def test_a_flush_too_small_or_of_unknown_size_is_refused(monkeypatch: pytest.Mon
 
 def test_recorder_packets_carry_both_sides_conditions_and_the_defences_and_validate() -> None:
     rec = recorder()
-    timer = quick_timer(flush=CacheFlush(1 << 20, last_level_cache=1 << 19, device="cpu"))
+    # the flush is sized against the cache the Recorder records for this machine: a stated
+    # 512 KiB cache on a host whose 32 MiB L3 the packet records makes a flush that evicts
+    # nothing (KE208, KE412)
+    hw_llc = rec.environment.hardware.last_level_cache
+    assert hw_llc is None or hw_llc.unit == "B"
+    llc = int(hw_llc.value) if hw_llc is not None else 1 << 19
+    timer = quick_timer(flush=CacheFlush(2 * llc, last_level_cache=llc, device="cpu"))
     with rec.candidate("honest") as c:
         x = inputs(1)
         c.check("s1", softmax(x), softmax(x), atol=1e-6)
@@ -376,6 +382,7 @@ def test_recorder_packets_carry_both_sides_conditions_and_the_defences_and_valid
         assert side.warmup == 1 and side.repeats == 8 and side.synchronized is True
         assert side.session == timer.session and side.interleaved and side.fresh_inputs
         assert side.sample_handling == "all" and side.cache is not None and side.cache.mode == "flushed"
+        assert side.cache.last_level_cache is not None and side.cache.last_level_cache.value == llc
     assert p.timing.baseline.same_session is True
     record = defences(p)
     assert list(record) == list(DEFENCE_CHECKS)  # every named check, in registry order
