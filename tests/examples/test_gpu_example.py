@@ -388,16 +388,65 @@ def test_device_check_script_parses() -> None:
 # ----------------------------------------------------------------------------- what needs a device
 
 
-def _has_cuda() -> bool:
-    if importlib.util.find_spec("torch") is None:
-        return False
-    import torch
+def _need_cuda() -> None:
+    """Skip unless torch sees a CUDA device (torch is imported only here, by a test that needs it)."""
+    torch = pytest.importorskip("torch", reason="needs torch with a CUDA device (and Triton): the GPU run itself")
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA device: torch sees none")
 
-    return bool(torch.cuda.is_available())
+
+INTERPRETED = """
+import sys
+import torch
+sys.path.insert(0, sys.argv[1])
+import gpu_kernels as gk
+
+torch.manual_seed(0)
+for rows, cols in ((5, 1000), (3, 64), (2, 4096)):
+    x = torch.randn(rows, cols) * 4
+    ref = torch.softmax(x.double(), -1).float()
+    y = gk.launch_softmax(gk.ke_softmax_row_kernel, x, torch.empty_like(x))
+    assert float((y - ref).abs().max()) < 1e-6, (rows, cols)
+    t = gk.launch_softmax(gk.ke_softmax_tail_kernel, x, torch.zeros_like(x))
+    assert float(t[:, -1].abs().max()) == 0.0  # the last column is never written
+    assert torch.allclose(t[:, :-1], torch.softmax(x[:, :-1], -1), atol=1e-6)
+try:
+    gk.launch_softmax(gk.ke_softmax_bad_arange_kernel, x, torch.empty_like(x))
+except Exception as exc:  # compiled: CompilationError; interpreted: InterpreterError
+    assert "power of 2" in str(exc), exc
+else:
+    raise AssertionError("the BLOCK + 1 kernel ran")
+# the interpreter's tl.dot is wrong on bfloat16 operands (Triton 3.8): the GEMM kernel's
+# indexing, masks and tile order are checked with float16 inputs
+for m, n, k in ((100, 70, 90), (130, 257, 200)):
+    a = torch.randn(m, k).half()
+    b = torch.randn(k, n).half()
+    c = torch.empty((m, n), dtype=torch.bfloat16)
+    tiles = (-(-m // 128)) * (-(-n // 128))
+    gk.ke_gemm_kernel[(tiles,)](
+        a, b, c, m, n, k, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1),
+        BM=128, BN=128, BK=64, GROUP_M=8,
+    )
+    ref = (a.float() @ b.float()).to(torch.bfloat16).float()
+    assert bool(((c.float() - ref).abs() <= 1e-2 + 1e-2 * ref.abs()).all()), (m, n, k)
+print("interpreted kernels ok")
+"""
 
 
-@pytest.mark.skipif(not _has_cuda(), reason="needs torch with a CUDA device (and Triton): the GPU run itself")
+@pytest.mark.skipif(
+    importlib.util.find_spec("torch") is None or importlib.util.find_spec("triton") is None,
+    reason="needs torch and triton (runs the Triton kernels on the CPU in Triton's interpreter)",
+)
+def test_triton_kernels_interpreted_on_the_cpu() -> None:
+    env = dict(os.environ, TRITON_INTERPRET="1")
+    proc = subprocess.run(
+        [sys.executable, "-c", INTERPRETED, str(EXAMPLE)], capture_output=True, text=True, timeout=300, check=False, env=env
+    )
+    assert proc.returncode == 0 and "interpreted kernels ok" in proc.stdout, proc.stdout[-2000:] + proc.stderr[-3000:]
+
+
 def test_gpu_run(tmp_path: Path) -> None:
+    _need_cuda()
     out = tmp_path / "out"
     proc = subprocess.run(
         [sys.executable, str(EXAMPLE / "run.py"), "--out", str(out), "--no-jax", "--no-ncu", "--budget", "0.5"],
@@ -407,8 +456,9 @@ def test_gpu_run(tmp_path: Path) -> None:
     assert json.loads((out / "summary.json").read_text())["device"]["vendor"] == "nvidia"
 
 
-@pytest.mark.skipif(shutil.which("ncu") is None or not _has_cuda(), reason="needs Nsight Compute (ncu) and a CUDA device")
+@pytest.mark.skipif(shutil.which("ncu") is None, reason="needs Nsight Compute (ncu) and a CUDA device")
 def test_ncu_profile_of_the_winner(tmp_path: Path) -> None:
+    _need_cuda()
     out = tmp_path / "out"
     proc = subprocess.run(
         [sys.executable, str(EXAMPLE / "run.py"), "--out", str(out), "--no-jax", "--only", "softmax_triton", "--budget", "0.5"],
