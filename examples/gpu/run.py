@@ -434,7 +434,7 @@ def profile_with_ncu(c: Any, spec: CandidateSpec, op: Operator, args: argparse.N
     return notes
 
 
-def ingest_ncu_rep(rep: Path, packets: Path, replay: list[str]) -> tuple[list[str], str | None]:
+def ingest_ncu_rep(rep: Path, packets: Path, replay: list[str], repository: Any = None) -> tuple[list[str], str | None]:
     """The binary report through the ncu adapter's .ncu-rep reader (NVIDIA's ncu_report module,
     shipped with ncu under extras/python), as a profile packet of its own."""
     ncu = shutil.which("ncu")
@@ -443,7 +443,7 @@ def ingest_ncu_rep(rep: Path, packets: Path, replay: list[str]) -> tuple[list[st
         if extras.is_dir() and str(extras) not in sys.path:
             sys.path.append(str(extras))
     try:
-        return write_ingested("ncu", [rep], packets, replay, name=f"ncu-rep {rep.stem}"), None
+        return write_ingested("ncu", [rep], packets, replay, name=f"ncu-rep {rep.stem}", repository=repository), None
     except Exception as exc:  # noqa: BLE001 - reported in the summary, the run goes on
         return [], f"{type(exc).__name__}: {exc}"
 
@@ -477,7 +477,7 @@ def find_xplane(folder: Path) -> Path | None:
     return found[-1].parent if found else None
 
 
-def profile_jax(out: Path, packets: Path) -> tuple[list[str], str | None]:
+def profile_jax(out: Path, packets: Path, repository: Any = None) -> tuple[list[str], str | None]:
     """Run the JAX target in a child process and ingest its profile (the xprof adapter)."""
     folder = out / "jax"
     folder.mkdir(exist_ok=True)
@@ -491,15 +491,22 @@ def profile_jax(out: Path, packets: Path) -> tuple[list[str], str | None]:
     run_dir = find_xplane(folder)
     if proc.returncode != 0 or run_dir is None:
         return [], f"JAX profile: exit {proc.returncode}, no .xplane.pb (see jax/jax.log)"
-    return write_ingested("xprof", [run_dir], packets, argv, name="jax scaled_tanh_matmul (jax.profiler)"), None
+    return write_ingested("xprof", [run_dir], packets, argv, name="jax scaled_tanh_matmul (jax.profiler)", repository=repository), None
 
 
-def write_ingested(tool: str, inputs: Sequence[Path], packets: Path, replay: list[str], *, name: str) -> list[str]:
+def write_ingested(
+    tool: str, inputs: Sequence[Path], packets: Path, replay: list[str], *, name: str, repository: Any = None
+) -> list[str]:
     """Ingest ``inputs`` with an adapter and write each packet into the packets folder (named as
-    the recorder names its own); returns the files written."""
+    the recorder names its own); returns the files written. ``repository`` (the recorder's
+    ``Repository``: commit, dirty tree, remote) goes to ``replay.repository``, which only the
+    run knows."""
     from kernel_evidence import ingest
 
-    result = ingest(tool, [str(p) for p in inputs], replay_cmd=replay, sets=[(("subject", "name"), name)])
+    sets: list[tuple[tuple[str, ...], Any]] = [(("subject", "name"), name)]
+    if repository is not None:
+        sets.append((("replay", "repository"), repository.model_dump(mode="json", exclude_none=True)))
+    result = ingest(tool, [str(p) for p in inputs], replay_cmd=replay, sets=sets)
     written = []
     for packet in result.packets:
         assert packet.packet_id is not None  # ingest gives every packet its id
@@ -755,7 +762,8 @@ def extra_steps(args: argparse.Namespace, backend: Backend, out: Path, packets: 
     """The .ncu-rep and JAX profiles, ingested as packets of their own."""
     steps = ctx["steps"]
     for f in ctx.get("ncu_files", []):
-        written, err = ingest_ncu_rep(Path(f["rep"]), packets, [sys.executable, str(HERE / "run.py"), "--profile-target", f["candidate"], "--profile-side", f["side"]])
+        replay = [sys.executable, str(HERE / "run.py"), "--profile-target", f["candidate"], "--profile-side", f["side"]]
+        written, err = ingest_ncu_rep(Path(f["rep"]), packets, replay, backend.environment.repository)
         steps[f"ncu-rep {f['side']}"] = err or f"ingested ({len(written)} packet)"
     if args.no_jax or time.monotonic() > ctx["deadline"]:
         steps["jax"] = "skipped: " + ("--no-jax" if args.no_jax else "past the deadline")
@@ -763,7 +771,7 @@ def extra_steps(args: argparse.Namespace, backend: Backend, out: Path, packets: 
     if importlib.util.find_spec("jax") is None:
         steps["jax"] = "skipped: jax is not installed"
         return
-    written, err = profile_jax(out, packets)
+    written, err = profile_jax(out, packets, backend.environment.repository)
     steps["jax"] = err or f"profiled and ingested ({len(written)} packet)" + (" on the CPU" if backend.dry_run else "")
 
 

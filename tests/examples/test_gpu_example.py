@@ -235,12 +235,17 @@ def test_attach_ncu_refuses_a_non_capture(tmp_path: Path) -> None:
 
 def test_ingest_xplane(tmp_path: Path) -> None:
     pytest.importorskip("google.protobuf", reason="reading .xplane.pb needs protobuf (the xprof extra)")
+    from kernel_evidence.models import Repository
+
+    repo = Repository(commit="0123456789abcdef0123456789abcdef01234567", dirty=False)
     written = run.write_ingested(
-        "xprof", [FIXTURES / "xprof" / "synthetic_amd_gpu.xplane.pb"], tmp_path, ["python", "x.py"], name="jax op"
-    )
+        "xprof", [FIXTURES / "xprof" / "synthetic_amd_gpu.xplane.pb"], tmp_path, ["python", "x.py"], name="jax op",
+        repository=repo,
+    )  # fmt: skip
     assert len(written) == 1
     packet = EvidencePacket.model_validate_json(Path(written[0]).read_bytes())
     assert packet.subject.name == "jax op" and packet.profiler[0].tool == "xprof"
+    assert packet.replay.repository.commit == repo.commit and packet.replay.command == ["python", "x.py"]
     assert Path(written[0]).name == packet.packet_id.split(":")[1][:32] + ".json"
     assert validate(packet).ok
 
@@ -472,5 +477,15 @@ def test_ncu_profile_of_the_winner(tmp_path: Path) -> None:
 @pytest.mark.skipif(importlib.util.find_spec("jax") is None, reason="needs jax (runs on the CPU too)")
 def test_jax_profile(tmp_path: Path) -> None:
     pytest.importorskip("google.protobuf", reason="reading .xplane.pb needs protobuf")
-    written, err = run.profile_jax(tmp_path, tmp_path)
+    from kernel_evidence.harness.environment import git_repository
+
+    repo = git_repository(str(ROOT))
+    written, err = run.profile_jax(tmp_path, tmp_path, repo)
     assert err is None and len(written) == 1
+    packet = EvidencePacket.model_validate_json(Path(written[0]).read_bytes())
+    assert packet.subject.name == "jax scaled_tanh_matmul (jax.profiler)" and packet.profiler[0].tool == "xprof"
+    assert packet.profiler[0].kernels  # the jitted op's HLO ops
+    assert packet.replay.command[-2:] == ["--jax-profile", str(tmp_path / "jax")]
+    if repo is not None:
+        assert packet.replay.repository.commit == repo.commit
+    assert validate(packet).ok
