@@ -22,6 +22,10 @@ RUNS = {
     "bench_recorder.py": ["--packets", "20"],
     "bench_archive.py": ["--packets", "400", "--small", "100", "--mid", "0", "--repeat", "1"],
     "bench_torch_profiler.py": ["--mb", "0.2", "--repeat", "1"],
+    "bench_startup.py": ["--runs", "1"],
+    "bench_flashinfer.py": ["--lines", "200", "--repeat", "1"],
+    "bench_audit.py": ["--lines", "200", "--repeat", "1"],
+    "bench_rocprofv3.py": ["--dispatches", "200", "--repeat", "1"],
 }
 
 
