@@ -28,8 +28,10 @@ torch.backends.cudnn.allow_tf32 = False
 
 
 def synchronize() -> None:
-    """Wait for every stream of the device (what a harness does before checking an output)."""
-    torch.cuda.synchronize()
+    """Wait for every stream of the device (what a harness does before checking an output);
+    nothing to wait for where torch has no CUDA (the kernels run in Triton's CPU interpreter)."""
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
 
 
 # ----------------------------------------------------------------------------- kernels
@@ -290,7 +292,7 @@ def _warm(fn: Any, op: Operator) -> None:
     """One call on the first shape of the suite: Triton compiles here, so a kernel that does not
     build fails while the candidate is being built."""
     fn(*op.inputs(op.shapes[0].id, 0))
-    torch.cuda.synchronize()
+    synchronize()
 
 
 def build(spec: CandidateSpec, ops: dict[str, Operator], published: Published) -> Built:

@@ -438,10 +438,65 @@ print("interpreted kernels ok")
 """
 
 
-@pytest.mark.skipif(
-    importlib.util.find_spec("torch") is None or importlib.util.find_spec("triton") is None,
-    reason="needs torch and triton (runs the Triton kernels on the CPU in Triton's interpreter)",
-)
+#: the recorder loop over the GPU candidates' own code (gpu_kernels.build), on CPU tensors with
+#: the Triton kernels interpreted: everything but the CUDA-only parts (streams, events, ncu)
+TORCH_CPU_LOOP = """
+import sys
+sys.path.insert(0, sys.argv[1])
+import torch
+import gpu_kernels as gk
+import run
+from gpu_specs import OPERATORS, Operator, ShapeSpec, spec_by_name
+from kernel_evidence.harness import Recorder, StopRule, Timer, capture_environment
+from kernel_evidence.harness import timer as timer_module
+from kernel_evidence.harness._integrity import ClockGuard
+
+shapes = (ShapeSpec("s1", {"rows": 8, "cols": 100}), ShapeSpec("s2", {"rows": 4, "cols": 1024}), ShapeSpec("s3", {"rows": 16, "cols": 512}))
+spec = OPERATORS["softmax"]
+
+def inputs(shape_id, seed):
+    d = next(s for s in shapes if s.id == shape_id).dims
+    g = torch.Generator(); g.manual_seed(seed)
+    return (torch.randn((d["rows"], d["cols"]), generator=g) * 4.0,)
+
+op = Operator(spec=spec, dtype="float32", shapes=shapes, atol=1e-6, rtol=1e-4, inputs=inputs,
+              reference=lambda x: torch.softmax(x.double(), dim=-1).to(x.dtype), baseline=lambda x: torch.softmax(x, dim=-1),
+              provider="torch eager", version=torch.__version__, call="torch.softmax(x, dim=-1)",
+              reference_name="torch.softmax in float64", reference_kind="torch_eager", reference_version=torch.__version__)
+env = capture_environment()
+backend = run.Backend("torch-cpu-interpreted", {"softmax": op}, gk.build, lambda: None, None, env, True, None,
+                      ClockGuard(module=timer_module, torch=torch))
+args = run.parse_args(["--out", "/tmp/x", "--budget", "0.05"])
+timer = Timer(warmup=1, stop=StopRule(min_repeats=6, max_repeats=8, target_rel_ci=None, time_budget_s=0.05))
+rec = Recorder(created_at="2026-11-27T00:00:00Z", environment=env)
+out = {}
+for name in ("softmax_triton", "softmax_unfused", "softmax_tail_dropped", "softmax_memo", "softmax_patched_timer", "softmax_triton"):
+    o = run.evaluate(rec, spec_by_name(name), backend, timer, args, {})
+    p = o.record.packet
+    failed = sorted(d.check for d in p.defences or [] if d.outcome == "failed")
+    out.setdefault(name, []).append((p.status.value, p.failure.failure_class.value if p.failure else None, failed))
+    print(name, out[name][-1], (p.failure.message[:150] if p.failure else ""))
+assert out["softmax_triton"] == [("passed", None, [])] * 2, out
+assert out["softmax_unfused"] == [("passed", None, [])]
+assert out["softmax_tail_dropped"][0][:2] == ("failed", "incorrect_numerical")
+assert out["softmax_memo"][0][1] == "reward_hack" and "unseen_inputs" in out["softmax_memo"][0][2]
+assert out["softmax_patched_timer"][0][1] == "reward_hack" and out["softmax_patched_timer"][0][2] == ["timer_integrity"]
+print("torch-cpu loop ok")
+"""
+
+_NO_TRITON = importlib.util.find_spec("torch") is None or importlib.util.find_spec("triton") is None
+
+
+@pytest.mark.skipif(_NO_TRITON, reason="needs torch and triton (runs the Triton kernels on the CPU in Triton's interpreter)")
+def test_gpu_candidates_in_the_recorder_loop_on_the_cpu() -> None:
+    env = dict(os.environ, TRITON_INTERPRET="1")
+    proc = subprocess.run(
+        [sys.executable, "-c", TORCH_CPU_LOOP, str(EXAMPLE)], capture_output=True, text=True, timeout=300, check=False, env=env
+    )
+    assert proc.returncode == 0 and "torch-cpu loop ok" in proc.stdout, proc.stdout[-2000:] + proc.stderr[-3000:]
+
+
+@pytest.mark.skipif(_NO_TRITON, reason="needs torch and triton (runs the Triton kernels on the CPU in Triton's interpreter)")
 def test_triton_kernels_interpreted_on_the_cpu() -> None:
     env = dict(os.environ, TRITON_INTERPRET="1")
     proc = subprocess.run(
