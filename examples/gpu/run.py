@@ -49,8 +49,8 @@ from gpu_specs import (  # noqa: E402
 
 #: what run.py creates under --out; --force removes only these
 OUTPUTS = (
-    "packets", "ncu", "jax", "archive", "validate.txt", "validate.json", "audit.md", "audit.json",
-    "report.html", "summary.json", "table.txt", "run.log",
+    "packets", "ncu", "jax", "archive", "validate.txt", "validate.json", "audit.md",
+    "report.html", "summary.json", "table.txt",
 )  # fmt: skip
 EXTENSION = "kernel-evidence:gpu-example"
 #: the whole run should end well inside 8 minutes; later steps are skipped past this
@@ -73,7 +73,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--dry-run", action="store_true", help="numpy CPU stand-ins for the kernels; no GPU, ncu or JAX needed")
     ap.add_argument("--seed", type=int, default=1234, help="base of the published validation seeds")
     ap.add_argument("--budget", type=float, default=None, help="timing seconds per candidate (default 1.5 on the GPU, 0.1 dry run)")
-    ap.add_argument("--deadline", type=float, default=DEFAULT_DEADLINE_S, help="seconds after which optional steps are skipped")
+    ap.add_argument("--deadline", type=float, default=DEFAULT_DEADLINE_S, help="seconds from the start after which the ncu and JAX steps are skipped")
     ap.add_argument("--only", nargs="+", default=None, metavar="NAME", help="run these candidates only")
     ap.add_argument("--no-ncu", action="store_true", help="skip the Nsight Compute profiles")
     ap.add_argument("--no-jax", action="store_true", help="skip the JAX profile")
@@ -733,9 +733,11 @@ def run(args: argparse.Namespace) -> int:
             print(f"  note {o.spec.name}: {note}")
     extra_steps(args, backend, out, packets, ctx)
     tools = {} if args.no_tools else run_tools(out)
-    rows = table_rows(read_packets(packets), audit_levels(packets))
+    found = read_packets(packets)
+    rows = table_rows(found, audit_levels(packets))
     table = render_table(rows)
     ok = all(r.verdict.startswith("ok") for r in rows)
+    done = checklist(rows, found, tools, out)
     summary = {
         "mode": "dry-run" if backend.dry_run else "gpu",
         "device": device_summary(backend),
@@ -747,15 +749,40 @@ def run(args: argparse.Namespace) -> int:
         "tools": tools,
         "rows": [dataclasses.asdict(r) for r in rows],
         "all_verdicts_ok": ok,
+        "checklist": done,
         "seconds": round(time.monotonic() - started, 1),
     }
     (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
     (out / "table.txt").write_text(table + "\n")
     print(f"\n{len(rows)} packets in {summary['seconds']} s; steps: " + "; ".join(f"{k}: {v}" for k, v in ctx["steps"].items()))
     print("tools: " + ", ".join(f"{k} exit {v.get('exit')}" for k, v in tools.items()) if tools else "tools: skipped")
+    print("checklist: " + "; ".join(f"{k}: {'yes' if v else 'NO'}" for k, v in done.items()))
     print()
     print(table)
     return 0 if ok else 1
+
+
+def checklist(rows: Sequence[Row], packets: Sequence[Any], tools: dict[str, Any], out: Path) -> dict[str, bool]:
+    """What issue 19's "done when" asks of a run, each as found in its outputs."""
+    by_role: dict[str, list[Row]] = {}
+    for r in rows:
+        by_role.setdefault(r.role, []).append(r)
+    honest = [r for role, rs in by_role.items() if role.startswith("honest") for r in rs]
+    profiled = {s.name for s in CANDIDATES if s.profile}
+    sides = {
+        cap.of.side
+        for p in packets
+        if p.subject.name in profiled
+        for cap in p.profiler or []
+        if cap.tool == "ncu" and cap.of is not None
+    }
+    return {
+        "every honest packet valid": bool(honest) and all(r.verdict.startswith("ok") for r in honest),
+        "every planted cheat caught": bool(by_role.get("cheat")) and all(r.verdict.startswith("ok: caught") for r in by_role["cheat"]),
+        "ncu captures of candidate and baseline in the winner's packet": {"candidate", "baseline"} <= sides,
+        "XProf capture ingested": any(cap.tool == "xprof" for p in packets for cap in p.profiler or []),
+        "report produced": tools.get("report", {}).get("exit") == 0 and (out / "report.html").is_file(),
+    }
 
 
 def extra_steps(args: argparse.Namespace, backend: Backend, out: Path, packets: Path, ctx: dict[str, Any]) -> None:

@@ -161,6 +161,14 @@ def test_dry_run_outputs_and_table(dry_run: tuple[Path, subprocess.CompletedProc
     out, proc = dry_run
     summary = json.loads((out / "summary.json").read_text())
     assert summary["mode"] == "dry-run" and summary["all_verdicts_ok"] is True
+    assert summary["checklist"] == {
+        "every honest packet valid": True,
+        "every planted cheat caught": True,
+        "ncu captures of candidate and baseline in the winner's packet": False,  # no ncu on a CPU
+        "XProf capture ingested": False,  # --no-jax
+        "report produced": True,
+    }
+    assert "checklist: every honest packet valid: yes; every planted cheat caught: yes; ncu captures" in proc.stdout
     assert summary["device"]["vendor"] == "cpu"
     assert summary["steps"]["ncu"] == "skipped: dry run (no GPU)"
     assert summary["steps"]["jax"] == "skipped: --no-jax"
@@ -225,6 +233,21 @@ def test_attach_ncu_raw_page_checks_the_claim() -> None:
     packet = c.finish()
     assert packet.failure.failure_class.value == "reward_hack"
     assert {d.check: d.outcome for d in packet.defences}["candidate_kernel_profiled"] == "failed"
+
+
+def test_checklist_finds_both_ncu_sides_in_the_winner(tmp_path: Path) -> None:
+    csv_path = FIXTURES / "ncu" / "raw_clean.csv"
+    _, c = _timed_record(median_ns=3e6)
+    run.attach_ncu(c, csv_path, side="candidate", shape_id="s3", expected=["attn"])
+    one_side = c.finish()
+    _, c = _timed_record(median_ns=3e6)
+    run.attach_ncu(c, csv_path, side="candidate", shape_id="s3", expected=["attn"])
+    run.attach_ncu(c, csv_path, side="baseline", shape_id="s3", expected=())
+    both = c.finish()
+    key = "ncu captures of candidate and baseline in the winner's packet"
+    assert run.checklist(run.table_rows([one_side]), [one_side], {}, tmp_path)[key] is False
+    done = run.checklist(run.table_rows([both]), [both], {}, tmp_path)
+    assert done[key] is True and done["report produced"] is False and done["every planted cheat caught"] is False
 
 
 def test_attach_ncu_refuses_a_non_capture(tmp_path: Path) -> None:
