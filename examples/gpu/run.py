@@ -428,7 +428,11 @@ def profile_with_ncu(c: Any, spec: CandidateSpec, op: Operator, args: argparse.N
         if prof.returncode != 0 or raw.returncode != 0 or not raw.stdout.strip():
             notes.append(f"ncu {side}: exit {prof.returncode}/{raw.returncode}, see {rep.name} and its .log")
             continue
-        _, warnings = attach_ncu(c, csv_path, side=side, shape_id=op.spec.timed, expected=expected)
+        try:
+            _, warnings = attach_ncu(c, csv_path, side=side, shape_id=op.spec.timed, expected=expected)
+        except Exception as exc:  # noqa: BLE001 - a profile that cannot be read is the run's problem, not the candidate's
+            notes.append(f"ncu {side}: {csv_path.name} not ingested: {type(exc).__name__}: {exc}")
+            continue
         ctx.setdefault("ncu_files", []).append({"side": side, "candidate": spec.name, "rep": str(rep), "csv": str(csv_path)})
         notes += [f"ncu {side}: {w}" for w in warnings]
     return notes
