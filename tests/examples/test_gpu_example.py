@@ -250,6 +250,52 @@ def test_checklist_finds_both_ncu_sides_in_the_winner(tmp_path: Path) -> None:
     assert done[key] is True and done["report produced"] is False and done["every planted cheat caught"] is False
 
 
+FAKE_NCU = """#!/usr/bin/env bash
+# stands in for ncu: records its arguments; --export writes a report, --import prints a raw page
+echo "$@" >> "$(dirname "$0")/calls.txt"
+for ((i = 1; i <= $#; i++)); do
+  if [ "${!i}" = "--export" ]; then j=$((i + 1)); echo "not a real report" > "${!j}"; fi
+  if [ "${!i}" = "--import" ]; then
+    j=$((i + 1)); case "${!j}" in *candidate*) cat "$(dirname "$0")/candidate.csv";; *) cat "$(dirname "$0")/baseline.csv";; esac
+  fi
+done
+"""
+
+
+def test_profile_with_ncu_plumbing(tmp_path: Path) -> None:
+    """The ncu step with a stand-in ncu: both sides profiled with --clock-control none, their raw
+    pages ingested and attached to the winner's packet, what each side is of recorded; the fake
+    binary report is refused by the .ncu-rep reader and that is a note, not a failure."""
+    raw = (FIXTURES / "ncu" / "raw_clean.csv").read_text()
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "candidate.csv").write_text(raw.replace("void attn<64, true>(Params, float, int)", "ke_softmax_row_kernel"))
+    (bin_dir / "baseline.csv").write_text(raw.replace("void attn<64, true>(Params, float, int)", "cunn_SoftMaxForward"))
+    ncu = bin_dir / "ncu"
+    ncu.write_text(FAKE_NCU)
+    ncu.chmod(0o755)
+    out = tmp_path / "out"
+    out.mkdir()
+    spec = specs.spec_by_name("softmax_triton")
+    op = run.cpu_backend().operators["softmax"]
+    args = run.parse_args(["--out", str(out)])
+    ctx: dict[str, Any] = {"ncu": str(ncu), "out": out, "deadline": float("inf")}
+    _, c = _timed_record(median_ns=3e6)
+    notes = run.profile_with_ncu(c, spec, op, args, ctx)
+    packet = c.finish()
+    assert [cap.of.side for cap in packet.profiler] == ["candidate", "baseline"]
+    assert packet.profiler[0].of.expected_kernels == ["ke_softmax_row_kernel"] and packet.profiler[1].of.expected_kernels is None
+    assert {d.check: d.outcome for d in packet.defences}["candidate_kernel_profiled"] == "passed"
+    calls = (bin_dir / "calls.txt").read_text().splitlines()
+    assert len(calls) == 4 and all("--clock-control none" in line for line in calls[0::2])
+    assert "--profile-side candidate" in calls[0] and "--profile-side baseline" in calls[2]
+    assert [f["side"] for f in ctx["ncu_files"]] == ["candidate", "baseline"]
+    assert (out / "ncu" / "softmax_triton.candidate.raw.csv").read_text().count("ke_softmax_row_kernel") == 2
+    assert all("not ingested" not in n for n in notes)
+    written, err = run.ingest_ncu_rep(Path(ctx["ncu_files"][0]["rep"]), tmp_path, ["ncu"])
+    assert written == [] and err  # a .ncu-rep that is not one: said, not raised
+
+
 def test_attach_ncu_refuses_a_non_capture(tmp_path: Path) -> None:
     _, c = _timed_record(median_ns=10_000.0)
     with pytest.raises(Exception, match="not|no"):
