@@ -216,7 +216,8 @@ def test_report_time_axis_spans_years_1_to_9999(tmp_path: Path) -> None:
     summary = archive_packets([src], tmp_path / "a", allow_invalid=True)  # a time far ahead is invalid
     assert summary.added == 2
     html, n = build_report(tmp_path / "a")
-    assert n == 2 and "0001-01-01 00:00" in html and "9999-12-31 23:59" in html
+    # a span of years is labelled by dates (the clock only for spans within a day or two)
+    assert n == 2 and ">0001-01-01</text>" in html and ">9999-12-31</text>" in html
 
 
 # -- --allow-invalid: a packet under another packet's id is refused, not "already present"
