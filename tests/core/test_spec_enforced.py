@@ -606,6 +606,18 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], str, str]] = [
         "/replay/command",
     ),
     (
+        "7 KE103 a no-op inside a container",
+        _set("replay", "command", value=["docker", "run", "--rm", "--gpus", "all", "img:1", "true"]),
+        "KE103",
+        "/replay/command",
+    ),
+    (
+        "7 KE103 a dry run",
+        _set("replay", "command", value=["make", "-n", "bench"]),
+        "KE103",
+        "/replay/command",
+    ),
+    (
         "7 KE104 commit is a hash",
         _set("replay", "repository", "commit", value="main"),
         "KE104",
@@ -768,6 +780,14 @@ WARNINGS: list[tuple[str, Callable[[dict[str, Any]], None], str, str]] = [
         _set("replay", "container", value={"image": "ghcr.io/acme/kernels:latest"}),
         "KE105",
         "/replay/container",
+    ),
+    (
+        "7 KE105 a digest of one repeated digit",
+        _set(
+            "replay", "container", value={"image": "ghcr.io/acme/kernels:1.0", "digest": "sha256:" + "0" * 64}
+        ),
+        "KE105",
+        "/replay/container/digest",
     ),
     (
         "7 KE211 baseline measured in the packet",

@@ -30,8 +30,10 @@ declare(
     "the replay runs something",
     "record the command that ran the benchmark, not one that prints it or does nothing",
     "`replay.command` MUST run the measurement: a program that does nothing or only prints "
-    "(`true`, `:`, `echo ...`, `exit 0`, `sleep`, `sh -c 'exit 0'`, `bash -c :`, `python -c "
-    "pass`), alone or behind `env`, `time`, `nice` or `timeout`, reproduces nothing.",
+    "(`true`, `:`, `echo ...`, `exit 0`, `sleep`, `sh -c 'exit 0'`, `bash -lc :`, `python -c "
+    "pass`), alone or behind `env`, `time`, `nice`, `timeout` or a container (`docker run "
+    "IMAGE true`), or a run that only lists or prints what it would do (`make -n`, `pytest "
+    "--collect-only`), reproduces nothing.",
 )
 declare(
     "KE104",
@@ -44,7 +46,8 @@ declare(
 declare("KE105", "warning", "a container is pinned by its digest",
      "record /replay/container/digest (`docker inspect --format '{{.RepoDigests}}'`)",
      "A container image SHOULD carry its digest: a tag, moving (`latest`, none, `nightly`, "
-     "`main`...) or versioned (`24.05-py3`, rebuilt in place), may name other bits tomorrow.", caps="C")  # fmt: skip
+     "`main`...) or versioned (`24.05-py3`, rebuilt in place), may name other bits tomorrow; "
+     "a digest of one repeated digit (`sha256:000...`) names no image.", caps="C")  # fmt: skip
 
 
 def check(p: Any, ctx: Ctx, add: Add) -> None:
@@ -55,7 +58,7 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
         # running one) is looked at in full
         # (an interpreter only when it runs code given with -c)
         prog = _base_name(cmd[0]) if cmd else ""
-        if cmd and (r.shell or (prog in _LOOK and (prog not in _PYTHONS or "-c" in cmd))):
+        if cmd and (r.shell or (prog in _LOOK and (prog not in _PYTHONS or "-c" in cmd or "-m" in cmd))):
             why = _noop(cmd, bool(r.shell))
             if why:
                 add(("KE103", "/replay/command", f"the replay command {why}: it reproduces nothing"))
@@ -82,6 +85,16 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
         if c is not None and c.digest is None and "@sha256:" not in c.image:
             tag = _moving_tag(c.image) or "has a tag (tags are rebuilt in place)"
             add(("KE105", "/replay/container", f"image `{_short(c.image)}` {tag} and no digest"))
+        elif c is not None and c.digest is not None:
+            hexes = c.digest.rsplit(":", 1)[-1]
+            if hexes and hexes.count(hexes[0]) == len(hexes):
+                add(
+                    (
+                        "KE105",
+                        "/replay/container/digest",
+                        f"digest `{_short(c.digest)}` is a hash of nothing (one digit repeated)",
+                    )
+                )
     # _replay re-checks in full; this guard only skips it when it has nothing to say (the
     # common case)
     if not (
@@ -133,8 +146,26 @@ _WRAPPERS = frozenset({
     "srun", "mpirun", "mpiexec", "flock", "chrt", "ionice", "xvfb-run", "unbuffer",
 })  # fmt: skip
 _SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "ash", "busybox"})
+#: container runners: ``docker run [options] IMAGE [command]`` runs the command in the image
+_CONTAINERS = frozenset({"docker", "podman", "nerdctl", "apptainer", "singularity", "enroot"})
+#: their options that take a value in the next argument
+_CONTAINER_VALUED = frozenset({
+    "-v", "--volume", "-e", "--env", "--env-file", "--gpus", "--name", "-w", "--workdir", "--device",
+    "--network", "--net", "--ipc", "--shm-size", "-u", "--user", "--runtime", "--cap-add",
+    "--security-opt", "--ulimit", "--group-add", "-p", "--publish", "--mount", "--platform", "--pull",
+    "-l", "--label", "--cpus", "-m", "--memory", "--entrypoint", "--hostname", "-h", "--bind", "-B",
+    "--pid", "--uts", "--cgroupns", "--tmpfs", "--add-host", "--dns", "--cpuset-cpus",
+})  # fmt: skip
+#: flags that make a build or test runner list or print what it would run, and run none of it
+_DRY = {
+    "make": frozenset({"-n", "--dry-run", "--just-print", "--recon"}),
+    "pytest": frozenset({"--collect-only", "--co"}),
+}
 #: every program name worth a closer look (the rest run what they name)
-_LOOK = _NOOPS | _WRAPPERS | _SHELLS | frozenset({"python", "python3", "python2", "py", "pypy", "pypy3"})
+_LOOK = (
+    _NOOPS | _WRAPPERS | _SHELLS | _CONTAINERS | frozenset(_DRY)
+    | frozenset({"python", "python3", "python2", "py", "pypy", "pypy3"})
+)  # fmt: skip
 
 
 def _base_name(prog: str) -> str:
@@ -172,16 +203,53 @@ def _noop(cmd: list[str], shell: bool) -> str | None:
             continue
         if prog in _NOOPS:
             return f"is `{_short(' '.join(cmd))}`"
-        if prog in _SHELLS and "-c" in cmd[i + 1 :]:
-            script = cmd[cmd.index("-c", i + 1) + 1 : cmd.index("-c", i + 1) + 2]
-            why = _noop_script(script[0] if script else "")
-            return f"is `{_short(' '.join(cmd))}`" if why else None
-        if prog in ("python", "python3", "python2", "py", "pypy", "pypy3") and "-c" in cmd[i + 1 :]:
+        if prog in _SHELLS:
+            # `-c`, or short options run together with it (`bash -lc`), before the script
+            j = next((k for k in range(i + 1, len(cmd)) if _short_flag(cmd[k], "c")), None)
+            if j is None:
+                return None
+            script = cmd[j + 1] if j + 1 < len(cmd) else ""
+            return f"is `{_short(' '.join(cmd))}`" if _noop_script(script) else None
+        if prog in _PYTHONS and "-c" in cmd[i + 1 :]:
             j = cmd.index("-c", i + 1)
             code = cmd[j + 1] if j + 1 < len(cmd) else ""
             return f"is `{_short(' '.join(cmd))}`" if _noop_python(code) else None
+        if prog in _PYTHONS and i + 2 < len(cmd) and cmd[i + 1] == "-m":
+            i += 2  # `python -m pytest ...`: the module is the program
+            prog = cmd[i]
+        dry = _DRY.get(prog)
+        if dry is not None:
+            rest = cmd[i + 1 :]
+            if any(a in dry or (prog == "make" and _short_flag(a, "n")) for a in rest):
+                return f"only lists or prints what it would run (`{_short(' '.join(cmd))}`)"
+            return None
+        if prog in _CONTAINERS:
+            j = _container_command(cmd, i)
+            if j is None or j >= len(cmd):
+                return None  # the image's own entrypoint runs
+            why = _noop(cmd[j:], False)
+            return f"is `{_short(' '.join(cmd))}`" if why else None
         return None
     return "holds no program"
+
+
+def _short_flag(arg: str, letter: str) -> bool:
+    """True for a run of short options that holds ``letter`` (``-n``, ``-nB``; not ``-j8``)."""
+    return len(arg) > 1 and arg[0] == "-" and arg[1] != "-" and arg[1:].isalpha() and letter in arg[1:]
+
+
+def _container_command(cmd: list[str], i: int) -> int | None:
+    """Where the command run inside the image starts (``docker run [options] IMAGE cmd``,
+    ``apptainer exec [options] IMAGE cmd``), or None when ``cmd[i]`` runs no image."""
+    j = i + 1
+    if j < len(cmd) and cmd[j] == "container":
+        j += 1  # docker container run
+    if j >= len(cmd) or cmd[j] not in ("run", "exec"):
+        return None
+    j += 1
+    while j < len(cmd) and cmd[j].startswith("-"):
+        j += 1 if "=" in cmd[j] or cmd[j] not in _CONTAINER_VALUED else 2
+    return j + 1  # past the image
 
 
 def _noop_script(script: str) -> str | None:
