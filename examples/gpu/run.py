@@ -256,7 +256,6 @@ def describe(spec: CandidateSpec, backend: Backend) -> str:
 class Outcome:
     spec: CandidateSpec
     record: Any  # CandidateRecord
-    profiles: list[str] = dataclasses.field(default_factory=list)
     notes: list[str] = dataclasses.field(default_factory=list)
 
 
