@@ -280,6 +280,12 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], str, str]] = [
         "/timing/speedup/value",
     ),
     (
+        "7 KE301 a stated tolerance above 0.25 counts as 0.25",
+        _set("timing", "speedup", value={"value": 150.0, "basis": "median", "tolerance": 200.0}),
+        "KE301",
+        "/timing/speedup/value",
+    ),
+    (
         "7 KE302 claim can be checked",
         _all(_set(*_B, "stats", "median"), _set(*_B, "stats", "mean", value=200.0)),
         "KE302",
@@ -780,6 +786,16 @@ WARNINGS: list[tuple[str, Callable[[dict[str, Any]], None], str, str]] = [
         _set("replay", "container", value={"image": "ghcr.io/acme/kernels:latest"}),
         "KE105",
         "/replay/container",
+    ),
+    (
+        "7 KE305 a 10x gain over a vendor library is reproduced first",
+        _all(
+            _set("timing", "baseline", "provider", value="cuBLASLt"),
+            _set("timing", "baseline", "stats", "median", value=2160.0),
+            _set("timing", "speedup", value={"value": 12.0, "basis": "median"}),
+        ),
+        "KE305",
+        "/timing/speedup/value",
     ),
     (
         "7 KE105 a digest of one repeated digit",

@@ -7,6 +7,7 @@ from typing import Any
 from ._common import HI, TIME_BASES, TINY, cand
 from ._context import Add, Ctx
 from ._engine import declare
+from ._tables import baseline_entry
 from ._units import FACTOR as _FACTOR
 from ._units import seconds
 
@@ -17,7 +18,8 @@ declare(
     "recompute the speedup from the recorded statistics, or fix the statistics",
     "The claimed speedup MUST equal baseline/candidate (for time statistics) or "
     "candidate/baseline (for throughputs) within `speedup.tolerance` (relative to the computed "
-    "speedup, default 0.02; a claim exactly at the tolerance matches).",
+    "speedup, default 0.02, at most 0.25: a wider stated tolerance counts as 0.25; a claim "
+    "exactly at the tolerance matches).",
 )
 declare(
     "KE302",
@@ -43,6 +45,19 @@ declare("KE304", "warning", "the claim's basis is what the samples support",
      "(one slow baseline outlier inflating its mean, one lucky candidate sample) is "
      "cherry-picked; so are sides whose samples were handled differently (`sample_handling`, "
      "or samples `dropped` on the candidate's side only). Graded C at best.", caps="C")  # fmt: skip
+declare("KE305", "warning", "a speedup over a tuned library is within what tuning gives",
+     "check both sides' units and conditions; a gain of 10x over a vendor library or serving engine is "
+     "almost always a measurement error, and is graded as one until a reviewer has reproduced it",
+     "A claim of 10x or more over a vendor library or a serving engine of the baseline registry "
+     "(`kevidence rules --baselines`) SHOULD be reproduced before it is believed: the fake >100x "
+     "speedups on record (AMD GEAK #254, the Sakana AI CUDA Engineer) were broken timers, "
+     "mislabelled units or another workload. Graded C at best; a reference implementation's "
+     "baseline (C already) is not judged.", caps="C")  # fmt: skip
+
+#: the smallest gain over a tuned library that KE305 asks to see reproduced
+_HUGE = 10.0
+#: the widest relative tolerance KE301 accepts beside a claim (a larger one is read as this)
+_MAX_TOLERANCE = 0.25
 
 
 def computed_speedup(p: Any, basis: str) -> float | None:
@@ -124,6 +139,8 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
         tol = s.tolerance
         if tol is None:
             tol = 0.02
+        elif tol > _MAX_TOLERANCE:
+            tol = _MAX_TOLERANCE  # a claim "150x, give or take 200x" claims nothing
         # the boundary is inside: 1.02 against 1.0 at tolerance 0.02 matches, whatever
         # the rounding of the subtraction
         if computed <= 0 or abs(s.value - computed) > tol * computed * HI + TINY:
@@ -136,6 +153,8 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
             )
         elif basis != "median" and basis in TIME_BASES:
             _basis_supported(t, b, basis, computed, add)
+    if s.value >= _HUGE:
+        _huge_over_a_library(t, b, s.value, add)
     # KE304: the sides' samples handled alike (only packets that say how they handled them)
     cc = t.conditions
     bc = b.conditions
@@ -212,3 +231,19 @@ def _handling(t: Any, b: Any, cc: Any, bc: Any, add: Add) -> None:
                 f"{dropped} candidate samples were dropped, no baseline sample: the sides are not summarised alike",
             )
         )
+
+
+def _huge_over_a_library(t: Any, b: Any, value: float, add: Add) -> None:
+    """KE305: a gain of ``_HUGE`` or more over a vendor library or a serving engine."""
+    name = b.provider or (b.engine.name if b.engine is not None else None)
+    entry = baseline_entry(name) if name and len(name) <= 256 else None
+    if entry is None or entry.kind not in ("vendor", "engine"):
+        return
+    side = "/timing/baseline/stats" if t.stats is not None else "/timing/baseline/serving"
+    add(
+        (
+            "KE305",
+            "/timing/speedup/value",
+            f"{value:g}x over {entry.kind} `{entry.name}` ({side}): tuned code is rarely beaten 10x; check both sides' units and conditions",
+        )
+    )
