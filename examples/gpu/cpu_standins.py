@@ -35,7 +35,7 @@ class SideStream:
     """A stand-in for a second CUDA stream: each launch runs on a thread after ``queued_s`` of
     work queued ahead of it; :meth:`synchronize` waits for all of them."""
 
-    def __init__(self, queued_s: float = 0.05) -> None:
+    def __init__(self, queued_s: float = 0.2) -> None:
         self.queued_s = queued_s
         self._pending: list[threading.Thread] = []
         self._lock = threading.Lock()
