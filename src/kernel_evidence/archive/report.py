@@ -759,7 +759,7 @@ svg.kev-chart{display:block;max-width:100%;height:auto;margin:8px 0}
 .kev-iqr{fill:#bfdbfe}.kev-ci{stroke:#1f2937;stroke-width:1.5}.kev-dot{stroke:#fff;stroke-width:1.5}
 .kev-win{fill:#059669}.kev-loss{fill:#dc2626}.kev-line{fill:none;stroke-width:2}
 footer{color:var(--muted);font-size:12px;margin-top:40px}
-.scroll{overflow-x:auto}table.wide{font-size:12px}table.wide .cut{max-width:16ch}
+.scroll{overflow-x:auto}table.wide{font-size:12px}table.wide .cut,table.ev .cut{max-width:16ch}
 .cut{display:inline-block;max-width:26ch;overflow:hidden;text-overflow:ellipsis;white-space:nowrap;vertical-align:bottom}
 tr.orig td{background:#f3f4f6}tr.child td:first-child{padding-left:28px}.rel{color:var(--muted);font-size:12px}
 .kev-time{fill:#2563eb}.tp{font-weight:600}.tp-hacked,.tp-retracted,.tp-drifted{color:#dc2626}.tp-confirmed,.tp-reproduced{color:#059669}
@@ -797,7 +797,7 @@ def _evidence_table(rows: list[dict[str, Any]], verdicts: Mapping[str, Any], emp
     if not rows:
         return f'<p class="empty">{_e(empty)}</p>'
     out = [
-        "<table><tr><th>grade</th><th>packet</th><th>device · operator</th><th>status</th><th>verdict</th>"
+        '<table class="ev"><tr><th>grade</th><th>packet</th><th>device · operator</th><th>status</th><th>verdict</th>'
         "<th>measured</th><th>speedup</th><th>reasons</th></tr>"
     ]
     for r in rows:
@@ -899,7 +899,7 @@ def _replay_table(
     groups: list[tuple[dict[str, Any], list[dict[str, Any]]]], verdicts: Mapping[str, Any]
 ) -> str:
     out = [
-        "<table><tr><th>packet</th><th>device · operator</th><th>status</th><th>verdict</th><th>grade</th>"
+        '<table class="ev"><tr><th>packet</th><th>device · operator</th><th>status</th><th>verdict</th><th>grade</th>'
         "<th>measured</th><th>against the original</th></tr>"
     ]
     for parent, kids in groups:
