@@ -9,7 +9,7 @@ invalid, schema 0.1), the adversarial suite's controls and cheats, packets drawn
 :mod:`kernel_evidence.strategies`, the benchmark's templates, and seeded mutants of all of
 them (a number scaled, zeroed or negated, a string replaced by a placeholder or by another
 packet's value at the same key, a member dropped, a list element dropped or repeated, a
-subtree swapped with another packet's; the id recomputed or kept stale; canonical or
+subtree swapped with another packet's; the candidate's conditions copied to the baseline; the id recomputed or kept stale; canonical or
 pretty-printed bytes). Each record is validated by ``validate_paths`` (the batched fast path)
 and, for the records that are not mutants, by ``validate`` of the JSON data (the models'
 path); the outcome of each is the list of findings and the grade with its reasons.
@@ -81,8 +81,34 @@ def _templates() -> tuple[list[bytes], list[dict[str, Any]]]:
         from bench_validate import recorded_templates
     finally:
         sys.path.pop(0)
-    datas.extend(recorded_templates())
+    recorded = recorded_templates()
+    datas.extend(recorded)
+    datas.extend(_edges(recorded))
     return raws, datas
+
+
+def _edges(recorded: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Packets whose two sides record the same conditions, with values that a rule looking
+    at one side still reports (what a shortcut for equal sides must not skip)."""
+    out = []
+    for base in recorded:
+        for change in ("dims", "flush", "interleaved", "warm", "reused"):
+            d = copy.deepcopy(base)
+            c = d["timing"]["conditions"]
+            if change == "dims":
+                c["dims"] = {"M": 4096, "m": 2, "N": 4096, "K": 1024}
+            elif change == "flush":
+                c["cache"] = {"mode": "flushed", "flush_bytes": {"value": 1, "unit": "MiB"}}
+            elif change == "interleaved":
+                c["interleaved"] = False
+                d["timing"]["baseline"]["interleaved"] = True
+            elif change == "warm":
+                c["cache"] = {"mode": "warm"}
+            else:
+                c["fresh_inputs"] = False
+            d["timing"]["baseline"]["conditions"] = copy.deepcopy(c)
+            out.append(d)
+    return out
 
 
 def _strategy_packets(n: int) -> list[dict[str, Any]]:
@@ -166,6 +192,14 @@ def _mutate(d: dict[str, Any], rng: random.Random, pool: dict[Any, list[Any]]) -
         del v[rng.choice(sorted(v))]
 
 
+def _mirror(d: dict[str, Any]) -> None:
+    """Give the baseline the candidate's conditions (after a mutation of either): both sides
+    then record the same conditions, odd values included."""
+    t = d.get("timing")
+    if isinstance(t, dict) and isinstance(t.get("baseline"), dict) and isinstance(t.get("conditions"), dict):
+        t["baseline"]["conditions"] = copy.deepcopy(t["conditions"])
+
+
 def build_corpus(path: Path, packets: int, seed: int = 16) -> int:
     """Write the corpus (JSONL) to ``path``; return the number of its records that are not
     mutants (the first ones)."""
@@ -184,6 +218,8 @@ def build_corpus(path: Path, packets: int, seed: int = 16) -> int:
         d = copy.deepcopy(rng.choice(datas))
         for _ in range(rng.choice((1, 1, 1, 2, 3))):
             _mutate(d, rng, pool)
+        if rng.random() < 0.2:
+            _mirror(d)
         if rng.random() < 0.85 and isinstance(d.get("packet_id"), str):
             d["packet_id"] = packet_id_for(d)
         if rng.random() < 0.1:
