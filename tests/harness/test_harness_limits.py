@@ -153,7 +153,8 @@ def test_control_characters_of_names_and_packets_stay_on_one_line(
     odd.write_bytes(timed_packet(lognormal(100.0, 10, seed=2)).to_json())
     main(["compare", str(a), str(odd)])
     out = capsys.readouterr().out
-    assert "\x1b" not in out and f"B: {tmp_path}/b\\x1b[31m\\nx.json\n" in out
+    # the name is shown escaped, followed by the packet it stood for
+    assert "\x1b" not in out and f"B: {tmp_path}/b\\x1b[31m\\nx.json: softmax" in out
     main(["replay", str(odd)])
     out = capsys.readouterr().out
     assert "\x1b" not in out and f"packet     {tmp_path}/b\\x1b[31m\\nx.json (" in out
