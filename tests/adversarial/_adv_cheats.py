@@ -1822,3 +1822,51 @@ def tpu_count_8_one_chip_visible(p: Packet) -> None:
     del p["profiler"]
     scale_side(p, "candidate", 0.2)
     scale_side(p, "baseline", 0.2)
+
+
+@cheat(
+    "cherry_picked_statistics",
+    "mi355x_attention_vs_aiter",
+    "/timing/baseline/conditions/sample_handling",
+    "/timing/baseline/stats/dropped",
+    "/timing/baseline/stats",
+)
+def baseline_fastest_samples_dropped(p: Packet) -> None:
+    """The baseline's 15 fastest samples dropped as 'outliers' (its median pushed up); the
+    candidate keeps all of its samples."""
+    st = _base(p)["stats"]
+    xs = list(st["samples"])
+    for fast in sorted(xs)[:15]:
+        xs.remove(fast)
+    set_side_samples(p, "baseline", xs, st["unit"], dropped=15)
+    _base(p)["conditions"]["sample_handling"] = "trimmed"
+
+
+@cheat(
+    "cherry_picked_statistics",
+    "tpu_v6e_paged_attention_vs_xla",
+    "/timing/speedup/basis",
+    "/timing/baseline/stats",
+    "/timing/speedup",
+)
+def mean_basis_baseline_compile_kept_tpu(p: Packet) -> None:
+    """The XLA baseline's first call (a 900 ms jit compile) kept among its 21 samples and the
+    claim moved to the mean."""
+    st = _base(p)["stats"]
+    xs = list(st["samples"])
+    xs[0] = _in_unit(0.9, st["unit"])
+    set_side_samples(p, "baseline", xs, st["unit"])
+    _timing(p)["speedup"]["basis"] = "mean"
+    recompute_speedup(p)
+
+
+@cheat("cost_physics", "tpu_v6e_matmul_vs_xla", "/cost/gpu_time")
+def tpu_chip_time_below_timed_work(p: Packet) -> None:
+    """``gpu_time`` (chip-seconds) of 5 ms for 21 timed calls of 1.6 ms each."""
+    p["cost"]["gpu_time"] = {"value": 5.0, "unit": "ms"}
+
+
+@cheat("cost_physics", "serving_vllm_mi300x", "/cost/energy")
+def serving_energy_above_the_power_limit_mi300x(p: Packet) -> None:
+    """A serving run's energy 3x what a 750 W MI300X can draw over the run."""
+    p["cost"]["energy"]["energy"]["value"] *= 3
