@@ -788,6 +788,19 @@ def _capture_without_candidate_kernel(d: dict[str, Any]) -> None:
     )
 
 
+def _capture_of_a_shape_the_task_lacks(d: dict[str, Any]) -> None:
+    # a capture 3x slower than the claim, said to hold a shape the task does not list (so
+    # that no timing is held against it)
+    cap = d["profiler"][0]
+    cap["of"] = {"side": "candidate", "shape_id": "m4096n4096k1024", "expected_kernels": ["gemm_bf16_tn"]}
+    cap["kernels"][0]["metrics"]["duration"]["value"] *= 3
+
+
+def _candidate_capture_marked_baseline(d: dict[str, Any]) -> None:
+    # the candidate's capture relabelled as the baseline's, the defence still passed
+    d["profiler"][0]["of"]["side"] = "baseline"
+
+
 def _flops_four_times_the_dims(d: dict[str, Any]) -> None:
     # 8*m*n*k counted for a 4096^3 GEMM (2*m*n*k is 137 GFLOP): the TFLOP/s look 4x better
     d["task"]["shapes"][0]["work"]["flops"]["value"] = 8.0 * 4096**3
@@ -947,6 +960,11 @@ INVALID: dict[str, tuple[Any, Any]] = {
     "KE1003_dropped_requests_unaccounted.json": (serving, _dropped_requests),
     "KE1101_claim_faster_than_its_profiled_kernel.json": (nvidia_gemm, _profiled_kernel_slower_than_claim),
     "KE1102_capture_without_the_candidate_kernel.json": (nvidia_gemm, _capture_without_candidate_kernel),
+    "KE1103_capture_of_a_shape_the_task_lacks.json": (nvidia_gemm, _capture_of_a_shape_the_task_lacks),
+    "KE1104_candidate_capture_marked_baseline.json": (
+        nvidia_gemm_recorded,
+        _candidate_capture_marked_baseline,
+    ),
     "KE1201_energy_above_power_limit.json": (nvidia_gemm, _energy_above_power_limit),
     "KE605_flops_four_times_the_gemm_dims.json": (nvidia_gemm, _flops_four_times_the_dims),
     "KE606_fp8_label_on_bf16_tensors.json": (nvidia_gemm, _fp8_label_on_bf16_tensors),

@@ -57,9 +57,17 @@ def test_a_claim_faster_than_its_own_kernel() -> None:
     del st["samples"]
     d["timing"]["speedup"]["value"] = 170.8897 / 40.0
     assert found(d) == {("KE1101", "/timing/stats/median")}
-    # a stated wider tolerance lets it through; a capture of another shape is not compared
-    assert found(honest_with(d, claim_tolerance=3.0)) == set()
-    assert found(honest_with(d, shape_id="m8192n8192k8192")) == set()
+    # a stated wider tolerance lets a gap through up to 1 (a kernel twice the claimed time),
+    # no further: 3.0 counts as 1, which covers 80 us but not 40 us
+    wide = honest_with(d, claim_tolerance=3.0)
+    assert found(wide) == {("KE1101", "/timing/stats/median")}
+    wide["timing"]["stats"].update(median=80.0, mean=80.0, min=79.0, max=81.0, percentiles={"p50": 80.0})
+    wide["timing"]["speedup"]["value"] = 170.8897 / 80.0
+    assert found(wide) == set()
+    # a capture of another shape is not compared, and a shape the task lacks is KE1103
+    other = honest_with(d, shape_id="m8192n8192k8192")
+    assert found(other) == set()
+    assert ("KE1103", "/profiler/0/of/shape_id") in {(f.rule_id, f.pointer) for f in validate(other).findings}
 
 
 def honest_with(d: dict[str, Any], **of: Any) -> dict[str, Any]:

@@ -568,6 +568,33 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], str, str]] = [
         "/profiler/0/kernels",
     ),  # fmt: skip
     (
+        "7 KE1103 a capture's shape is one of the task's",
+        _set(
+            "profiler",
+            value=[
+                {
+                    "tool": "ncu",
+                    "of": {"side": "candidate", "shape_id": "8192"},
+                    "kernels": [{"name": "k"}],
+                }
+            ],
+        ),
+        "KE1103",
+        "/profiler/0/of/shape_id",
+    ),
+    (
+        "7 KE1104 a profiled candidate kernel is in the captures",
+        _all(
+            _set(
+                "profiler",
+                value=[{"tool": "ncu", "of": {"side": "baseline"}, "kernels": [{"name": "cublas_gemm"}]}],
+            ),
+            _set("defences", value=[{"check": "candidate_kernel_profiled", "outcome": "passed"}]),
+        ),
+        "KE1104",
+        "/profiler/0/of/side",
+    ),
+    (
         "7 KE1201 energy within power limit x devices",
         _all(
             _set("hardware", "power_limit", value={"value": 700.0, "unit": "W"}),

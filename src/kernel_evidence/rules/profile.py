@@ -27,7 +27,8 @@ declare(
     "the launches per call (launches of the name / the calls the capture holds: launches of the "
     "least-launched of `of.expected_kernels`, else of the least-launched kernel); the longest "
     "stream bounds the call. The side's claimed median (else mean) x (1 + "
-    "`of.claim_tolerance`, default 0.5) MUST NOT be below it: a call cannot finish before its "
+    "`of.claim_tolerance`, default 0.5, at most 1: a wider one counts as 1) MUST NOT be below "
+    "it: a call cannot finish before its "
     "own kernels. Every kernel counts but memset, memcpy and fill kernels (a harness's cache "
     "flush). A capture that names no shape is of the timed one when the task has one shape.",
 )
@@ -41,7 +42,28 @@ declare(
     "record's name or raw name): a capture without them profiled something else.",
 )
 
+declare(
+    "KE1103",
+    "error",
+    "a capture's shape is one of the task's",
+    "record in /profiler/N/of/shape_id the id of the task shape the capture holds",
+    "Where `task.shapes` lists the shapes, a capture's `of.shape_id` MUST be one of their ids: "
+    "a capture of a shape the task does not have is held against no timing (KE1101).",
+)
+declare(
+    "KE1104",
+    "error",
+    "a profiled candidate kernel is in the packet's captures",
+    "keep the candidate's capture with `of.side: candidate`, or record the defence as skipped",
+    "Where a packet carries captures that all say what they are of (`of.side`), the "
+    "`candidate_kernel_profiled` defence MUST NOT be recorded passed unless one of them is of the "
+    "candidate: a capture of the candidate relabelled as the baseline's escapes KE1101 and "
+    "KE1102 while the defence record still vouches for it.",
+)
+
 _DEFAULT_TOLERANCE = 0.5
+#: the widest tolerance a capture may state (a kernel twice the claimed time is not noise)
+_MAX_TOLERANCE = 1.0
 _UTILITY = re.compile(r"memset|memcpy|fill|flush|\bzero", re.IGNORECASE)
 
 
@@ -49,14 +71,42 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
     caps = p.profiler
     if not caps:
         return
+    task = p.task
+    shapes = task.shapes if task is not None else None
+    said = 0  # captures that say what they are of
+    candidate = False
     for i, cap in enumerate(caps):
         of = cap.of
-        if of is None or not cap.kernels:
+        if of is None:
+            continue
+        said += 1
+        candidate = candidate or of.side == "candidate"
+        if of.shape_id is not None and shapes and all(sh.id != of.shape_id for sh in shapes):
+            add(
+                (
+                    "KE1103",
+                    f"/profiler/{i}/of/shape_id",
+                    f"capture of shape `{of.shape_id}`, which the task does not list",
+                )
+            )
+        if not cap.kernels:
             continue
         if of.side == "candidate" and of.expected_kernels:
             _expected_present(i, cap, of.expected_kernels, add)
         if of.side in ("candidate", "baseline"):
             _fits_claim(p, i, cap, of, add)
+    if said == len(caps) and not candidate and p.defences:
+        for d in p.defences:
+            if d.check == "candidate_kernel_profiled" and d.outcome == "passed":
+                sides = ", ".join(sorted({c.of.side for c in caps}))
+                add(
+                    (
+                        "KE1104",
+                        "/profiler/0/of/side",
+                        f"the candidate_kernel_profiled defence passed, but every capture is of another side ({sides})",
+                    )
+                )
+                break
 
 
 def _matches(rec: Any, wanted: list[str]) -> bool:
@@ -106,6 +156,7 @@ def _fits_claim(p: Any, i: int, cap: Any, of: Any, add: Add) -> None:
     if floor is None:
         return
     tol = of.claim_tolerance if of.claim_tolerance is not None else _DEFAULT_TOLERANCE
+    tol = min(tol, _MAX_TOLERANCE)
     sec = claimed * FACTOR[stats.unit]
     if sec * (1 + tol) < floor:
         add(
