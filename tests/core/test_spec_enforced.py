@@ -678,6 +678,24 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], str, str]] = [
         "/timing/baseline/conditions/method",
     ),
     (
+        "7 KE207 a serving baseline's answers as long as the candidate's",
+        _all(
+            _set("timing", "serving", value={"completed": 100, "total_output_tokens": 12800}),
+            _set(*_B, "serving", value={"completed": 100, "total_output_tokens": 7000}),
+        ),
+        "KE207",
+        "/timing/baseline/serving/total_output_tokens",
+    ),
+    (
+        "7 KE208 a rotation through one buffer is warm",
+        _all(
+            _set("timing", "conditions", value={"cache": {"mode": "rotating", "rotating_buffers": 1}}),
+            _set(*_B, "conditions", value={"cache": {"mode": "flushed"}}),
+        ),
+        "KE208",
+        "/timing/conditions/cache/rotating_buffers",
+    ),
+    (
         "7 KE208 same_session with two sessions",
         _all(
             _set("timing", "conditions", value={"session": "a"}),

@@ -70,8 +70,10 @@ declare(
     "task; `timing.baseline.conditions`), the baseline MUST have run the same problem as "
     "the candidate: the same narrowest dtype, the same shape id and dimensions, the same "
     "device (by id, else by name where the device table tells the names apart) and the "
-    "same device count. A baseline in fp32 against a bf16 candidate, on twice the k, on an "
-    "A100 against an H100, or on one GPU against two, is not a baseline.",
+    "same device count; a serving baseline's input tokens per completed request within 10% "
+    "of the candidate's and its output tokens per request within 20%. A baseline in fp32 "
+    "against a bf16 candidate, on twice the k, on an A100 against an H100, on one GPU "
+    "against two, or stopping its answers at half the length, is not a baseline.",
 )
 declare(
     "KE208",
@@ -83,8 +85,9 @@ declare(
     "the host clock), both synchronised or neither, the same cache state (flushed or "
     "rotating against flushed or rotating, warm against warm, cold against cold), a flush "
     "that evicts the last-level cache on both sides or neither (`flush_bytes` below the "
-    "cache size, the largest the conditions, hardware and device table give, evicts nothing: "
-    "that side was warm), a flush inside the timed window on both sides or neither, "
+    "cache size, the largest the conditions, hardware and device table give, evicts nothing, "
+    "nor does rotating through one buffer, or through `rotating_buffers` x the timed shape's "
+    "bytes below that size: that side was warm), a flush inside the timed window on both sides or neither, "
     "and CUDA-graph replays on both sides or neither. `same_session: true` MUST NOT stand "
     "beside two different `session` ids, nor `interleaved: true` beside conditions that "
     "record `interleaved: false`.",
@@ -513,36 +516,65 @@ def small_flush(p: Any, c: Any) -> bool | None:
     return bool(c.flush_bytes.value * _FACTOR[c.flush_bytes.unit] < llc)
 
 
+def small_rotation(p: Any, c: Any) -> bool | None:
+    """Whether a cache recorded as rotating cycled through too little to leave the cache: one
+    buffer, or buffers x the timed shape's bytes below the last-level cache (None when it
+    cannot be told)."""
+    if c is None or c.mode != "rotating" or c.rotating_buffers is None:
+        return None
+    if c.rotating_buffers < 2:
+        return True
+    t, task = p.timing, p.task
+    sid = t.shape_id if t is not None else None
+    if not sid or task is None or not task.shapes:
+        return None
+    sh = next((x for x in task.shapes if x.id == sid), None)
+    by = sh.work.bytes if sh is not None and sh.work is not None else None
+    llc = _llc(p, c) if by is not None else None
+    if by is None or llc is None:
+        return None
+    return bool(c.rotating_buffers * by.value * _FACTOR[by.unit] < llc)
+
+
 def _flushes(p: Any, ca: Any, cb: Any, add: Add) -> None:
-    """KE208: a flush smaller than the last-level cache evicts nothing: that side's caches
-    were warm while it says flushed."""
+    """KE208: a flush smaller than the last-level cache evicts nothing, nor does a rotation
+    through buffers that fit in it: that side's caches were warm while it says evicted."""
     for c, ptr, who in (
-        (ca, "/timing/conditions/cache/flush_bytes", "candidate"),
-        (cb, _B + "cache/flush_bytes", "baseline"),
+        (ca, "/timing/conditions/cache/", "candidate"),
+        (cb, _B + "cache/", "baseline"),
     ):
         if small_flush(p, c):
             add(
                 (
                     "KE208",
-                    ptr,
+                    ptr + "flush_bytes",
                     f"the {who}'s flush is smaller than the last-level cache: it evicts nothing, so its caches were warm",
+                )
+            )
+        elif small_rotation(p, c):
+            add(
+                (
+                    "KE208",
+                    ptr + "rotating_buffers",
+                    f"the {who} rotates through {c.rotating_buffers} input buffer(s) that fit in the last-level cache: its caches were warm",
                 )
             )
 
 
 def _same_requests(cs: Any, bs: Any, add: Add) -> None:
     """KE207 for serving: the baseline's requests as long as the candidate's (input tokens
-    per completed request within 10%)."""
-    for field in ("total_input_tokens",):
+    per completed request within 10%, output tokens within 20%: an engine may stop at EOS
+    a little earlier)."""
+    for field, what, slack in (("total_input_tokens", "input", 1.1), ("total_output_tokens", "output", 1.2)):
         a, b = getattr(cs, field), getattr(bs, field)
         if a is None or b is None or not cs.completed or not bs.completed:
             continue
         pa, pb = a / cs.completed, b / bs.completed
-        if pa > 0 and pb > 0 and max(pa, pb) > 1.1 * min(pa, pb):
+        if pa > 0 and pb > 0 and max(pa, pb) > slack * min(pa, pb):
             add(
                 (
                     "KE207",
                     f"/timing/baseline/serving/{field}",
-                    f"the baseline served {pb:.0f} input tokens per request, the candidate {pa:.0f}: not the same workload",
+                    f"the baseline served {pb:.0f} {what} tokens per request, the candidate {pa:.0f}: not the same workload",
                 )
             )
