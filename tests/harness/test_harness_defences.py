@@ -514,3 +514,39 @@ def test_the_flush_runs_outside_the_timed_window() -> None:
     assert m.conditions().cache == m.cache() and m.cache().flush_in_timed_window is False
     (found,) = [d for d in m.defences() if d.check == "cache_flush"]
     assert found.outcome == "passed" and found.detail is not None and "2048 bytes" in found.detail
+
+
+def test_a_cuda_event_patch_left_by_a_candidate_fails_it_and_is_put_back(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A candidate that replaces ``torch.cuda.Event.elapsed_time`` outside any measurement
+    (while validating, say) fails ``timer_integrity``, and the next candidate is timed with
+    the original again. torch is not installed here: a module object standing in for it
+    only owns the attributes; what is under test is the recorder's put-back."""
+    import sys
+    import types
+
+    from kernel_evidence.harness import _integrity
+
+    class Event:
+        def record(self) -> None: ...
+
+        def synchronize(self) -> None: ...
+
+        def elapsed_time(self, other: Any) -> float:
+            return 1.0
+
+    cuda = types.SimpleNamespace(Event=Event, synchronize=lambda: None)
+    monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace(cuda=cuda))
+    monkeypatch.setattr(_integrity, "_TORCH_CLOCKS", None)
+    original = Event.elapsed_time
+    rec = Recorder(None, created_at="2026-11-22T00:00:00Z", operator="softmax")
+    with rec.candidate("patcher"):
+        Event.elapsed_time = lambda self, other: 0.001  # type: ignore[method-assign]
+    with rec.candidate("honest"):
+        assert Event.elapsed_time is original
+    first, second = rec.packets
+    integrity = {d.check: d for d in first.defences or []}["timer_integrity"]
+    assert integrity.outcome == "failed" and "torch.cuda.Event.elapsed_time" in (integrity.detail or "")
+    assert first.failure is not None and first.failure.failure_class.value == "reward_hack"
+    assert all(d.outcome != "failed" for d in second.defences or [])

@@ -13,6 +13,7 @@ replaced where no identity check looks, measures it short.
 from __future__ import annotations
 
 import inspect
+import sys
 import time
 from collections.abc import Callable
 from typing import Any
@@ -56,15 +57,48 @@ def calibration_problem(measured_ns: float, ns: int = CALIBRATION_NS) -> str | N
     return None
 
 
+#: ``torch.cuda``'s timing functions as first seen with torch imported (by the recorder,
+#: when a candidate's block starts: before any candidate of that block ran)
+_TORCH_CLOCKS: list[tuple[Any, str, Any, str]] | None = None
+
+
+def _torch_clocks() -> list[tuple[Any, str, Any, str]]:
+    """``(owner, attribute, original, label)`` of torch's CUDA timing functions, once torch
+    has been imported by the harness (never imported here); empty before that."""
+    global _TORCH_CLOCKS
+    if _TORCH_CLOCKS is None:
+        torch = sys.modules.get("torch")
+        cuda = getattr(torch, "cuda", None)
+        event = getattr(cuda, "Event", None)
+        if cuda is None or event is None:
+            return []  # not cached: torch may be imported later
+        _TORCH_CLOCKS = [
+            (owner, attr, inspect.getattr_static(owner, attr), label)
+            for owner, attr, label in (
+                (cuda, "synchronize", "torch.cuda.synchronize"),
+                (event, "record", "torch.cuda.Event.record"),
+                (event, "synchronize", "torch.cuda.Event.synchronize"),
+                (event, "elapsed_time", "torch.cuda.Event.elapsed_time"),
+            )
+            if hasattr(owner, attr)
+        ]
+    return _TORCH_CLOCKS
+
+
 def put_back_time_functions() -> list[str]:
-    """The ``time`` functions a timer reads that are no longer the originals, each put back
-    (the recorder calls this when a candidate's block starts and ends, so that a patch made
-    outside a measurement is neither missed nor blamed on the next candidate)."""
+    """The clock functions a timer reads (``time``'s, and ``torch.cuda``'s once torch is
+    imported) that are no longer the originals, each put back (the recorder calls this when
+    a candidate's block starts and ends, so that a patch made outside a measurement is
+    neither missed nor blamed on the next candidate)."""
     out = []
     for name, original in _TIME_FUNCTIONS.items():
         if inspect.getattr_static(time, name, None) is not original:
             setattr(time, name, original)
             out.append(f"time.{name}")
+    for owner, attr, original, label in _torch_clocks():
+        if inspect.getattr_static(owner, attr, None) is not original:
+            setattr(owner, attr, original)
+            out.append(label)
     return out
 
 
