@@ -247,18 +247,14 @@ def _batched_reports(records: Iterable[Record], most: int = _BATCH) -> Iterator[
         if not batch:
             return
         ones = [None if rec[2] is None else decode_checked(rec[2]) for rec in batch]
-        found: list[Any] = check_batch([None if one is None else one[0] for one in ones], future_limit())
-        for i, one in enumerate(ones):
+        found = check_batch([None if one is None else one[0] for one in ones], future_limit())
+        for rec, one, fs in zip(batch, ones, found, strict=True):
             if one is None:
-                found[i] = None
-        for rec, one, fs in zip(batch, ones, found, strict=True):
-            if one is not None and fs is not None and one[0].profiler:
-                fs.extend(raw_table_findings(one[0], rec[0]))
-        for rec, one, fs in zip(batch, ones, found, strict=True):
-            if one is None or fs is None:
                 yield from report_record(rec)
                 continue
             p = one[0]
+            if p.profiler:
+                fs.extend(raw_table_findings(p, rec[0]))
             cid = one[1]
             pid = p.packet_id
             if fs or cid is None or cid != pid:

@@ -9,6 +9,7 @@ from ._common import LO as _LO
 from ._common import a as _a
 from ._context import Add, Ctx
 from ._engine import declare
+from .baseline import small_flush
 
 declare(
     "KE401",
@@ -229,15 +230,20 @@ def _contradicted(p: Any, check: str) -> str | None:
             if c is not None and c.fresh_inputs is False:
                 return f"the {side}'s conditions record its inputs reused (fresh_inputs: false)"
     elif check == "cache_flush":
-        from .baseline import small_flush
-
+        first = _UNSET
         for c, side in sides:
             cache = c.cache if c is not None else None
+            if cache is not None and cache == first:
+                break  # the baseline's cache as the candidate's: nothing new to say
+            first = cache
             if cache is not None and cache.mode == "warm":
                 return f"the {side}'s conditions record warm caches"
             if small_flush(p, cache):
                 return f"the {side}'s flush is smaller than the last-level cache"
     return None
+
+
+_UNSET: Any = object()
 
 
 #: names an output tensor goes by
