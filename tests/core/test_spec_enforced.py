@@ -391,6 +391,15 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], str, str]] = [
         "/timing/stats/median",
     ),  # fmt: skip
     (
+        "7 KE601 a MIG slice gets its share of the peak",
+        _all(
+            _set("hardware", "device", value="NVIDIA H100 80GB HBM3 MIG 3g.40gb"),
+            _set("hardware", "compute_units", value=60),
+        ),  # 763 TFLOP/s: below the whole H100's 989, above 60/132 of it
+        "KE601",
+        "/timing/stats/median",
+    ),
+    (
         "7 KE602 bandwidth within peak",
         _set("task", "shapes", 0, "work", "bytes", value={"value": 1e9, "unit": "B"}),
         "KE602",

@@ -19,7 +19,7 @@ declare(
     "error",
     "achieved FLOP/s within the device peak",
     "check the FLOP count, the time unit and the device; a result above the peak is a measurement error or a cheat",
-    "Where the work (`task.work.flops`, or the timed shape's) and the device are known, FLOPs / median time MUST NOT exceed the device's peak FLOP/s for the task's dtypes (times the device count), with 5% slack; a block without a median is checked on its mean. The peak comes from the shipped table (docs/peaks.md), else from `hardware.peak_flop_rate`.",
+    "Where the work (`task.work.flops`, or the timed shape's) and the device are known, FLOPs / median time MUST NOT exceed the device's peak FLOP/s for the task's dtypes (times the device count), with 5% slack; a block without a median is checked on its mean. The peak comes from the shipped table (docs/peaks.md), else from `hardware.peak_flop_rate`; a device that records fewer SMs/CUs (`hardware.compute_units`) than the table's model has (a partition, a MIG slice) is held to that share of the peak.",
 )
 declare(
     "KE602",
@@ -155,11 +155,18 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
         add(("KE604", "/hardware/device", f"no peak figures for `{dev}`: achieved rates cannot be checked"))
         return
     if fl is not None:
+        share = ""
         if peaks is not None:
             dtypes = tuple(task.dtypes) if task.dtypes else ()
             peak = _peak_cache.get((peaks.key, dtypes))
             if peak is None:
                 peak = peak_flops_for(peaks, dtypes)
+            units = h.compute_units if h is not None else None
+            if units and peak:
+                whole = _whole_units(peaks.key)
+                if whole and units < whole:
+                    peak = peak * units / whole  # a partition or MIG slice: its share of the units
+                    share = f" for {units} of its {whole} SMs/CUs"
         else:
             rec = h.peak_flop_rate
             peak = rec.value * _FACTOR[rec.unit] if rec is not None else None
@@ -171,7 +178,7 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
                     (
                         "KE601",
                         _typical_ptr(t),
-                        f"achieved {fl / 1e12:.4g} TFLOP/s exceeds {src} of {peak / 1e12:.4g} TFLOP/s",
+                        f"achieved {fl / 1e12:.4g} TFLOP/s exceeds {src}{share} of {peak / 1e12:.4g} TFLOP/s",
                     )
                 )
     if by is not None:
@@ -200,6 +207,14 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
                             f"achieved {by / 1e9:.4g} GB/s exceeds {src} of {bw / 1e9:.4g} GB/s",
                         )
                     )
+
+
+@lru_cache(maxsize=256)
+def _whole_units(key: str) -> int | None:
+    """The SM/CU count of the one table model ``key`` names (None for an upper bound over
+    several models, or a model without one)."""
+    e = device(key)
+    return e.compute_units if e is not None else None
 
 
 def _typical_ptr(t: Any) -> str:
