@@ -31,6 +31,7 @@ __all__ = [
     "ENTRY_POINT_GROUP",
     "adapter_sources",
     "available_adapters",
+    "builtin_names",
     "get_adapter",
     "missing_fields",
     "start_packet",
@@ -53,6 +54,11 @@ _BUILTIN: dict[str, str] = {
     "kernelbot": ".kernelbot",
     "tritonbench": ".tritonbench",
 }
+
+
+def builtin_names() -> tuple[str, ...]:
+    """The names of the built-in adapters, in registry order (aliases not included)."""
+    return tuple(_BUILTIN)
 
 
 #: raw values above which a side file is compressed in Arrow's threads (see

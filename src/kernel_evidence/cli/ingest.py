@@ -20,9 +20,13 @@ from ._common import EXIT_INVALID, EXIT_OK, EXIT_USAGE, fail
 
 
 def register(app: typer.Typer) -> None:
+    from ..adapters import builtin_names
+
+    tools = ", ".join(builtin_names())
+
     @app.command("ingest")
     def ingest_cmd(
-        tool: str = typer.Argument(..., help="Adapter name: ncu, vllm, rocprof, xprof (or an alias)."),
+        tool: str = typer.Argument(..., help=f"Adapter name: {tools} (or an alias, or a plug-in's name)."),
         inputs: list[str] = typer.Argument(..., help="Files or directories the tool wrote."),
         output: str | None = typer.Option(
             None,
