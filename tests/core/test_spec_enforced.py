@@ -500,6 +500,23 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], str, str]] = [
         "/timing/serving/total_output_tokens",
     ),  # fmt: skip
     (
+        "7 KE1001 a saturated run takes no longer than its rounds of requests",
+        _all(
+            _set("task", "serving", value={"max_concurrency": 10, "request_rate": "inf"}),
+            _set(
+                "timing",
+                "serving",
+                value={
+                    "completed": 100,
+                    "duration": {"value": 600.0, "unit": "s"},
+                    "e2el": {"unit": "ms", "median": 900.0, "max": 2000.0},
+                },
+            ),
+        ),  # 10 rounds of at most 2 s: 32 s at most, not 600
+        "KE1001",
+        "/timing/serving/duration",
+    ),
+    (
         "7 KE1003 completed + failed = prompts",
         _all(
             _set("task", "serving", value={"num_prompts": 10}),

@@ -30,7 +30,12 @@ declare(
     "side: MUST NOT fall short of them by more than 10%, which would inflate the speedup). The "
     "duration MUST cover the requests: at least the largest end-to-end latency given (max or "
     "a percentile), and, where the concurrency is bounded (`task.serving.max_concurrency`), at "
-    "least completed x mean end-to-end latency / concurrency (10% slack).",
+    "least completed x mean end-to-end latency / concurrency (10% slack). Where every request "
+    "was sent at once (`task.serving.request_rate` `inf`) and none failed, the duration MUST "
+    "NOT exceed the rounds the concurrency allows (completed / `max_concurrency`, rounded up; "
+    "one round without a bound) x the largest end-to-end latency, x 1.5 + 2 s: a side whose "
+    "requests all finished fast did not take minutes (a duration in the wrong unit deflates "
+    "a baseline's throughputs).",
 )
 declare(
     "KE1002",
@@ -214,6 +219,21 @@ def _duration_covers(ptr: str, s: Any, st: Any, sec: float, add: Add) -> None:
         )
         return
     conc = st.max_concurrency if st is not None else None
+    if longest is not None and e2el.max is not None and s.completed and not s.failed and st is not None:
+        rate = st.request_rate
+        if rate == "inf" or (isinstance(rate, float) and rate == float("inf")):
+            rounds = -(-s.completed // conc) if conc else 1
+            most = rounds * e2el.max * f * _ROUNDS_SLACK + _ROUNDS_EXTRA_S
+            if sec > most:
+                add(
+                    (
+                        "KE1001",
+                        f"{ptr}/duration",
+                        f"duration {sec:g} s is longer than {rounds} round(s) of requests of at most "
+                        f"{e2el.max * f:g} s each can take (at most {most:.4g} s)",
+                    )
+                )
+                return
     if conc and s.completed and e2el.mean is not None:
         # Little's law: the requests' latencies sum to at most concurrency x duration
         busy = s.completed * e2el.mean * f
@@ -227,6 +247,10 @@ def _duration_covers(ptr: str, s: Any, st: Any, sec: float, add: Add) -> None:
                 )
             )
 
+
+#: the upper bound on a saturated run's duration: rounds x the longest request, x this + that
+_ROUNDS_SLACK = 1.5
+_ROUNDS_EXTRA_S = 2.0
 
 _PAIRED = ("median", "mean", "min", "max")
 
