@@ -9,7 +9,10 @@ Prints, in one run on the same JSONL file:
   * packets/s of jsonschema's Draft 2020-12 validator with the published schema
     (on a subset of each chunk: it is slow; the rate is per packet, so it compares directly)
   * packets/s of msgspec.json.decode alone (the parse floor)
-  * peak RSS of `kevidence validate` on 20k vs 200k packets (must not grow with the count)
+  * where the engine's time goes (``--stages``): decoding, the canonical form and id, the
+    rule bands, the reports, and the grades, each against the parse floor
+  * peak RSS of `kevidence validate` on 20k vs 200k packets, in one process and with its
+    automatic workers (``--memory``; must not grow with the count)
 
 Throughputs are per CPU second of this process (time.process_time), all three measured interleaved,
 so that the ratios hold on a shared machine; the CLI line is wall time.
@@ -51,7 +54,9 @@ def recorded_templates() -> list[dict]:
     amd["measured_at"] = h100["measured_at"]
     amd["defences"] = copy.deepcopy(h100["defences"])
     t = amd["timing"]
-    shape = next(s for s in amd["task"]["shapes"] if s["id"] == t.get("shape_id")) if t.get("shape_id") else None
+    shape = (
+        next(s for s in amd["task"]["shapes"] if s["id"] == t.get("shape_id")) if t.get("shape_id") else None
+    )
     cond = {
         "dtypes": list(amd["task"]["dtypes"]),
         "device": amd["hardware"]["device"],
@@ -60,7 +65,11 @@ def recorded_templates() -> list[dict]:
         "warmup": t.get("warmup", 10),
         "repeats": t.get("repeats", 30),
         "synchronized": True,
-        "cache": {"mode": "flushed", "flush_bytes": {"value": 512, "unit": "MiB"}, "flush_in_timed_window": False},
+        "cache": {
+            "mode": "flushed",
+            "flush_bytes": {"value": 512, "unit": "MiB"},
+            "flush_in_timed_window": False,
+        },
         "session": "bench-session",
         "interleaved": True,
         "fresh_inputs": True,
@@ -146,12 +155,91 @@ def bench_interleaved(path: Path, js_total: int, chunk: int = 2000) -> dict[str,
     return {k: (int(v[0]), float(v[1])) for k, v in out.items()}
 
 
-def cli_run(path: Path) -> tuple[float, int]:
-    """Wall time and peak RSS (KiB) of `kevidence validate --quiet path` in a child process."""
+def bench_stages(path: Path, rounds: int = 3) -> dict[str, float]:
+    """Where the engine's time goes, in CPU microseconds per packet (best of ``rounds``,
+    each stage timed right after the parse floor, over the same lines):
+
+    * ``floor``: ``msgspec.json.decode`` to Python objects;
+    * ``structs``: decoding into the packet structs and their pattern check;
+    * ``decode``: what the validator does per packet before any rule (the structs, the
+      canonical re-encoding that proves no key is repeated, and the SHA-256 of the
+      canonical bytes for the packet id);
+    * ``bare``: ``validate_paths`` with no rule band (each batch's findings empty):
+      reading, decoding and the reports;
+    * ``engine``: ``validate_paths`` (``engine - bare`` is what the rule bands cost, on
+      packets just decoded, as in the engine);
+    * ``grades``: grading every report (what ``--json`` and the listed packets add).
+    """
+    import kernel_evidence.rules as engine_module
+    from kernel_evidence._codec.decode import decode_checked
+    from kernel_evidence._codec.structs import PacketStructNoPatterns, check_patterns
+    from kernel_evidence.rules import validate_paths
+
+    lines = path.read_bytes().splitlines()
+    n = len(lines)
+    dec = msgspec.json.Decoder()
+    structs = msgspec.json.Decoder(PacketStructNoPatterns)
+    reports = list(validate_paths([str(path)]))
+    packets = [rep._packet for rep in reports]  # noqa: SLF001  (a report keeps it until graded)
+
+    def floor() -> None:
+        for line in lines:
+            dec.decode(line)
+
+    def run_structs() -> None:
+        for line in lines:
+            check_patterns(structs.decode(line))
+
+    def run_decode() -> None:
+        for line in lines:
+            decode_checked(line)
+
+    def run_bare() -> None:
+        real = engine_module.check_batch
+        engine_module.check_batch = lambda ps, future=None: [[] for _ in ps]
+        try:
+            for _ in validate_paths([str(path)]):
+                pass
+        finally:
+            engine_module.check_batch = real
+
+    def run_engine() -> None:
+        for _ in validate_paths([str(path)]):
+            pass
+
+    def run_grades() -> None:
+        for rep in reports:
+            rep.grade  # noqa: B018  (computed when first read)
+
+    stages = {
+        "structs": run_structs,
+        "decode": run_decode,
+        "bare": run_bare,
+        "engine": run_engine,
+        "grades": run_grades,
+    }
+    best = dict.fromkeys(["floor", *stages], float("inf"))
+    for _ in range(rounds):
+        for name, fn in stages.items():
+            t = time.process_time()
+            floor()
+            best["floor"] = min(best["floor"], time.process_time() - t)
+            if name == "grades":  # ungraded again (a report drops its packet once graded)
+                for rep, p in zip(reports, packets, strict=True):
+                    rep._grade, rep._packet = None, p  # noqa: SLF001
+            t = time.process_time()
+            fn()
+            best[name] = min(best[name], time.process_time() - t)
+    return {k: v / n * 1e6 for k, v in best.items()}
+
+
+def cli_run(path: Path, jobs: int = 0) -> tuple[float, int]:
+    """Wall time and peak RSS (KiB) of `kevidence validate --quiet [--jobs N] path` in a child
+    process (the largest of its processes: the command, or one of its workers)."""
     code = (
         "import resource,subprocess,sys,time;"
         "t=time.perf_counter();"
-        f"r=subprocess.run([sys.executable,'-m','kernel_evidence','validate','--quiet','--no-progress',{str(path)!r}],stdout=subprocess.DEVNULL);"
+        f"r=subprocess.run([sys.executable,'-m','kernel_evidence','validate','--quiet','--no-progress','--jobs',{str(jobs)!r},{str(path)!r}],stdout=subprocess.DEVNULL);"
         "dt=time.perf_counter()-t;"
         "print(dt, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, r.returncode)"
     )
@@ -168,6 +256,12 @@ def main() -> int:
     ap.add_argument("--packets", type=int, default=50_000)
     ap.add_argument("--jsonschema-packets", type=int, default=3_000)
     ap.add_argument("--memory", action=argparse.BooleanOptionalAction, default=True)
+    ap.add_argument(
+        "--stages",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="also time each stage of the engine against the parse floor",
+    )
     ap.add_argument(
         "--cli-runs", type=int, default=3, help="runs of the CLI end to end (best and median shown)"
     )
@@ -199,17 +293,34 @@ def main() -> int:
             f"{floor / rate(n, statistics.median(cli_times)):.2f}x (wall clock, workers on this machine's cores vs "
             "one core's CPU time)"
         )
+        if args.stages:
+            st = bench_stages(path)
+            print("per packet, CPU us (x parse floor), best of 3, each stage right after the floor:")
+            rows = (
+                ("parse floor (msgspec.json.decode)", st["floor"]),
+                ("decode into the packet structs + patterns", st["structs"]),
+                ("  + canonical re-encoding + id hash", st["decode"]),
+                ("validate_paths without the rule bands", st["bare"]),
+                ("the rule bands (engine - the above)", st["engine"] - st["bare"]),
+                ("validate_paths (the engine)", st["engine"]),
+                ("grading every report (--json, listed ones)", st["grades"]),
+            )
+            for label, us in rows:
+                print(f"  {label:<45} {us:6.2f} us  ({us / st['floor']:.2f}x)")
         if args.memory:
-            rss = {}
+            rss: dict[tuple[int, int], int] = {}
             for count in (20_000, 200_000):
                 p = Path(tmp) / f"m{count}.jsonl"
                 make_packets(count, p)
-                _, rss[count] = cli_run(p)
+                for jobs in (1, 0):
+                    _, rss[count, jobs] = cli_run(p, jobs)
                 p.unlink()
-            print(
-                f"peak RSS: 20k packets {rss[20_000] / 1024:.1f} MiB, 200k packets {rss[200_000] / 1024:.1f} MiB "
-                f"(ratio {rss[200_000] / rss[20_000]:.2f})"
-            )
+            for jobs, label in ((1, "one process (--jobs 1)"), (0, "automatic --jobs")):
+                small, large = rss[20_000, jobs], rss[200_000, jobs]
+                print(
+                    f"peak RSS, {label}: 20k packets {small / 1024:.1f} MiB, 200k packets "
+                    f"{large / 1024:.1f} MiB (ratio {large / small:.2f})"
+                )
     return 0
 
 
