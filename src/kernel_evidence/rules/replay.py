@@ -65,7 +65,7 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
         repo = r.repository
         if repo is not None and repo.commit is not None:
             commit = repo.commit
-            if not _HEX.match(commit):
+            if not _is_hash(commit):
                 add(
                     (
                         "KE104",
@@ -73,7 +73,7 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
                         f"commit `{_short(commit)}` is not a commit hash: a branch, tag or ref moves",
                     )
                 )
-            elif commit.count(commit[0]) == len(commit):
+            elif commit[0] == commit[-1] and commit.count(commit[0]) == len(commit):
                 add(
                     (
                         "KE104",
@@ -86,8 +86,9 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
             tag = _moving_tag(c.image) or "has a tag (tags are rebuilt in place)"
             add(("KE105", "/replay/container", f"image `{_short(c.image)}` {tag} and no digest"))
         elif c is not None and c.digest is not None:
-            hexes = c.digest.rsplit(":", 1)[-1]
-            if hexes and hexes.count(hexes[0]) == len(hexes):
+            d = c.digest
+            k = d.rfind(":") + 1  # the digits after the algorithm (all of it without one)
+            if k < len(d) and d[k] == d[-1] and d.count(d[k], k) == len(d) - k:
                 add(
                     (
                         "KE105",
@@ -134,7 +135,16 @@ def _replay(r: Any, add: Add) -> None:
         add(("KE102", "/replay", "replay pins neither a repository commit nor a container digest"))
 
 
-_HEX = re.compile(r"^[0-9a-fA-F]{7,64}$")
+_HEX_DIGITS = "0123456789abcdefABCDEF"
+
+
+def _is_hash(commit: str) -> bool:
+    """Whether ``commit`` matches ``^[0-9a-fA-F]{7,64}$`` (7 to 64 hexadecimal digits and,
+    as ``$`` allows, one line end after them), without a regular expression."""
+    if commit[-1:] == "\n":
+        commit = commit[:-1]
+    return 7 <= len(commit) <= 64 and not commit.strip(_HEX_DIGITS)
+
 
 #: programs that succeed doing nothing, or only print
 _NOOPS = frozenset(
