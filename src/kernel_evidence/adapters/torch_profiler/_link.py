@@ -35,6 +35,10 @@ _OP = frozenset({"cpu_op", "Operator"})
 _MEMCPY = frozenset({"gpu_memcpy", "Memcpy"})
 _MEMSET = frozenset({"gpu_memset", "Memset"})
 _STEP = "ProfilerStep#"
+#: HIP launch calls whose size arguments are the global work size in work-items
+#: (``globalWorkSizeX``...), not a count of blocks; Kineto (roctracer and rocprofiler-sdk
+#: loggers alike) writes that value as the call's ``grid``
+_GLOBAL_WORK_SIZE = frozenset({"hipExtModuleLaunchKernel", "hipHccModuleLaunchKernel"})
 
 
 @dataclass
@@ -86,6 +90,14 @@ def _dims(v: list[int] | None) -> list[int] | None:
     return v
 
 
+def _blocks(work_items: list[int], block: list[int] | None) -> list[int] | None:
+    """Blocks per dimension from a global work size (rounded up, as HIP launches a partial
+    last block); unknown without the block shape."""
+    if block is None or any(b <= 0 for b in block):
+        return None
+    return [-(-g // b) for g, b in zip(work_items, block, strict=True)]
+
+
 def scan(events: list[Event]) -> Scan:
     """Find the kernel launches (with their launching operators), memory copies and sets,
     and profiler steps of a trace."""
@@ -123,7 +135,7 @@ def scan(events: list[Event]) -> Scan:
     out.runtime_calls = len(runtime)
     out.cpu_ops = sum(len(v) for v in ops.values())
     by_corr: dict[int, Event] = {}
-    rt_args: dict[int, Any] = {}
+    rt_args: dict[int, tuple[Any, str]] = {}
     for ev in runtime:
         a, clean = decode_args(RUNTIME_ARGS, ev.args)
         if not clean:
@@ -131,7 +143,7 @@ def scan(events: list[Event]) -> Scan:
         if a.correlation is not None:
             by_corr[a.correlation] = ev
             if a.grid is not None or a.block is not None:
-                rt_args[a.correlation] = a
+                rt_args[a.correlation] = (a, ev.name)
     queries: dict[tuple[Any, Any], list[tuple[float, int]]] = defaultdict(list)
     for i, ev in kernels:
         launch = _launch(out, i, ev, rt_args, flow_ends)
@@ -153,7 +165,11 @@ def scan(events: list[Event]) -> Scan:
 
 
 def _launch(
-    out: Scan, i: int, ev: Event, rt_args: dict[int, Any], flow_ends: dict[tuple[Any, Any, float], Any]
+    out: Scan,
+    i: int,
+    ev: Event,
+    rt_args: dict[int, tuple[Any, str]],
+    flow_ends: dict[tuple[Any, Any, float], Any],
 ) -> Launch | None:
     if not ev.name:
         out.skip("no name", _place(i, ev))
@@ -181,10 +197,14 @@ def _launch(
     if (grid is None or block is None) and a.correlation is not None:
         # ROCm: the launch shape is on the runtime call (hipLaunchKernel's numBlocks and
         # dimBlocks), not on the dispatch
-        r = rt_args.get(a.correlation)
-        if r is not None:
-            grid = grid or _dims(r.grid)
+        found = rt_args.get(a.correlation)
+        if found is not None:
+            r, call = found
             block = block or _dims(r.block)
+            if grid is None:
+                grid = _dims(r.grid)
+                if grid is not None and call in _GLOBAL_WORK_SIZE:
+                    grid = _blocks(grid, block)
             shm = shm if shm is not None else r.shared_memory
     return Launch(ev, a, device, ev.ts, ev.dur, grid, block, shm)
 
