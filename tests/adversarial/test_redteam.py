@@ -241,6 +241,23 @@ def tpu_v5e_eight_chips_visible() -> Packet:
     return finalize(p)
 
 
+@red_control("AB", "a GEMM sharded over eight H100s, all eight visible, profiled on rank 0 only (as usual)")
+def h100_eight_gpus_rank0_profiled() -> Packet:
+    p = kernel_claim(
+        "gemm_bf16_tp8_32768", "h100", gemm(32768, 32768, 8192, ref_max=201.0),
+        cand_s=2.61e-3, base_s=2.84e-3, provider="cuBLASLt", version="12.4.5.8",
+        call="cublasLtMatmul(bf16, m=4096 per rank, n=32768, k=8192) on each of 8 ranks",
+        kernel="gemm_bf16_tn_128x256_warpspecialized",
+    )  # fmt: skip
+    p.pop("packet_id")
+    p["hardware"]["count"] = 8
+    for c in _both(p):
+        c["device_count"] = 8
+    p["replay"]["env"] = {"CUDA_VISIBLE_DEVICES": "0,1,2,3,4,5,6,7"}
+    p["profiler"][0]["attributes"] = {"ranks_profiled": "0"}
+    return finalize(p)
+
+
 @red_control(
     "AB", "an Arm server CPU (Graviton3, 64 cores) with its peaks declared, over OpenBLAS, host clock"
 )

@@ -231,6 +231,10 @@ def test_count_larger_than_the_candidate_capture_shows() -> None:
     cap["of"] = {"side": "candidate", "shape_id": "m4096n4096k4096"}
     cap["kernels"][0]["device"] = 0
     assert found(d) == {("KE805", "/hardware/count")}
+    # a replay that lists four visible devices outweighs a capture of one (rank 0 profiled)
+    d["replay"]["env"] = {"CUDA_VISIBLE_DEVICES": "0,1,2,3"}
+    assert found(d) == set()
+    d["replay"]["env"] = {}
     # a record without its device says nothing about the others
     del cap["kernels"][0]["device"]
     assert found(d) == set()

@@ -48,8 +48,10 @@ declare(
     "`hardware.count` (and the candidate's `timing.conditions.device_count`) MUST NOT exceed the "
     "devices the packet shows ran: the devices a replay exposes (`CUDA_VISIBLE_DEVICES`, "
     "`HIP_VISIBLE_DEVICES`, `ROCR_VISIBLE_DEVICES` in `replay.env`; for a TPU, "
-    "`TPU_VISIBLE_CHIPS` or `TPU_CHIPS_PER_PROCESS_BOUNDS` times `TPU_PROCESS_BOUNDS`), the distinct devices of a "
-    "capture of the candidate whose kernel records all name their device, or a serving run's "
+    "`TPU_VISIBLE_CHIPS` or `TPU_CHIPS_PER_PROCESS_BOUNDS` times `TPU_PROCESS_BOUNDS`), else the "
+    "distinct devices of a capture of the candidate whose kernel records all name their device "
+    "(only where the replay lists no visible devices: a run profiled on one rank shows one), or "
+    "a serving run's "
     "`tensor_parallel_size` x `pipeline_parallel_size` x `data_parallel_size` (the last from "
     "`task.serving.settings`, when recorded). A serving run's tensor x pipeline parallel size "
     "MUST NOT exceed `hardware.count`, and `conditions.device_count` MUST NOT exceed it either.",
@@ -299,7 +301,9 @@ def _devices_that_ran(p: Any) -> tuple[int | None, str]:
         n = _visible_devices(r.env)
         if n is not None:
             best, why = n, f"the replay exposes {n}"
-    for i, cap in enumerate(p.profiler or ()):
+    # a capture counts only where the replay lists no visible devices: a multi-device run
+    # is often profiled on one rank only, so its capture shows fewer devices than ran
+    for i, cap in enumerate(p.profiler or () if best is None else ()):
         of = cap.of
         if of is None or of.side != "candidate" or not cap.kernels:
             continue
