@@ -184,14 +184,23 @@ def _std(ptr: str, s: Any, add: Add) -> None:
 
 def _warmed(t: Any, st: Any, b: Any, add: Add) -> None:
     """KE508: one timed call, or no warmup, on either side of a claim."""
-    r, rptr = cand(t, "repeats")
-    if r is None and st.n is not None:
-        r, rptr = st.n, "/timing/stats/n"
+    # cand(t, "repeats") and cand(t, "warmup") inline, their pointers worked out when reported
+    c = t.conditions
+    r = c.repeats if c is not None else None
+    if r is None:
+        r = t.repeats
+        if r is None:
+            r = st.n
     if r == 1:
+        stated, rptr = cand(t, "repeats")
+        if stated is None:
+            rptr = "/timing/stats/n"
         add(("KE508", rptr, "the candidate was timed once: one call cannot support a speedup"))
-    mode, _ = cache_mode(t)
-    w, wptr = cand(t, "warmup")
-    if w == 0 and mode != "cold_start":
+    w = c.warmup if c is not None else None
+    if w is None:
+        w = t.warmup
+    if w == 0 and cache_mode(t)[0] != "cold_start":
+        wptr = cand(t, "warmup")[1]
         add(
             (
                 "KE508",
