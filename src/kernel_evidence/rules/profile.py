@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ._common import CACHED_CHARS
 from ._context import Add, Ctx
 from ._engine import declare
 from ._units import FACTOR
@@ -65,6 +66,18 @@ _DEFAULT_TOLERANCE = 0.5
 #: the widest tolerance a capture may state (a kernel twice the claimed time is not noise)
 _MAX_TOLERANCE = 1.0
 _UTILITY = re.compile(r"memset|memcpy|fill|flush|\bzero", re.IGNORECASE)
+_UTILITY_CACHE: dict[str, bool] = {}
+
+
+def _utility(name: str) -> bool:
+    """Whether a kernel name is a harness's memset, memcpy, fill or flush (cached: a batch
+    repeats a few kernel names)."""
+    hit = _UTILITY_CACHE.get(name)
+    if hit is None:
+        hit = _UTILITY.search(name) is not None
+        if len(_UTILITY_CACHE) < 4096 and len(name) <= CACHED_CHARS:
+            _UTILITY_CACHE[name] = hit
+    return hit
 
 
 def check(p: Any, ctx: Ctx, add: Add) -> None:
@@ -81,7 +94,7 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
             continue
         said += 1
         candidate = candidate or of.side == "candidate"
-        if of.shape_id is not None and shapes and all(sh.id != of.shape_id for sh in shapes):
+        if of.shape_id is not None and shapes and not _listed(of.shape_id, shapes):
             add(
                 (
                     "KE1103",
@@ -112,20 +125,33 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
 def _matches(rec: Any, wanted: list[str]) -> bool:
     name = rec.name.casefold()
     raw = rec.raw_name.casefold() if rec.raw_name else ""
-    return any(w in name or (raw and w in raw) for w in wanted)
+    for w in wanted:  # noqa: SIM110  (a loop: any() over a generator costs more, once per record)
+        if w in name or (raw and w in raw):
+            return True
+    return False
+
+
+def _listed(shape_id: str, shapes: list[Any]) -> bool:
+    """Whether one of ``shapes`` has the id ``shape_id``."""
+    for sh in shapes:  # noqa: SIM110  (a loop: any() over a generator costs more)
+        if sh.id == shape_id:
+            return True
+    return False
 
 
 def _expected_present(i: int, cap: Any, expected: list[str], add: Add) -> None:
     wanted = [w.casefold() for w in expected]
-    if not any(_matches(rec, wanted) for rec in cap.kernels):
-        shown = ", ".join(sorted({r.name for r in cap.kernels})[:3])
-        add(
-            (
-                "KE1102",
-                f"/profiler/{i}/kernels",
-                f"a capture of the candidate without any expected kernel ({', '.join(expected)}); it shows {shown}",
-            )
+    for rec in cap.kernels:
+        if _matches(rec, wanted):
+            return
+    shown = ", ".join(sorted({r.name for r in cap.kernels})[:3])
+    add(
+        (
+            "KE1102",
+            f"/profiler/{i}/kernels",
+            f"a capture of the candidate without any expected kernel ({', '.join(expected)}); it shows {shown}",
         )
+    )
 
 
 def _fits_claim(p: Any, i: int, cap: Any, of: Any, add: Add) -> None:
@@ -185,7 +211,7 @@ def _kernel_time_per_call(cap: Any, expected: list[str] | None) -> float | None:
     for rec in cap.kernels:
         m = rec.metrics
         d = m.get("duration") if m else None
-        if d is None or d.unit not in FACTOR or _UTILITY.search(rec.name):
+        if d is None or d.unit not in FACTOR or _utility(rec.name):
             continue
         n = rec.invocations if rec.invocations is not None else 1
         if n <= 0:
@@ -197,7 +223,12 @@ def _kernel_time_per_call(cap: Any, expected: list[str] | None) -> float | None:
     if not launches:
         return None
     if wanted is not None:
-        calls_of = [n for name, n in launches.items() if any(w in name.casefold() for w in wanted)]
+        for name, n in launches.items():
+            folded = name.casefold()
+            for w in wanted:
+                if w in folded:
+                    calls_of.append(n)
+                    break
     calls = min(calls_of) if calls_of else min(launches.values())
     per_stream: dict[str | None, float] = {}
     for name, ds in durations.items():
