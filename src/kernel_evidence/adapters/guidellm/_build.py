@@ -68,7 +68,8 @@ def percentile_key(key: str) -> str | None:
 
 
 def _stats(d: Dist | None, factor: float) -> Stats | None:
-    if d is None or (d.median is None and d.mean is None) or not d.count:
+    # a summary of no requests (count 0) says nothing; one without a count still does
+    if d is None or (d.median is None and d.mean is None) or d.count == 0:
         return None
     pct: dict[str, float] = {}
     for k, v in d.percentiles.items():
