@@ -96,19 +96,16 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
                         f"digest `{_short(c.digest)}` is a hash of nothing (one digit repeated)",
                     )
                 )
-    # _replay re-checks in full; this guard only skips it when it has nothing to say (the
-    # common case)
-    if not (
-        r is not None
-        and r.command
-        and r.command[0].strip()
-        and not (r.shell and len(r.command) != 1)
-        and (
-            (r.repository is not None and r.repository.commit)
-            or (r.container is not None and r.container.digest)
-        )
-    ):
-        _replay(r, add)
+        # _replay re-checks in full; this guard (on the values read above) only skips it
+        # when it has nothing to say (the common case)
+        if (
+            cmd
+            and cmd[0].strip()
+            and not (r.shell and len(cmd) != 1)
+            and ((repo is not None and repo.commit) or (c is not None and c.digest))
+        ):
+            return
+    _replay(r, add)
 
 
 def _replay(r: Any, add: Add) -> None:
