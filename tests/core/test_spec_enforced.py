@@ -713,6 +713,15 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], str, str]] = [
         "/timing/baseline/serving/total_output_tokens",
     ),
     (
+        "7 KE208 clocks locked on both sides or neither",
+        _all(
+            _set("timing", "conditions", value={"clock_policy": "unlocked"}),
+            _set(*_B, "conditions", value={"clock_policy": "locked"}),
+        ),
+        "KE208",
+        "/timing/conditions/clock_policy",
+    ),
+    (
         "7 KE208 a rotation through one buffer is warm",
         _all(
             _set("timing", "conditions", value={"cache": {"mode": "rotating", "rotating_buffers": 1}}),
@@ -881,6 +890,17 @@ WARNINGS: list[tuple[str, Callable[[dict[str, Any]], None], str, str]] = [
         _all(_set(*_B, "packet_id", value="sha256:" + "1" * 64), _set(*_B, "stats")),
         "KE211",
         "/timing/baseline/packet_id",
+    ),
+    (
+        "7 KE304 a candidate keeping fewer samples than it timed, unsaid",
+        _all(
+            _set("timing", "stats", "n", value=21),
+            _set("timing", "conditions", value={"repeats": 51}),
+            _set(*_B, "conditions", value={"repeats": 51}),
+            _set(*_B, "stats", "n", value=51),
+        ),
+        "KE304",
+        "/timing/stats/n",
     ),
     (
         "7 KE304 basis supported by the median",

@@ -88,6 +88,7 @@ declare(
     "cache size, the largest the conditions, hardware and device table give, evicts nothing, "
     "nor does rotating through one buffer, or through `rotating_buffers` x the timed shape's "
     "bytes below that size: that side was warm), a flush inside the timed window on both sides or neither, "
+    "clocks locked on both sides or neither (`clock_policy`), "
     "and CUDA-graph replays on both sides or neither. `same_session: true` MUST NOT stand "
     "beside two different `session` ids, nor `interleaved: true` beside conditions that "
     "record `interleaved: false`.",
@@ -369,6 +370,17 @@ def _compare(p: Any, t: Any, b: Any, bc: Any, add: Add) -> None:
                     f"baseline timed with {bm}, the candidate with {m} ({mptr}): they time different things",
                 )
             )
+    cp, cp_ptr = cand(t, "clock_policy")
+    bp = bc.clock_policy
+    if cp is not None and bp is not None and cp != bp and "unknown" not in (cp, bp):
+        ptr = cp_ptr if cp == "unlocked" else _B + "clock_policy"
+        add(
+            (
+                "KE208",
+                ptr,
+                f"the candidate ran with clocks {cp}, the baseline {bp}: a boosting side against a pinned one",
+            )
+        )
     s, sync_ptr = cand(t, "synchronized")
     if bc.synchronized is not None and s is not None and bc.synchronized != s:
         ptr = sync_ptr if s is False else _B + "synchronized"

@@ -44,7 +44,8 @@ declare("KE304", "warning", "the claim's basis is what the samples support",
      "on the mean or the minimum that exceeds the median speedup by more than a quarter "
      "(one slow baseline outlier inflating its mean, one lucky candidate sample) is "
      "cherry-picked; so are sides whose samples were handled differently (`sample_handling`, "
-     "or samples `dropped` on the candidate's side only). Graded C at best.", caps="C")  # fmt: skip
+     "samples `dropped` on one side only, or one side's `n` below its `repeats` beside another "
+     "that kept all of its own). Graded C at best.", caps="C")  # fmt: skip
 declare("KE305", "warning", "a speedup over a tuned library is within what tuning gives",
      "check both sides' units and conditions; a gain of 10x over a vendor library or serving engine is "
      "almost always a measurement error, and is graded as one until a reviewer has reproduced it",
@@ -159,8 +160,16 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
     cc = t.conditions
     bc = b.conditions
     st = t.stats
-    if (cc is not None and cc.sample_handling is not None) or (st is not None and st.dropped):
+    bst = b.stats
+    if (
+        (cc is not None and cc.sample_handling is not None)
+        or (bc is not None and bc.sample_handling is not None)
+        or (st is not None and st.dropped)
+        or (bst is not None and bst.dropped)
+    ):
         _handling(t, b, cc, bc, add)
+    if st is not None and not st.dropped and st.n is not None and bc is not None and bc.repeats is not None:
+        _unstated_drop(t, b, st, bc, add)
 
 
 _INF = float("inf")
@@ -209,21 +218,25 @@ def _basis_supported(t: Any, b: Any, basis: str, computed: float, add: Add) -> N
 
 
 def _handling(t: Any, b: Any, cc: Any, bc: Any, add: Add) -> None:
-    """KE304: samples trimmed (or dropped) on the candidate's side only."""
+    """KE304: samples trimmed (or dropped) on one side only (the candidate's slow ones, or
+    the baseline's fast ones)."""
     ch, chp = cand(t, "sample_handling")
     bh = bc.sample_handling if bc is not None else None
-    if ch is not None and bh is not None and ch != bh and ch != "all":
+    if ch is not None and bh is not None and ch != bh:
+        who, ptr = ("candidate", chp) if ch != "all" else ("baseline", _B_HANDLING)
         add(
             (
                 "KE304",
-                chp,
-                f"the candidate's samples were {ch.replace('_', ' ')}, the baseline's {bh.replace('_', ' ')}: the sides are not summarised alike",
+                ptr,
+                f"the candidate's samples were {ch.replace('_', ' ')}, the baseline's {bh.replace('_', ' ')} "
+                f"(the {who}'s differ): the sides are not summarised alike",
             )
         )
         return
     st, bs = t.stats, b.stats
     dropped = st.dropped if st is not None else None
-    if dropped and bs is not None and not bs.dropped and bh in (None, "all"):
+    bdropped = bs.dropped if bs is not None else None
+    if dropped and bs is not None and not bdropped and bh in (None, "all"):
         add(
             (
                 "KE304",
@@ -231,6 +244,40 @@ def _handling(t: Any, b: Any, cc: Any, bc: Any, add: Add) -> None:
                 f"{dropped} candidate samples were dropped, no baseline sample: the sides are not summarised alike",
             )
         )
+    elif bdropped and st is not None and not dropped and ch in (None, "all"):
+        add(
+            (
+                "KE304",
+                "/timing/baseline/stats/dropped",
+                f"{bdropped} baseline samples were dropped, no candidate sample: the sides are not summarised alike",
+            )
+        )
+
+
+_B_HANDLING = "/timing/baseline/conditions/sample_handling"
+
+
+def _unstated_drop(t: Any, b: Any, st: Any, bc: Any, add: Add) -> None:
+    """KE304: one side kept fewer samples than it timed, unsaid, while the other kept every
+    one of its own (the fastest 21 of 51 calls: ``n: 21``, ``repeats: 51``)."""
+    reps, rptr = cand(t, "repeats")
+    bs = b.stats
+    if reps is None or bs is None or bs.n is None or bs.dropped:
+        return
+    if st.n < reps and bs.n >= bc.repeats:
+        ptr, who, kept, timed, other = "/timing/stats/n", "candidate", st.n, reps, "baseline"
+    elif bs.n < bc.repeats and st.n >= reps:
+        ptr, who, kept, timed, other = "/timing/baseline/stats/n", "baseline", bs.n, bc.repeats, "candidate"
+    else:
+        return
+    add(
+        (
+            "KE304",
+            ptr,
+            f"the {who} kept {kept} of its {timed} timed calls, the {other} all of its own: "
+            "the sides are not summarised alike",
+        )
+    )
 
 
 def _huge_over_a_library(t: Any, b: Any, value: float, add: Add) -> None:
