@@ -185,7 +185,7 @@ class Builder:
                 device_id=_device_id(dev) if dev else None,
                 method=self.method,
                 repeats=e.stats.trials,
-                shape_id=f"level{e.level}/{e.problem_id}",
+                shape_id=f"{e.level_key}/{e.problem_id}",
             )
             name = e.file_name.removesuffix(".py")
             out.append(
@@ -196,12 +196,12 @@ class Builder:
                     f"{_provider(b)} ({os.path.basename(b.path)})",
                     status="passed",
                     created_at=self.created_at,
-                    lineage=Lineage(relation="baseline", candidate_id=f"{b.config}:level{e.level}/{name}"),
+                    lineage=Lineage(relation="baseline", candidate_id=f"{b.config}:{e.level_key}/{name}"),
                     task=self._task(e.level, e.problem_id, e.file_name, b),
                     timing=Timing(
                         method=self.method,
                         repeats=e.stats.trials,
-                        shape_id=f"level{e.level}/{e.problem_id}",
+                        shape_id=f"{e.level_key}/{e.problem_id}",
                         stats=_stats(e.stats),
                         notes=self.method_note,
                         conditions=cond,
@@ -210,7 +210,7 @@ class Builder:
                     extensions={
                         "kernelbench:raw": {
                             "file": os.path.basename(b.path),
-                            "key": f"level{e.level}/{e.file_name}",
+                            "key": f"{e.level_key}/{e.file_name}",
                             "stats": e.raw,
                         }
                     },
@@ -218,7 +218,7 @@ class Builder:
             )
         return out
 
-    def _task(self, level: int, pid: int, file_name: str | None, b: BaselineFile | None) -> Task:
+    def _task(self, level: int | str, pid: int, file_name: str | None, b: BaselineFile | None) -> Task:
         ref = None
         if file_name is not None:
             kind = "torch_compile" if b is not None and b.compiled else "torch_eager"

@@ -38,7 +38,9 @@ __all__ = [
 
 _KERNEL_FILE = re.compile(r"level_(\d+)_problem_(\d+)_sample_(\d+)_kernel\.py$")
 _PROBLEM_ID = re.compile(r"^(\d+)_")
-_LEVEL = re.compile(r"^level(\d+)$")
+#: a level key: ``level1`` (a number) or a named level (``level_tk``: KernelBench's
+#: ThunderKittens problems in ``results/timing/tk/``)
+_ANY_LEVEL = re.compile(r"^level(?:(\d+)|_([A-Za-z0-9][\w-]*))$")
 
 
 def _num(v: Any) -> float | None:
@@ -129,7 +131,8 @@ class EvalResults:
 
 @dataclass(frozen=True)
 class BaselineEntry:
-    level: int
+    #: the level number, or a named level's name (``tk``), which joins no eval results
+    level: int | str
     problem_id: int
     #: the problem's file name as the baseline file keys it (``1_Square_matrix_multiplication_.py``)
     file_name: str
@@ -138,6 +141,11 @@ class BaselineEntry:
     @property
     def raw(self) -> dict[str, Any] | None:
         return self.stats.raw
+
+    @property
+    def level_key(self) -> str:
+        """The level as the baseline file keys it (``level1``, ``level_tk``)."""
+        return f"level{self.level}" if isinstance(self.level, int) else f"level_{self.level}"
 
 
 @dataclass
@@ -177,7 +185,7 @@ def what_is(doc: Any) -> str | None:
     if not isinstance(doc, dict) or not doc:
         return None
     keys = list(doc)
-    if all(isinstance(k, str) and _LEVEL.match(k) for k in keys) and all(
+    if all(isinstance(k, str) and _ANY_LEVEL.match(k) for k in keys) and all(
         isinstance(v, dict) for v in doc.values()
     ):
         return "baseline"
@@ -242,10 +250,10 @@ def parse_baseline(path: str, doc: dict[str, Any]) -> BaselineFile:
     folder = p.parent.name if p.parent.parent.name == "timing" else None
     out = BaselineFile(path=path, config=_config(path), folder_device=folder or None)
     for level_key, problems in doc.items():
-        m = _LEVEL.match(level_key)
+        m = _ANY_LEVEL.match(level_key)
         if m is None or not isinstance(problems, dict):
             continue
-        level = int(m.group(1))
+        level: int | str = int(m.group(1)) if m.group(1) is not None else m.group(2)
         for name, value in problems.items():
             idm = _PROBLEM_ID.match(str(name))
             stats = TimingStats.of(value)
