@@ -461,6 +461,25 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], str, str]] = [
         "/hardware/peak_bandwidth",
     ),
     (
+        "7 KE607 a CPU declares no more than its cores can retire",
+        _all(
+            _set(
+                "hardware",
+                value={
+                    "vendor": "cpu",
+                    "device": "AMD EPYC 9654 96-Core Processor",
+                    "arch": "x86_64",
+                    "compute_units": 96,
+                    "clocks": {"locked": False, "sm_observed": {"value": 3100.0, "unit": "MHz"}},
+                    "peak_flop_rate": {"value": 80.0, "unit": "TFLOP/s"},
+                },
+            ),
+            _set("task", "dtypes", value=["fp32"]),
+        ),  # 96 cores x 3.1 GHz x 64 fp32 FLOP/cycle = 19 TFLOP/s
+        "KE607",
+        "/hardware/peak_flop_rate",
+    ),
+    (
         "7 KE805 count within the devices that ran",
         _all(_set("hardware", "count", value=4), _set("replay", "env", value={"CUDA_VISIBLE_DEVICES": "0"})),
         "KE805",

@@ -76,9 +76,15 @@ declare(
     "drop /hardware/peak_flop_rate and /hardware/peak_bandwidth, or record the datasheet figures",
     "The device table's figures bound a device (KE601, KE602), never the packet's own: where the "
     "table knows the device (or its arch), `hardware.peak_flop_rate` MUST NOT exceed the table's "
-    "highest FLOP/s for it, nor `hardware.peak_bandwidth` its memory bandwidth, with 5% slack.",
+    "highest FLOP/s for it, nor `hardware.peak_bandwidth` its memory bandwidth, with 5% slack. "
+    "A CPU the table does not know MUST NOT declare more than its cores (`compute_units`) x its "
+    "recorded clock x the most FLOP a core retires per cycle in the task's fastest dtype (32 "
+    "fp64, 64 fp32, 2048 16-bit, 4096 8-bit), x 1.5 for turbo clocks.",
 )
 
+
+#: turbo clocks above the one recorded
+_CPU_SLACK = 1.5
 
 #: :func:`device_peaks` by (device, arch) (short names only)
 _PEAKS_CACHE: dict[tuple[str | None, str | None, str | None], Any] = {}
@@ -96,7 +102,7 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
         _work_figures(p, task, add)
     h = p.hardware
     if h is not None and (h.peak_flop_rate is not None or h.peak_bandwidth is not None):
-        _declared_peaks(h, add)
+        _declared_peaks(h, p.task, add)
     t = p.timing
     if t is None:
         return
@@ -468,11 +474,51 @@ def _dtype_labels(task: Any, add: Add) -> None:
             return
 
 
-def _declared_peaks(h: Any, add: Add) -> None:
+#: the most FLOP one CPU core can retire per cycle, by the widest-vector unit any core has
+#: (two 512-bit FMA pipes for fp32/fp64; a matrix unit such as AMX for 16- and 8-bit types)
+_CPU_FLOP_PER_CYCLE = {
+    "fp64": 32,
+    "fp32": 64,
+    "tf32": 64,
+    "bf16": 2048,
+    "fp16": 2048,
+    "fp8": 4096,
+    "int8": 4096,
+}
+_CPU_ARCH = re.compile(r"x86|amd64|aarch64|arm64|armv|ppc64|power|riscv|s390", re.IGNORECASE)
+
+
+def _cpu_peak(h: Any, task: Any) -> float | None:
+    """An upper bound on a CPU's FLOP/s: cores x clock x the most FLOP a core can retire per
+    cycle in the task's fastest dtype (None when cores, clock or dtypes are not recorded)."""
+    if h.vendor != "cpu" and not (h.arch and _CPU_ARCH.search(h.arch)):
+        return None
+    c = h.clocks
+    if not h.compute_units or c is None or task is None or not task.dtypes:
+        return None
+    hz = max(
+        (q.value * _FACTOR[q.unit] for q in (c.sm_observed, c.sm_requested) if q is not None), default=0.0
+    )
+    per = [_CPU_FLOP_PER_CYCLE.get(dtype_class(d) or "", 4096) for d in task.dtypes]
+    return h.compute_units * hz * max(per) if hz > 0 else None
+
+
+def _declared_peaks(h: Any, task: Any, add: Add) -> None:
     if len(h.device) + len(h.arch or "") > _CACHED_CHARS:
         return
     peaks = device_peaks(h.device, h.arch)
     if peaks is None:
+        rec = h.peak_flop_rate
+        top = _cpu_peak(h, task) if rec is not None else None
+        if top is not None and rec.value * _FACTOR[rec.unit] > top * _CPU_SLACK:
+            add(
+                (
+                    "KE607",
+                    "/hardware/peak_flop_rate",
+                    f"declared peak {rec.value:g} {rec.unit} exceeds what {h.compute_units} CPU cores at the "
+                    f"recorded clock can retire ({top / 1e12:.4g} TFLOP/s for the task's dtypes)",
+                )
+            )
         return
     rec = h.peak_flop_rate
     if rec is not None and peaks.flops:
