@@ -599,6 +599,31 @@ def serving_baseline_stopped_early_on_eos(p: Packet) -> None:
     recompute_speedup(p)
 
 
+@red_cheat(
+    "mismatched_baseline", "h100_bf16_gemm_vs_cublaslt", "/timing/conditions/clock_policy",
+    "/timing/baseline/conditions/clock_policy",
+)  # fmt: skip
+def candidate_boosting_baseline_pinned(p: Packet) -> None:
+    """The baseline ran with clocks locked (1755 MHz), the candidate with them free to boost
+    (1980 MHz): a tenth of the 'speedup' is the clock."""
+    _t(p)["conditions"]["clock_policy"] = "unlocked"
+    _t(p)["clock_policy"] = "unlocked"
+    scale_side(p, "candidate", 0.89)
+
+
+@red_cheat(
+    "cherry_picked_statistics", "h100_bf16_gemm_vs_cublaslt", "/timing/stats/n", "/timing/stats",
+    "/timing/stats/samples",
+)  # fmt: skip
+def candidate_keeps_its_fastest_21_of_51_unsaid(p: Packet) -> None:
+    """The candidate timed 51 calls and kept its 21 fastest, with no ``dropped`` and every
+    side saying ``sample_handling: all``; the baseline kept all 51."""
+    st = _t(p)["stats"]
+    set_side_samples(p, "candidate", sorted(st["samples"])[:21], st["unit"])
+    _t(p)["repeats"] = 51
+    _t(p)["conditions"]["repeats"] = 51
+
+
 # ================================================================ cheats: correctness gaps
 
 
@@ -687,6 +712,16 @@ def eight_mi300x_claimed_one_exposed_by_rocr(p: Packet) -> None:
     _b(p)["conditions"]["device_count"] = 8
     p["replay"]["env"] = {"ROCR_VISIBLE_DEVICES": "3"}
     del p["profiler"]
+
+
+@red_cheat("work_figures", "cpu_epyc_sgemm_vs_openblas", "/hardware/peak_flop_rate", "/timing/stats")
+def cpu_declares_ten_times_its_peak(p: Packet) -> None:
+    """A 96-core EPYC declares 73.7 TFLOP/s fp32 (10x what its cores can retire), so that its
+    10x faster 'timings' stay below the packet's own peak."""
+    p["hardware"]["peak_flop_rate"]["value"] = 73.7
+    scale_side(p, "candidate", 0.1)
+    scale_side(p, "baseline", 0.1)
+    p["cost"]["gpu_time"]["value"] = round(p["cost"]["gpu_time"]["value"] * 0.1, 2)
 
 
 # ================================================================ cheats: physics of cost
