@@ -145,7 +145,7 @@ class TritonBenchAdapter:
         self, path: str, table: Table, extra: dict[str, Any], created: str, warnings: list[str]
     ) -> list[EvidencePacket]:
         op, mode = _split_bench(table.benchmark, extra.get("op"), extra.get("mode"))
-        device = str(extra["device"]) if extra.get("device") else None
+        device = str(extra["device"]) if extra.get("device") else table.device
         if op is None:
             warnings.append(
                 AdapterWarning(

@@ -31,6 +31,8 @@ __all__ = ["MODES", "Cell", "Row", "Table", "parse_console", "parse_csv", "parse
 #: ``op_mode`` values (``tritonbench/utils/triton_op.py``: Mode), longest first for splitting
 MODES = ("fwd_no_grad", "fwd_bwd", "fwd", "bwd")
 _KEY = re.compile(r"^tritonbench_(?P<bench>.+?)\[x_(?P<body>.*)\]_(?P<metric>.+)$", re.DOTALL)
+#: the 2024 form, metric inside the brackets and no mode: ``tritonbench_softmax[x_256-triton_softmax-gbps]``
+_KEY_2024 = re.compile(r"^tritonbench_(?P<bench>.+?)\[x_(?P<body>.*)\]$", re.DOTALL)
 _AVG_KEY = re.compile(r"^tritonbench_.+\[[^\]]*\]-.+-avg$", re.DOTALL)
 _SPREAD = re.compile(r"^\s*(?P<v>[-+0-9.eE]+|nan|inf)\s*\(±\s*(?P<s>[-+0-9.eE]+)\s*%\)\s*$")
 _RULER = re.compile(r"^\s*-{3,}(\s{2,}-{3,})*\s*$")
@@ -71,6 +73,8 @@ class Table:
     error_lines: int = 0
     outliers_removed: int = 0
     torch_version: str | None = None
+    #: the GPU, where a wrapper names it (the nightly runner's ``env.device``)
+    device: str | None = None
 
 
 def split_key(key: str) -> tuple[str, str, str, str] | None:
@@ -84,12 +88,48 @@ def split_key(key: str) -> tuple[str, str, str, str] | None:
     """
     m = _KEY.match(key)
     if m is None:
-        return None
+        return _split_2024(key)
     body = m.group("body")
     x_val, sep, provider = body.rpartition("-")
     if not sep or not provider:
         return None
     return m.group("bench"), x_val, provider, m.group("metric")
+
+
+def _split_2024(key: str) -> tuple[str, str, str, str] | None:
+    """The 2024 key form (TorchBench's ``userbenchmark/triton``): ``x-provider-metric``
+    inside the brackets; neither a provider label nor a metric name holds ``-``.
+
+    >>> _split_2024("tritonbench_softmax[x_256-triton_softmax-gbps]")
+    ('softmax', '256', 'triton_softmax', 'gbps')
+    """
+    m = _KEY_2024.match(key)
+    if m is None:
+        return None
+    parts = m.group("body").rsplit("-", 2)
+    if len(parts) != 3 or not all(parts[1:]):
+        return None
+    x_val, provider, metric = parts
+    return m.group("bench"), x_val, provider, metric
+
+
+def _unwrap(doc: dict[str, Any]) -> tuple[dict[str, Any], str | None, str | None]:
+    """The metric keys of a file, and the GPU and torch version a wrapper names.
+
+    ``--output-json`` writes the keys at the top; the nightly runner
+    (``benchmarks/nightly``) and TorchBench's ``userbenchmark/triton`` put them under
+    ``metrics`` beside ``env`` (``device``) or ``environ`` (``pytorch_version``)."""
+    metrics = doc.get("metrics")
+    if not isinstance(metrics, dict) or any(isinstance(k, str) and k.startswith("tritonbench_") for k in doc):
+        return doc, None, None
+    device = torch = None
+    for env_key in ("env", "environ"):
+        env = doc.get(env_key)
+        if isinstance(env, dict):
+            d, t = env.get("device"), env.get("pytorch_version")
+            device = device or (d.strip() if isinstance(d, str) and d.strip() else None)
+            torch = torch or (t.strip() if isinstance(t, str) and t.strip() else None)
+    return metrics, device, torch
 
 
 def _number(v: Any) -> float | None:
@@ -125,10 +165,11 @@ def parse_json(path: str, data: bytes) -> Table:
         raise AdapterError(
             f"{path}: a JSON {type(doc).__name__}; expected an object of tritonbench_... metric keys"
         )
+    keys, device, torch = _unwrap(doc)
     rows: dict[tuple[str, str], Row] = {}
     benches: set[str] = set()
     unknown = 0
-    for key, value in doc.items():
+    for key, value in keys.items():
         parts = split_key(key)
         if parts is None:
             if not _AVG_KEY.match(key):
@@ -150,7 +191,7 @@ def parse_json(path: str, data: bytes) -> Table:
             f"{path}: keys of {len(benches)} benchmarks ({', '.join(sorted(benches))}); expected one"
         )
     _errors_from_metrics(rows.values())
-    return Table("json", list(rows.values()), benchmark=benches.pop())
+    return Table("json", list(rows.values()), benchmark=benches.pop(), torch_version=torch, device=device)
 
 
 def _errors_from_metrics(rows: Any) -> None:
