@@ -221,6 +221,47 @@ def mi300x_cpx_partition_gemm() -> Packet:
     ))  # fmt: skip
 
 
+@red_control("AB", "the CPX partition again, its split not recorded: 38 CUs and 24 GiB say it is an eighth")
+def mi300x_cpx_partition_split_unrecorded() -> Packet:
+    p = mi300x_cpx_partition_gemm()
+    p.pop("packet_id")
+    del p["hardware"]["partitions"]
+    return finalize(p)
+
+
+@red_control("AB", "sixteen H100s on two nodes (eight visible on each, NNODES=2), profiled on rank 0")
+def h100_two_nodes_sixteen_gpus() -> Packet:
+    p = h100_eight_gpus_rank0_profiled()
+    p.pop("packet_id")
+    p["hardware"]["count"] = 16
+    for c in _both(p):
+        c["device_count"] = 16
+    p["replay"]["env"] = {"CUDA_VISIBLE_DEVICES": "0,1,2,3,4,5,6,7", "NNODES": "2", "NODE_RANK": "0"}
+    scale_side(p, "candidate", 0.5)
+    scale_side(p, "baseline", 0.5)
+    return finalize(p)
+
+
+@red_control(
+    "AB", "a TPU v5e slice of four hosts (TPU_WORKER_HOSTNAMES), four chips visible on each: 16 chips"
+)
+def tpu_v5e_four_hosts() -> Packet:
+    p = tpu_v5e_eight_chips_visible()
+    p.pop("packet_id")
+    p["hardware"]["count"] = 16
+    for c in _both(p):
+        c["device_count"] = 16
+    p["replay"]["env"] = {
+        "TPU_WORKER_HOSTNAMES": "t0,t1,t2,t3",
+        "TPU_WORKER_ID": "0",
+        "TPU_VISIBLE_CHIPS": "0,1,2,3",
+    }
+    p["profiler"][0]["kernels"] = p["profiler"][0]["kernels"][:4]
+    scale_side(p, "candidate", 0.5)
+    scale_side(p, "baseline", 0.5)
+    return finalize(p)
+
+
 @red_control("AB", "a TPU v5e host of eight chips, all eight visible and counted: a matmul sharded over them")
 def tpu_v5e_eight_chips_visible() -> Packet:
     p = kernel_claim(

@@ -48,7 +48,8 @@ declare(
     "`hardware.count` (and the candidate's `timing.conditions.device_count`) MUST NOT exceed the "
     "devices the packet shows ran: the devices a replay exposes (`CUDA_VISIBLE_DEVICES`, "
     "`HIP_VISIBLE_DEVICES`, `ROCR_VISIBLE_DEVICES` in `replay.env`; for a TPU, "
-    "`TPU_VISIBLE_CHIPS` or `TPU_CHIPS_PER_PROCESS_BOUNDS` times `TPU_PROCESS_BOUNDS`), else the "
+    "`TPU_VISIBLE_CHIPS` or `TPU_CHIPS_PER_PROCESS_BOUNDS` times `TPU_PROCESS_BOUNDS`; per host, "
+    "times the hosts a launcher names: `NNODES`, `SLURM_NNODES`, `TPU_WORKER_HOSTNAMES`), else the "
     "distinct devices of a capture of the candidate whose kernel records all name their device "
     "(only where the replay lists no visible devices: a run profiled on one rank shows one), or "
     "a serving run's "
@@ -65,7 +66,8 @@ declare(
     "--peaks`, docs/peaks.md), `hardware.arch`, `hardware.compute_units` (the whole device, one "
     "of its partition sizes, the whole split `hardware.partitions` ways, or fewer on a MIG "
     "slice) and `hardware.memory` (at most the marketed size read as GiB + 5%, at least 85% of "
-    "it, or of its share when split `partitions` ways, read as GB) MUST fit at least one of "
+    "it, or of its share when split `partitions` ways, read as GB; a CU count that is one of "
+    "the table's partition sizes counts as split that way) MUST fit at least one of "
     "them; a `hardware.device_id` MUST be an id of the table, one of those models, and fit the "
     "same facts.",
 )
@@ -202,12 +204,23 @@ def _identity_findings(
     if units is not None and not any(units_agree(e, units, partitions=parts, mig=mig) for e in cands):
         have = "/".join(str(e.compute_units) for e in cands if e.compute_units)
         out.append(("KE806", "/hardware/compute_units", f"{what} has {have} SMs/CUs, not {units}"))
-    if mem is not None and not any(memory_agrees(e, mem, partitions=parts, mig=mig) for e in cands):
+    if mem is not None and not any(
+        memory_agrees(e, mem, partitions=parts or _split(e, units), mig=mig) for e in cands
+    ):
         have = "/".join(f"{m / 1e9:g}" for e in cands for m in e.memory_bytes)
         out.append(
             ("KE806", "/hardware/memory", f"{what} has {have} GB of memory, not {mem / 2**30:.4g} GiB")
         )
     return out
+
+
+def _split(e: Any, units: int | None) -> int | None:
+    """How many ways a device is split when its SM/CU count is one of the table's partition
+    sizes (an MI300X reporting 38 CUs is an eighth of one), None otherwise."""
+    whole = e.compute_units
+    if units and whole and units < whole and units in e.partition_units:
+        return round(whole / units)
+    return None
 
 
 _VISIBLE = (
@@ -249,7 +262,26 @@ def _visible_devices(env: dict[str, str]) -> int | None:
     if tpu is not None:
         tpu *= _bounds(env.get("TPU_PROCESS_BOUNDS")) or 1
         n = tpu if n is None else min(n, tpu)
+    if n is not None:
+        n *= _nodes(env)
     return n
+
+
+#: how a launcher says how many hosts run the job (each with the visible devices)
+_NODES = ("NNODES", "SLURM_NNODES", "SLURM_JOB_NUM_NODES", "PET_NNODES", "OMPI_MCA_orte_num_nodes")
+
+
+def _nodes(env: dict[str, str]) -> int:
+    """The hosts a replay's environment says run the job (1 unless a launcher says more):
+    its visible devices are per host."""
+    for var in _NODES:
+        v = env.get(var, "").strip()
+        if v.isdigit() and int(v) >= 1:
+            return int(v)
+    hosts = env.get("TPU_WORKER_HOSTNAMES")
+    if hosts:
+        return max(1, len([h for h in hosts.split(",") if h.strip()]))
+    return 1
 
 
 def _device_count(p: Any, h: Any, add: Add) -> None:
