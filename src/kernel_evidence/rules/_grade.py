@@ -51,10 +51,11 @@ SERVING_CONDITIONS = ("method", "device_count")
 
 def grade_packet(p: Any, findings: list[Finding]) -> Grade:
     """Grade a decoded packet given its findings."""
-    errors = [f for f in findings if f.severity == "error"]
-    if errors:
-        ids = sorted({f.rule_id for f in errors})
-        return Grade("F", (f"invalid: {', '.join(ids)}",))
+    if findings:
+        errors = [f for f in findings if f.severity == "error"]
+        if errors:
+            ids = sorted({f.rule_id for f in errors})
+            return Grade("F", (f"invalid: {', '.join(ids)}",))
     caps: list[tuple[str, str]] = []
     t = p.timing
     if t is None or t.speedup is None:
@@ -106,7 +107,10 @@ def _claim_caps(p: Any, t: Any, caps: list[tuple[str, str]]) -> None:
             if c is None:
                 caps.append(("B", f"the {side}'s measurement conditions are not recorded"))
                 continue
-            missing = [k for k in need if getattr(c, k) is None]
+            missing: list[str] = []
+            for k in need:  # a loop, not a comprehension (its own frame): once per side
+                if getattr(c, k) is None:
+                    missing.append(k)
             if c.device is None and c.device_id is None:
                 missing.append("device")
             if missing:
@@ -116,12 +120,17 @@ def _claim_caps(p: Any, t: Any, caps: list[tuple[str, str]]) -> None:
     if not ds:
         caps.append(("B", "no defence record: which anti-gaming checks ran is unknown"))
     else:
-        outcome = {d.check: d.outcome for d in ds}
+        outcome: dict[str, Any] = {}
+        for d in ds:
+            outcome[d.check] = d.outcome
         core = CORE_DEFENCES if kernel else SERVING_CORE
-        weak = [c for c in core if outcome.get(c) != "passed"]
-        weak += [
-            c for c in ALL_DEFENCES if c not in core and outcome.get(c) not in ("passed", "not_applicable")
-        ]
+        weak: list[str] = []
+        for c in core:
+            if outcome.get(c) != "passed":
+                weak.append(c)
+        for c in ALL_DEFENCES:
+            if c not in core and outcome.get(c) not in ("passed", "not_applicable"):
+                weak.append(c)
         if weak:
             caps.append(("B", f"defences not run or not passed: {', '.join(weak)}"))
     # -- the records the remaining checks need
@@ -138,11 +147,20 @@ def _claim_caps(p: Any, t: Any, caps: list[tuple[str, str]]) -> None:
         caps.append(("B", "replay commit had uncommitted changes (dirty tree)"))
     if r is None or r.container is None or not r.container.digest:
         caps.append(("B", "replay pins no container digest"))
-    work = p.task is not None and (
-        p.task.work is not None or any(s.work is not None for s in p.task.shapes or ())
-    )
-    if not p.profiler and not work:
+    if not p.profiler and not _work(p.task):
         caps.append(("B", "no profiler capture or work figures: the speed-of-light fraction is unknown"))
+
+
+def _work(task: Any) -> bool:
+    """Whether the task gives work figures, for the whole task or one of its shapes."""
+    if task is None:
+        return False
+    if task.work is not None:
+        return True
+    for s in task.shapes or ():  # noqa: SIM110  (a loop: any() over a generator costs more)
+        if s.work is not None:
+            return True
+    return False
 
 
 _GRADES: dict[tuple[str, tuple[str, ...]], Grade] = {}
