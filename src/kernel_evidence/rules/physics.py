@@ -57,7 +57,8 @@ declare(
     "the operator is called, a shape whose tensors of two or more dims are exactly two operands "
     "that contract ((..., m, k) by (k, n) or (n, k)) and an output (..., m, n), in that order, "
     "MUST NOT state more than 2x their 2 x batch x m x n x k (an MLP, fused or named otherwise, "
-    "lists its other weights).",
+    "lists its other weights), unless the operator's name says the tensors are contracted more "
+    "than once (backward, training step, loop, recurrent).",
 )
 declare(
     "KE606",
@@ -339,6 +340,24 @@ def _contraction(tensors: Any) -> float | None:
     return f if f > 0 else None
 
 
+#: operator words that say the same tensors are contracted more than once (a backward pass,
+#: a training step, a loop): their FLOPs are not one contraction's
+_PASSES = frozenset({
+    "backward", "bwd", "grad", "grads", "gradient", "train", "training", "step", "optimizer",
+    "repeat", "repeated", "iter", "iters", "iteration", "iterations", "loop", "chain", "chained",
+    "power", "recurrent", "rnn", "lstm", "gru", "scan",
+})  # fmt: skip
+
+
+@lru_cache(maxsize=512)
+def _many_passes(operator: str | None) -> bool:
+    return (
+        bool(operator)
+        and len(operator) <= _CACHED_CHARS
+        and bool(set(_OP_WORD.findall(operator.casefold())) & _PASSES)
+    )
+
+
 def _derived_flops(kind: str, sh: Any) -> tuple[float, float] | None:
     """The FLOPs a shape's dims (or tensors) give, as a (low, high) range, or None."""
     dims = sh.dims or {}
@@ -385,7 +404,7 @@ def _work_figures(p: Any, task: Any, add: Add) -> None:
         rng = _derived_flops(kind, sh) if kind is not None else None
         if rng is None:
             tn = sh.tensors
-            f = _contraction(tn) if tn is not None and len(tn) >= 3 else None
+            f = _contraction(tn) if tn is not None and len(tn) >= 3 and not _many_passes(op) else None
             if f is None:
                 continue
             rng = (0.0, f)
