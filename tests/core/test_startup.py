@@ -121,7 +121,7 @@ def test_plain_validate_equals_the_parsed_command(
 ) -> None:
     paths = [str(p) for p in inputs]
     plain = _run(capsys, "validate", *paths)
-    parsed = _run(capsys, "validate", "--format", "text", *paths)  # an option: the parser runs
+    parsed = _run(capsys, "validate", "--jobs", "0", *paths)  # an option it does not take: the parser runs
 
     def same(r: tuple[int, str, str]) -> tuple[int, str, str]:  # the elapsed time differs
         return r[0], r[1].rsplit("(", 1)[0], r[2]
@@ -160,3 +160,56 @@ def test_validate_json_output_unchanged_by_the_shortcut(capsys: pytest.CaptureFi
     packet = str(VALID / "nvidia_h100_gemm_vs_cublaslt.json")
     code, out, _ = _run(capsys, "validate", "--format", "json", packet)
     assert code == 0 and json.loads(out)["summary"]["valid"] == 1
+
+
+@pytest.mark.parametrize(
+    "options",
+    [["--strict"], ["--format", "json"], ["-f", "json", "--strict"], ["--format=json"], ["-q"],
+     ["--verbose"], ["--no-progress", "--strict"]],
+)  # fmt: skip
+@pytest.mark.parametrize("packet", ["KE501_inconsistent_statistics.json", "KE101_no_replay.json"])
+def test_plain_validate_with_a_harness_s_options_equals_the_parsed_command(
+    options: list[str], packet: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from kernel_evidence.cli import _plain_validate
+
+    paths = [str(VALID / "serving_vllm_llama8b_h100.json"), str(INVALID / packet)]
+    assert _plain_validate(["validate", *options, *paths]) is not None
+    plain = _run(capsys, "validate", *options, *paths)
+    parsed = _run(capsys, "validate", "--jobs", "0", *options, *paths)
+
+    def same(r: tuple[int, str, str]) -> tuple[int, str, str]:  # the elapsed time differs
+        out = r[1]
+        if out.startswith("{"):
+            data = json.loads(out)
+            data["summary"].pop("seconds", None)
+            out = json.dumps(data, sort_keys=True)
+        return r[0], out.rsplit("(", 1)[0], r[2]
+
+    assert same(plain) == same(parsed)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["validate", "--format", "xml", "a.json"], ["validate", "--strict", "--strict", "a.json"],
+     ["validate", "--jobs", "2", "a.json"], ["validate", "--strict"], ["validate", "-f"],
+     ["validate", "--", "a.json"], ["validate", "--side-files-from", "d", "a.json"]],
+)  # fmt: skip
+def test_other_validate_command_lines_go_through_the_parser(argv: list[str]) -> None:
+    from kernel_evidence.cli import _plain_validate
+
+    assert _plain_validate(argv) is None
+
+
+def test_validate_strict_loads_neither_pydantic_nor_typer() -> None:
+    packet = VALID / "nvidia_h100_gemm_vs_cublaslt.json"
+    code = (
+        "import sys\n"
+        "from kernel_evidence.cli import main\n"
+        f"rc = main(['validate', '--strict', '-f', 'json', {str(packet)!r}])\n"
+        "heavy = sorted(m for m in ('pydantic', 'typer', 'kernel_evidence.models') if m in sys.modules)\n"
+        "print(rc, heavy)\n"
+    )
+    proc = _python(code)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[-1] == "0 []"

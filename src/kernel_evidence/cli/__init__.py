@@ -271,17 +271,47 @@ def main(argv: list[str] | None = None) -> int:
     return code
 
 
-def _plain_validate(argv: list[str]) -> list[str] | None:
-    """The paths of ``validate PATH...`` given with no option (what a harness runs once per
-    candidate), else None. Such a command line needs no parser: the command's own
-    :func:`.validate.run` runs with its defaults, as the parsed command would call it, and
-    the start-up skips building the parser (typer builds pydantic adapters for it)."""
+#: the ``validate`` flags the parser-free path understands (what a harness passes), and the
+#: keyword of :func:`.validate.run` each sets
+_PLAIN_FLAGS = {
+    "--strict": ("strict", True),
+    "--verbose": ("verbose", True),
+    "-v": ("verbose", True),
+    "--quiet": ("quiet", True),
+    "-q": ("quiet", True),
+    "--progress": ("progress", True),
+    "--no-progress": ("progress", False),
+}
+
+
+def _plain_validate(argv: list[str]) -> tuple[list[str], dict[str, Any]] | None:
+    """The paths and options of a ``validate`` command line that needs no parser (what a
+    harness runs once per candidate: paths, with at most ``--strict``, ``--verbose``,
+    ``--quiet``, ``--[no-]progress`` and ``--format text|json``, each once), else None.
+    :func:`.validate.run` then runs as the parsed command would call it, and the start-up
+    skips building the parser (typer builds pydantic adapters for it). Anything else (other
+    options, a bad value, a repeated option, ``--``) goes through the parser, which words
+    its errors."""
     if len(argv) < 2 or argv[0] != "validate":
         return None
-    paths = argv[1:]
-    if any(a.startswith("-") and a != "-" for a in paths):
-        return None
-    return paths
+    paths: list[str] = []
+    options: dict[str, Any] = {}
+    rest = iter(argv[1:])
+    for a in rest:
+        if a == "-" or not a.startswith("-"):
+            paths.append(a)
+            continue
+        if a in ("--format", "-f") or a.startswith("--format="):
+            value = a.partition("=")[2] if "=" in a else next(rest, None)
+            if value not in ("text", "json") or "fmt" in options:
+                return None
+            options["fmt"] = value
+            continue
+        flag = _PLAIN_FLAGS.get(a)
+        if flag is None or flag[0] in options:
+            return None
+        options[flag[0]] = flag[1]
+    return (paths, options) if paths else None
 
 
 def _run(argv: list[str] | None) -> int:
@@ -292,7 +322,7 @@ def _run(argv: list[str] | None) -> int:
             from .validate import run as validate
 
             try:
-                return validate(plain)
+                return validate(plain[0], **plain[1])
             except (KeyboardInterrupt, EOFError):  # as the parser's standalone mode does
                 sys.stderr.write("\nAborted!\n")
                 return 1
