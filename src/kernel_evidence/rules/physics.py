@@ -448,7 +448,11 @@ _SPEED = {"fp64": 0, "fp32": 1, "tf32": 2, "fp16": 3, "bf16": 3, "fp8": 4, "int8
 
 
 def _dtype_labels(task: Any, add: Add) -> None:
-    spelled = {tn.dtype for sh in task.shapes if sh.tensors for tn in sh.tensors}
+    spelled: set[str] = set()  # loops, not a comprehension (its own frame): once per packet
+    for sh in task.shapes:
+        if sh.tensors:
+            for tn in sh.tensors:
+                spelled.add(tn.dtype)
     if not spelled or spelled == set(task.dtypes):
         return  # no tensors, or the labels are exactly the tensors' dtypes (the common case)
     labels = [(j, c) for j, d in enumerate(task.dtypes) if (c := dtype_class(d)) is not None]
