@@ -217,7 +217,7 @@ def _identity_findings(
 def _split(e: Any, units: int | None) -> int | None:
     """How many ways a device is split when its SM/CU count is one of the table's partition
     sizes (an MI300X reporting 38 CUs is an eighth of one), None otherwise."""
-    whole = e.compute_units
+    whole: int | None = e.compute_units
     if units and whole and units < whole and units in e.partition_units:
         return round(whole / units)
     return None

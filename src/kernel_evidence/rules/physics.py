@@ -351,11 +351,9 @@ _PASSES = frozenset({
 
 @lru_cache(maxsize=512)
 def _many_passes(operator: str | None) -> bool:
-    return (
-        bool(operator)
-        and len(operator) <= _CACHED_CHARS
-        and bool(set(_OP_WORD.findall(operator.casefold())) & _PASSES)
-    )
+    if not operator or len(operator) > _CACHED_CHARS:
+        return False
+    return bool(set(_OP_WORD.findall(operator.casefold())) & _PASSES)
 
 
 def _derived_flops(kind: str, sh: Any) -> tuple[float, float] | None:
