@@ -800,6 +800,12 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], str, str]] = [
         "/defences/0",
     ),
     (
+        "7 KE505 no call timed at 0",
+        _set("timing", "stats", "min", value=0.0),
+        "KE505",
+        "/timing/stats/min",
+    ),
+    (
         "7 KE505 no zero duration",
         _set(*_B, "stats", value={"unit": "us", "median": 0.0}),
         "KE505",

@@ -50,7 +50,8 @@ declare(
     "error",
     "durations a timer can give",
     "fix the timer: a kernel takes at least a launch, and never no time",
-    "A statistics block of either side MUST NOT give a median (or mean) duration of 0, and "
+    "A statistics block of either side MUST NOT give a median (or mean) duration of 0, nor, "
+    "from any timer but the host clock, a minimum of 0, and "
     "with device event timers (`cuda_events`, `hip_events`, `triton_do_bench`) MUST NOT "
     "give one below 1 us (faster than a kernel launch), nor below 0.5 us when the calls "
     "were replayed from a CUDA graph (a kernel node still runs on the device): such times "
@@ -144,6 +145,10 @@ def _degenerate(ptr: str, s: Any, method: str, c: Any, add: Add) -> None:
     if typical is not None:
         if typical == 0:
             add(("KE505", f"{ptr}/{key}", f"a {key} duration of 0: no call takes no time"))
+        elif s.min == 0 and method != "host_clock":
+            # some calls timed at 0 (an aggregator that underflows, a patched timer): a
+            # device or profiler timer never gives a kernel no time (a coarse host clock can)
+            add(("KE505", f"{ptr}/min", f"a call timed at 0 {s.unit} by {method}: no call takes no time"))
         elif method in _EVENT_TIMERS and typical * _FACTOR[s.unit] < _FLOOR_S:
             graphs = c.cache.cuda_graph_replays if c is not None and c.cache is not None else None
             if not graphs or typical * _FACTOR[s.unit] < _GRAPH_FLOOR_S:
