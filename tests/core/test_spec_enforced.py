@@ -690,6 +690,18 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], str, str]] = [
         "/replay/command",
     ),
     (
+        "7 KE103 a dry-run flag",
+        _set("replay", "command", value=["python", "bench.py", "--m", "4096", "--dry-run"]),
+        "KE103",
+        "/replay/command",
+    ),
+    (
+        "7 KE103 a script that prints a stored result",
+        _set("replay", "command", value=["python", "-c", "import json; print(json.load(open('r.json')))"]),
+        "KE103",
+        "/replay/command",
+    ),
+    (
         "7 KE103 a dry run",
         _set("replay", "command", value=["make", "-n", "bench"]),
         "KE103",

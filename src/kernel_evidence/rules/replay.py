@@ -32,8 +32,9 @@ declare(
     "`replay.command` MUST run the measurement: a program that does nothing or only prints "
     "(`true`, `:`, `echo ...`, `exit 0`, `sleep`, `sh -c 'exit 0'`, `bash -lc :`, `python -c "
     "pass`), alone or behind `env`, `time`, `nice`, `timeout` or a container (`docker run "
-    "IMAGE true`), or a run that only lists or prints what it would do (`make -n`, `pytest "
-    "--collect-only`), reproduces nothing.",
+    "IMAGE true`), a viewer of a stored result (`cat`, `jq`, `head`, a `python -c` that only "
+    "loads and prints a file), or a run that only lists or prints what it would do (`make -n`, "
+    "`pytest --collect-only`, any `--help`, `--version` or `--dry-run`), reproduces nothing.",
 )
 declare(
     "KE104",
@@ -62,6 +63,9 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
             why = _noop(cmd, bool(r.shell))
             if why:
                 add(("KE103", "/replay/command", f"the replay command {why}: it reproduces nothing"))
+        elif cmd and not _NOTHING_FLAGS.isdisjoint(cmd):
+            flag = next(a for a in cmd if a in _NOTHING_FLAGS)
+            add(("KE103", "/replay/command", f"the replay command asks for `{flag}`: it runs nothing"))
         repo = r.repository
         if repo is not None and repo.commit is not None:
             commit = repo.commit
@@ -144,9 +148,14 @@ def _is_hash(commit: str) -> bool:
 
 
 #: programs that succeed doing nothing, or only print
-_NOOPS = frozenset(
-    {"true", ":", "echo", "printf", "exit", "sleep", "yes", "false", "test", "[", "cat", "wait", "pwd"}
-)
+_NOOPS = frozenset({
+    "true", ":", "echo", "printf", "exit", "sleep", "yes", "false", "test", "[", "cat", "wait", "pwd",
+    # viewers: they print a stored result
+    "jq", "head", "tail", "less", "more", "ls", "stat", "wc", "grep", "column", "bat", "nl", "od",
+    "xxd", "hexdump", "md5sum", "sha256sum", "diff", "cmp",
+})  # fmt: skip
+#: options that make (almost) any program print help, its version or its plan, and run nothing
+_NOTHING_FLAGS = frozenset({"--help", "--version", "--dry-run", "--dryrun", "--dry_run"})
 #: programs that run another: the command after them (and their options) is what runs
 _WRAPPERS = frozenset({
     "env", "time", "nice", "nohup", "timeout", "exec", "command", "stdbuf", "taskset", "numactl", "sudo",
@@ -287,9 +296,9 @@ def _noop_python(code: str) -> bool:
     for node in tree.body:
         if isinstance(node, (ast.Pass, ast.Import, ast.ImportFrom)):
             continue
-        if isinstance(node, ast.Expr):
+        if isinstance(node, (ast.Expr, ast.Assign, ast.AnnAssign)):
             v = node.value
-            if isinstance(v, ast.Constant):
+            if v is None or isinstance(v, (ast.Constant, ast.Name, ast.Attribute, ast.Subscript)):
                 continue
             if isinstance(v, ast.Call) and _noop_call(v):
                 continue
@@ -304,13 +313,25 @@ def _noop_python(code: str) -> bool:
     return True
 
 
+#: calls that only read a stored file and print it (or end the program)
+_PRINTING = frozenset({
+    "print", "exit", "quit", "_exit", "open", "read", "read_text", "readlines", "load", "loads",
+    "dump", "dumps", "write", "Path", "str", "repr", "format", "len", "sorted", "pprint",
+})  # fmt: skip
+
+
 def _noop_call(v: Any) -> bool:
-    """print/exit/quit/sys.exit/os._exit with constant arguments."""
+    """A call that only reads stored data and prints it (print/json.load/open...), or ends
+    the program, with every call among its arguments of the same kind."""
     import ast
 
-    f = v.func
-    name = f.id if isinstance(f, ast.Name) else (f.attr if isinstance(f, ast.Attribute) else "")
-    return name in ("print", "exit", "quit", "_exit") and all(isinstance(a, ast.Constant) for a in v.args)
+    for node in ast.walk(v):
+        if isinstance(node, ast.Call):
+            f = node.func
+            name = f.id if isinstance(f, ast.Name) else (f.attr if isinstance(f, ast.Attribute) else "")
+            if name not in _PRINTING:
+                return False
+    return True
 
 
 #: tags that name whatever was built last
