@@ -753,6 +753,15 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], str, str]] = [
         "/timing/conditions/clock_policy",
     ),
     (
+        "7 KE207 a serving baseline's settings restate the candidate's workload",
+        _all(
+            _set("task", "serving", value={"max_concurrency": 64}),
+            _set(*_B, "settings", value={"max_concurrency": 16}),
+        ),
+        "KE207",
+        "/timing/baseline/settings/max_concurrency",
+    ),
+    (
         "7 KE208 a rotation through one buffer is warm",
         _all(
             _set("timing", "conditions", value={"cache": {"mode": "rotating", "rotating_buffers": 1}}),

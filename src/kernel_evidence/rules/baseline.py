@@ -70,7 +70,9 @@ declare(
     "task; `timing.baseline.conditions`), the baseline MUST have run the same problem as "
     "the candidate: the same narrowest dtype, the same shape id and dimensions, the same "
     "device (by id, else by name where the device table tells the names apart) and the "
-    "same device count; a serving baseline's input tokens per completed request within 10% "
+    "same device count; a serving baseline's settings that restate the workload (`model`, "
+    "`dataset`, `num_prompts`, input and output lengths, `max_concurrency`, `request_rate`) "
+    "the same as the candidate's `task.serving`; its input tokens per completed request within 10% "
     "of the candidate's and its output tokens per request within 20%. A baseline in fp32 "
     "against a bf16 candidate, on twice the k, on an A100 against an H100, on one GPU "
     "against two, or stopping its answers at half the length, is not a baseline.",
@@ -212,6 +214,8 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
         _compare(p, t, b, bc, add)
     if b.serving is not None and t.serving is not None:
         _same_requests(t.serving, b.serving, add)
+    if b.settings and p.task is not None and p.task.serving is not None:
+        _same_workload(p.task.serving, b.settings, add)
     if entry is not None and entry.kind == "reference":
         add(
             (
@@ -590,3 +594,48 @@ def _same_requests(cs: Any, bs: Any, add: Add) -> None:
                     f"the baseline served {pb:.0f} {what} tokens per request, the candidate {pa:.0f}: not the same workload",
                 )
             )
+
+
+#: the workload a serving baseline's settings may restate: task.serving field -> setting names
+_WORKLOAD = (
+    ("model", ("model",)),
+    ("dataset", ("dataset", "dataset_name")),
+    ("num_prompts", ("num_prompts",)),
+    ("input_len", ("input_len", "random_input_len")),
+    ("output_len", ("output_len", "random_output_len")),
+    ("max_concurrency", ("max_concurrency",)),
+    ("request_rate", ("request_rate",)),
+)
+
+
+def _same_workload(st: Any, settings: dict[str, Any], add: Add) -> None:
+    """KE207 for serving: a setting of the baseline that restates the workload (model,
+    dataset, prompts, lengths, concurrency, request rate) says what the candidate's task does."""
+    for field, names in _WORKLOAD:
+        mine = getattr(st, field)
+        if mine is None:
+            continue
+        for name in names:
+            theirs = settings.get(name)
+            if theirs is None or _same_value(mine, theirs):
+                continue
+            add(
+                (
+                    "KE207",
+                    f"/timing/baseline/settings/{name}",
+                    f"the baseline ran with {name} {str(theirs)[:80]}, the candidate's task with {str(mine)[:80]}",
+                )
+            )
+            return
+
+
+def _same_value(a: Any, b: Any) -> bool:
+    if isinstance(a, str) or isinstance(b, str):
+        sa, sb = str(a).strip().casefold(), str(b).strip().casefold()
+        return sa == sb or {sa, sb} <= {"inf", "infinity"}
+    if isinstance(a, bool) or isinstance(b, bool):
+        return bool(a == b)
+    try:
+        return float(a) == float(b)
+    except (TypeError, ValueError):
+        return True  # not comparable: nothing to say
