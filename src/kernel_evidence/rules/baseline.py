@@ -9,6 +9,7 @@ from ._context import Add, Ctx
 from ._engine import declare
 from ._tables import baseline_entry, dtype_class
 from ._units import FACTOR as _FACTOR
+from .serving import _model_params as model_params
 
 declare(
     "KE201",
@@ -71,8 +72,8 @@ declare(
     "the candidate: the same narrowest dtype, the same shape id and dimensions, the same "
     "device (by id, else by name where the device table tells the names apart) and the "
     "same device count; a serving baseline's settings that restate the workload (`model`, "
-    "`dataset`, `num_prompts`, input and output lengths, `max_concurrency`, `request_rate`) "
-    "the same as the candidate's `task.serving`; its input tokens per completed request within 10% "
+    "`dataset`, `num_prompts`, input and output lengths, `max_concurrency`, `request_rate`; a "
+    "model by the parameters its name states) the same as the candidate's `task.serving`; its input tokens per completed request within 10% "
     "of the candidate's and its output tokens per request within 20%. A baseline in fp32 "
     "against a bf16 candidate, on twice the k, on an A100 against an H100, on one GPU "
     "against two, or stopping its answers at half the length, is not a baseline.",
@@ -619,6 +620,8 @@ def _same_workload(st: Any, settings: dict[str, Any], add: Add) -> None:
             theirs = settings.get(name)
             if theirs is None or _same_value(mine, theirs):
                 continue
+            if field == "model" and not _other_model(str(mine), str(theirs)):
+                continue  # a path or another spelling of the same model
             add(
                 (
                     "KE207",
@@ -627,6 +630,15 @@ def _same_workload(st: Any, settings: dict[str, Any], add: Add) -> None:
                 )
             )
             return
+
+
+def _other_model(a: str, b: str) -> bool:
+    """True when two model names state different parameter counts (an 8B against a 70B);
+    spellings that do not both say (a local path) are not judged."""
+    if len(a) > 256 or len(b) > 256:
+        return False
+    pa, pb = model_params(a), model_params(b)
+    return pa is not None and pb is not None and max(pa, pb) > 1.1 * min(pa, pb)
 
 
 def _same_value(a: Any, b: Any) -> bool:
