@@ -341,6 +341,16 @@ def serving_half_percent_failed() -> Packet:
     )  # fmt: skip
 
 
+@red_control(
+    "AB", "a serving baseline whose settings name the model by its local path and restate the workload"
+)
+def serving_baseline_settings_local_model_path() -> Packet:
+    p = _control_packet("serving_vllm_llama8b_h100")
+    p.pop("packet_id")
+    _b(p)["settings"].update(model="/models/llama-3.1-8b-instruct", max_concurrency=64, request_rate="inf")
+    return finalize(p)
+
+
 @red_control("AB", "a serving run with its durations and latencies in milliseconds and energy in Wh")
 def serving_in_milliseconds_and_wh() -> Packet:
     p = _control_packet("serving_vllm_llama8b_h100")
@@ -473,6 +483,22 @@ def candidate_samples_one_value_in_ns(p: Packet) -> None:
     st = _t(p)["stats"]
     v = round(st["median"] * {"us": 1e3, "ms": 1e6}[st["unit"]], 1)
     set_side_samples(p, "candidate", [v] * st["n"], "ns")
+
+
+@red_cheat(
+    "degenerate_timings",
+    "h100_bf16_gemm_vs_cublaslt",
+    "/timing/stats/samples",
+    "/timing/stats/min",
+    "/timing/stats",
+)
+def two_calls_timed_at_zero(p: Packet) -> None:
+    """Two candidate calls recorded as 0 ms (an aggregator underflow, GPU MODE #162); the
+    median of the rest still looks plausible."""
+    st = _t(p)["stats"]
+    xs = list(st["samples"])
+    xs[3] = xs[9] = 0.0
+    set_side_samples(p, "candidate", xs, st["unit"])
 
 
 @red_cheat(
@@ -663,6 +689,28 @@ def candidate_keeps_its_fastest_21_of_51_unsaid(p: Packet) -> None:
     set_side_samples(p, "candidate", sorted(st["samples"])[:21], st["unit"])
     _t(p)["repeats"] = 51
     _t(p)["conditions"]["repeats"] = 51
+
+
+@red_cheat(
+    "mismatched_baseline", "serving_vllm_llama8b_h100", "/timing/baseline/settings/max_concurrency",
+    "/timing/baseline/settings",
+)  # fmt: skip
+def serving_baseline_capped_at_concurrency_16(p: Packet) -> None:
+    """The baseline engine was driven with 16 requests in flight, the candidate with 64: its
+    own settings say so."""
+    _b(p)["settings"]["max_concurrency"] = 16
+
+
+@red_cheat(
+    "mismatched_baseline",
+    "serving_vllm_mi300x",
+    "/timing/baseline/settings/model",
+    "/timing/baseline/settings",
+)
+def serving_baseline_served_a_larger_model(p: Packet) -> None:
+    """The baseline engine served the 70B model (its settings name it) against the
+    candidate's 8B."""
+    _b(p)["settings"]["model"] = "meta-llama/Llama-3.1-70B-Instruct"
 
 
 # ================================================================ cheats: correctness gaps
@@ -902,6 +950,24 @@ def replay_pytest_collect_only(p: Packet) -> None:
 def container_digest_of_zeros(p: Packet) -> None:
     """The container 'pinned' by a digest of 64 zeros, which names no image."""
     p["replay"]["container"]["digest"] = "sha256:" + "0" * 64
+
+
+@red_cheat("hollow_replay", "h100_fp8_gemm_vs_cublaslt", "/replay/command")
+def replay_prints_the_stored_result(p: Packet) -> None:
+    """``python -c`` that loads the stored result file and prints it."""
+    _argv(["python", "-c", "import json; r = json.load(open('results/gemm.json')); print(r)"])(p)
+
+
+@red_cheat("hollow_replay", "b200_fp8_gemm_vs_cublaslt", "/replay/command")
+def replay_jq_of_the_results(p: Packet) -> None:
+    """``jq .speedup results.json``: shows the number, measures nothing."""
+    _argv(["jq", ".speedup", "results/gemm_fp8.json"])(p)
+
+
+@red_cheat("hollow_replay", "a100_fp16_gemm_vs_cublas", "/replay/command")
+def replay_with_dry_run_flag(p: Packet) -> None:
+    """The benchmark script with ``--dry-run``: it prints its plan and times nothing."""
+    _argv(["python", "bench/run.py", "--kernel", "gemm_fp16", "--dry-run"])(p)
 
 
 @red_cheat("hollow_replay", "mi355x_attention_vs_aiter", "/replay/command")
