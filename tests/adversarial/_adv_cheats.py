@@ -1870,3 +1870,16 @@ def tpu_chip_time_below_timed_work(p: Packet) -> None:
 def serving_energy_above_the_power_limit_mi300x(p: Packet) -> None:
     """A serving run's energy 3x what a 750 W MI300X can draw over the run."""
     p["cost"]["energy"]["energy"]["value"] *= 3
+
+
+@cheat(
+    "degenerate_timings",
+    "serving_vllm_llama8b_h100",
+    "/timing/speedup",
+    "/timing/baseline/serving/output_throughput",
+)
+def serving_baseline_throughput_zero(p: Packet) -> None:
+    """The baseline's output throughput recorded as 0 tok/s (its run produced nothing) and a
+    50x claim: a ratio over zero is undefined, not a speedup."""
+    _base(p)["serving"]["output_throughput"]["value"] = 0.0
+    _timing(p)["speedup"]["value"] = 50.0
