@@ -965,9 +965,9 @@ def replay_jq_of_the_results(p: Packet) -> None:
 
 
 @red_cheat("hollow_replay", "a100_fp16_gemm_vs_cublas", "/replay/command")
-def replay_with_dry_run_flag(p: Packet) -> None:
-    """The benchmark script with ``--dry-run``: it prints its plan and times nothing."""
-    _argv(["python", "bench/run.py", "--kernel", "gemm_fp16", "--dry-run"])(p)
+def replay_with_help_flag(p: Packet) -> None:
+    """The benchmark script with ``--help``: it prints its usage and times nothing."""
+    _argv(["python", "bench/run.py", "--kernel", "gemm_fp16", "--help"])(p)
 
 
 @red_cheat("hollow_replay", "mi355x_attention_vs_aiter", "/replay/command")

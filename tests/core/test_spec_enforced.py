@@ -690,8 +690,8 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], str, str]] = [
         "/replay/command",
     ),
     (
-        "7 KE103 a dry-run flag",
-        _set("replay", "command", value=["python", "bench.py", "--m", "4096", "--dry-run"]),
+        "7 KE103 a --help run",
+        _set("replay", "command", value=["python", "bench.py", "--m", "4096", "--help"]),
         "KE103",
         "/replay/command",
     ),
@@ -792,6 +792,19 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], str, str]] = [
         "/timing/baseline/version",
     ),
     ("7 KE210 no placeholder call", _set(*_B, "call", value="n/a"), "KE210", "/timing/baseline/call"),
+    (
+        "7 KE210 a version with a digit",
+        _set(*_B, "version", value="system"),
+        "KE210",
+        "/timing/baseline/version",
+    ),
+    (
+        "7 KE210 a version without a wildcard",
+        _set(*_B, "version", value="12.x"),
+        "KE210",
+        "/timing/baseline/version",
+    ),
+    ("7 KE210 a call that names one", _set(*_B, "call", value="see code"), "KE210", "/timing/baseline/call"),
     (
         "7 KE303 finite speedup",
         _set(*_S, value={"unit": "us", "median": 0.0, "min": 0.0, "max": 0.0}),

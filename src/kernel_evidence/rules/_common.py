@@ -48,6 +48,10 @@ PLACEHOLDERS = frozenset({
     "todo", "tba", "unspecified", "not specified", "default", "current", "any", "x", "xx", "xxx",
     "<version>", "<call>", "same", "same as above", "various", "nightly", "master", "main", "dev",
     "head", "trunk", "stable", "release", "rolling", "edge",
+    # calls that name none
+    "see code", "see script", "see readme", "see above", "see below", "as above", "baseline",
+    "the baseline", "library call", "standard call", "vendor library", "the library", "reference",
+    "same as candidate", "same call", "same as the candidate", "unchanged", "as usual",
 })  # fmt: skip
 
 

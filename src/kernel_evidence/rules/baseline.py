@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from ._common import CACHED_CHARS, cache_mode, cand, is_placeholder
@@ -112,8 +113,9 @@ declare(
     "the baseline's version and call are real",
     "record the library's exact version and the exact call, not a placeholder",
     "`baseline.version`, `baseline.call` and a serving baseline's `engine.version` MUST NOT "
-    "be placeholders (`unknown`, `n/a`, `latest`, `none`, `?`, `-`, `TBD`, `default`...): "
-    "nobody can rerun that comparison.",
+    "be placeholders (`unknown`, `n/a`, `latest`, `none`, `?`, `-`, `TBD`, `default`, `see "
+    "code`, `same as candidate`...), and a version MUST name one: at least one digit, no "
+    "wildcard (`1.x`, `x.y.z`, `*`, `?`, `<version>`). Nobody can rerun that comparison.",
 )
 declare("KE211", "warning", "the baseline is measured in the packet",
      "record the baseline's statistics (or serving metrics) and conditions beside its packet_id",
@@ -166,20 +168,24 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
     if kernel:
         for field in ("version", "call"):
             val = getattr(b, field)
-            if val and is_placeholder(val):
+            if val and (is_placeholder(val) or (field == "version" and _no_version(val))):
                 add(
                     (
                         "KE210",
                         f"/timing/baseline/{field}",
-                        f"baseline {field} `{val.strip()}` is a placeholder",
+                        f"baseline {field} `{val.strip()[:80]}` is a placeholder",
                     )
                 )
-    elif b.engine is not None and b.engine.version and is_placeholder(b.engine.version):
+    elif (
+        b.engine is not None
+        and b.engine.version
+        and (is_placeholder(b.engine.version) or _no_version(b.engine.version))
+    ):
         add(
             (
                 "KE210",
                 "/timing/baseline/engine/version",
-                f"baseline engine version `{b.engine.version.strip()}` is a placeholder",
+                f"baseline engine version `{b.engine.version.strip()[:80]}` is a placeholder",
             )
         )
     if entry is not None and entry.vendor == "cpu":
@@ -233,6 +239,14 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
                 "baseline not stated to be measured in the same session",
             )
         )
+
+
+_WILDCARD = re.compile(r"[?*<>]|(^|[.\-_ ])[xX]([.\-_ ]|$)")
+
+
+def _no_version(v: str) -> bool:
+    """True for a version that names none: no digit at all, or a wildcard (``1.x``, ``*``)."""
+    return not any(ch.isdigit() for ch in v) or bool(_WILDCARD.search(v))
 
 
 #: the hardware vendors a vendor's library runs on

@@ -34,7 +34,7 @@ declare(
     "pass`), alone or behind `env`, `time`, `nice`, `timeout` or a container (`docker run "
     "IMAGE true`), a viewer of a stored result (`cat`, `jq`, `head`, a `python -c` that only "
     "loads and prints a file), or a run that only lists or prints what it would do (`make -n`, "
-    "`pytest --collect-only`, any `--help`, `--version` or `--dry-run`), reproduces nothing.",
+    "`pytest --collect-only`, any `--help` or `--version`), reproduces nothing.",
 )
 declare(
     "KE104",
@@ -154,8 +154,9 @@ _NOOPS = frozenset({
     "jq", "head", "tail", "less", "more", "ls", "stat", "wc", "grep", "column", "bat", "nl", "od",
     "xxd", "hexdump", "md5sum", "sha256sum", "diff", "cmp",
 })  # fmt: skip
-#: options that make (almost) any program print help, its version or its plan, and run nothing
-_NOTHING_FLAGS = frozenset({"--help", "--version", "--dry-run", "--dryrun", "--dry_run"})
+#: options that make (almost) any program print its help or version and run nothing (not
+#: `--dry-run`: some harnesses run stand-ins under it)
+_NOTHING_FLAGS = frozenset({"--help", "--version"})
 #: programs that run another: the command after them (and their options) is what runs
 _WRAPPERS = frozenset({
     "env", "time", "nice", "nohup", "timeout", "exec", "command", "stdbuf", "taskset", "numactl", "sudo",
@@ -316,7 +317,7 @@ def _noop_python(code: str) -> bool:
 #: calls that only read a stored file and print it (or end the program)
 _PRINTING = frozenset({
     "print", "exit", "quit", "_exit", "open", "read", "read_text", "readlines", "load", "loads",
-    "dump", "dumps", "write", "Path", "str", "repr", "format", "len", "sorted", "pprint",
+    "dumps", "Path", "str", "repr", "format", "len", "sorted", "pprint",
 })  # fmt: skip
 
 
