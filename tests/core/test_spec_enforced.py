@@ -461,6 +461,24 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], str, str]] = [
         "/hardware/peak_bandwidth",
     ),
     (
+        "7 KE608 bytes cover the tensors",
+        _set(
+            "task",
+            "shapes",
+            0,
+            value={
+                "id": "4096",
+                "tensors": [
+                    {"name": "A", "shape": [4096, 4096], "dtype": "bf16"},
+                    {"name": "B", "shape": [4096, 4096], "dtype": "bf16"},
+                ],
+                "work": {"bytes": {"value": 8.0, "unit": "MiB"}},
+            },
+        ),  # 64 MiB of operands
+        "KE608",
+        "/task/shapes/0/work/bytes",
+    ),
+    (
         "7 KE607 a CPU declares no more than its cores can retire",
         _all(
             _set(

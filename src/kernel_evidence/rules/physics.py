@@ -86,6 +86,18 @@ declare(
 
 #: turbo clocks above the one recorded
 _CPU_SLACK = 1.5
+declare(
+    "KE608",
+    "error",
+    "bytes moved cover the tensors",
+    "count every operand read and every output written once: the bytes of the shape's tensors",
+    "Where an operator reads all of its inputs and writes all of its outputs (GEMM-like, "
+    "prefill attention, convolution, row-wise and element-wise operators such as norms, "
+    "softmax and activations; not paged, decode, cache, sparse, gather, scatter, embedding, "
+    "top-k, grouped or routed ones) and every tensor of a shape has a known dtype, the stated "
+    "bytes (`task.shapes[].work.bytes`) MUST be at least half the bytes of those tensors: "
+    "fewer bytes than the data make a rate that is too fast look possible.",
+)
 
 #: :func:`device_peaks` by (device, arch) (short names only)
 _PEAKS_CACHE: dict[tuple[str | None, str | None, str | None], Any] = {}
@@ -410,6 +422,11 @@ def _work_figures(p: Any, task: Any, add: Add) -> None:
         w = sh.work
         if w is not None and (q := w.flops) is not None and not _within_2x(q, rng):
             _flops_finding(f"/task/shapes/{i}/work/flops", q, rng, op, add)
+    if _reads_everything(op, kind):
+        for i, sh in enumerate(task.shapes):
+            w = sh.work
+            if w is not None and w.bytes is not None and sh.tensors:
+                _bytes_cover(i, sh.tensors, w.bytes, add)
     w = task.work
     if derived and w is not None and (q := w.flops) is not None:
         t = p.timing
@@ -420,6 +437,53 @@ def _work_figures(p: Any, task: Any, add: Add) -> None:
             _flops_finding("/task/work/flops", q, rng2, op, add)
     if task.dtypes:
         _dtype_labels(task, add)
+
+
+#: operators that read every input element and write every output element at least once
+_STREAMING = frozenset({
+    "layernorm", "rmsnorm", "norm", "softmax", "elementwise", "add", "mul", "gelu", "silu", "relu",
+    "swiglu", "geglu", "dropout", "cast", "copy", "transpose", "scale", "bias", "residual",
+    "activation", "sigmoid", "tanh", "exp",
+})  # fmt: skip
+#: ... and words that say some of a tensor is never touched
+_PARTIAL = frozenset({
+    "paged", "decode", "decoding", "cache", "kv", "sparse", "gather", "scatter", "index", "indexed",
+    "embedding", "lookup", "topk", "select", "slice", "sample", "sampling", "moe", "expert",
+    "experts", "grouped", "ragged", "varlen", "page", "block", "blocksparse", "prune", "pruned",
+})  # fmt: skip
+_CLASS_BYTES = {
+    "fp64": 8.0, "fp32": 4.0, "tf32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0,
+    "fp6": 0.75, "fp4": 0.5,
+}  # fmt: skip
+
+
+@lru_cache(maxsize=512)
+def _reads_everything(operator: str | None, kind: str | None) -> bool:
+    if not operator or len(operator) > _CACHED_CHARS:
+        return False
+    words = set(_OP_WORD.findall(operator.casefold()))
+    if words & _PARTIAL:
+        return False
+    return kind in ("gemm", "attention", "conv") or bool(words & _STREAMING)
+
+
+def _bytes_cover(i: int, tensors: Any, q: Any, add: Add) -> None:
+    """KE608: the stated bytes of shape ``i`` against the bytes of its tensors."""
+    total = 0.0
+    for tn in tensors:
+        size = _CLASS_BYTES.get(dtype_class(tn.dtype) or "")
+        if size is None:
+            return  # a dtype of unknown width: nothing to say
+        total += _elements(tn.shape) * size
+    stated = q.value * _FACTOR[q.unit]
+    if total > 0 and stated * 2 * (1 + 1e-9) < total:
+        add(
+            (
+                "KE608",
+                f"/task/shapes/{i}/work/bytes",
+                f"{stated:.4g} B stated; the shape's tensors hold {total:.4g} B (less than half of them moved)",
+            )
+        )
 
 
 def _within_2x(q: Any, rng: tuple[float, float]) -> bool:
