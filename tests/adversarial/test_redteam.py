@@ -229,6 +229,19 @@ def mi300x_cpx_partition_split_unrecorded() -> Packet:
     return finalize(p)
 
 
+@red_control("AB", "all eight CPX partitions of one MI300X (count 8, 38 CUs each): the whole device's rate")
+def mi300x_all_eight_cpx_partitions() -> Packet:
+    p = mi300x_cpx_partition_gemm()
+    p.pop("packet_id")
+    p["hardware"]["count"] = 8
+    for c in _both(p):
+        c["device_count"] = 8
+    p["replay"]["env"] = {"HIP_VISIBLE_DEVICES": "0,1,2,3,4,5,6,7"}
+    scale_side(p, "candidate", 1 / 7)
+    scale_side(p, "baseline", 1 / 7)
+    return finalize(p)
+
+
 @red_control("AB", "sixteen H100s on two nodes (eight visible on each, NNODES=2), profiled on rank 0")
 def h100_two_nodes_sixteen_gpus() -> Packet:
     p = h100_eight_gpus_rank0_profiled()
