@@ -84,9 +84,18 @@ def recorded_templates() -> list[dict]:
     return [h100, amd]
 
 
-def make_packets(n: int, path: Path) -> None:
-    """Write n valid, varied packets (built from the bundled examples) as JSONL."""
+def make_packets(n: int, path: Path, *, unique: bool = False) -> None:
+    """Write n valid, varied packets (built from the bundled examples) as JSONL.
+
+    With ``unique``, each packet also has its own timestamps, commit and container digest
+    (as a real stream has): the pattern check then cannot answer them from its cache of
+    strings already seen."""
+    import hashlib
+    from datetime import datetime, timedelta, timezone
+
     from kernel_evidence._codec.canonical import packet_id_for
+
+    start = datetime(2026, 1, 1, tzinfo=timezone.utc)
 
     templates = [json.loads(p.read_text()) for p in sorted((ROOT / "examples/packets/valid").glob("*.json"))]
     templates += recorded_templates()
@@ -97,6 +106,16 @@ def make_packets(n: int, path: Path) -> None:
             d = json.loads(json.dumps(templates[i % len(templates)]))
             d["lineage"] = {"run_id": "bench", "candidate_id": f"c{i}", "iteration": i}
             d["subject"]["name"] = f"{d['subject']['name']}_{rng.randrange(10**6)}"
+            if unique:
+                made = start + timedelta(seconds=37 * i)
+                d["created_at"] = made.strftime("%Y-%m-%dT%H:%M:%SZ")
+                if "measured_at" in d:
+                    d["measured_at"] = (made - timedelta(seconds=90)).strftime("%Y-%m-%dT%H:%M:%SZ")
+                r = d.get("replay") or {}
+                if (r.get("repository") or {}).get("commit"):
+                    r["repository"]["commit"] = hashlib.sha1(b"%d" % i).hexdigest()
+                if (r.get("container") or {}).get("digest"):
+                    r["container"]["digest"] = "sha256:" + hashlib.sha256(b"%d" % i).hexdigest()
             d.pop("packet_id", None)
             d["packet_id"] = packet_id_for(d)
             fh.write(enc.encode(d))  # as kernel_evidence writes packets: compact, sorted keys
@@ -255,6 +274,11 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--packets", type=int, default=50_000)
     ap.add_argument("--jsonschema-packets", type=int, default=3_000)
+    ap.add_argument(
+        "--unique-strings",
+        action="store_true",
+        help="give each packet its own timestamps, commit and digest (the pattern check's cache misses)",
+    )
     ap.add_argument("--memory", action=argparse.BooleanOptionalAction, default=True)
     ap.add_argument(
         "--stages",
@@ -268,7 +292,7 @@ def main() -> int:
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "packets.jsonl"
-        make_packets(args.packets, path)
+        make_packets(args.packets, path, unique=args.unique_strings)
         size = path.stat().st_size
         res = bench_interleaved(path, args.jsonschema_packets)
         n, dt = res["engine"]
