@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import stat
+from typing import BinaryIO
 
 from ..errors import AdapterError, AdapterOptionError
 
@@ -47,13 +48,27 @@ def _too_large(path: str, cap: int, what: str) -> AdapterError:
     )
 
 
+def _open(path: str) -> BinaryIO:
+    """``path`` opened for reading without blocking on a FIFO that no process writes: the
+    open does not wait for a writer, and a read then ends at once (EOF) when none has it
+    open, or waits for data while one does (a pipe, ``<(zcat trace.json.gz)``)."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    try:
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
 def read_capped(
     path: str, cap: int = DEFAULT_MAX_BYTES, *, what: str = "a profiler or benchmark output"
 ) -> bytes:
     """The bytes of ``path``, at most ``cap`` of them; :class:`AdapterError` (one line, naming
     the file) for a directory, an unreadable file, or more than ``cap`` bytes."""
     try:
-        with open(path, "rb") as fh:
+        with _open(path) as fh:
             st = os.fstat(fh.fileno())
             parts: list[bytes] = []
             total = 0

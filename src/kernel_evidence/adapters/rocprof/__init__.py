@@ -230,6 +230,8 @@ def _discover(path: Path, depth: int = 0) -> list[_Job]:
             return [_Job(kind, path)]
         return []
     if not path.is_dir():
+        if path.exists():
+            raise InputError(str(path), None, "not a regular file or folder (a FIFO, socket or device)")
         raise InputError(str(path), None, "no such file or folder")
     try:
         # hidden files (.DS_Store, macOS ._name resource forks) and __MACOSX/ are never outputs
