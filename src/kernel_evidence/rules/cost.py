@@ -82,18 +82,18 @@ def _energy(p: Any, e: Any, add: Add) -> None:
     h = p.hardware
     if h is None:
         return
+    entry = None
     if h.power_limit is not None:
         limit = h.power_limit.value * FACTOR[h.power_limit.unit]
-        where = "power_limit"
     else:
         entry = identify(h.device, arch=h.arch) if len(h.device) <= 256 else None
         if entry is None or entry.tdp_watts is None:
             return
         limit = entry.tdp_watts
-        where = f"{entry.id} board power"
     n = _devices(p)
     watts = e.energy.value * FACTOR[e.energy.unit] / window
     if watts > limit * n * _SLACK:
+        where = "power_limit" if entry is None else f"{entry.id} board power"
         add(
             (
                 "KE1201",
@@ -108,25 +108,30 @@ def _gpu_time(p: Any, g: Any, add: Add) -> None:
     t = p.timing
     st = t.stats
     f = FACTOR[st.unit]
+    reps = 0
     if st.samples:
         work = sum(st.samples) * f
-        how = f"{len(st.samples)} samples"
     else:
         reps = t.repeats if t.repeats is not None else st.n
         if not reps or reps < 1:
             return
         if st.min is not None:
             work = reps * st.min * f
-            how = f"{reps} repeats x min"
         elif st.median is not None:
             work = (reps + 1) // 2 * st.median * f
-            how = f"half of {reps} repeats x median"
         else:
             return
     n = _devices(p)
     have = g.value * FACTOR[g.unit]
     need = work * n
     if have * (1 + 1e-9) < need:
+        # what the work was computed from, worded only when reported
+        if st.samples:
+            how = f"{len(st.samples)} samples"
+        elif st.min is not None:
+            how = f"{reps} repeats x min"
+        else:
+            how = f"half of {reps} repeats x median"
         add(
             (
                 "KE1202",
