@@ -981,6 +981,12 @@ def replay_prints_the_stored_result(p: Packet) -> None:
     _argv(["python", "-c", "import json; r = json.load(open('results/gemm.json')); print(r)"])(p)
 
 
+@red_cheat("hollow_replay", "rtx4090_fp16_gemm_vs_cublas", "/replay/command")
+def replay_nvidia_smi(p: Packet) -> None:
+    """``nvidia-smi``: shows the card, measures nothing."""
+    _argv(["nvidia-smi", "--query-gpu=name,clocks.sm", "--format=csv"])(p)
+
+
 @red_cheat("hollow_replay", "b200_fp8_gemm_vs_cublaslt", "/replay/command")
 def replay_jq_of_the_results(p: Packet) -> None:
     """``jq .speedup results.json``: shows the number, measures nothing."""

@@ -32,7 +32,8 @@ declare(
     "`replay.command` MUST run the measurement: a program that does nothing or only prints "
     "(`true`, `:`, `echo ...`, `exit 0`, `sleep`, `sh -c 'exit 0'`, `bash -lc :`, `python -c "
     "pass`), alone or behind `env`, `time`, `nice`, `timeout` or a container (`docker run "
-    "IMAGE true`), a viewer of a stored result (`cat`, `jq`, `head`, a `python -c` that only "
+    "IMAGE true`), a system query (`nvidia-smi`, `rocm-smi`, `uname`), a viewer of a stored "
+    "result (`cat`, `jq`, `head`, a `python -c` that only "
     "loads and prints a file), or a run that only lists or prints what it would do (`make -n`, "
     "`pytest --collect-only`, any `--help` or `--version`), reproduces nothing.",
 )
@@ -153,6 +154,9 @@ _NOOPS = frozenset({
     # viewers: they print a stored result
     "jq", "head", "tail", "less", "more", "ls", "stat", "wc", "grep", "column", "bat", "nl", "od",
     "xxd", "hexdump", "md5sum", "sha256sum", "diff", "cmp",
+    # system queries: they describe the machine and run no benchmark
+    "nvidia-smi", "rocm-smi", "amd-smi", "rocminfo", "lscpu", "uname", "hostname", "date",
+    "whoami", "id", "df", "free", "nproc", "printenv",
 })  # fmt: skip
 #: options that make (almost) any program print its help or version and run nothing (not
 #: `--dry-run`: some harnesses run stand-ins under it)
