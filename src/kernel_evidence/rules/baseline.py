@@ -307,22 +307,33 @@ _B = "/timing/baseline/conditions/"
 def _compare(p: Any, t: Any, b: Any, bc: Any, add: Add) -> None:
     """KE207/KE208: the baseline's conditions against the candidate's, field by field."""
     cc = t.conditions
-    if cc is not None and cc == bc:
-        # both sides record the same conditions (one comparison of the two structs): no
-        # field differs, so only what looks at the values themselves can still say anything
-        # (dims whose names differ only in case, a flush below the cache, interleaved stated
-        # against recorded), in the order of the field-by-field checks below
-        bdims = bc.dims
-        if bdims and _fold_clash(bdims):
-            _dims(cc.dims, bdims, add)
-        bcache = bc.cache
-        if bcache is not None and _CACHE_STATE.get(bcache.mode) == "evicted":
-            _flushes(p, cc.cache, bcache, add)
-        _interleaved(t, b, bc, cc, add)
-        return
+    # both sides may record the same conditions (one comparison of the two structs): the
+    # checks of a difference between the sides (under `if not same`) then have nothing to
+    # say; a check that looks at a side's own values runs whatever `same` is
+    same = cc is not None and cc == bc
+    if not same:
+        _problem(p, t, bc, add)
+    elif bc.dims and _fold_clash(bc.dims):
+        _dims(cc.dims, bc.dims, add)  # equal dims whose names differ only in case (M and m)
+    if not same:
+        _devices_and_timers(t, bc, cc, p.hardware, add)
+    bcache = bc.cache
+    mode, mode_ptr = cache_mode(t)
+    if bcache is not None and mode is not None:
+        sa, sb = _CACHE_STATE.get(mode), _CACHE_STATE.get(bcache.mode)
+        if sa and sb and sa != sb:
+            warm_ptr = mode_ptr if sa in ("warm",) or sb == "cold" else _B + "cache/mode"
+            add(("KE208", warm_ptr, f"candidate timed with caches {mode}, the baseline {bcache.mode}"))
+        elif sa == sb == "evicted":
+            _flushes(p, t.conditions.cache if cc is not None and cc.cache is not None else None, bcache, add)
+    if not same:
+        _windows_and_session(b, bc, cc, add)
+    _interleaved(t, b, bc, cc, add)
+
+
+def _problem(p: Any, t: Any, bc: Any, add: Add) -> None:
+    """KE207: the baseline's dtypes, shape and dims against the candidate's."""
     task = p.task
-    h = p.hardware
-    # -- KE207: the same problem on the same device
     if bc.dtypes:
         cd, cptr = cand(t, "dtypes")
         if not cd and task is not None and task.dtypes:
@@ -355,6 +366,11 @@ def _compare(p: Any, t: Any, b: Any, bc: Any, add: Add) -> None:
                     break
         if cdims:
             _dims(cdims, bc.dims, add)
+
+
+def _devices_and_timers(t: Any, bc: Any, cc: Any, h: Any, add: Add) -> None:
+    """KE207/KE208: the baseline's device, device count, timer, clock policy and
+    synchronisation against the candidate's."""
     bid = bc.device_id
     cid = cc.device_id if cc is not None and cc.device_id else (h.device_id if h is not None else None)
     if bid and cid and bid != cid:
@@ -411,15 +427,12 @@ def _compare(p: Any, t: Any, b: Any, bc: Any, add: Add) -> None:
                 f"the {who} was timed without synchronising, the other side with it: its time misses work still running",
             )
         )
+
+
+def _windows_and_session(b: Any, bc: Any, cc: Any, add: Add) -> None:
+    """KE208: a flush inside one side's timed window only, CUDA-graph replays on one side
+    only, and two sessions beside same_session."""
     bcache = bc.cache
-    mode, mode_ptr = cache_mode(t)
-    if bcache is not None and mode is not None:
-        sa, sb = _CACHE_STATE.get(mode), _CACHE_STATE.get(bcache.mode)
-        if sa and sb and sa != sb:
-            warm_ptr = mode_ptr if sa in ("warm",) or sb == "cold" else _B + "cache/mode"
-            add(("KE208", warm_ptr, f"candidate timed with caches {mode}, the baseline {bcache.mode}"))
-        elif sa == sb == "evicted":
-            _flushes(p, t.conditions.cache if cc is not None and cc.cache is not None else None, bcache, add)
     cache = cc.cache if cc is not None else None
     if bcache is not None and cache is not None:
         fa, fb = cache.flush_in_timed_window, bcache.flush_in_timed_window
@@ -452,7 +465,6 @@ def _compare(p: Any, t: Any, b: Any, bc: Any, add: Add) -> None:
                 f"same_session is true but the baseline's session `{bc.session}` is not the candidate's `{cc.session}`",
             )
         )
-    _interleaved(t, b, bc, cc, add)
 
 
 def _interleaved(t: Any, b: Any, bc: Any, cc: Any, add: Add) -> None:
