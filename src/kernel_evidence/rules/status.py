@@ -231,20 +231,15 @@ def _contradicted(p: Any, check: str) -> str | None:
             if c is not None and c.fresh_inputs is False:
                 return f"the {side}'s conditions record its inputs reused (fresh_inputs: false)"
     elif check == "cache_flush":
-        first = _UNSET
         for c, side in sides:
+            if c is not None and c is not sides[0][0] and c == sides[0][0]:
+                break  # the baseline's conditions are the candidate's, checked already
             cache = c.cache if c is not None else None
-            if cache is not None and cache == first:
-                break  # the baseline's cache as the candidate's: nothing new to say
-            first = cache
             if cache is not None and cache.mode == "warm":
                 return f"the {side}'s conditions record warm caches"
             if small_flush(p, cache):
                 return f"the {side}'s flush is smaller than the last-level cache"
     return None
-
-
-_UNSET: Any = object()
 
 
 #: names an output tensor goes by
