@@ -20,3 +20,14 @@ def test_a_named_level_is_a_baseline_file_not_another_kind() -> None:
     assert p.timing.stats.mean == 0.0312 and p.timing.stats.unit == "ms"
     assert p.timing.shape_id == "level_tk/7"
     assert p.extensions["kernelbench:raw"]["key"] == "level_tk/7_Matmul_with_small_K_dimension_.py"
+
+
+def test_an_amd_baseline_is_timed_with_hip_events_unless_the_method_is_given() -> None:
+    path = str(WILD / "results" / "timing" / "MI300X_rocm" / "baseline_time_torch.json")
+    (p, _) = sorted(ADAPTER.read([path], AdapterOptions(created_at=T0)).packets, key=lambda p: p.subject.name)
+    assert p.hardware is not None and p.hardware.vendor == "amd"
+    assert p.timing.method == "hip_events"
+    assert p.timing.conditions.method == "hip_events"
+    given = AdapterOptions(created_at=T0, extra={"method": "cuda_events"})
+    (q, _) = sorted(ADAPTER.read([path], given).packets, key=lambda p: p.subject.name)
+    assert q.timing.method == "cuda_events"

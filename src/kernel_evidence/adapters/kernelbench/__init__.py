@@ -136,11 +136,13 @@ class KernelBenchAdapter:
         note = (
             f"timing method `{method}` given by the `method` option"
             if method
-            else "KernelBench's default timer (CUDA events, L2 flushed between trials); the file does not record it"
+            else "KernelBench's default timer (CUDA events, HIP events on a ROCm build; L2 flushed between "
+            "trials); the file does not record it"
         )
         builder = Builder(
             created_at=options.created_at or utc_now(),
             method=str(method) if method else "cuda_events",
+            method_given=bool(method),
             method_note=note + "; all times in milliseconds (KernelBench's timing functions return ms)",
             device_option=str(extra["device"]) if extra.get("device") else None,
             torch_version=str(extra["torch_version"]) if extra.get("torch_version") else None,

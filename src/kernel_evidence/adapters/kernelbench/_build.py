@@ -128,6 +128,15 @@ class Builder:
     folder_used: dict[str, tuple[str, str | None]] = field(default_factory=dict)
     #: (sample device, baseline device, baseline file) pairs that differ
     mismatched: set[tuple[str, str, str]] = field(default_factory=set)
+    #: whether ``method`` was given (the ``method`` option) rather than KernelBench's default
+    method_given: bool = False
+
+    def method_on(self, device: str | None) -> str:
+        """The timer on ``device``: KernelBench's ``torch.cuda.Event`` pairs are HIP events
+        under a ROCm build of PyTorch (an AMD device)."""
+        if not self.method_given and self.method == "cuda_events" and device and vendor_of(device) == "amd":
+            return "hip_events"
+        return self.method
 
     def hardware(self, device: str | None) -> Hardware | None:
         if device is None:
@@ -183,7 +192,7 @@ class Builder:
             cond = Conditions(
                 device=dev,
                 device_id=_device_id(dev) if dev else None,
-                method=self.method,
+                method=self.method_on(dev),
                 repeats=e.stats.trials,
                 shape_id=f"{e.level_key}/{e.problem_id}",
             )
@@ -199,7 +208,7 @@ class Builder:
                     lineage=Lineage(relation="baseline", candidate_id=f"{b.config}:{e.level_key}/{name}"),
                     task=self._task(e.level, e.problem_id, e.file_name, b),
                     timing=Timing(
-                        method=self.method,
+                        method=self.method_on(dev),
                         repeats=e.stats.trials,
                         shape_id=f"{e.level_key}/{e.problem_id}",
                         stats=_stats(e.stats),
@@ -341,7 +350,7 @@ class Builder:
         cond = Conditions(
             device=device,
             device_id=_device_id(device) if device else None,
-            method=self.method,
+            method=self.method_on(device),
             repeats=runtime.trials,
             shape_id=shape_id,
         )
@@ -372,13 +381,13 @@ class Builder:
                 conditions=Conditions(
                     device=bdev,
                     device_id=_device_id(bdev) if bdev else None,
-                    method=self.method,
+                    method=self.method_on(bdev),
                     repeats=entry.stats.trials,
                     shape_id=shape_id,
                 ),
             )
         return Timing(
-            method=self.method,
+            method=self.method_on(device),
             repeats=runtime.trials,
             shape_id=shape_id,
             stats=_stats(runtime),
