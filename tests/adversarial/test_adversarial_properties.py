@@ -13,14 +13,17 @@ import math
 
 from _adv_build import (
     DEVICES,
+    _latency,
     finalize,
     gemm,
     kernel_claim,
     median_s,
+    recompute_speedup,
     scale_side,
     serving_claim,
     set_side_samples,
 )
+from _adv_cheats import _serving_counts
 from _adv_judge import judge
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
@@ -305,6 +308,51 @@ _LIES = {
 def test_one_lie_in_a_drawn_packet_is_caught(packet: dict, lie: str) -> None:
     mutate, pointers, applies = _LIES[lie]
     assume(applies is None or applies(packet))
+    mutate(packet)
+    packet = finalize(packet)
+    for as_bytes in (False, True):
+        v = judge(packet, pointers, as_bytes=as_bytes)
+        assert v.caught, (lie, packet["subject"]["name"], v.grade, v.findings)
+
+
+def _throughput_x2(p: dict) -> None:
+    p["timing"]["serving"]["output_throughput"]["value"] *= 2
+    recompute_speedup(p)
+
+
+def _requests_vanish(p: dict) -> None:
+    sv = p["timing"]["serving"]
+    _serving_counts(p, completed=int(sv["completed"] * 0.85), failed=0)
+
+
+def _e2el_below_ttft(p: dict) -> None:
+    sv = p["timing"]["serving"]
+    sv["e2el"] = _latency(sv["ttft"]["median"] * 0.5, sv["completed"])
+
+
+def _five_percent_failed(p: dict) -> None:
+    n = p["timing"]["serving"]["completed"]
+    _serving_counts(p, completed=n - n // 20, failed=n // 20)
+
+
+def _tpot_tenth(p: dict) -> None:
+    sv = p["timing"]["serving"]
+    sv["tpot"] = _latency(sv["tpot"]["median"] / 10, sv["completed"])
+
+
+_SERVING_LIES = {
+    "throughput_x2": (_throughput_x2, ("/timing/serving/output_throughput",)),
+    "requests_vanish": (_requests_vanish, ("/timing/serving",)),
+    "e2el_below_ttft": (_e2el_below_ttft, ("/timing/serving/e2el",)),
+    "five_percent_failed": (_five_percent_failed, ("/timing/serving/failed", "/timing/speedup")),
+    "tpot_tenth": (_tpot_tenth, ("/timing/serving/tpot", "/timing/serving/e2el")),
+}
+
+
+@given(honest_serving_claims(), st.sampled_from(sorted(_SERVING_LIES)))
+@settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+def test_one_lie_in_a_drawn_serving_packet_is_caught(packet: dict, lie: str) -> None:
+    mutate, pointers = _SERVING_LIES[lie]
     mutate(packet)
     packet = finalize(packet)
     for as_bytes in (False, True):
