@@ -31,3 +31,16 @@ def test_an_amd_baseline_is_timed_with_hip_events_unless_the_method_is_given() -
     given = AdapterOptions(created_at=T0, extra={"method": "cuda_events"})
     (q, _) = sorted(ADAPTER.read([path], given).packets, key=lambda p: p.subject.name)
     assert q.timing.method == "cuda_events"
+
+
+def test_a_cuda_error_filed_as_not_compiled_is_a_runtime_error_with_its_text() -> None:
+    path = str(WILD / "runs" / "old_layout_run" / "eval_results.json")
+    packets = ADAPTER.read([path], AdapterOptions(created_at=T0)).packets
+    by_entry = {p.extensions["kernelbench:raw"]["entry"]: p for p in packets}
+    crashed = by_entry["7"]
+    assert crashed.status == "failed"
+    assert crashed.failure is not None and str(crashed.failure.failure_class) == "runtime_error"
+    assert "illegal memory access" in (crashed.failure.message or "")
+    assert crashed.timing is None  # runtime -1: not measured
+    ok = by_entry["8"]
+    assert ok.status == "passed" and ok.timing is not None and ok.timing.stats.mean == 1.25

@@ -56,6 +56,9 @@ def classify(s: Sample) -> tuple[str, FailureClass | None, str | None]:
     if s.compiled is False:
         if text is not None:
             return "failed", FailureClass.COMPILE_ERROR, text
+        cuda = _first(md, *METADATA_KEYS.get("cuda", ()))
+        if cuda is not None:  # KernelBench files a CUDA error while running as "compiled: false"
+            return "failed", FailureClass.RUNTIME_ERROR, cuda
         infra = _first(md, *METADATA_KEYS["infra"])
         if infra is not None:  # the evaluation itself failed (Modal GPU not attached, a lost future)
             return "error", FailureClass.INFRA_ERROR, infra
