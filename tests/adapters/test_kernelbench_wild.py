@@ -44,3 +44,13 @@ def test_a_cuda_error_filed_as_not_compiled_is_a_runtime_error_with_its_text() -
     assert crashed.timing is None  # runtime -1: not measured
     ok = by_entry["8"]
     assert ok.status == "passed" and ok.timing is not None and ok.timing.stats.mean == 1.25
+
+
+def test_a_timed_out_evaluation_is_the_candidates_timeout_other_errors_stay_infra() -> None:
+    path = str(WILD / "runs" / "old_layout_run" / "eval_results.json")
+    packets = ADAPTER.read([path], AdapterOptions(created_at=T0)).packets
+    by_entry = {p.extensions["kernelbench:raw"]["entry"]: p for p in packets}
+    hung = by_entry["9"]
+    assert hung.status == "failed" and str(hung.failure.failure_class) == "timeout"
+    lost = by_entry["10"]
+    assert lost.status == "error" and str(lost.failure.failure_class) == "infra_error"

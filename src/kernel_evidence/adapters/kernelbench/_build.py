@@ -60,6 +60,10 @@ def classify(s: Sample) -> tuple[str, FailureClass | None, str | None]:
         if cuda is not None:  # KernelBench files a CUDA error while running as "compiled: false"
             return "failed", FailureClass.RUNTIME_ERROR, cuda
         infra = _first(md, *METADATA_KEYS["infra"])
+        if infra is not None and infra.strip().lower() == "evaluation timed out":
+            # eval_from_generations.py: the sample ran past config.timeout (a hang, a very
+            # slow compile): the candidate's failure, not the harness's
+            return "failed", FailureClass.TIMEOUT, infra
         if infra is not None:  # the evaluation itself failed (Modal GPU not attached, a lost future)
             return "error", FailureClass.INFRA_ERROR, infra
         return "failed", FailureClass.COMPILE_ERROR, "compiled: false (no error recorded)"
