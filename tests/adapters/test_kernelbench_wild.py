@@ -54,3 +54,20 @@ def test_a_timed_out_evaluation_is_the_candidates_timeout_other_errors_stay_infr
     assert hung.status == "failed" and str(hung.failure.failure_class) == "timeout"
     lost = by_entry["10"]
     assert lost.status == "error" and str(lost.failure.failure_class) == "infra_error"
+
+
+def test_other_error_is_the_candidates_runtime_error_and_nan_differences_are_nan_inf() -> None:
+    path = str(WILD / "runs" / "old_layout_run" / "eval_results.json")
+    packets = ADAPTER.read([path], AdapterOptions(created_at=T0)).packets
+    by_entry = {p.extensions["kernelbench:raw"]["entry"]: p for p in packets}
+    raised = by_entry["11"]
+    assert raised.status == "failed" and str(raised.failure.failure_class) == "runtime_error"
+    assert "has no attribute" in (raised.failure.message or "")
+    nan = by_entry["12"]
+    assert str(nan.failure.failure_class) == "nan_inf"
+    (shape,) = nan.validation.shapes
+    assert shape.nan_seen is True and shape.max_abs_error is None
+    finite = by_entry["13"]
+    assert str(finite.failure.failure_class) == "incorrect_numerical"
+    (shape,) = finite.validation.shapes
+    assert shape.max_abs_error == 2.25 and shape.nan_seen is None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from dataclasses import dataclass, field
@@ -56,9 +57,9 @@ def classify(s: Sample) -> tuple[str, FailureClass | None, str | None]:
     if s.compiled is False:
         if text is not None:
             return "failed", FailureClass.COMPILE_ERROR, text
-        cuda = _first(md, *METADATA_KEYS.get("cuda", ()))
-        if cuda is not None:  # KernelBench files a CUDA error while running as "compiled: false"
-            return "failed", FailureClass.RUNTIME_ERROR, cuda
+        ran = _first(md, *METADATA_KEYS.get("run", ()))
+        if ran is not None:  # KernelBench files an exception raised while the sample ran as "compiled: false"
+            return "failed", FailureClass.RUNTIME_ERROR, ran
         infra = _first(md, *METADATA_KEYS["infra"])
         if infra is not None and infra.strip().lower() == "evaluation timed out":
             # eval_from_generations.py: the sample ran past config.timeout (a hang, a very
@@ -76,6 +77,8 @@ def classify(s: Sample) -> tuple[str, FailureClass | None, str | None]:
     if issue is not None and "shape" in issue.lower():
         return "failed", FailureClass.INCORRECT_SHAPE, issue
     if s.correctness is False:
+        if any(_nonfinite(md)):
+            return "failed", FailureClass.NAN_INF, issue or "correctness: false (NaN or Inf in the output)"
         return "failed", FailureClass.INCORRECT_NUMERICAL, issue or "correctness: false (no reason recorded)"
     infra = _first(md, *METADATA_KEYS["infra"])
     if infra is not None:
@@ -117,9 +120,26 @@ def _max_difference(md: dict[str, Any]) -> float | None:
             f = float(v)
         except (TypeError, ValueError):
             continue
-        if f >= 0 and (best is None or f > best):
+        if math.isfinite(f) and f >= 0 and (best is None or f > best):
             best = f
     return best
+
+
+def _nonfinite(md: dict[str, Any]) -> tuple[bool, bool]:
+    """Whether any trial's ``max_difference`` is ``nan`` / ``inf``: the candidate's output held
+    NaN or Inf (KernelBench writes ``"nan"`` for every trial then)."""
+    vals = md.get("max_difference")
+    nan = inf = False
+    for v in vals if isinstance(vals, list) else [vals]:
+        if not isinstance(v, (str, float)):
+            continue
+        try:
+            f = float(v)
+        except (TypeError, ValueError):
+            continue
+        nan = nan or f != f
+        inf = inf or f in (math.inf, -math.inf)
+    return nan, inf
 
 
 @dataclass
@@ -276,6 +296,7 @@ class Builder:
         validation = None
         if s.compiled is not False and s.correctness is not None and fclass is not FailureClass.RUNTIME_ERROR:
             trials = _first(md, "correctness_trials")
+            nonfinite = _nonfinite(md)
             note = "; ".join(x for x in (trials and f"correctness trials {trials}", message) if x) or None
             validation = Validation(
                 verdict="passed" if s.correctness else "failed",
@@ -284,6 +305,8 @@ class Builder:
                         shape_id=shape_id,
                         passed=bool(s.correctness),
                         max_abs_error=_max_difference(md),
+                        nan_seen=nonfinite[0] or None,
+                        inf_seen=nonfinite[1] or None,
                         message=note,
                     )
                 ],
