@@ -24,3 +24,12 @@ def test_status_summaries_without_a_count_keep_their_statistics() -> None:
     # request_latency is in seconds: ms in the packet
     assert s.e2el is not None and s.e2el.median == 1200.0
     assert s.e2el.percentiles == {"p99": 1900.0}
+
+
+def test_a_v07_profile_is_named_by_kind() -> None:
+    result = ADAPTER.read([str(WILD / "v0.7_profile_kind.json")], AdapterOptions(created_at=T0))
+    (p,) = result.packets
+    assert p.task.serving.settings["profile"] == "sweep"
+    assert p.task.serving.settings["strategy"] == "synchronous"
+    assert p.task.serving.max_concurrency == 1
+    assert p.timing.serving.e2el.median == 2000.0

@@ -127,7 +127,9 @@ def _task(b: Benchmark, options: AdapterOptions, raw: dict[str, Any]) -> Serving
     settings: dict[str, str | float | int | bool] = {}
     if isinstance(kind, str):
         settings["strategy"] = kind
-    prof = b.profile().get("type_")
+    profile = b.profile()
+    # the profile's discriminator: `type_` up to 0.6, `kind` from 0.7 (benchmark/profiles/)
+    prof = profile.get("type_") or profile.get("kind")
     if isinstance(prof, str):
         settings["profile"] = prof
     backend = b.backend()
