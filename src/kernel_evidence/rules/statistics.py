@@ -63,7 +63,9 @@ declare(
     "std agrees with the samples",
     "recompute the standard deviation from the samples you kept",
     "A block's `std` MUST agree with its samples (within 10% of their standard deviation) "
-    "and with its range: no larger than max - min, and not 0 when min < max.",
+    "and with its range: no larger than max - min (widened by one unit of the last digit "
+    "min and max are written with, which rounding for a report may hide), and not 0 when "
+    "min < max.",
 )
 declare(
     "KE507",
@@ -164,11 +166,30 @@ def _degenerate(ptr: str, s: Any, method: str, c: Any, add: Add) -> None:
         _std(ptr, s, add)
 
 
+def _quantum(x: float) -> float:
+    """One unit in the last significant digit of ``x`` as written (shortest round-trip
+    repr): ``2.65`` -> 0.01, ``0.0123`` -> 0.0001. A value rounded for a report (KernelBench
+    keeps 3 significant digits) may be off by half of it; a full-precision float's quantum
+    is negligible."""
+    if x == 0 or not math.isfinite(x):
+        return 0.0
+    digits = repr(abs(x))
+    if "e" in digits or "E" in digits:
+        mantissa, _, exp = digits.lower().partition("e")
+        sig = mantissa.replace(".", "").lstrip("0")
+        return 10.0 ** (int(exp) - (len(sig) - 1 if "." in mantissa else 0)) if sig else 0.0
+    frac = digits.partition(".")[2].rstrip("0")
+    # a whole number counts as written to its units (trailing zeros are not read as rounding)
+    return 10.0 ** -len(frac) if frac else 1.0
+
+
 def _std(ptr: str, s: Any, add: Add) -> None:
     std = s.std
     lo, hi = s.min, s.max
     if lo is not None and hi is not None and hi >= lo:
-        if std > (hi - lo) * _HI + _TINY:
+        # min and max rounded for a report can each be off by half a unit of their last
+        # digit: the true range may exceed the written one by up to one unit
+        if std > (hi - lo) * _HI + _TINY and std > (hi - lo + max(_quantum(lo), _quantum(hi))) * _HI + _TINY:
             add(("KE506", f"{ptr}/std", f"std {std:g} is larger than the range {hi - lo:g} of the values"))
             return
         if std == 0 and hi > lo:
