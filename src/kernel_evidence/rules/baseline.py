@@ -245,8 +245,17 @@ _WILDCARD = re.compile(r"[?*<>]|(^|[.\-_ ])[xX]([.\-_ ]|$)")
 
 
 def _no_version(v: str) -> bool:
-    """True for a version that names none: no digit at all, or a wildcard (``1.x``, ``*``)."""
-    return not any(ch.isdigit() for ch in v) or bool(_WILDCARD.search(v))
+    """True for a version that names none: no digit at all, or a wildcard (``1.x``, ``*``).
+    Cached: a batch repeats a few library versions."""
+    hit = _NO_VERSION_CACHE.get(v)
+    if hit is None:
+        hit = not any(ch.isdigit() for ch in v) or bool(_WILDCARD.search(v))
+        if len(_NO_VERSION_CACHE) < 4096 and len(v) <= CACHED_CHARS:
+            _NO_VERSION_CACHE[v] = hit
+    return hit
+
+
+_NO_VERSION_CACHE: dict[str, bool] = {}
 
 
 #: the hardware vendors a vendor's library runs on
