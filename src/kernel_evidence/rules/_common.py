@@ -56,6 +56,15 @@ PLACEHOLDERS = frozenset({
 
 
 def is_placeholder(s: str) -> bool:
-    """A placeholder, or a call whose arguments are elided (``f(...)``)."""
-    t = s.strip().casefold()
-    return t in PLACEHOLDERS or "..." in t or "\u2026" in t
+    """A placeholder, or a call whose arguments are elided (``f(...)``). Cached: a batch
+    repeats a few versions and calls."""
+    hit = _PLACEHOLDER_CACHE.get(s)
+    if hit is None:
+        t = s.strip().casefold()
+        hit = t in PLACEHOLDERS or "..." in t or "\u2026" in t
+        if len(_PLACEHOLDER_CACHE) < 4096 and len(s) <= CACHED_CHARS:
+            _PLACEHOLDER_CACHE[s] = hit
+    return hit
+
+
+_PLACEHOLDER_CACHE: dict[str, bool] = {}
