@@ -461,6 +461,12 @@ _CLASS_BYTES = {
 def _reads_everything(operator: str | None, kind: str | None) -> bool:
     if not operator or len(operator) > _CACHED_CHARS:
         return False
+    return _reads_everything_named(operator, kind)
+
+
+@lru_cache(maxsize=512)
+def _reads_everything_named(operator: str, kind: str | None) -> bool:
+    """:func:`_reads_everything` of a short operator name (cached: a batch repeats a few)."""
     words = set(_OP_WORD.findall(operator.casefold()))
     if words & _PARTIAL:
         return False
