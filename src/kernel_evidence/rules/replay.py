@@ -70,7 +70,10 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
         repo = r.repository
         if repo is not None and repo.commit is not None:
             commit = repo.commit
-            if not _is_hash(commit):
+            # a hash: 7 to 64 hexadecimal digits (and one line end after them, as
+            # `^[0-9a-fA-F]{7,64}$` allows), without a regular expression
+            h = commit[:-1] if commit[-1:] == "\n" else commit
+            if not (7 <= len(h) <= 64 and not h.strip(_HEX_DIGITS)):
                 add(
                     (
                         "KE104",
@@ -138,14 +141,6 @@ def _replay(r: Any, add: Add) -> None:
 
 
 _HEX_DIGITS = "0123456789abcdefABCDEF"
-
-
-def _is_hash(commit: str) -> bool:
-    """Whether ``commit`` matches ``^[0-9a-fA-F]{7,64}$`` (7 to 64 hexadecimal digits and,
-    as ``$`` allows, one line end after them), without a regular expression."""
-    if commit[-1:] == "\n":
-        commit = commit[:-1]
-    return 7 <= len(commit) <= 64 and not commit.strip(_HEX_DIGITS)
 
 
 #: programs that succeed doing nothing, or only print
