@@ -320,6 +320,9 @@ def example_packet() -> EvidencePacket:
             "arch": "sm_90a",
             "clocks": {"locked": True},
         },
-        "replay": {"command": ["python", "bench.py", "--m", "4096"], "repository": {"commit": "3f9c2a7e5b1d4c8a9e0f6b2d7c1a5e3f9b8d4c2a"}},
+        "replay": {
+            "command": ["python", "bench.py", "--m", "4096"],
+            "repository": {"commit": "3f9c2a7e5b1d4c8a9e0f6b2d7c1a5e3f9b8d4c2a"},
+        },
     }
     return EvidencePacket.model_validate(d).with_id()

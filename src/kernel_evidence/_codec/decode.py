@@ -236,7 +236,9 @@ def _migrated(data: dict[str, Any]) -> tuple[Any, str | None]:
 
 
 def _repeats_a_key(raw: bytes, data: Any) -> bool:
-    return maybe_duplicates(raw, _plain_encoder.encode(data).count(b'"')) and find_duplicate_key(raw) is not None
+    return (
+        maybe_duplicates(raw, _plain_encoder.encode(data).count(b'"')) and find_duplicate_key(raw) is not None
+    )
 
 
 def _checked_older(raw: bytes) -> Checked | None:
@@ -285,7 +287,9 @@ def _older_document(raw: bytes, loc: str | None) -> list[Decoded] | None:
             msg, pointer = from_msgspec(str(exc))
             out.append(Decoded(at, rule_id="KE001", error=msg, pointer=pointer))
         except RecursionError:
-            out.append(Decoded(at, rule_id="KE001", error="JSON nested too deeply (hostile or corrupt input)"))
+            out.append(
+                Decoded(at, rule_id="KE001", error="JSON nested too deeply (hostile or corrupt input)")
+            )
     return out
 
 

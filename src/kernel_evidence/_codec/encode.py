@@ -65,7 +65,9 @@ def record_kernels(kernels: list[Any], kernels_json: bytes) -> None:
         registry[id(kernels)] = (kernels, kernels_json)
 
 
-def recorded_kernels(packet: EvidencePacket, registry: dict[int, tuple[list[Any], bytes]]) -> dict[int, bytes]:
+def recorded_kernels(
+    packet: EvidencePacket, registry: dict[int, tuple[list[Any], bytes]]
+) -> dict[int, bytes]:
     """Capture index -> the recorded JSON of its ``kernels``, for the captures of ``packet``
     whose ``kernels`` is still the very list that was recorded."""
     out: dict[int, bytes] = {}

@@ -42,7 +42,9 @@ def unsupported_version(value: Any) -> str:
     )
 
 
-def structural(kind: str, pointer: str, *, field: str = "", got: Any = None, detail: str = "") -> tuple[str, str]:
+def structural(
+    kind: str, pointer: str, *, field: str = "", got: Any = None, detail: str = ""
+) -> tuple[str, str]:
     """``(message, pointer)`` for one structural problem.
 
     ``kind`` is one of ``unknown`` (``field`` is not in the schema; ``pointer`` is the
@@ -126,7 +128,9 @@ def from_msgspec(error: str) -> tuple[str, str]:
         if "Invalid enum value" in msg:
             out = structural("schema_version", pointer, got=msg.split("Invalid enum value ")[-1].strip("'\""))
         else:  # not a string at all
-            out = structural("other", pointer, detail=f"{msg}; expected a schema version ({supported_text()})")
+            out = structural(
+                "other", pointer, detail=f"{msg}; expected a schema version ({supported_text()})"
+            )
     elif pointer.endswith("/unit") and msg.startswith("Invalid enum value"):
         out = structural("unit", pointer, got=msg.split("Invalid enum value ")[-1].strip("'\""))
     else:

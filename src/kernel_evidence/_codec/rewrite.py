@@ -71,7 +71,9 @@ def migrate_paths(
     for name in names:
         if name != "-" and _same_file(name, target):
             raise InputError(
-                target, None, "is one of the inputs; migrate never overwrites its input (write to another file)"
+                target,
+                None,
+                "is one of the inputs; migrate never overwrites its input (write to another file)",
             )
     summary = MigrateSummary()
     report = on_error if on_error is not None else (lambda line: None)

@@ -32,7 +32,6 @@ __all__ = [
 ]
 
 
-
 class Stats(Model):
     """Summary statistics of repeated measurements, all in ``unit``.
 
