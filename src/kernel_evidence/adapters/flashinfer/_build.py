@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone, tzinfo
 from typing import Any
 
+from ..._iso import parse_iso
 from ...models import (
     Artifact,
     Baseline,
@@ -94,10 +95,7 @@ def _utc(ts: str | float, zone: tzinfo | None) -> str | None:
     """``ts`` (ISO 8601, or seconds since the epoch) as an RFC 3339 UTC time; None when it is
     not one, or names no zone and ``zone`` is None."""
     try:
-        if isinstance(ts, (int, float)):
-            dt = datetime.fromtimestamp(ts, timezone.utc)
-        else:
-            dt = datetime.fromisoformat(ts)
+        dt = datetime.fromtimestamp(ts, timezone.utc) if isinstance(ts, (int, float)) else parse_iso(ts)
     except (ValueError, OverflowError, OSError):
         return None
     if dt.tzinfo is None:

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
+from ..._iso import parse_iso
 from ...errors import AdapterError
 
 __all__ = ["RunRecord", "records_from_json", "records_from_parquet", "looks_like_kernelbot"]
@@ -282,7 +283,7 @@ def utc_text(value: Any) -> tuple[str | None, bool]:
         return None, False
     if isinstance(value, str):
         try:
-            value = datetime.fromisoformat(value.replace("Z", "+00:00"))
+            value = parse_iso(value)
         except ValueError:
             return None, False
     if not isinstance(value, datetime):
