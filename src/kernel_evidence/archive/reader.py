@@ -27,6 +27,7 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 import zstandard
 
+from .._iso import parse_iso
 from ..errors import ArchiveError
 from ..io import _output_target, open_output, replaces_file
 from . import _layout
@@ -352,8 +353,7 @@ def _timestamp(text: str) -> datetime:
     m = re.fullmatch(r"(.*T\d{2}:\d{2}:\d{2})(\.\d+)?([+-]\d{2}:\d{2})", t)
     if m is None:
         raise ValueError(text)
-    frac = (m.group(2) or "")[:7]  # fromisoformat takes at most 6 digits
-    dt = datetime.fromisoformat(m.group(1) + frac + m.group(3))
+    dt = parse_iso(m.group(1) + (m.group(2) or "") + m.group(3))  # any fraction, any Python
     return dt.astimezone(timezone.utc)
 
 
