@@ -9,11 +9,20 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import BinaryIO
 
 from ..errors import AdapterError, AdapterOptionError
 
-__all__ = ["DEFAULT_MAX_BYTES", "is_junk_entry", "max_bytes_option", "read_capped", "size_text"]
+__all__ = [
+    "DEFAULT_MAX_BYTES",
+    "is_junk_entry",
+    "max_bytes_option",
+    "read_capped",
+    "size_text",
+    "walk_inputs",
+]
 
 #: the largest input file an adapter reads unless told otherwise (``--opt max_bytes=N``)
 DEFAULT_MAX_BYTES = 2 << 30
@@ -111,3 +120,19 @@ def max_bytes_option(extra: dict[str, object], default: int = DEFAULT_MAX_BYTES)
     if out < 1:
         raise AdapterOptionError(f"option `max_bytes`: expected a positive integer, got {out}")
     return out
+
+
+def walk_inputs(inputs: Sequence[str], suffixes: tuple[str, ...]) -> Iterator[tuple[str, bool]]:
+    """``(path, named explicitly)`` for every input: a file (or anything not a folder) as
+    given, a folder walked in sorted order for files whose lower-cased name ends with one
+    of ``suffixes``, leaving out hidden and editor/OS junk entries (:func:`is_junk_entry`).
+    A file named explicitly must be read or fail; one found in a folder may be skipped
+    with a warning. Symlinked folders are not descended into (no loops)."""
+    for item in inputs:
+        path = Path(os.fspath(item))
+        if not path.is_dir():
+            yield str(item), True
+            continue
+        for sub in sorted(path.rglob("*")):
+            if sub.is_file() and sub.name.lower().endswith(suffixes) and not is_junk_entry(sub, path):
+                yield str(sub), False

@@ -27,7 +27,6 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator, Sequence
 from datetime import datetime, timezone, tzinfo
-from pathlib import Path
 
 import msgspec
 
@@ -36,7 +35,7 @@ from ...errors import AdapterError
 from ...models import EvidencePacket
 from .. import AdapterOptions, AdapterResult
 from .._envelope import utc_now
-from .._read import is_junk_entry, max_bytes_option
+from .._read import max_bytes_option, walk_inputs
 from ._build import FileState, LineBuilder, cupti_missing, method_of
 from ._io import BadLine, TraceLine, decode_line, read_maybe_gzip
 from ._side import SIDE_MAX_BYTES, SideIndex, classify_json, dataset_root, read_run_log
@@ -71,19 +70,6 @@ def _flag(value: object) -> bool:
     return value is not None and str(value).lower() not in ("0", "false", "no", "")
 
 
-def _walk(inputs: Sequence[str]) -> Iterator[tuple[str, bool]]:
-    """(path, named explicitly) for each input; directories are walked (sorted)."""
-    for item in inputs:
-        path = Path(item)
-        if not path.is_dir():
-            yield str(item), True
-            continue
-        for p in sorted(path.rglob("*")):
-            name = p.name.lower()
-            if p.is_file() and name.endswith(_TRACE_SUFFIXES + _JSON_SUFFIXES) and not is_junk_entry(p, path):
-                yield str(p), False
-
-
 class FlashInferTraceAdapter:
     """FlashInfer-Bench / SOL-ExecBench traces -> one kernel packet per evaluated line."""
 
@@ -107,7 +93,7 @@ class FlashInferTraceAdapter:
         warnings: list[str] = []
         side = SideIndex()
         traces: list[tuple[str, bool, bytes]] = []
-        for path, explicit in _walk(inputs):
+        for path, explicit in walk_inputs(inputs, _TRACE_SUFFIXES + _JSON_SUFFIXES):
             data = self._read_one(path, explicit, cap, warnings)
             if data is None:
                 continue

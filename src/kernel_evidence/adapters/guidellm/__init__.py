@@ -16,30 +16,18 @@ Options (``AdapterOptions.extra``): ``max_bytes``; ``model``, ``dataset``, ``eng
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
-from pathlib import Path
+from collections.abc import Sequence
 
 from ...errors import AdapterError, KernelEvidenceError
 from ...models import EvidencePacket
 from .. import AdapterOptions, AdapterResult
-from .._read import is_junk_entry, max_bytes_option, read_capped
+from .._read import max_bytes_option, read_capped, walk_inputs
 from ._build import build_packet
 from ._report import WHAT, parse_report
 
 __all__ = ["ADAPTER", "GuideLLMAdapter"]
 
 _SUFFIXES = (".json", ".yaml", ".yml")
-
-
-def _expand(inputs: Sequence[str]) -> Iterator[tuple[str, bool]]:
-    for item in inputs:
-        path = Path(os.fspath(item))
-        if path.is_dir():
-            for sub in sorted(path.rglob("*")):
-                if sub.is_file() and sub.name.lower().endswith(_SUFFIXES) and not is_junk_entry(sub, path):
-                    yield str(sub), False
-        else:
-            yield str(path), True
 
 
 def read_report(path: str, options: AdapterOptions, cap: int) -> tuple[list[EvidencePacket], list[str]]:
@@ -81,7 +69,7 @@ class GuideLLMAdapter:
         cap = max_bytes_option(dict(options.extra or {}))
         packets: list[EvidencePacket] = []
         warnings: list[str] = []
-        for path, explicit in _expand(inputs):
+        for path, explicit in walk_inputs(inputs, _SUFFIXES):
             try:
                 got, found = read_report(path, options, cap)
             except KernelEvidenceError as exc:

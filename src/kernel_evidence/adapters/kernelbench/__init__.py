@@ -28,8 +28,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator, Sequence
-from pathlib import Path
+from collections.abc import Sequence
 from typing import Any
 
 import msgspec
@@ -39,7 +38,7 @@ from ...errors import AdapterError
 from ...models import EvidencePacket
 from .. import AdapterOptions, AdapterResult
 from .._envelope import utc_now
-from .._read import is_junk_entry, max_bytes_option
+from .._read import max_bytes_option, walk_inputs
 from ..flashinfer._build import _device_id
 from ..flashinfer._io import read_maybe_gzip
 from ._build import Builder
@@ -51,18 +50,6 @@ _WHAT = "a KernelBench eval_results.json or baseline_time_*.json"
 _METHODS = (
     "cuda_events", "hip_events", "cupti", "host_clock", "profiler", "torch_profiler", "triton_do_bench", "other",
 )  # fmt: skip
-
-
-def _walk(inputs: Sequence[str]) -> Iterator[tuple[str, bool]]:
-    for item in inputs:
-        path = Path(item)
-        if not path.is_dir():
-            yield str(item), True
-            continue
-        for p in sorted(path.rglob("*")):
-            name = p.name.lower()
-            if p.is_file() and name.endswith((".json", ".json.gz")) and not is_junk_entry(p, path):
-                yield str(p), False
 
 
 def _opt_int(extra: dict[str, object], name: str) -> int | None:
@@ -119,7 +106,7 @@ class KernelBenchAdapter:
         warnings: list[str] = []
         evals: list[EvalResults] = []
         baselines: list[BaselineFile] = []
-        for path, explicit in _walk(inputs):
+        for path, explicit in walk_inputs(inputs, (".json", ".json.gz")):
             try:
                 got = self._read_one(path, cap)
             except AdapterError as exc:

@@ -18,13 +18,12 @@ Options (``AdapterOptions.extra``), all optional:
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
-from pathlib import Path
+from collections.abc import Sequence
 
 from ...errors import AdapterError
 from .. import AdapterOptions, AdapterResult, AdapterWarning
 from .._envelope import utc_now
-from .._read import is_junk_entry, max_bytes_option, read_capped
+from .._read import max_bytes_option, read_capped, walk_inputs
 from ._build import Builder
 from ._read import RunRecord, looks_like_kernelbot, records_from_json, records_from_parquet
 
@@ -32,17 +31,6 @@ __all__ = ["ADAPTER", "KernelbotAdapter"]
 
 _SUFFIXES = (".json", ".parquet")
 _WHAT = "a GPU MODE kernelbot result (result.json, run items JSON, or a runs Parquet export)"
-
-
-def _walk(inputs: Sequence[str]) -> Iterator[tuple[str, bool]]:
-    for item in inputs:
-        path = Path(item)
-        if not path.is_dir():
-            yield str(item), True
-            continue
-        for p in sorted(path.rglob("*")):
-            if p.is_file() and p.name.lower().endswith(_SUFFIXES) and not is_junk_entry(p, path):
-                yield str(p), False
 
 
 class KernelbotAdapter:
@@ -88,7 +76,7 @@ class KernelbotAdapter:
         )
         packets = []
         seen_files = 0
-        for path, explicit in _walk(inputs):
+        for path, explicit in walk_inputs(inputs, _SUFFIXES):
             try:
                 records = self._records(path, cap)
             except AdapterError as exc:

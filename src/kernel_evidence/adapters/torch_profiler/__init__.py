@@ -16,14 +16,14 @@ Options (``AdapterOptions.extra``): ``max_bytes`` (input cap, also once decompre
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 from ..._gc import paused_gc
 from ...errors import AdapterError, KernelEvidenceError
 from ...models import EvidencePacket
 from .. import AdapterOptions, AdapterResult
-from .._read import is_junk_entry, max_bytes_option, read_capped
+from .._read import max_bytes_option, read_capped, walk_inputs
 from . import _build
 from ._events import WHAT, decode_trace
 from ._link import scan
@@ -39,18 +39,6 @@ def _stem(path: str) -> str:
         if name.lower().endswith(suffix):
             return name[: -len(suffix)] or name
     return name
-
-
-def _expand(inputs: Sequence[str]) -> Iterator[tuple[str, bool]]:
-    """(path, named explicitly): files as given, folders walked for ``*.json(.gz)``."""
-    for item in inputs:
-        path = Path(os.fspath(item))
-        if path.is_dir():
-            for sub in sorted(path.rglob("*")):
-                if sub.is_file() and sub.name.lower().endswith(_SUFFIXES) and not is_junk_entry(sub, path):
-                    yield str(sub), False
-        else:
-            yield str(path), True
 
 
 def _skipped_text(path: str, why: str, count: int, first: str) -> str:
@@ -115,7 +103,7 @@ class TorchProfilerAdapter:
         cap = max_bytes_option(dict(options.extra or {}))
         packets: list[EvidencePacket] = []
         warnings: list[str] = []
-        for path, explicit in _expand(inputs):
+        for path, explicit in walk_inputs(inputs, _SUFFIXES):
             try:
                 with paused_gc():
                     packet, found = read_trace(path, options, cap)

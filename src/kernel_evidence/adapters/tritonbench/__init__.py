@@ -24,8 +24,7 @@ Options (``AdapterOptions.extra``), all optional:
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
-from pathlib import Path
+from collections.abc import Sequence
 from typing import Any
 
 from ...errors import AdapterError, AdapterOptionError
@@ -50,7 +49,7 @@ from ...models import (
 )
 from .. import AdapterOptions, AdapterResult, AdapterWarning
 from .._envelope import start_packet, utc_now
-from .._read import is_junk_entry, max_bytes_option, read_capped
+from .._read import max_bytes_option, read_capped, walk_inputs
 from ..flashinfer._build import vendor_of
 from ._parse import MODES, Row, Table, parse_console, parse_csv, parse_json, x_dims
 
@@ -60,17 +59,6 @@ _SUFFIXES = (".json", ".csv", ".txt", ".log")
 _WHAT = "TritonBench output (--output-json, --output CSV, or the console table)"
 EXTENSION = "pytorch:tritonbench"
 _NOTE = "TritonBench latency: the median (p50) of the timed calls after IQR outlier removal, in ms"
-
-
-def _walk(inputs: Sequence[str]) -> Iterator[tuple[str, bool]]:
-    for item in inputs:
-        path = Path(item)
-        if not path.is_dir():
-            yield str(item), True
-            continue
-        for p in sorted(path.rglob("*")):
-            if p.is_file() and p.name.lower().endswith(_SUFFIXES) and not is_junk_entry(p, path):
-                yield str(p), False
 
 
 def _split_bench(bench: str | None, op: Any, mode: Any) -> tuple[str | None, str | None]:
@@ -125,7 +113,7 @@ class TritonBenchAdapter:
         warnings: list[str] = []
         packets: list[EvidencePacket] = []
         created = options.created_at or utc_now()
-        for path, explicit in _walk(inputs):
+        for path, explicit in walk_inputs(inputs, _SUFFIXES):
             try:
                 table = _table(path, read_capped(path, cap, what=_WHAT))
             except AdapterError as exc:
