@@ -7,13 +7,17 @@ a link to ``/dev/zero`` costs at most the cap, never the machine's memory.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import stat
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
-from ..errors import AdapterError, AdapterOptionError
+from ..errors import AdapterError, AdapterOptionError, InputError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..models import Artifact
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
@@ -136,3 +140,32 @@ def walk_inputs(inputs: Sequence[str], suffixes: tuple[str, ...]) -> Iterator[tu
         for sub in sorted(path.rglob("*")):
             if sub.is_file() and sub.name.lower().endswith(suffixes) and not is_junk_entry(sub, path):
                 yield str(sub), False
+
+
+def file_artifact(path: Path, media_type: str, data: bytes | None = None) -> Artifact:
+    """The input file as a capture's source: its sha256 and size, from ``data`` when the
+    file was read whole, else hashed from the file in 1 MiB chunks (a database is never
+    read whole); an unreadable file is a one-line InputError."""
+    from ..models import Artifact, ByteSize
+
+    h = hashlib.sha256()
+    size = 0
+    if data is not None:
+        h.update(data)
+        size = len(data)
+    else:
+        try:
+            with open(path, "rb") as fh:
+                while chunk := fh.read(1 << 20):
+                    h.update(chunk)
+                    size += len(chunk)
+        except OSError as exc:
+            raise InputError(str(path), None, f"cannot read: {exc.strerror or exc}") from None
+    return Artifact(
+        kind="profile",
+        name=path.name,
+        path=str(path),
+        sha256="sha256:" + h.hexdigest(),
+        size=ByteSize(value=float(size), unit="B"),
+        media_type=media_type,
+    )

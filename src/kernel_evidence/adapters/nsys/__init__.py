@@ -18,7 +18,6 @@ none of it is read (see :mod:`._export`).
 
 from __future__ import annotations
 
-import hashlib
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -29,8 +28,6 @@ from ..._gc import paused_gc
 from ...devices import canonical_id
 from ...errors import AdapterError, InputError
 from ...models import (
-    Artifact,
-    ByteSize,
     EvidencePacket,
     Hardware,
     KernelRecord,
@@ -42,7 +39,7 @@ from ...models import (
 from .. import AdapterOptions, AdapterResult, AdapterWarning
 from .._envelope import start_packet
 from .._launches import Reduced, Shape, reduce_launches, trace_packet
-from .._read import is_junk_entry, max_bytes_option, read_capped
+from .._read import file_artifact, is_junk_entry, max_bytes_option, read_capped
 from .._sqlite import is_sqlite
 from ._export import CUDA_SHAPE, read_export
 from ._stats import Section, number, parse_stats, time_factor, trace_launches
@@ -125,34 +122,10 @@ def _discover(path: Path) -> list[_Job]:
 # --------------------------------------------------------------------------- export
 
 
-def _file_artifact(path: Path, media_type: str, data: bytes | None = None) -> Artifact:
-    h = hashlib.sha256()
-    size = 0
-    if data is not None:
-        h.update(data)
-        size = len(data)
-    else:
-        try:
-            with open(path, "rb") as fh:
-                while chunk := fh.read(1 << 20):
-                    h.update(chunk)
-                    size += len(chunk)
-        except OSError as exc:
-            raise InputError(str(path), None, f"cannot read: {exc.strerror or exc}") from None
-    return Artifact(
-        kind="profile",
-        name=path.name,
-        path=str(path),
-        sha256="sha256:" + h.hexdigest(),
-        size=ByteSize(value=float(size), unit="B"),
-        media_type=media_type,
-    )
-
-
 def _read_export(job: _Job, options: AdapterOptions) -> tuple[list[EvidencePacket], list[str]]:
     path = job.paths[0]
     runs = read_export(str(path), max_bytes_option(options.extra))
-    source = _file_artifact(path, "application/vnd.sqlite3")
+    source = file_artifact(path, "application/vnd.sqlite3")
     packets: list[EvidencePacket] = []
     warnings: list[str] = []
     stem = path.name.split(".")[0] or "nsys"
@@ -428,7 +401,7 @@ def _read_stats(job: _Job, options: AdapterOptions) -> tuple[list[EvidencePacket
     subject, timing = got.timing()
     capture = ProfilerCapture(
         tool="nsys",
-        source=_file_artifact(job.paths[0], "text/csv", raws[0]),
+        source=file_artifact(job.paths[0], "text/csv", raws[0]),
         kernels=got.records,
         raw_columns=None if raw_table is not None else raw_columns,
         raw_table=raw_table,

@@ -7,14 +7,13 @@ the files are called.
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 
 from ..._gc import paused_gc
 from ...errors import InputError
-from ...models import Artifact, ByteSize, EvidencePacket
+from ...models import EvidencePacket
 from .. import AdapterOptions
-from .._read import max_bytes_option
+from .._read import file_artifact, max_bytes_option
 from .._sqlite import MAGIC, Database
 from ._rocpd import WHAT as ROCPD_WHAT
 from ._rocpd import read_rocpd
@@ -36,27 +35,6 @@ def sniff_trace(head: bytes) -> str | None:
     return None
 
 
-def _file_artifact(path: Path) -> Artifact:
-    """The database as the capture's source, hashed in 1 MiB chunks (it is not read whole)."""
-    h = hashlib.sha256()
-    size = 0
-    try:
-        with open(path, "rb") as fh:
-            while chunk := fh.read(1 << 20):
-                h.update(chunk)
-                size += len(chunk)
-    except OSError as exc:
-        raise InputError(str(path), None, f"cannot read: {exc.strerror or exc}") from None
-    return Artifact(
-        kind="profile",
-        name=path.name,
-        path=str(path),
-        sha256="sha256:" + h.hexdigest(),
-        size=ByteSize(value=float(size), unit="B"),
-        media_type="application/vnd.sqlite3",
-    )
-
-
 def _not_rocpd(path: Path, cap: int) -> str | None:
     """Why an SQLite file is not a rocpd database, when it is plainly something else."""
     with Database(str(path), what=ROCPD_WHAT, cap=cap) as db:
@@ -75,7 +53,7 @@ def read_traces(kind: str, path: Path, options: AdapterOptions) -> list[Evidence
             if why:
                 raise InputError(str(path), None, why)
             runs = read_rocpd(path, cap)
-            source = _file_artifact(path)
+            source = file_artifact(path, "application/vnd.sqlite3")
             tool = "rocprofv3"
         else:
             runs, raw = read_json(path, cap)
