@@ -7,9 +7,12 @@ a link to ``/dev/zero`` costs at most the cap, never the machine's memory.
 
 from __future__ import annotations
 
+import gzip
 import hashlib
+import io
 import os
 import stat
+import zlib
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
@@ -169,3 +172,20 @@ def file_artifact(path: Path, media_type: str, data: bytes | None = None) -> Art
         size=ByteSize(value=float(size), unit="B"),
         media_type=media_type,
     )
+
+
+def gunzip_capped(path: str, data: bytes, cap: int, what: str) -> bytes:
+    """The decompressed bytes of a gzip file, at most ``cap`` of them; a one-line
+    :class:`AdapterError` for a truncated or corrupt stream or one over the cap (``what``:
+    what the file was expected to hold)."""
+    try:
+        with gzip.GzipFile(fileobj=io.BytesIO(data)) as gz:
+            out = gz.read(cap + 1)
+    except (OSError, EOFError, zlib.error) as exc:
+        raise AdapterError(f"{path}: truncated or corrupt gzip ({exc}); expected {what}") from None
+    if len(out) > cap:
+        raise AdapterError(
+            f"{path}: decompresses to more than {size_text(cap)}, the cap for one input; expected "
+            f"{what} (raise the cap with --opt max_bytes=N if the file is really that large)"
+        )
+    return out

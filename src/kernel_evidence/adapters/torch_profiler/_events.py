@@ -14,16 +14,13 @@ Field names follow Kineto's writer (``libkineto/src/output_json.cpp``, ``CuptiAc
 
 from __future__ import annotations
 
-import gzip
-import io
-import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
 
 from ...errors import AdapterError
-from .._read import size_text
+from .._read import gunzip_capped
 
 __all__ = [
     "DeviceProps",
@@ -148,19 +145,8 @@ class TraceData:
 
 
 def gunzip(path: str, data: bytes, cap: int) -> bytes:
-    """The decompressed bytes of a gzip file, at most ``cap`` of them; a one-line
-    :class:`AdapterError` for a truncated or corrupt stream."""
-    try:
-        with gzip.GzipFile(fileobj=io.BytesIO(data)) as gz:
-            out = gz.read(cap + 1)
-    except (OSError, EOFError, zlib.error) as exc:
-        raise AdapterError(f"{path}: truncated or corrupt gzip ({exc}); expected {WHAT}") from None
-    if len(out) > cap:
-        raise AdapterError(
-            f"{path}: decompresses to more than {size_text(cap)}, the cap for one input; expected "
-            f"{WHAT} (raise the cap with --opt max_bytes=N if the file is really that large)"
-        )
-    return out
+    """The decompressed bytes of a gzip trace, at most ``cap`` of them."""
+    return gunzip_capped(path, data, cap, WHAT)
 
 
 def decode_trace(path: str, data: bytes, cap: int) -> TraceData:

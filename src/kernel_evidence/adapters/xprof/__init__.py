@@ -19,15 +19,12 @@ has step markers, the step times in ``timing``. See ``docs/adapters/xprof.md``.
 
 from __future__ import annotations
 
-import gzip
 import hashlib
-import io
 import math
 import os
 import re
 import statistics
 import time
-import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,7 +48,7 @@ from ...models import (
 )
 from .. import AdapterOptions, AdapterResult
 from .._envelope import start_packet
-from .._read import is_junk_entry, max_bytes_option, read_capped, size_text
+from .._read import gunzip_capped, is_junk_entry, max_bytes_option, read_capped
 from ._model import DeviceInfo, OpAgg, ProfileData
 
 __all__ = ["ADAPTER", "XProfAdapter", "read_profile"]
@@ -198,22 +195,6 @@ def _read_bytes(path: str, cap: int = MAX_FILE_BYTES, what: str = _WHAT_XPLANE) 
     return read_capped(path, cap, what=what)
 
 
-def _gunzip(path: str, data: bytes, cap: int, what: str = _WHAT_JSON) -> bytes:
-    """The decompressed bytes of a gzip file, at most ``cap`` of them (``what``: what the
-    file was expected to hold, for the one-line errors)."""
-    try:
-        with gzip.GzipFile(fileobj=io.BytesIO(data)) as gz:
-            out = gz.read(cap + 1)
-    except (OSError, EOFError, zlib.error) as exc:
-        raise AdapterError(f"{path}: truncated or corrupt gzip ({exc}); expected {what}") from None
-    if len(out) > cap:
-        raise AdapterError(
-            f"{path}: decompresses to more than {size_text(cap)}, the cap for one input; expected "
-            f"{what} (raise the cap with --opt max_bytes=N if the file is really that large)"
-        )
-    return out
-
-
 def decode_json(path: str, data: bytes, cap: int = MAX_JSON_BYTES) -> Any:
     """The JSON document in ``data`` (the bytes of ``path``; gzip-compressed or not, with or
     without a UTF-8 byte-order mark); a one-line :class:`AdapterError` naming the file when
@@ -222,7 +203,7 @@ def decode_json(path: str, data: bytes, cap: int = MAX_JSON_BYTES) -> Any:
 
     inner = ""
     if data[:2] == b"\x1f\x8b":
-        data = _gunzip(path, data, cap)
+        data = gunzip_capped(path, data, cap, _WHAT_JSON)
         inner = " of the decompressed JSON"
     if data.startswith(b"\xef\xbb\xbf"):  # a UTF-8 byte-order mark
         data = data[3:]
@@ -248,7 +229,7 @@ def _xplane_bytes(path: str, data: bytes, cap: int) -> bytes:
     with the gzip magic (its first byte is the tag of field 1, 0x0a)."""
     if data[:2] != b"\x1f\x8b":
         return data
-    return _gunzip(path, data, cap, f"{_WHAT_XPLANE} (or a gzip of it)")
+    return gunzip_capped(path, data, cap, f"{_WHAT_XPLANE} (or a gzip of it)")
 
 
 def read_json_file(path: str, cap: int = MAX_FILE_BYTES, json_cap: int = MAX_JSON_BYTES) -> Any:
