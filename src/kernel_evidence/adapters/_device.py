@@ -16,7 +16,7 @@ from ..devices import candidates
 from ..models import Hardware
 from ..units import UnitError, convert
 
-__all__ = ["device_id_of", "hardware_with_id"]
+__all__ = ["device_id_of", "hardware_with_id", "vendor_of"]
 
 
 def device_id_of(hw: Hardware) -> str | None:
@@ -44,3 +44,20 @@ def hardware_with_id(hw: Hardware) -> Hardware:
         return hw
     found = device_id_of(hw)
     return hw if found is None else hw.model_copy(update={"device_id": found})
+
+
+def vendor_of(device: str) -> str:
+    """The hardware vendor a device name states (``other`` when it states none; ``cpu`` for
+    a processor, which flashinfer-bench names when it ran on the CPU)."""
+    low = device.lower()
+    if any(w in low for w in ("epyc", "xeon", "ryzen", "core(tm)", "cpu")):
+        return "cpu"
+    if "nvidia" in low or any(
+        w in low for w in ("geforce", "tesla", "quadro", "rtx", "gb200", "h100", "b200")
+    ):
+        return "nvidia"
+    if "amd" in low or any(w in low for w in ("radeon", "instinct", "mi300", "mi250", "mi355")):
+        return "amd"
+    if "intel" in low:
+        return "intel"
+    return "other"

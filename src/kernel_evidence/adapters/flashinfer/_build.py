@@ -8,7 +8,6 @@ trace of 100,000 lines names a handful of environments and solutions.
 from __future__ import annotations
 
 import hashlib
-import importlib
 import math
 import os
 from dataclasses import dataclass, field
@@ -16,6 +15,7 @@ from datetime import datetime, timezone, tzinfo
 from typing import Any
 
 from ..._iso import parse_iso
+from ...devices import canonical_id
 from ...models import (
     Artifact,
     Baseline,
@@ -40,6 +40,7 @@ from ...models import (
     TolerancePolicy,
     Validation,
 )
+from .._device import vendor_of
 from .._envelope import start_packet
 from ._io import Correctness, Environment, TraceLine
 from ._side import Definition, RunSettings, SideIndex, Solution
@@ -61,34 +62,6 @@ def _load_statuses() -> dict[str, dict[str, str]]:
 
 #: evaluation.status -> {status, failure_class, validation, nan_inf} (adapters/flashinfer-trace.toml)
 STATUSES = _load_statuses()
-
-
-def vendor_of(device: str) -> str:
-    """The hardware vendor a device name states (``other`` when it states none; ``cpu`` for
-    a processor, which flashinfer-bench names when it ran on the CPU)."""
-    low = device.lower()
-    if any(w in low for w in ("epyc", "xeon", "ryzen", "core(tm)", "cpu")):
-        return "cpu"
-    if "nvidia" in low or any(
-        w in low for w in ("geforce", "tesla", "quadro", "rtx", "gb200", "h100", "b200")
-    ):
-        return "nvidia"
-    if "amd" in low or any(w in low for w in ("radeon", "instinct", "mi300", "mi250", "mi355")):
-        return "amd"
-    if "intel" in low:
-        return "intel"
-    return "other"
-
-
-def _device_id(device: str) -> str | None:
-    """The canonical device id, when the device table (:mod:`kernel_evidence.devices`) is
-    shipped and names ``device`` unambiguously."""
-    try:
-        devices = importlib.import_module("kernel_evidence.devices")
-    except ImportError:
-        return None
-    found = devices.identify(device)
-    return getattr(found, "id", None) if found is not None else None
 
 
 def _utc(ts: str | float, zone: tzinfo | None) -> str | None:
@@ -202,7 +175,7 @@ class LineBuilder:
                 if version:
                     runtime = Software(name=label, version=version)
                     break
-            hw = Hardware(vendor=vendor_of(name), device=name, device_id=_device_id(name), runtime=runtime)
+            hw = Hardware(vendor=vendor_of(name), device=name, device_id=canonical_id(name), runtime=runtime)
         self._hardware[key] = (hw, packages)
         return hw, packages
 

@@ -34,12 +34,12 @@ from typing import Any
 import msgspec
 
 from ..._gc import paused_gc
+from ...devices import canonical_id
 from ...errors import AdapterError
 from ...models import EvidencePacket
 from .. import AdapterOptions, AdapterResult
 from .._envelope import utc_now
 from .._read import max_bytes_option, walk_inputs
-from ..flashinfer._build import _device_id
 from ..flashinfer._io import read_maybe_gzip
 from ._build import Builder
 from ._files import BaselineFile, EvalResults, kernel_sources, parse_baseline, parse_eval_results, what_is
@@ -251,7 +251,7 @@ class KernelBenchAdapter:
             return baselines[0]
         pool = baselines
         device = builder.sample_device(ev)
-        if device is not None and (want_id := _device_id(device)) is not None:
+        if device is not None and (want_id := canonical_id(device)) is not None:
             same = [b for b in baselines if builder.baseline_device_id(b) == want_id]
             pool = same or baselines
         eager = [b for b in pool if not b.compiled]

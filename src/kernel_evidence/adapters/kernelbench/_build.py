@@ -8,6 +8,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...devices import canonical_id
 from ...models import (
     Artifact,
     Baseline,
@@ -26,8 +27,8 @@ from ...models import (
     Timing,
     Validation,
 )
+from .._device import vendor_of
 from .._envelope import start_packet
-from ..flashinfer._build import _device_id, vendor_of
 from ._files import BaselineEntry, BaselineFile, EvalResults, KernelSource, Sample, TimingStats
 
 __all__ = ["Builder", "classify"]
@@ -174,7 +175,7 @@ class Builder:
             hit = self._hardware[device] = Hardware(
                 vendor=vendor,
                 device=device,
-                device_id=_device_id(device),
+                device_id=canonical_id(device),
             )
         return hit
 
@@ -194,10 +195,10 @@ class Builder:
         """The canonical id of the device a baseline file was measured on, when it tells."""
         for e in b.entries:
             hw = e.stats.hardware
-            found = _device_id(hw) if hw else None
+            found = canonical_id(hw) if hw else None
             if found:
                 return found
-        return _device_id(b.folder_device) if b.folder_device else None
+        return canonical_id(b.folder_device) if b.folder_device else None
 
     def entry_device(self, e: BaselineEntry, b: BaselineFile) -> str | None:
         """The device of a baseline entry: the option, else its ``hardware``, else the
@@ -207,7 +208,9 @@ class Builder:
             return self.device_option
         hw = e.stats.hardware
         folder = b.folder_device
-        if folder is None or (hw is not None and (_device_id(hw) is not None or _device_id(folder) is None)):
+        if folder is None or (
+            hw is not None and (canonical_id(hw) is not None or canonical_id(folder) is None)
+        ):
             return hw
         self.folder_used[b.path] = (folder, hw)
         return folder
@@ -218,7 +221,7 @@ class Builder:
             dev = self.entry_device(e, b)
             cond = Conditions(
                 device=dev,
-                device_id=_device_id(dev) if dev else None,
+                device_id=canonical_id(dev) if dev else None,
                 method=self.method_on(dev),
                 repeats=e.stats.trials,
                 shape_id=f"{e.level_key}/{e.problem_id}",
@@ -379,7 +382,7 @@ class Builder:
             return None  # runtime -1.0: not measured
         cond = Conditions(
             device=device,
-            device_id=_device_id(device) if device else None,
+            device_id=canonical_id(device) if device else None,
             method=self.method_on(device),
             repeats=runtime.trials,
             shape_id=shape_id,
@@ -399,7 +402,7 @@ class Builder:
             )
         elif entry is not None and base is not None:
             bdev = self.entry_device(entry, base)
-            if device and bdev and _device_id(device) != _device_id(bdev) and device != bdev:
+            if device and bdev and canonical_id(device) != canonical_id(bdev) and device != bdev:
                 self.mismatched.add((device, bdev, base.path))
             baseline = Baseline(
                 provider=_provider(base),
@@ -410,7 +413,7 @@ class Builder:
                 stats=_stats(entry.stats),
                 conditions=Conditions(
                     device=bdev,
-                    device_id=_device_id(bdev) if bdev else None,
+                    device_id=canonical_id(bdev) if bdev else None,
                     method=self.method_on(bdev),
                     repeats=entry.stats.trials,
                     shape_id=shape_id,

@@ -16,6 +16,7 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...devices import canonical_id
 from ...models import (
     Compile,
     Conditions,
@@ -34,8 +35,8 @@ from ...models import (
     Timing,
     Validation,
 )
+from .._device import vendor_of
 from .._envelope import start_packet
-from ..flashinfer._build import vendor_of
 from ._read import RunRecord, utc_text
 
 __all__ = ["Builder", "EXTENSION", "TIMEOUT_EXIT", "parse_spec"]
@@ -126,7 +127,7 @@ class Builder:
         return Hardware(
             vendor=vendor,
             device=gpu,
-            device_id=_device_id(gpu),
+            device_id=canonical_id(gpu),
             count=count if isinstance(count, int) and not isinstance(count, bool) and count > 0 else None,
             runtime=Software(name=runtime) if runtime else None,
             host=host if (host.hostname or host.cpu or host.os) else None,
@@ -416,13 +417,6 @@ def _language(file_name: str | None) -> str | None:
     if low.endswith((".cpp", ".cc", ".hip")):
         return "hip" if low.endswith(".hip") else "c++"
     return None
-
-
-def _device_id(gpu: str) -> str | None:
-    from ...devices import identify
-
-    found = identify(gpu)
-    return found.id if found is not None else None
 
 
 def _flags(command: Any) -> list[str] | None:

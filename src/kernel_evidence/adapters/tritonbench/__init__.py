@@ -48,9 +48,9 @@ from ...models import (
     Work,
 )
 from .. import AdapterOptions, AdapterResult, AdapterWarning
+from .._device import vendor_of
 from .._envelope import start_packet, utc_now
 from .._read import max_bytes_option, read_capped, walk_inputs
-from ..flashinfer._build import vendor_of
 from ._parse import MODES, Row, Table, parse_console, parse_csv, parse_json, x_dims
 
 __all__ = ["ADAPTER", "TritonBenchAdapter"]
