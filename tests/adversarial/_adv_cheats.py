@@ -1028,6 +1028,21 @@ def energy_window_shrunk_mi300x(p: Packet) -> None:
     w["value"] = round(w["value"] / 8, 3)
 
 
+@cheat("cost_physics", "mi300x_bf16_gemm_vs_rocblas", "/cost/energy")
+def energy_understated_to_flatter_efficiency_mi300x(p: Packet) -> None:
+    """Energy cut 200x over the same window (about 2 W on a 750 W MI300X), so the kernel
+    looks frugal: less than the device draws idle."""
+    p["cost"]["energy"]["energy"]["value"] = round(p["cost"]["energy"]["energy"]["value"] / 200, 3)
+
+
+@cheat("cost_physics", "h100_bf16_gemm_vs_cublaslt", "/cost/energy", "/cost/energy/window")
+def energy_window_stretched_h100(p: Packet) -> None:
+    """The energy window stretched 100x (the run's energy spread over a day-long window),
+    averaging a few watts on a 700 W H100."""
+    w = p["cost"]["energy"]["window"]
+    w["value"] = w["value"] * 100
+
+
 @cheat("cost_physics", "a100_fp16_gemm_vs_cublas", "/cost/gpu_time")
 def gpu_time_below_timed_work(p: Packet) -> None:
     """``gpu_time`` of 10 ms while 51 timed calls of 0.55 ms alone take 28 ms."""

@@ -15,7 +15,7 @@ EXAMPLE = (
     / "valid"
     / "nvidia_h100_gemm_vs_cublaslt.json"
 )
-BAND = {"KE1201", "KE1202"}
+BAND = {"KE1201", "KE1202", "KE1203"}
 
 
 def honest() -> dict[str, Any]:
@@ -55,6 +55,35 @@ def test_the_device_table_supplies_the_board_power() -> None:
     d["cost"]["energy"]["energy"]["value"] = 12000.0  # 845 W; an H100 SXM5 board is 700 W
     assert found(d) == {("KE1201", "/cost/energy/energy")}
     d["hardware"]["device"] = "Some Accelerator X1"  # unknown: nothing to check against
+    assert found(d) == set()
+
+
+def test_energy_below_what_a_powered_device_draws() -> None:
+    """An efficiency cheat: the energy cut 100x (4.3 W average on a 700 W H100)."""
+    d = honest()
+    d["cost"]["energy"]["energy"]["value"] = 61.2
+    assert found(d) == {("KE1203", "/cost/energy/energy")}
+    report = validate(d)
+    assert report.ok and report.grade.letter == "C"
+    # 21 W (3% of 700 W) is the floor; just above it is let through
+    d["cost"]["energy"]["energy"]["value"] = 14.2 * 22
+    assert found(d) == set()
+
+
+def test_the_idle_floor_uses_the_board_power_not_a_lowered_cap() -> None:
+    """A 100 W power cap does not lower what an H100 draws idle: the table's 700 W sets it."""
+    d = honest()
+    d["hardware"]["power_limit"] = {"value": 100.0, "unit": "W"}
+    d["cost"]["energy"]["energy"]["value"] = 14.2 * 5  # 5 W: above 3% of the cap, below 3% of 700 W
+    assert ("KE1203", "/cost/energy/energy") in found(d)
+    d["hardware"]["device"] = "Some Accelerator X1"  # unknown: the cap is all there is (3 W)
+    assert ("KE1203", "/cost/energy/energy") not in found(d)
+
+
+def test_energy_above_idle_is_not_bounded_below() -> None:
+    d = honest()
+    d["cost"]["energy"]["energy"]["value"] = 6.12
+    d["cost"]["energy"]["source"] = "NVML, energy above idle"
     assert found(d) == set()
 
 

@@ -306,7 +306,17 @@ def test_honest_device_facts_pass() -> None:
 def test_a_tpu_relabelled() -> None:
     d = load("tpu_v5e_paged_attention_vs_xla.json")
     d["hardware"]["device"] = "TPU v6e"
-    assert ("KE806", "/hardware/arch") in found(d)  # arch `TPU v5 lite`
+    # arch `TPU v5 lite` and 16 GiB fit a v5e: the name is what lies
+    assert ("KE806", "/hardware/device") in found(d)
+    assert ("KE806", "/hardware/arch") not in found(d)
+
+
+def test_a_fact_no_model_has_points_at_the_fact() -> None:
+    """192 GiB under an H100's name fits no model of the table: the memory is what is wrong."""
+    d = h100()
+    d["hardware"]["memory"] = {"value": 192.0, "unit": "GiB"}
+    assert ("KE806", "/hardware/memory") in found(d)
+    assert ("KE806", "/hardware/device") not in found(d)
 
 
 def test_a_table_device_id_sets_the_peak_an_ambiguous_name_cannot() -> None:

@@ -511,7 +511,7 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], str, str]] = [
         "KE805",
         "/hardware/count",
     ),
-    ("7 KE806 name agrees with the arch", _set("hardware", "arch", value="sm_80"), "KE806", "/hardware/arch"),
+    ("7 KE806 name agrees with the arch", _set("hardware", "arch", value="sm_80"), "KE806", "/hardware/device"),
     # serving arithmetic (KE10xx), profile against claim (KE11xx), cost (KE12xx)
     (
         "7 KE1001 throughput within tokens / duration",
@@ -900,6 +900,21 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], str, str]] = [
 
 # SHOULD statements that have a warning
 WARNINGS: list[tuple[str, Callable[[dict[str, Any]], None], str, str]] = [
+    (
+        "7 KE1203 energy not below what a powered device draws",
+        _set(
+            "cost",
+            value={
+                "energy": {
+                    "energy": {"value": 2.0, "unit": "J"},
+                    "window": {"value": 1.0, "unit": "s"},
+                    "source": "nvml",
+                }
+            },
+        ),
+        "KE1203",
+        "/cost/energy/energy",
+    ),
     ("1.1 packet_id SHOULD be present", lambda d: None, "KE005", "/packet_id"),
     (
         "3 created_at SHOULD NOT be in the future",

@@ -25,6 +25,19 @@ declare(
     "Energy whose source measures a whole node (IPMI, PDU, wall) is not bounded this way.",
 )
 declare(
+    "KE1203",
+    "warning",
+    "energy is not below what a powered device draws",
+    "record the total energy of the devices over the window (not the energy above idle), "
+    "or say `above idle` in `cost.energy.source`",
+    "Energy over its window SHOULD be at least 3% of one device's board power (the device "
+    "table's, else `hardware.power_limit`): an accelerator that is on draws more than that "
+    "idle, so less is an energy figure cut down to flatter efficiency (or one of another "
+    "unit or window). A source that says it measures energy above idle (`above idle`, "
+    "`dynamic`, `incremental`) is not bounded this way.",
+    caps="C",
+)
+declare(
     "KE1202",
     "error",
     "accelerator time covers the timed work",
@@ -37,9 +50,18 @@ declare(
 )
 
 _SLACK = 1.10
+#: the least share of its board power a device that is on draws (an H100 SXM idles near
+#: 10% of its 700 W, consumer cards near 5%)
+_IDLE_SHARE = 0.03
+#: sources that measure energy above the idle draw (no lower bound then)
+_ABOVE_IDLE = ("above idle", "dynamic", "incremental")
 _NODE_WIDE = ("ipmi", "pdu", "wall", "node", "system", "bmc", "rack")
-#: whether an energy source measures a whole node, by source text (short ones only)
-_NODE_WIDE_CACHE: dict[str, bool] = {}
+#: by source text (short ones only): whether an energy source measures a whole node, and
+#: whether it measures energy above idle
+_SOURCE_CACHE: dict[str, tuple[bool, bool]] = {}
+#: :func:`identify` by (device, arch) (short ones only): a batch repeats a few devices
+_DEVICE_CACHE: dict[tuple[str, str | None], Any] = {}
+_UNSET: Any = object()
 
 
 def check(p: Any, ctx: Ctx, add: Add) -> None:
@@ -68,32 +90,56 @@ def _devices(p: Any) -> int:
 
 
 def _energy(p: Any, e: Any, add: Add) -> None:
-    node = _NODE_WIDE_CACHE.get(e.source)
-    if node is None:
-        src = e.source.casefold()
-        node = any(w in src for w in _NODE_WIDE)
-        if len(_NODE_WIDE_CACHE) < 1024 and len(src) <= 256:
-            _NODE_WIDE_CACHE[e.source] = node
-    if node:
-        return
+    src = e.source
+    kind = _SOURCE_CACHE.get(src)
+    if kind is None:
+        folded = src.casefold()
+        kind = (any(w in folded for w in _NODE_WIDE), any(w in folded for w in _ABOVE_IDLE))
+        if len(_SOURCE_CACHE) < 1024 and len(src) <= 256:
+            _SOURCE_CACHE[src] = kind
     window = e.window.value * FACTOR[e.window.unit]
     if window <= 0:
         return
     h = p.hardware
     if h is None:
         return
-    entry = None
+    node, above_idle = kind
+    key = (h.device, h.arch)
+    entry = _DEVICE_CACHE.get(key, _UNSET)
+    if entry is _UNSET:
+        entry = identify(h.device, arch=h.arch) if len(h.device) <= 256 else None
+        if len(_DEVICE_CACHE) < 1024 and len(h.device) + len(h.arch or "") <= 256:
+            _DEVICE_CACHE[key] = entry
+    board = entry.tdp_watts if entry is not None else None
+    watts = e.energy.value * FACTOR[e.energy.unit] / window
+    if not above_idle:
+        # KE1203: the floor, from the device's own board power where the table knows it (a
+        # power cap lowers what a device may draw, not what it draws idle)
+        floor = board if board is not None else (
+            h.power_limit.value * FACTOR[h.power_limit.unit] if h.power_limit is not None else None
+        )
+        if floor is not None and watts < floor * _IDLE_SHARE:
+            add(
+                (
+                    "KE1203",
+                    "/cost/energy/energy",
+                    f"{e.energy.value:g} {e.energy.unit} over {e.window.value:g} {e.window.unit} is "
+                    f"{watts:.3g} W, below {_IDLE_SHARE:.0%} of one device's {floor:g} W: less than "
+                    "a device that is on draws",
+                )
+            )
+    if node:
+        return
     if h.power_limit is not None:
         limit = h.power_limit.value * FACTOR[h.power_limit.unit]
+        where = "power_limit"
+    elif board is not None and entry is not None:
+        limit = board
+        where = f"{entry.id} board power"
     else:
-        entry = identify(h.device, arch=h.arch) if len(h.device) <= 256 else None
-        if entry is None or entry.tdp_watts is None:
-            return
-        limit = entry.tdp_watts
+        return
     n = _devices(p)
-    watts = e.energy.value * FACTOR[e.energy.unit] / window
     if watts > limit * n * _SLACK:
-        where = "power_limit" if entry is None else f"{entry.id} board power"
         add(
             (
                 "KE1201",

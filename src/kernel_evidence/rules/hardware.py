@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..devices import _mig, _name_candidates, arch_agrees, device, memory_agrees, units_agree
+from ..devices import _mig, _name_candidates, all_devices, arch_agrees, device, memory_agrees, units_agree
 from ._common import CACHED_CHARS as _CACHED_CHARS
 from ._context import Add, Ctx
 from ._engine import declare
@@ -69,7 +69,9 @@ declare(
     "it, or of its share when split `partitions` ways, read as GB; a CU count that is one of "
     "the table's partition sizes counts as split that way) MUST fit at least one of "
     "them; a `hardware.device_id` MUST be an id of the table, one of those models, and fit the "
-    "same facts.",
+    "same facts. Where the facts together fit another model of the table, the finding points at "
+    "the name (`hardware.device`, or `hardware.device_id` when given), which the peaks are "
+    "read from; otherwise at the fact that no model of the name has.",
 )
 
 _UNIDENTIFIED = frozenset(
@@ -198,20 +200,46 @@ def _identity_findings(
         return out
     mig = _mig(name)
     what = f"`{name}`" if len(cands) > 1 else f"`{name}` ({cands[0].id})"
+    facts: list[tuple[str, str, str]] = []
     if arch and not any(arch_agrees(e, arch) for e in cands):
         archs = "/".join(sorted({e.arch for e in cands}))
-        out.append(("KE806", "/hardware/arch", f"{what} is {archs}, not `{arch}`"))
+        facts.append(("KE806", "/hardware/arch", f"{what} is {archs}, not `{arch}`"))
     if units is not None and not any(units_agree(e, units, partitions=parts, mig=mig) for e in cands):
         have = "/".join(str(e.compute_units) for e in cands if e.compute_units)
-        out.append(("KE806", "/hardware/compute_units", f"{what} has {have} SMs/CUs, not {units}"))
+        facts.append(("KE806", "/hardware/compute_units", f"{what} has {have} SMs/CUs, not {units}"))
     if mem is not None and not any(
         memory_agrees(e, mem, partitions=parts or _split(e, units), mig=mig) for e in cands
     ):
         have = "/".join(f"{m / 1e9:g}" for e in cands for m in e.memory_bytes)
-        out.append(
+        facts.append(
             ("KE806", "/hardware/memory", f"{what} has {have} GB of memory, not {mem / 2**30:.4g} GiB")
         )
-    return out
+    if facts:
+        # facts that together fit another model of the table (an A100's sm_80 and 108 SMs
+        # under an H100's name): the name is what lies, and what the peaks were read from
+        fit = _fitting_models(arch, units, mem, parts, mig)
+        if fit:
+            where = "/hardware/device_id" if device_id is not None else "/hardware/device"
+            said = "; ".join(f[2].removeprefix(what + " ") for f in facts)
+            others = ", ".join(e.id for e in fit[:3]) + (" ..." if len(fit) > 3 else "")
+            return [
+                *out,
+                ("KE806", where, f"{what} does not fit the device that ran ({said}); its facts fit {others}"),
+            ]
+    return out + facts
+
+
+def _fitting_models(
+    arch: str | None, units: int | None, mem: float | None, parts: int | None, mig: bool
+) -> list[Any]:
+    """The table's models that every given fact (arch, SM/CU count, memory) fits."""
+    return [
+        e
+        for e in all_devices()
+        if (not arch or arch_agrees(e, arch))
+        and (units is None or units_agree(e, units, partitions=parts, mig=mig))
+        and (mem is None or memory_agrees(e, mem, partitions=parts or _split(e, units), mig=mig))
+    ]
 
 
 def _split(e: Any, units: int | None) -> int | None:
