@@ -256,3 +256,44 @@ def test_ttft_faster_than_the_prefill() -> None:
     del d["task"]["serving"]["settings"]["enable_prefix_caching"]
     d["task"]["serving"]["model"] = "mistralai/Mixtral-8x7B-Instruct-v0.1"
     assert not {r for r, _ in found(d)} & {"KE1005"}
+
+
+# ---------------------------------------------------------------- red-team gaps (issue 16)
+
+
+def test_goodput_above_request_throughput() -> None:
+    d = honest()
+    s = d["timing"]["serving"]
+    s["request_goodput"] = {"value": 40.2, "unit": "req/s"}  # above 31.85 req/s of completed requests
+    assert ("KE1001", "/timing/serving/request_goodput") in found(d)
+    s["request_goodput"] = {"value": 29.0, "unit": "req/s"}  # most requests met their targets
+    assert found(d) == set()
+
+
+def test_input_tokens_padded_beyond_the_input_length() -> None:
+    d = honest()
+    s = d["timing"]["serving"]
+    s["total_input_tokens"] = 1_331_000  # 1331 per request for input_len 1024
+    s["total_token_throughput"]["value"] = (1_331_000 + 128_000) / 31.4
+    assert ("KE1002", "/timing/serving/total_input_tokens") in found(d)
+    # a recorded prefix prepended to every prompt accounts for them
+    d["task"]["serving"]["settings"]["random_prefix_len"] = 307
+    assert ("KE1002", "/timing/serving/total_input_tokens") not in found(d)
+
+
+def test_the_baseline_ran_fewer_prompts() -> None:
+    d = honest()
+    d["timing"]["baseline"]["serving"].update(completed=100, failed=0)
+    assert ("KE1003", "/timing/baseline/serving/failed") in found(d)
+    # a baseline run told to send 100 prompts (a dashed setting name too) is accounted for
+    d["timing"]["baseline"]["settings"]["num-prompts"] = 100
+    assert ("KE1003", "/timing/baseline/serving/failed") not in found(d)
+
+
+def test_latency_statistics_over_part_of_the_requests() -> None:
+    d = honest()
+    d["timing"]["serving"]["e2el"]["n"] = 700  # the fastest 700 of 1000 completed
+    assert ("KE1003", "/timing/serving/e2el/n") in found(d)
+    d["timing"]["serving"]["e2el"]["n"] = 1000
+    d["timing"]["serving"]["tpot"]["n"] = 990  # TPOT leaves out one-token requests: fine
+    assert found(d) == set()

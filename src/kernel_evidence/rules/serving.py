@@ -35,7 +35,8 @@ declare(
     "NOT exceed the rounds the concurrency allows (completed / `max_concurrency`, rounded up; "
     "one round without a bound) x the largest end-to-end latency, x 1.5 + 2 s: a side whose "
     "requests all finished fast did not take minutes (a duration in the wrong unit deflates "
-    "a baseline's throughputs).",
+    "a baseline's throughputs). `request_goodput` (requests that met their targets) MUST NOT "
+    "exceed `request_throughput`.",
 )
 declare(
     "KE1002",
@@ -45,7 +46,10 @@ declare(
     "Where `task.serving.output_len` is set (the requested output length), the candidate's "
     "`total_output_tokens` MUST NOT exceed `completed` x `output_len` by more than 5% (widened "
     "by a `random_range_ratio`-like setting when one is recorded), and a run that completed "
-    "requests produced at least one token for each.",
+    "requests produced at least one token for each. Likewise, where `input_len` is set, "
+    "`total_input_tokens` MUST NOT exceed `completed` (+ `failed`) x (`input_len` + a "
+    "recorded `*prefix_len` setting) by more than 5% (widened by the range ratio): padded "
+    "input tokens inflate a total-token throughput.",
 )
 declare(
     "KE1003",
@@ -54,7 +58,10 @@ declare(
     "record every request sent: completed + failed equals the number of prompts",
     "Where `task.serving.num_prompts` is given, the candidate's `completed` + `failed` MUST "
     "equal it: requests that vanish from both counts hide failures (a missing `failed` counts "
-    "as 0).",
+    "as 0). The baseline's MUST equal the prompts it was sent (its `num_prompts` setting, else "
+    "the task's). The TTFT and end-to-end latency statistics of a side cover every completed "
+    "request: their `n`, where given, MUST NOT be below `completed` (latencies of the "
+    "fastest requests only are cherry-picked).",
 )
 declare(
     "KE1004",
@@ -123,6 +130,8 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
                 _prefill_floor(p, s, st, add)
     if bs is not None:
         _side("/timing/baseline/serving", bs, st, True, ctx, add)
+        if st is not None and bs.completed is not None:
+            _baseline_counts(bs, st, b.settings, add)
 
 
 def _side(ptr: str, s: Any, st: Any, baseline: bool, ctx: Ctx, add: Add) -> None:
@@ -147,6 +156,28 @@ def _side(ptr: str, s: Any, st: Any, baseline: bool, ctx: Ctx, add: Add) -> None
                     f"{which} time to first token {typical:g} {ttft.unit} is below 1 ms",
                 )
             )
+    done = s.completed
+    if done:
+        for name in ("ttft", "e2el"):
+            lat = getattr(s, name)
+            if lat is not None and lat.n is not None and lat.n < done:
+                add(
+                    (
+                        "KE1003",
+                        f"{ptr}/{name}/n",
+                        f"{name} statistics over {lat.n} requests of {done} completed: the rest left out",
+                    )
+                )
+    good = s.request_goodput
+    if good is not None and s.request_throughput is not None and good.value > s.request_throughput.value * 1.001:
+        add(
+            (
+                "KE1001",
+                f"{ptr}/request_goodput",
+                f"request_goodput {good.value:g} req/s exceeds request_throughput "
+                f"{s.request_throughput.value:g} req/s: goodput counts a subset of the completed requests",
+            )
+        )
     if ctx.status == "passed" and s.failed:
         done = s.completed or 0
         share = s.failed / (s.failed + done)
@@ -320,6 +351,19 @@ def _counts(s: Any, st: Any, add: Add) -> None:
             )
         )
         return
+    ilen = st.input_len
+    tin = s.total_input_tokens
+    if ilen and tin is not None:
+        sent = done + (s.failed or 0)
+        most_in = sent * (ilen + _prefix_len(st)) * (1 + _range_ratio(st))
+        if tin > most_in * 1.05:
+            add(
+                (
+                    "KE1002",
+                    "/timing/serving/total_input_tokens",
+                    f"{tin} input tokens exceed {sent} requests x input_len {ilen} = {most_in:.0f}",
+                )
+            )
     olen = st.output_len
     if olen:
         most = done * olen * (1 + _range_ratio(st))
@@ -331,6 +375,47 @@ def _counts(s: Any, st: Any, add: Add) -> None:
                     f"{out} output tokens exceed {done} completed requests x output_len {olen} = {most:.0f}",
                 )
             )
+
+
+def _setting(settings: Any, name: str) -> Any:
+    """A setting by name, `-` and `_` alike (``num-prompts`` is ``num_prompts``)."""
+    if not settings:
+        return None
+    if name in settings:
+        return settings[name]
+    for k, v in settings.items():
+        if k.replace("-", "_").strip().casefold() == name:
+            return v
+    return None
+
+
+def _baseline_counts(bs: Any, st: Any, settings: Any, add: Add) -> None:
+    n = _setting(settings, "num_prompts")
+    if not (isinstance(n, int) and not isinstance(n, bool)):
+        n = st.num_prompts
+    if n is None:
+        return
+    done, failed = bs.completed, bs.failed or 0
+    if done + failed != n:
+        ptr = "/timing/baseline/serving/failed" if done + failed < n else "/timing/baseline/serving/completed"
+        add(
+            (
+                "KE1003",
+                ptr,
+                f"the baseline's completed {done} + failed {failed} = {done + failed} requests, but {n} prompts were sent",
+            )
+        )
+
+
+def _prefix_len(st: Any) -> int:
+    """Tokens a recorded setting prepends to every prompt (``random_prefix_len: 64``)."""
+    settings = st.settings
+    if not settings:
+        return 0
+    for k, v in settings.items():
+        if "prefix_len" in k and isinstance(v, int) and not isinstance(v, bool) and v > 0:
+            return v
+    return 0
 
 
 def _tpot(ptr: str, s: Any, st: Any, add: Add) -> None:
