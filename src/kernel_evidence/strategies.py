@@ -214,6 +214,7 @@ def serving_packets(draw: Any) -> EvidencePacket:
         # a 1024-token prefill of an 8B model is >= 13 ms on the slowest device drawn (KE1005)
         "ttft": _stats(draw, "ms", draw(st.floats(30.0, 500.0)), False),
     }
+    serving["ttft"]["n"] = prompts  # over every completed request (KE1003)
     timing: dict[str, Any] = {"method": "serving_client", "serving": serving}
     if draw(st.booleans()):
         ratio = draw(st.floats(0.5, 3.0))

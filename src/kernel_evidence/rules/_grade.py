@@ -7,7 +7,7 @@ producer's word.
 =====  ==============================================================================
 A      a vendor-baseline claim whose every supporting record is there and checks out:
        both sides' measurement conditions recorded (dtypes, shape, device, timing
-       method, warmup, repeats, synchronisation, cache policy) and consistent, the
+       method, warmup, repeats, synchronisation, cache policy, session) and consistent, the
        defence record with every check run (the four core ones passed: fresh inputs,
        outputs checked after timing, timer integrity, unseen inputs), raw samples or a
        confidence interval, recorded clocks, pinned code (commit hash and container
@@ -44,9 +44,10 @@ ALL_DEFENCES = (*CORE_DEFENCES, "candidate_kernel_profiled", "hidden_workload", 
 SERVING_CORE = ("timer_integrity",)
 
 #: the conditions each side of a kernel comparison records for an A
-KERNEL_CONDITIONS = ("dtypes", "shape_id", "method", "warmup", "repeats", "synchronized", "cache")
+#: (the session ids are what shows ``same_session``: the boolean alone is the producer's word)
+KERNEL_CONDITIONS = ("dtypes", "shape_id", "method", "warmup", "repeats", "synchronized", "cache", "session")
 #: ... and of a serving comparison
-SERVING_CONDITIONS = ("method", "device_count")
+SERVING_CONDITIONS = ("method", "device_count", "session")
 
 
 def grade_packet(p: Any, findings: list[Finding]) -> Grade:
@@ -122,7 +123,10 @@ def _claim_caps(p: Any, t: Any, caps: list[tuple[str, str]]) -> None:
     else:
         outcome: dict[str, Any] = {}
         for d in ds:
-            outcome[d.check] = d.outcome
+            # a check listed twice counts by its worst outcome: a passed copy does not
+            # shadow a skipped or failed one
+            if outcome.get(d.check, "passed") == "passed":
+                outcome[d.check] = d.outcome
         core = CORE_DEFENCES if kernel else SERVING_CORE
         weak: list[str] = []
         for c in core:
@@ -147,8 +151,17 @@ def _claim_caps(p: Any, t: Any, caps: list[tuple[str, str]]) -> None:
         caps.append(("B", "replay commit had uncommitted changes (dirty tree)"))
     if r is None or r.container is None or not r.container.digest:
         caps.append(("B", "replay pins no container digest"))
-    if not p.profiler and not _work(p.task):
+    if not _captured(p.profiler) and not _work(p.task):
         caps.append(("B", "no profiler capture or work figures: the speed-of-light fraction is unknown"))
+
+
+def _captured(captures: Any) -> bool:
+    """Whether a profiler capture records something (kernels, a summary or a raw table): an
+    entry naming only its tool shows nothing."""
+    for c in captures or ():  # noqa: SIM110
+        if c.kernels or c.summary or c.raw_columns or c.raw_table is not None:
+            return True
+    return False
 
 
 def _work(task: Any) -> bool:
