@@ -46,7 +46,9 @@ declare(
     "the timed calls: the sum of the kept samples, else repeats x min, else half the repeats "
     "x median (half the calls took at least the median), times the device count; for a "
     "serving run (whose request latencies overlap), the benchmark duration times the device "
-    "count (10% slack).",
+    "count (10% slack). It MUST NOT exceed `cost.wall_time` times the device count (the larger "
+    "of `hardware.count` and `timing.conditions.device_count`; 10% slack): a device is busy "
+    "at most the whole wall time; the finding then points at `cost.wall_time`.",
 )
 
 _SLACK = 1.10
@@ -70,6 +72,8 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
         return
     if c.energy is not None and c.energy.window is not None:
         _energy(p, c.energy, add)
+    if c.wall_time is not None and c.gpu_time is not None:
+        _wall_time(p, c.gpu_time, c.wall_time, add)
     t = p.timing
     if c.gpu_time is not None and t is not None:
         if p.subject.kind == "serving":
@@ -197,5 +201,29 @@ def _serving_gpu_time(p: Any, g: Any, dur: Any, add: Add) -> None:
                 "KE1202",
                 "/cost/gpu_time",
                 f"gpu_time {g.value:g} {g.unit} is below the run's duration {dur.value:g} {dur.unit} x {n} device(s)",
+            )
+        )
+
+
+def _wall_time(p: Any, g: Any, w: Any, add: Add) -> None:
+    """KE1202: accelerator-seconds summed over the devices fit in the wall time on each."""
+    wall = w.value * FACTOR[w.unit]
+    have = g.value * FACTOR[g.unit]
+    if have <= wall * _SLACK:
+        return  # one device busy the whole run at most (the common case)
+    t = p.timing
+    cond = t.conditions if t is not None else None
+    h = p.hardware
+    n = max(
+        int(cond.device_count) if cond is not None and cond.device_count else 1,
+        int(h.count) if h is not None and h.count else 1,
+    )
+    if have > wall * n * _SLACK:
+        add(
+            (
+                "KE1202",
+                "/cost/wall_time",
+                f"wall_time {w.value:g} {w.unit} x {n} device(s) is below gpu_time {g.value:g} {g.unit}: "
+                "a device is busy at most the whole wall time",
             )
         )

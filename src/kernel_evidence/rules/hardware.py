@@ -5,7 +5,16 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..devices import _mig, _name_candidates, all_devices, arch_agrees, device, memory_agrees, units_agree
+from ..devices import (
+    _mig,
+    _name_candidates,
+    all_devices,
+    arch_agrees,
+    architecture,
+    device,
+    memory_agrees,
+    units_agree,
+)
 from ._common import CACHED_CHARS as _CACHED_CHARS
 from ._context import Add, Ctx
 from ._engine import declare
@@ -71,7 +80,15 @@ declare(
     "them; a `hardware.device_id` MUST be an id of the table, one of those models, and fit the "
     "same facts. Where the facts together fit another model of the table, the finding points at "
     "the name (`hardware.device`, or `hardware.device_id` when given), which the peaks are "
-    "read from; otherwise at the fact that no model of the name has.",
+    "read from; otherwise at the fact that no model of the name has. A passed packet's "
+    "`compile.target_arch` MUST be able to run on the device (its `hardware.arch`, else the "
+    "arch of the models its name can be): an arch-specific target (`sm_90a`) runs only on that "
+    "arch, a family target (`sm_100f`) on that major version, a plain `sm_NN`/`compute_NN` on "
+    "NN or newer, an AMD `gfxNNN` (feature suffixes aside) only on itself; one runnable target "
+    "of several suffices (the finding points at `hardware.device`; a name the table does not "
+    "know is not judged). A profiler capture's own device name "
+    "(ncu's `device__attribute_display_name`) MUST NOT name a model of another arch than "
+    "`hardware.device` (the finding points at `hardware.device`).",
 )
 
 _UNIDENTIFIED = frozenset(
@@ -85,6 +102,11 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
     if h is not None:
         if len(h.device) <= _CACHED_CHARS:
             _identity(h, add)
+            comp = p.compile
+            if comp is not None and comp.target_arch is not None and ctx.status == "passed":
+                _target_arch(h, comp, add)
+            if p.profiler:
+                _capture_device(p, h, add)
         _device_count(p, h, add)
     # _hardware re-checks in full; this guard only skips it when it has nothing to say (the
     # common case)
@@ -381,3 +403,153 @@ def _devices_that_ran(p: Any) -> tuple[int | None, str]:
             if best is None or n < best:
                 best, why = n, f"the serving run's parallel sizes use {n}"
     return best, why
+
+
+# ---------------------------------------------------------------- KE806: the binary and the capture
+
+#: NVIDIA targets (``sm_90a``, ``compute_80``, ``lto_89``, ``sm_100f``) and AMD ones
+#: (``gfx942``, ``gfx90a:xnack-``; not the generic ``gfx9-4-generic``)
+_NV_TARGET = re.compile(r"(?<![a-z0-9])(?:sm|compute|lto)_(\d{2,3})([af]?)(?![0-9a-z])")
+_AMD_TARGET = re.compile(r"(?<![a-z0-9])gfx([0-9a-f]{3,4})(?![0-9a-z_-])")
+#: TORCH_CUDA_ARCH_LIST spellings (``8.0``, ``9.0a``, ``8.6+PTX``), as whole tokens only
+_CC_TARGET = re.compile(r"^(\d{1,2})\.(\d)([af]?)(?:\+ptx)?$")
+_SPLIT = re.compile(r"[\s,;]+")
+#: KE806 (target) by (target_arch, device, arch): the finding's pointer and message, or None
+_TARGET_CACHE: dict[tuple[str, str, str | None], tuple[str, str] | None] = {}
+
+
+def _targets(target: str) -> list[tuple[str, Any, str]]:
+    """The targets a ``compile.target_arch`` names: ``("nv", 90, "a")``, ``("amd", "942", "")``."""
+    t = target.casefold()
+    out: list[tuple[str, Any, str]] = [("nv", int(n), suf) for n, suf in _NV_TARGET.findall(t)]
+    out += [("amd", g, "") for g in _AMD_TARGET.findall(t)]
+    for tok in _SPLIT.split(t):
+        m = _CC_TARGET.match(tok)
+        if m:
+            out.append(("nv", int(m.group(1)) * 10 + int(m.group(2)), m.group(3)))
+    return out
+
+
+def _device_archs(h: Any) -> tuple[set[tuple[str, Any]], bool]:
+    """The archs the device can be (``("nv", 90)``, ``("amd", "942")``): its ``hardware.arch``
+    when readable, and those of the models its name can be (where the two disagree, that is
+    KE806's other finding, and the target is let through when it runs on either); and
+    whether the table knows the name."""
+    cands = _name_candidates(h.device)
+    archs: set[tuple[str, Any]] = set()
+    for spelling in (h.arch, architecture(h.arch) if h.arch else None):
+        if spelling:
+            got = {(v, n) for v, n, _ in _targets(spelling)}
+            if len(got) == 1:
+                archs |= got
+                break
+    for e in cands:
+        archs |= {(v, n) for v, n, _ in _targets(e.arch)}
+    return archs, bool(cands)
+
+
+def _runs_on(target: tuple[str, Any, str], dev: tuple[str, Any]) -> bool:
+    vendor, n, suf = target
+    d = dev[1]
+    if vendor == "amd":
+        return bool(n == d)
+    if suf == "a":
+        return bool(d == n)  # arch-specific: that arch only
+    if suf == "f":
+        return bool(d // 10 == n // 10 and d >= n)  # family-specific: its major version
+    return bool(d >= n)  # SASS for NN, or PTX that the driver compiles for newer archs
+
+
+def _target_arch(h: Any, comp: Any, add: Add) -> None:
+    target = comp.target_arch
+    if comp.succeeded is False or len(target) > _CACHED_CHARS:
+        return
+    key = (target, h.device, h.arch)
+    found = _TARGET_CACHE.get(key, _NOT_LOOKED)
+    if found is _NOT_LOOKED:
+        found = _target_finding(h, target)
+        if len(_TARGET_CACHE) < 1024 and len(h.arch or "") <= _CACHED_CHARS:
+            _TARGET_CACHE[key] = found
+    if found is not None:
+        add(("KE806", found[0], found[1]))
+
+
+_NOT_LOOKED: Any = object()
+
+
+def _target_finding(h: Any, target: str) -> tuple[str, str] | None:
+    targets = _targets(target)
+    if not targets:
+        return None  # a TPU, a CPU, `native`: nothing to compare
+    devs, known = _device_archs(h)
+    if not known:
+        return None  # a device the table does not know is not judged (as KE806's other facts)
+    pairs = [(t, d) for t in targets for d in devs if t[0] == d[0]]
+    if not pairs or any(_runs_on(t, d) for t, d in pairs):
+        return None  # another vendor's target (not compared), or one that runs
+    have = "/".join(sorted(f"sm_{n}" if v == "nv" else f"gfx{n}" for v, n in devs))
+    return (
+        "/hardware/device",
+        f"compile.target_arch `{target[:80]}` cannot run on `{h.device[:80]}` ({have}): an "
+        "arch-specific target (`sm_90a`) runs only on its arch, `sm_NN` on NN or newer, `gfxNNN` only on itself",
+    )
+
+
+_DISPLAY_NAME = "device__attribute_display_name"
+#: KE806 (capture) by (capture's device name, hardware.device): the message, or None
+_CAPTURE_CACHE: dict[tuple[str, str], str | None] = {}
+
+
+def _capture_name(cap: Any) -> str | None:
+    """The device name a capture itself recorded (ncu's display name), or None."""
+    a = cap.attributes
+    if a:
+        v = a.get(_DISPLAY_NAME)
+        if isinstance(v, str):
+            return v
+    for k in cap.kernels or ():
+        raw = k.raw
+        if raw:
+            # the first record that keeps raw metrics (ncu keeps them per launch, the same
+            # device attributes in each): no walk over a long capture
+            m = raw.get(_DISPLAY_NAME)
+            if m is not None and isinstance(m.value, str):
+                return m.value
+            break
+    cols = cap.raw_columns
+    if cols:
+        col = cols.get(_DISPLAY_NAME)
+        if col and isinstance(col[0], str):
+            return col[0]
+    return None
+
+
+def _capture_device(p: Any, h: Any, add: Add) -> None:
+    for cap in p.profiler:
+        name = _capture_name(cap)
+        if name is None or name == h.device or len(name) > _CACHED_CHARS:
+            continue
+        key = (name, h.device)
+        msg = _CAPTURE_CACHE.get(key, _NOT_LOOKED)
+        if msg is _NOT_LOOKED:
+            msg = _capture_mismatch(name, h.device)
+            if len(_CAPTURE_CACHE) < 1024:
+                _CAPTURE_CACHE[key] = msg
+        if msg is not None:
+            add(("KE806", "/hardware/device", msg))
+            return
+
+
+def _capture_mismatch(name: str, dev: str) -> str | None:
+    """Why a capture's device name cannot be ``hardware.device``: the models each can be
+    share no arch (an H100's capture under an A100's name); None when they may agree."""
+    seen = _name_candidates(name)
+    said = _name_candidates(dev)
+    if not seen or not said:
+        return None
+    if {e.arch for e in seen} & {e.arch for e in said}:
+        return None
+    return (
+        f"`{dev[:80]}` ({'/'.join(sorted({e.arch for e in said}))}) is not the device its profiler "
+        f"capture names: `{name[:80]}` ({'/'.join(sorted({e.arch for e in seen}))})"
+    )

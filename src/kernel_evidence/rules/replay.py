@@ -33,9 +33,12 @@ declare(
     "(`true`, `:`, `echo ...`, `exit 0`, `sleep`, `sh -c 'exit 0'`, `bash -lc :`, `python -c "
     "pass`), alone or behind `env`, `time`, `nice`, `timeout` or a container (`docker run "
     "IMAGE true`), a system query (`nvidia-smi`, `rocm-smi`, `uname`), a viewer of a stored "
-    "result (`cat`, `jq`, `head`, a `python -c` that only "
-    "loads and prints a file), or a run that only lists or prints what it would do (`make -n`, "
-    "`pytest --collect-only`, any `--help` or `--version`), reproduces nothing.",
+    "result (`cat`, `jq`, `head`, a `python -c` that only loads a file and prints or writes it "
+    "out, `python -m json.tool`, `ncu --import REPORT`, `nsys stats`/`export`, `git show`/`log`/"
+    "`cat-file`/`diff`, `docker logs`/`inspect`/`ps`/`cp`, an `awk` program of BEGIN blocks "
+    "only), or a run that only lists or prints what it would do (`make -n`/`-t`/`-q`, "
+    "`pytest --collect-only`/`--setup-plan`/`--setup-only`/`--fixtures`/`--markers`, any "
+    "`--help` or `--version`), reproduces nothing.",
 )
 declare(
     "KE104",
@@ -174,13 +177,39 @@ _CONTAINER_VALUED = frozenset({
 })  # fmt: skip
 #: flags that make a build or test runner list or print what it would run, and run none of it
 _DRY = {
-    "make": frozenset({"-n", "--dry-run", "--just-print", "--recon"}),
-    "pytest": frozenset({"--collect-only", "--co"}),
-}
+    "make": frozenset({"-n", "--dry-run", "--just-print", "--recon", "-t", "--touch", "-q", "--question"}),
+    "pytest": frozenset({
+        "--collect-only", "--co", "--setup-plan", "--setup-only", "--fixtures", "--funcargs",
+        "--fixtures-per-test", "--markers",
+    }),
+    "py.test": frozenset({"--collect-only", "--co", "--setup-plan", "--setup-only", "--fixtures", "--markers"}),
+}  # fmt: skip
+#: container runner subcommands that run no image: they print, list or copy what is there
+_CONTAINER_VIEWS = frozenset({
+    "logs", "inspect", "ps", "images", "cp", "top", "stats", "history", "port", "diff", "events",
+    "info", "version", "ls", "list",
+})  # fmt: skip
+#: git subcommands that print what the repository holds (a committed result) and run nothing
+_GIT_VIEWS = frozenset({
+    "show", "log", "cat-file", "diff", "status", "blame", "annotate", "ls-files", "ls-tree",
+    "rev-parse", "describe", "reflog", "shortlog", "whatchanged", "grep",
+})  # fmt: skip
+#: git's global options that take a value in the next argument
+_GIT_VALUED = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--config-env"})
+#: nsys subcommands that read a stored report (or the session list) and run nothing
+_NSYS_VIEWS = frozenset({"stats", "export", "analyze", "recipe", "sessions", "status"})
+#: ncu options that list what it knows and profile nothing
+_NCU_LISTS = frozenset({"--query-metrics", "--list-sets", "--list-sections", "--list-rules", "--list-chips"})
+#: Python modules that, run with ``-m``, print a stored file or the interpreter's setup
+_PY_VIEWERS = frozenset({
+    "json.tool", "pydoc", "http.server", "site", "sysconfig", "platform", "pprint", "this",
+    "tabnanny", "tokenize", "pickletools",
+})  # fmt: skip
+_AWKS = frozenset({"awk", "gawk", "mawk", "nawk", "busybox-awk"})
 #: every program name worth a closer look (the rest run what they name)
 _LOOK = (
-    _NOOPS | _WRAPPERS | _SHELLS | _CONTAINERS | frozenset(_DRY)
-    | frozenset({"python", "python3", "python2", "py", "pypy", "pypy3"})
+    _NOOPS | _WRAPPERS | _SHELLS | _CONTAINERS | frozenset(_DRY) | _AWKS
+    | frozenset({"python", "python3", "python2", "py", "pypy", "pypy3", "git", "ncu", "nsys"})
 )  # fmt: skip
 
 
@@ -226,32 +255,188 @@ def _noop(cmd: list[str], shell: bool) -> str | None:
                 return None
             script = cmd[j + 1] if j + 1 < len(cmd) else ""
             return f"is `{_short(' '.join(cmd))}`" if _noop_script(script) else None
-        if prog in _PYTHONS and "-c" in cmd[i + 1 :]:
-            j = cmd.index("-c", i + 1)
-            code = cmd[j + 1] if j + 1 < len(cmd) else ""
-            return f"is `{_short(' '.join(cmd))}`" if _noop_python(code) else None
-        if prog in _PYTHONS and i + 2 < len(cmd) and cmd[i + 1] == "-m":
-            i += 2  # `python -m pytest ...`: the module is the program
+        if prog in _PYTHONS:
+            mode, j = _python_mode(cmd, i)
+            if mode == "-c":
+                code = cmd[j] if j < len(cmd) else ""
+                return f"is `{_short(' '.join(cmd))}`" if _noop_python(code) else None
+            if mode != "-m" or j >= len(cmd):
+                return None
+            if cmd[j] in _PY_VIEWERS:
+                return f"only prints a stored file or the interpreter's setup (`{_short(' '.join(cmd))}`)"
+            i = j  # `python -m pytest ...`: the module is the program
             prog = cmd[i]
         dry = _DRY.get(prog)
         if dry is not None:
             rest = cmd[i + 1 :]
-            if any(a in dry or (prog == "make" and _short_flag(a, "n")) for a in rest):
+            if any(a in dry or (prog == "make" and _make_dry(a)) for a in rest):
                 return f"only lists or prints what it would run (`{_short(' '.join(cmd))}`)"
             return None
         if prog in _CONTAINERS:
+            view = _container_view(cmd, i)
+            if view is not None:
+                return f"runs no image (`{_short(' '.join(cmd))}` {view})"
             j = _container_command(cmd, i)
             if j is None or j >= len(cmd):
                 return None  # the image's own entrypoint runs
             why = _noop(cmd[j:], False)
             return f"is `{_short(' '.join(cmd))}`" if why else None
+        if prog == "git":
+            sub = _git_subcommand(cmd, i)
+            if sub in _GIT_VIEWS:
+                return f"only prints what the repository holds (`{_short(' '.join(cmd))}`)"
+            return None
+        if prog == "ncu":
+            if _ncu_views(cmd, i):
+                return f"only opens a stored report or lists what it knows (`{_short(' '.join(cmd))}`)"
+            return None
+        if prog == "nsys":
+            if i + 1 < len(cmd) and cmd[i + 1] in _NSYS_VIEWS:
+                return f"only reads a stored report (`{_short(' '.join(cmd))}`)"
+            return None
+        if prog in _AWKS:
+            if _awk_begin_only(cmd, i):
+                return f"only prints from its BEGIN block (`{_short(' '.join(cmd))}`)"
+            return None
         return None
     return "holds no program"
+
+
+def _python_mode(cmd: list[str], i: int) -> tuple[str | None, int]:
+    """How an interpreter at ``cmd[i]`` is asked to run: ``("-c", index of the code)``,
+    ``("-m", index of the module)``, or ``(None, 0)`` for a script (its own options, such as
+    ``-u``, ``-O``, ``-X dev``, ``-W ignore``, come first; a ``-c`` after the script is the
+    script's)."""
+    j = i + 1
+    while j < len(cmd):
+        a = cmd[j]
+        if a in ("-c", "-m"):
+            return a, j + 1
+        if a[:2] in ("-c", "-m") and len(a) > 2:
+            return a[:2], -1  # `-cCODE` / `-mMODULE`: seen as a script (rare; let through)
+        if a in ("-X", "-W", "--check-hash-based-pycs"):
+            j += 2
+            continue
+        if a.startswith("-") and a != "-":
+            j += 1
+            continue
+        break
+    return None, 0
+
+
+def _container_view(cmd: list[str], i: int) -> str | None:
+    """The subcommand of a container runner at ``cmd[i]`` that runs no image (``docker
+    logs``, ``docker container inspect``, ``podman ps``), or None."""
+    j = i + 1
+    while j < len(cmd) and cmd[j].startswith("-"):
+        j += 1  # global options (`--context x` is rare; its value would be read as the subcommand)
+    if j < len(cmd) and cmd[j] in ("container", "image", "images") and j + 1 < len(cmd):
+        if cmd[j] == "images":
+            return "images"
+        j += 1
+    if j < len(cmd) and cmd[j] in _CONTAINER_VIEWS:
+        return cmd[j]
+    return None
+
+
+def _git_subcommand(cmd: list[str], i: int) -> str | None:
+    """The subcommand of a git at ``cmd[i]``, past its global options."""
+    j = i + 1
+    while j < len(cmd) and cmd[j].startswith("-"):
+        j += 2 if cmd[j] in _GIT_VALUED else 1
+    return cmd[j] if j < len(cmd) else None
+
+
+def _ncu_views(cmd: list[str], i: int) -> bool:
+    """True for an ``ncu`` that opens a stored report (``--import R.ncu-rep``, ``-i R``
+    when the report is all it names) or only lists metrics, sets or sections."""
+    rest = cmd[i + 1 :]
+    for k, a in enumerate(rest):
+        if a in _NCU_LISTS:
+            return True
+        if (a.startswith("--import=") and (k == 0 or a.endswith(".ncu-rep"))) or (
+            a in ("--import", "-i") and k + 1 < len(rest) and (k == 0 or rest[k + 1].endswith(".ncu-rep"))
+        ):
+            return True
+    return False
+
+
+def _awk_begin_only(cmd: list[str], i: int) -> bool:
+    """True for an awk program made only of BEGIN blocks that neither run a command
+    (``system()``, a pipe) nor read input with ``getline``: awk runs them and exits."""
+    j = i + 1
+    while j < len(cmd) and cmd[j].startswith("-") and cmd[j] != "--":
+        if cmd[j] in ("-f", "--file") or cmd[j].startswith("-f"):
+            return False  # the program is in a file
+        j += 2 if cmd[j] in ("-v", "-F", "--assign", "--field-separator") else 1
+    if j < len(cmd) and cmd[j] == "--":
+        j += 1
+    if j >= len(cmd):
+        return False
+    prog = cmd[j].strip()
+    if "system" in prog or "|" in prog or "getline" in prog or "@" in prog or "ENVIRON" in prog:
+        return False
+    # BEGIN { ... } [BEGIN { ... } ...], braces counted outside string literals
+    k = 0
+    n = len(prog)
+    blocks = 0
+    while k < n:
+        while k < n and prog[k] in " \t\n;":
+            k += 1
+        if k >= n:
+            break
+        if not prog.startswith("BEGIN", k):
+            return False
+        k += 5
+        while k < n and prog[k] in " \t\n":
+            k += 1
+        if k >= n or prog[k] != "{":
+            return False
+        depth = 0
+        quoted = False
+        while k < n:
+            c = prog[k]
+            if quoted:
+                if c == "\\":
+                    k += 1
+                elif c == '"':
+                    quoted = False
+            elif c == '"':
+                quoted = True
+            elif c == "{":
+                depth += 1
+            elif c == "}":
+                depth -= 1
+                if depth == 0:
+                    break
+            k += 1
+        if depth != 0:
+            return False
+        k += 1
+        blocks += 1
+    return blocks > 0
 
 
 def _short_flag(arg: str, letter: str) -> bool:
     """True for a run of short options that holds ``letter`` (``-n``, ``-nB``; not ``-j8``)."""
     return len(arg) > 1 and arg[0] == "-" and arg[1] != "-" and arg[1:].isalpha() and letter in arg[1:]
+
+
+#: make's short options whose value follows them (``-Cdir``, ``-Otarget``, ``-j8``)
+_MAKE_VALUED = frozenset("CfIjlLoOWE")
+
+
+def _make_dry(arg: str) -> bool:
+    """True for a run of make's short options that holds ``-n``, ``-t`` or ``-q`` (``-nB``,
+    ``-kt``), read up to an option that takes the rest as its value (``-Ctest`` is not)."""
+    if len(arg) < 2 or arg[0] != "-" or arg[1] == "-":
+        return False
+    for c in arg[1:]:
+        if c in "ntq":
+            return True
+        if c in _MAKE_VALUED or not c.isalpha():
+            return False
+    return False
 
 
 def _container_command(cmd: list[str], i: int) -> int | None:
@@ -286,14 +471,22 @@ def _noop_script(script: str) -> str | None:
 
 
 def _noop_python(code: str) -> bool:
-    """True for Python code that only passes, evaluates constants, imports or prints."""
+    """True for Python code that only passes, evaluates constants, imports, or reads stored
+    data and prints or writes it out (``print(open(f).read())``, ``sys.stdout.write(...)``,
+    ``with open(f) as h: print(h.read())``)."""
     import ast
 
     try:
         tree = ast.parse(code)
     except (SyntaxError, ValueError):
         return False
-    for node in tree.body:
+    return _noop_body(tree.body)
+
+
+def _noop_body(body: list[Any]) -> bool:
+    import ast
+
+    for node in body:
         if isinstance(node, (ast.Pass, ast.Import, ast.ImportFrom)):
             continue
         if isinstance(node, (ast.Expr, ast.Assign, ast.AnnAssign)):
@@ -302,6 +495,23 @@ def _noop_python(code: str) -> bool:
                 continue
             if isinstance(v, ast.Call) and _noop_call(v):
                 continue
+        if (
+            isinstance(node, ast.With)
+            and all(
+                isinstance(it.context_expr, ast.Call) and _noop_call(it.context_expr) for it in node.items
+            )
+            and _noop_body(node.body)
+        ):
+            continue
+        if (
+            isinstance(node, ast.For)
+            and not node.orelse
+            and (
+                isinstance(node.iter, ast.Name) or (isinstance(node.iter, ast.Call) and _noop_call(node.iter))
+            )
+            and _noop_body(node.body)
+        ):
+            continue
         if (
             isinstance(node, ast.Raise)
             and isinstance(node.exc, ast.Call)
@@ -317,6 +527,8 @@ def _noop_python(code: str) -> bool:
 _PRINTING = frozenset({
     "print", "exit", "quit", "_exit", "open", "read", "read_text", "readlines", "load", "loads",
     "dumps", "Path", "str", "repr", "format", "len", "sorted", "pprint",
+    # ... and write it out (`sys.stdout.write(open(f).read())`, `json.dump(..., sys.stdout)`)
+    "write", "writelines", "dump", "copyfileobj", "flush",
 })  # fmt: skip
 
 
