@@ -71,13 +71,17 @@ declare(
     "Where both sides record them (`timing.conditions`, else the flat timing fields and the "
     "task; `timing.baseline.conditions`), the baseline MUST have run the same problem as "
     "the candidate: the same narrowest dtype, the same shape id and dimensions, the same "
-    "device (by id, else by name where the device table tells the names apart) and the "
-    "same device count; a serving baseline's settings that restate the workload (`model`, "
+    "device (by id, else by name where the device table tells the names apart; a MIG slice "
+    "on one side only is another device; with `same_session: true`, names that are one "
+    "spelling or resolve to the same single table model) and the same device count; a "
+    "serving baseline's settings that restate the workload (`model`, "
     "`dataset`, `num_prompts`, input and output lengths, `max_concurrency`, `request_rate`; a "
     "model by the parameters its name states) the same as the candidate's `task.serving`; its input tokens per completed request within 10% "
     "of the candidate's and its output tokens per request within 20%. A baseline in fp32 "
     "against a bf16 candidate, on twice the k, on an A100 against an H100, on one GPU "
-    "against two, or stopping its answers at half the length, is not a baseline.",
+    "against two, on a MIG slice of the candidate's GPU, or on an `NVIDIA H100` (which may be a "
+    "PCIe) in the session of an `NVIDIA H100 80GB HBM3`, or stopping its answers at half the "
+    "length, is not a baseline.",
 )
 declare(
     "KE208",
@@ -85,14 +89,19 @@ declare(
     "the baseline was timed the way the candidate was",
     "time both sides with the same method, synchronisation, cache policy and launch mode, in the session and order stated",
     "Where both sides record them, the baseline MUST be timed like the candidate: timers of "
-    "the same kind (device events and profilers against each other, the host clock against "
-    "the host clock), both synchronised or neither, the same cache state (flushed or "
-    "rotating against flushed or rotating, warm against warm, cold against cold), a flush "
+    "the same kind (device events around each call, `cuda_events`, `hip_events` and "
+    "`triton_do_bench`, against each other; kernel durations from a profiler, `cupti`, "
+    "`profiler`, `xprof` and `torch_profiler`, which leave out the launch, against each "
+    "other; the host clock against the host clock; a timer `other` only against `other`), "
+    "both synchronised or neither, the same cache state (flushed or "
+    "rotating against flushed or rotating, warm against warm, cold against cold; `unknown` "
+    "only against `unknown`), a flush "
     "that evicts the last-level cache on both sides or neither (`flush_bytes` below the "
     "cache size, the largest the conditions, hardware and device table give, evicts nothing, "
     "nor does rotating through one buffer, or through `rotating_buffers` x the timed shape's "
     "bytes below that size: that side was warm), a flush inside the timed window on both sides or neither, "
-    "clocks locked on both sides or neither (`clock_policy`), "
+    "clocks locked on both sides or neither (`clock_policy`; `unknown` only against "
+    "`unknown`), "
     "and CUDA-graph replays on both sides or neither. `same_session: true` MUST NOT stand "
     "beside two different `session` ids, nor `interleaved: true` beside conditions that "
     "record `interleaved: false`.",
@@ -289,22 +298,51 @@ def _accelerator(name: str) -> bool:
     return bool(candidates(name)) if len(name) <= 256 else False
 
 
-def _devices_differ(a: str, b: str) -> bool:
-    """True when two device names certainly name different devices (the device table tells
-    them apart); unknown names never differ."""
-    from ..devices import candidates
-
-    if a.strip().casefold() == b.strip().casefold():
-        return False
-    ca = {e.id for e in candidates(a)}
-    cb = {e.id for e in candidates(b)}
-    return bool(ca) and bool(cb) and not (ca & cb)
+_MIG = re.compile(r"(?:^|[\s_\-/(])mig(?:$|[\s_\-/)])|\b\d+g\.\d+gb\b")
+_SPACES = re.compile(r"\s+")
 
 
-#: timers by what they time: device-side events and profilers, the host clock, a client
+def _other_device(a: str, b: str, aid: str | None, bid: str | None, same_session: bool) -> str | None:
+    """The reason (appended to the finding; empty where the table tells them apart) why two
+    device names (the baseline's ``a``, the candidate's ``b``; ids where a side
+    gives one) are not one device, or None: the device table tells them apart; a MIG slice
+    (``... MIG 3g.40gb``) on one side only; or, where the sides say they ran in one session,
+    names that are not one spelling and do not both resolve to the same single table model
+    (`NVIDIA H100`, which may be a PCIe, against `NVIDIA H100 80GB HBM3`). Cached per pair."""
+    key = (a, b, aid, bid, same_session)
+    hit = _OTHER_DEVICE.get(key, _UNSET)
+    if hit is not _UNSET:
+        return hit  # type: ignore[no-any-return]
+    why = None
+    if len(a) <= 256 and len(b) <= 256:
+        fa, fb = _SPACES.sub(" ", a.strip().casefold()), _SPACES.sub(" ", b.strip().casefold())
+        if fa != fb:
+            from ..devices import candidates
+
+            ca = {e.id for e in candidates(a)}
+            cb = {e.id for e in candidates(b)}
+            if ca and cb and not (ca & cb):
+                why = ""
+            elif bool(_MIG.search(fa)) != bool(_MIG.search(fb)):
+                why = ": a MIG slice is not the whole device"
+            elif same_session:
+                ra = {aid} if aid else ca
+                rb = {bid} if bid else cb
+                if (ra or rb) and not (len(ra) == 1 and ra == rb):
+                    why = ": same_session is true but the names do not resolve to one device model"
+    if len(_OTHER_DEVICE) < 1024 and len(a) + len(b) <= 2 * CACHED_CHARS:
+        _OTHER_DEVICE[key] = why
+    return why
+
+
+_OTHER_DEVICE: dict[tuple[str, str, str | None, str | None, bool], str | None] = {}
+
+
+#: timers by what they time: device events around each call (the launch included), the
+#: kernels alone as a profiler records them (no launch), the host clock, a client
 _TIMER_KIND = {
-    "cuda_events": "device", "hip_events": "device", "cupti": "device", "profiler": "device",
-    "xprof": "device", "torch_profiler": "device", "triton_do_bench": "device",
+    "cuda_events": "call", "hip_events": "call", "triton_do_bench": "call",
+    "cupti": "kernel", "profiler": "kernel", "xprof": "kernel", "torch_profiler": "kernel",
     "host_clock": "host", "serving_client": "client",
 }  # fmt: skip
 #: cache modes by the state they leave: flushing and rotating both evict
@@ -325,7 +363,7 @@ def _compare(p: Any, t: Any, b: Any, bc: Any, add: Add) -> None:
     elif bc.dims and _fold_clash(bc.dims):
         _dims(cc.dims, bc.dims, add)  # equal dims whose names differ only in case (M and m)
     if not same:
-        _devices_and_timers(t, bc, cc, p.hardware, add)
+        _devices_and_timers(t, b, bc, cc, p.hardware, add)
     bcache = bc.cache
     mode, mode_ptr = cache_mode(t)
     if bcache is not None and mode is not None:
@@ -333,6 +371,17 @@ def _compare(p: Any, t: Any, b: Any, bc: Any, add: Add) -> None:
         if sa and sb and sa != sb:
             warm_ptr = mode_ptr if sa in ("warm",) or sb == "cold" else _B + "cache/mode"
             add(("KE208", warm_ptr, f"candidate timed with caches {mode}, the baseline {bcache.mode}"))
+        elif (sa is None) != (sb is None):
+            # `unknown` on one side only: that side may have been warm (or cold)
+            ptr = mode_ptr if sa is None else _B + "cache/mode"
+            add(
+                (
+                    "KE208",
+                    ptr,
+                    f"candidate timed with caches {mode}, the baseline {bcache.mode}: "
+                    f"the {'candidate' if sa is None else 'baseline'}'s cache state is not known to be the other's",
+                )
+            )
         elif sa == sb == "evicted":
             _flushes(p, t.conditions.cache if cc is not None and cc.cache is not None else None, bcache, add)
     if not same:
@@ -377,7 +426,7 @@ def _problem(p: Any, t: Any, bc: Any, add: Add) -> None:
             _dims(cdims, bc.dims, add)
 
 
-def _devices_and_timers(t: Any, bc: Any, cc: Any, h: Any, add: Add) -> None:
+def _devices_and_timers(t: Any, b: Any, bc: Any, cc: Any, h: Any, add: Add) -> None:
     """KE207/KE208: the baseline's device, device count, timer, clock policy and
     synchronisation against the candidate's."""
     bid = bc.device_id
@@ -386,8 +435,12 @@ def _devices_and_timers(t: Any, bc: Any, cc: Any, h: Any, add: Add) -> None:
         add(("KE207", _B + "device_id", f"baseline ran on `{bid}`, the candidate on `{cid}`"))
     elif bc.device:
         cdev = cc.device if cc is not None and cc.device else (h.device if h is not None else None)
-        if cdev and _devices_differ(bc.device, cdev):
-            add(("KE207", _B + "device", f"baseline ran on `{bc.device}`, the candidate on `{cdev}`"))
+        if cdev and bc.device != cdev:
+            why = _other_device(bc.device, cdev, bid, cid, b.same_session is True)
+            if why is not None:
+                add(
+                    ("KE207", _B + "device", f"baseline ran on `{bc.device}`, the candidate on `{cdev}`{why}")
+                )
     if (
         bc.device_count is not None
         and cc is not None
@@ -404,27 +457,49 @@ def _devices_and_timers(t: Any, bc: Any, cc: Any, h: Any, add: Add) -> None:
     # -- KE208: timed the same way
     m, mptr = cand(t, "method")
     bm = bc.method
-    if bm is not None and m is not None:
+    if bm is not None and m is not None and bm != m:
         ka, kb = _TIMER_KIND.get(m), _TIMER_KIND.get(bm)
         if ka and kb and ka != kb:
+            # kernel durations against call times: the side timed without its launch
+            ptr = mptr if ka == "kernel" and kb == "call" else _B + "method"
+            what = (
+                ": one times the kernels alone, the other each call with its launch"
+                if {ka, kb} == {"kernel", "call"}
+                else ": they time different things"
+            )
+            add(("KE208", ptr, f"baseline timed with {bm}, the candidate with {m} ({mptr}){what}"))
+        elif ka is None or kb is None:  # `other` on one side: nothing shows it times what the other does
+            ptr = mptr if ka is None else _B + "method"
             add(
                 (
                     "KE208",
-                    _B + "method",
-                    f"baseline timed with {bm}, the candidate with {m} ({mptr}): they time different things",
+                    ptr,
+                    f"the {'candidate' if ka is None else 'baseline'} was timed with `{m if ka is None else bm}`, the "
+                    f"other side with {bm if ka is None else m}: the sides cannot be shown timed alike",
                 )
             )
     cp, cp_ptr = cand(t, "clock_policy")
     bp = bc.clock_policy
-    if cp is not None and bp is not None and cp != bp and "unknown" not in (cp, bp):
-        ptr = cp_ptr if cp == "unlocked" else _B + "clock_policy"
-        add(
-            (
-                "KE208",
-                ptr,
-                f"the candidate ran with clocks {cp}, the baseline {bp}: a boosting side against a pinned one",
+    if cp is not None and bp is not None and cp != bp:
+        if cp == "unknown" or bp == "unknown":
+            ptr = cp_ptr if cp == "unknown" else _B + "clock_policy"
+            add(
+                (
+                    "KE208",
+                    ptr,
+                    f"the candidate's clock_policy is {cp}, the baseline's {bp}: "
+                    f"the {'candidate' if cp == 'unknown' else 'baseline'} may have run at other clocks",
+                )
             )
-        )
+        else:
+            ptr = cp_ptr if cp == "unlocked" else _B + "clock_policy"
+            add(
+                (
+                    "KE208",
+                    ptr,
+                    f"the candidate ran with clocks {cp}, the baseline {bp}: a boosting side against a pinned one",
+                )
+            )
     s, sync_ptr = cand(t, "synchronized")
     if bc.synchronized is not None and s is not None and bc.synchronized != s:
         ptr = sync_ptr if s is False else _B + "synchronized"

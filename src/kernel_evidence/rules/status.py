@@ -102,7 +102,9 @@ declare(
     "A shape marked passed MUST be within its own tolerance: `max_abs_error` at most "
     "`atol + rtol * reference_max_abs` (the bound of the element of largest magnitude; "
     "checked when every element must match), and `matched_ratio` at least "
-    "`required_matched_ratio` (the shape's, else the task's).",
+    "`required_matched_ratio` (the shape's, else the task's); a shape that states an atol "
+    "or rtol looser than the task's (`task.tolerance`) MUST also be within the bound the "
+    "task's tolerance gives.",
 )
 declare(
     "KE412",
@@ -113,8 +115,9 @@ declare(
     "harness caught the candidate (cached outputs, modified inputs, a patched timer, "
     "deferred work). No packet MUST carry a defence recorded `passed` that its own "
     "conditions contradict (`fresh_inputs` passed while a side's conditions say "
-    "`fresh_inputs: false`; `cache_flush` passed while a side was warm or flushed less than "
-    "the last-level cache).",
+    "`fresh_inputs: false` or `validation.inputs_regenerated` is false; `cache_flush` passed "
+    "while a side was warm, flushed less than the last-level cache, or its cache mode (the "
+    "candidate's flat `cache_policy`) is `unknown`).",
 )
 declare("KE413", "warning", "validation covered the output",
      "compare every element of the output (or record the elements compared and why)",
@@ -230,6 +233,9 @@ def _contradicted(p: Any, check: str) -> str | None:
         for c, side in sides:
             if c is not None and c.fresh_inputs is False:
                 return f"the {side}'s conditions record its inputs reused (fresh_inputs: false)"
+        v = p.validation
+        if v is not None and v.inputs_regenerated is False:
+            return "the validation records its inputs not regenerated (/validation/inputs_regenerated: false)"
     elif check == "cache_flush":
         for c, side in sides:
             if c is not None and c is not sides[0][0] and c == sides[0][0]:
@@ -237,8 +243,12 @@ def _contradicted(p: Any, check: str) -> str | None:
             cache = c.cache if c is not None else None
             if cache is not None and cache.mode == "warm":
                 return f"the {side}'s conditions record warm caches"
+            if cache is not None and cache.mode == "unknown":
+                return f"the {side}'s conditions do not know what its caches held (cache mode unknown)"
             if small_flush(p, cache):
                 return f"the {side}'s flush is smaller than the last-level cache"
+        if (t.conditions is None or t.conditions.cache is None) and t.cache_policy == "unknown":
+            return "the candidate's cache_policy is unknown"
     return None
 
 
@@ -327,6 +337,11 @@ def _shapes_cover(p: Any, v: Any, claim: bool, add: Add) -> None:
                     f"shape `{s.shape_id}` passed with max error {err:g} above its bound {bound:g} (atol + rtol x |reference|)",
                 )
             )
+        elif tol is not None and (
+            (s.atol is not None and tol.atol is not None and s.atol > tol.atol)
+            or (s.rtol is not None and tol.rtol is not None and s.rtol > tol.rtol)
+        ):
+            _task_bound(i, s, tol, atol, rtol, ref, err, add)
     if task is not None and task.shapes:
         for sh in task.shapes:  # a loop: every shape validated leaves nothing to build
             if sh.id not in ids:
@@ -341,6 +356,28 @@ def _shapes_cover(p: Any, v: Any, claim: bool, add: Add) -> None:
         sid, ptr = t.shape_id, "/timing/shape_id"
     if sid is not None and sid not in ids:
         add(("KE409", ptr, f"the timed shape `{sid}` is not among the validated shapes"))
+
+
+def _task_bound(
+    i: int, s: Any, tol: Any, atol: float | None, rtol: float | None, ref: float | None, err: float, add: Add
+) -> None:
+    """KE411: a shape that states its own atol or rtol looser than the task's passed only
+    under the looser one: its max error is above the bound the task's tolerance gives."""
+    tatol = atol if tol.atol is None or atol is None else min(atol, tol.atol)
+    trtol = rtol if tol.rtol is None or rtol is None else min(rtol, tol.rtol)
+    if tatol == atol and trtol == rtol:
+        return
+    tb = (tatol or 0.0) + (trtol or 0.0) * (ref or 0.0)
+    if err > tb * _HI + 1e-300:
+        field, mine, task = ("atol", atol, tatol) if tatol != atol else ("rtol", rtol, trtol)
+        add(
+            (
+                "KE411",
+                f"/validation/shapes/{i}/{field}",
+                f"shape `{s.shape_id}` passed under its own {field} {mine:g}, looser than the task's {task:g}: "
+                f"its max error {err:g} is above the task's bound {tb:g}",
+            )
+        )
 
 
 def _suite_missing(shapes: list[Any], ids: set[str], add: Add) -> None:
