@@ -297,3 +297,45 @@ def test_latency_statistics_over_part_of_the_requests() -> None:
     d["timing"]["serving"]["e2el"]["n"] = 1000
     d["timing"]["serving"]["tpot"]["n"] = 990  # TPOT leaves out one-token requests: fine
     assert found(d) == set()
+
+
+def test_tpot_faster_than_reading_the_weights() -> None:
+    """A fabricated run: 3.2 ms per token for an 8B 16-bit model on one H100 (reading 16 GB
+    of weights at 3.35 TB/s takes 4.8 ms a step)."""
+    d = honest()
+    tp = d["timing"]["serving"]["tpot"]
+    scale = 3.2 / tp["median"]
+    for k in ("median", "mean", "min", "max"):
+        if k in tp:
+            tp[k] *= scale
+    tp["percentiles"] = {k: v * scale for k, v in tp.get("percentiles", {}).items()}
+    found_all = {(f.rule_id, f.pointer) for f in validate(d).findings}
+    assert ("KE1008", "/timing/serving/tpot/median") in found_all
+    assert validate(d).grade.letter in "CDF"
+    # the same TPOT from an FP8 checkpoint (8 GB of weights: 2.1 ms) is let through
+    d["task"]["serving"]["model"] = "neuralmagic/Meta-Llama-3.1-8B-Instruct-FP8"
+    assert "KE1008" not in {f.rule_id for f in validate(d).findings}
+    # ... and from a 16-bit one with speculative decoding recorded
+    d["task"]["serving"]["model"] = "meta-llama/Llama-3.1-8B-Instruct"
+    d["task"]["serving"]["settings"]["num_speculative_tokens"] = 3
+    assert "KE1008" not in {f.rule_id for f in validate(d).findings}
+    # ... and from a recorded on-the-fly quantization
+    del d["task"]["serving"]["settings"]["num_speculative_tokens"]
+    d["task"]["serving"]["settings"]["quantization"] = "fp8"
+    assert "KE1008" not in {f.rule_id for f in validate(d).findings}
+
+
+def test_prefill_floor_at_the_weights_precision_not_the_fastest_peak() -> None:
+    """4.3 ms for 1024 tokens of an 8B 16-bit model on one H100: the bf16 prefill alone takes
+    16.6 ms at the peak (half of it is the floor); an FP8 checkpoint halves it again."""
+    d = honest()
+    ttft = d["timing"]["serving"]["ttft"]
+    scale = 4.3 / ttft["median"]
+    for k in ("median", "mean", "min", "max"):
+        ttft[k] *= scale
+    ttft["percentiles"] = {k: v * scale for k, v in ttft["percentiles"].items()}
+    assert ("KE1005", "/timing/serving/ttft/median") in found(d)
+    d["task"]["serving"]["model"] = "neuralmagic/Meta-Llama-3.1-8B-Instruct-FP8"
+    assert ("KE1005", "/timing/serving/ttft/median") not in found(d)  # 4.14 ms floor at fp8
+    ttft.update(median=3.5, mean=3.5 * 95.3 / 88.1)
+    assert ("KE1005", "/timing/serving/ttft/median") in found(d)

@@ -901,6 +901,15 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], str, str]] = [
 # SHOULD statements that have a warning
 WARNINGS: list[tuple[str, Callable[[dict[str, Any]], None], str, str]] = [
     (
+        "7 KE1008 TPOT not below the weights' read time",
+        _all(
+            _set("task", "serving", value={"model": "meta-llama/Llama-3.1-8B-Instruct"}),
+            _set("timing", "serving", value={"tpot": {"unit": "ms", "median": 1.0}}),
+        ),
+        "KE1008",
+        "/timing/serving/tpot/median",
+    ),
+    (
         "7 KE1203 energy not below what a powered device draws",
         _set(
             "cost",

@@ -16,7 +16,7 @@ from typing import Any
 
 from ._context import Add, Ctx
 from ._engine import declare
-from ._tables import device_peaks
+from ._tables import device_peaks, dtype_class
 from ._units import FACTOR
 
 declare(
@@ -83,7 +83,8 @@ declare(
     "MoE named `...-A22B`; other MoE names are not judged), the prompt length is known "
     "(`input_len`, else total input tokens / completed) and the device's peak is in the device "
     "table, the median TTFT MUST be at least half of 2 x parameters x prompt tokens / (the "
-    "device's highest peak x its count): the prefill's FLOPs at the peak. Runs that record a "
+    "peak for the weights' precision (as for KE1008; 16-bit unless a narrower one is named) x "
+    "its count): the prefill's FLOPs at the peak. Runs that record a "
     "prefix setting (`settings` key naming a prefix, e.g. prefix caching) are not judged.",
 )
 declare(
@@ -95,6 +96,22 @@ declare(
     "request are known (total output tokens / completed, else `task.serving.output_len`, at "
     "least 2), the mean TPOT MUST be within 3x either way of (mean e2el - mean TTFT) / (tokens "
     "per request - 1): the decode time spread over the tokens after the first.",
+)
+declare(
+    "KE1008",
+    "warning",
+    "time per output token above the time to read the weights",
+    "record the weights' precision (`task.dtypes`, a quantized model name, or a `quantization` "
+    "setting) and any speculative decoding setting; else measure TPOT at the client",
+    "Every decode step reads every weight of the model once, whatever the batch: where the "
+    "model's parameter count is in its name (as for KE1005), the device's memory bandwidth "
+    "is in the device table, and no speculative-decoding setting is recorded, the median "
+    "(else mean) TPOT SHOULD be at least 0.9 x parameters x bytes per parameter / (bandwidth x "
+    "tensor-parallel devices). Bytes per parameter come from the narrowest precision that "
+    "`task.dtypes`, the model name (`FP8`, `AWQ`, `INT4`, `NVFP4`...) or a `quantization`/"
+    "`dtype` setting names, else 2 (a 16-bit checkpoint). A faster TPOT is a fabricated run, "
+    "or a quantized or speculative one that does not say so (grade C at best).",
+    caps="C",
 )
 declare(
     "KE1006",
@@ -126,8 +143,8 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
         _side("/timing/serving", s, st, False, ctx, add)
         if st is not None:
             _counts(s, st, add)
-            if s.ttft is not None and st.model:
-                _prefill_floor(p, s, st, add)
+            if st.model and (s.ttft is not None or s.tpot is not None):
+                _floors(p, s, st, add)
     if bs is not None:
         _side("/timing/baseline/serving", bs, st, True, ctx, add)
         if st is not None and bs.completed is not None:
@@ -469,13 +486,87 @@ def _model_params(model: str) -> float | None:
     return float(n) * (1e9 if scale == "b" else 1e6)
 
 
-def _prefill_floor(p: Any, s: Any, st: Any, add: Add) -> None:
-    ttft = s.ttft
-    typical = ttft.median if ttft.median is not None else ttft.mean
-    if typical is None or len(st.model) > 256:
+#: precision hints in a model name or a quantization setting, narrowest first: (pattern,
+#: the class its matmuls run in, bytes per weight)
+_PRECISION_HINTS = (
+    (re.compile(r"nvfp4|mxfp4|(?<![a-z])fp4"), "fp4", 0.5),
+    (re.compile(r"awq|gptq|int4|w4a16|(?<![a-z0-9])q4|nf4|4bit|bnb|gguf|exl2|marlin"), "bf16", 0.5),
+    (re.compile(r"mxfp6|(?<![a-z])fp6"), "fp6", 0.75),
+    (re.compile(r"fp8|e4m3|e5m2|mxfp8"), "fp8", 1.0),
+    (re.compile(r"int8|w8a8|w8a16|8bit|smoothquant"), "int8", 1.0),
+    (re.compile(r"fp32|float32"), "fp32", 4.0),
+)
+_CLASS_BYTES = {"fp4": 0.5, "fp6": 0.75, "fp8": 1.0, "int8": 1.0, "bf16": 2.0, "fp16": 2.0, "fp32": 4.0}
+#: settings that make several tokens per decode step
+_SPECULATIVE = re.compile(r"specul|draft|eagle|medusa|mtp|ngram|lookahead|num_spec")
+
+
+@lru_cache(maxsize=1024)
+def _precision(model: str, hints: str, dtypes: tuple[str, ...]) -> tuple[str, float]:
+    """The class the model's matmuls run in and its bytes per weight: the narrowest that the
+    dtypes, the model name or the settings' quantization/dtype values name; 16-bit else."""
+    found: list[tuple[float, str]] = []
+    for d in dtypes:
+        c = dtype_class(d) if len(d) <= 64 else None
+        if c in _CLASS_BYTES:
+            found.append((_CLASS_BYTES[c], c))
+    text = f"{model.casefold()} {hints}"
+    for pat, cls, size in _PRECISION_HINTS:
+        if pat.search(text):
+            found.append((size, cls))
+    if not found:
+        return "bf16", 2.0
+    size, cls = min(found)
+    return cls, size
+
+
+def _floors(p: Any, s: Any, st: Any, add: Add) -> None:
+    """KE1005 (prefill) and KE1008 (decode): what the model's size allows on its devices."""
+    if len(st.model) > 256:
         return
     params = _model_params(st.model)
     if params is None:
+        return
+    h = p.hardware
+    if h is None or len(h.device) + len(h.arch or "") > 256:
+        return
+    peaks = device_peaks(h.device, h.arch)
+    if peaks is None:
+        return
+    settings = st.settings or {}
+    hints = " ".join(
+        str(v).casefold() for k, v in settings.items() if "quant" in k or k.casefold() in ("dtype", "weight_dtype")
+    )
+    dtypes = tuple(p.task.dtypes or ()) if p.task is not None else ()
+    cls, size = _precision(st.model, hints[:256], dtypes[:8])
+    if s.ttft is not None and peaks.flops:
+        _prefill_floor(s, st, h, peaks, params, cls, add)
+    tp = s.tpot
+    if tp is not None and peaks.bandwidth and not any(_SPECULATIVE.search(k.casefold()) for k in settings):
+        typical = tp.median if tp.median is not None else tp.mean
+        if typical is None:
+            return
+        # tensor parallelism splits the weights; pipeline stages read theirs one after another
+        devices = st.tensor_parallel_size or h.count or 1
+        floor = 0.9 * params * size / (peaks.bandwidth * devices)
+        sec = typical * FACTOR[tp.unit]
+        if sec < floor:
+            which = "median" if tp.median is not None else "mean"
+            add(
+                (
+                    "KE1008",
+                    f"/timing/serving/tpot/{which}",
+                    f"{which} TPOT {typical:g} {tp.unit} is below the time to read {params / 1e9:.3g}B "
+                    f"weights of {size:g} byte(s) at {peaks.key}'s {peaks.bandwidth / 1e12:.3g} TB/s x "
+                    f"{devices} ({floor * 1e3:.3g} ms at 90%)",
+                )
+            )
+
+
+def _prefill_floor(s: Any, st: Any, h: Any, peaks: Any, params: float, cls: str, add: Add) -> None:
+    ttft = s.ttft
+    typical = ttft.median if ttft.median is not None else ttft.mean
+    if typical is None:
         return
     if st.settings and any(
         "prefix" in k.casefold() and v not in (False, 0, None, "") for k, v in st.settings.items()
@@ -487,14 +578,10 @@ def _prefill_floor(p: Any, s: Any, st: Any, add: Add) -> None:
         tokens = s.total_input_tokens / s.completed
     else:
         return
-    h = p.hardware
-    if h is None or len(h.device) + len(h.arch or "") > 256:
-        return
-    peaks = device_peaks(h.device, h.arch)
-    if peaks is None or not peaks.flops:
-        return
     devices = max(h.count or 1, (st.tensor_parallel_size or 1) * (st.pipeline_parallel_size or 1))
-    floor = 2.0 * params * tokens / (max(peaks.flops.values()) * devices)
+    # the peak of the weights' class (fp4 falls back to the device's highest where it has none)
+    peak = peaks.flops.get(cls) or max(peaks.flops.values())
+    floor = 2.0 * params * tokens / (peak * devices)
     sec = typical * FACTOR[ttft.unit]
     if sec < floor / 2:
         which = "median" if ttft.median is not None else "mean"
@@ -503,6 +590,6 @@ def _prefill_floor(p: Any, s: Any, st: Any, add: Add) -> None:
                 "KE1005",
                 f"/timing/serving/ttft/{which}",
                 f"{which} TTFT {typical:g} {ttft.unit} is below half the prefill of {tokens:.0f} tokens on "
-                f"{params / 1e9:.3g}B parameters at {peaks.key}'s peak x {devices} ({floor * 1e3:.3g} ms)",
+                f"{params / 1e9:.3g}B parameters at {peaks.key}'s {cls} peak x {devices} ({floor * 1e3:.3g} ms)",
             )
         )
