@@ -901,6 +901,12 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], str, str]] = [
 # SHOULD statements that have a warning
 WARNINGS: list[tuple[str, Callable[[dict[str, Any]], None], str, str]] = [
     (
+        "7 KE1105 a profiled candidate kernel comes with its capture",
+        _set("defences", value=[{"check": "candidate_kernel_profiled", "outcome": "passed"}]),
+        "KE1105",
+        "/defences/0",
+    ),
+    (
         "7 KE1008 TPOT not below the weights' read time",
         _all(
             _set("task", "serving", value={"model": "meta-llama/Llama-3.1-8B-Instruct"}),
