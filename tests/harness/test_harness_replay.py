@@ -78,7 +78,10 @@ def test_replay_execute_runs_argv_and_records_a_failed_child(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     marker = tmp_path / "marker"
-    p = _packet_file(tmp_path, [sys.executable, "-c", f"open({str(marker)!r}, 'w').write('ran')"])
+    # a benchmark script (a `python -c` that only writes a file out is a no-op replay, KE103)
+    script = tmp_path / "bench.py"
+    script.write_text(f"open({str(marker)!r}, 'w').write('ran')\n")
+    p = _packet_file(tmp_path, [sys.executable, str(script)])
     child = tmp_path / "child.json"
     # the command runs (marker appears) but writes no packet: the replay failed
     assert main(["replay", str(p), "--execute", "--out", str(child)]) == 1

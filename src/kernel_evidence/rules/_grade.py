@@ -133,7 +133,12 @@ def _claim_caps(p: Any, t: Any, caps: list[tuple[str, str]]) -> None:
             if outcome.get(c) != "passed":
                 weak.append(c)
         for c in ALL_DEFENCES:
-            if c not in core and outcome.get(c) not in ("passed", "not_applicable"):
+            if c in core:
+                continue
+            o = outcome.get(c)
+            if o == "not_applicable" and not _not_applicable(p, t, c):
+                o = None  # not applicable to what this packet says it ran on
+            if o not in ("passed", "not_applicable"):
                 weak.append(c)
         if weak:
             caps.append(("B", f"defences not run or not passed: {', '.join(weak)}"))
@@ -153,6 +158,40 @@ def _claim_caps(p: Any, t: Any, caps: list[tuple[str, str]]) -> None:
         caps.append(("B", "replay pins no container digest"))
     if not _captured(p.profiler) and not _work(p.task):
         caps.append(("B", "no profiler capture or work figures: the speed-of-light fraction is unknown"))
+
+
+#: cache modes under which no flush is due
+_NO_FLUSH = frozenset({"warm", "cold_start", "rotating"})
+
+
+def _not_applicable(p: Any, t: Any, check: str) -> bool:
+    """Whether a defence recorded ``not_applicable`` can be: profiling the candidate's kernel
+    on an accelerator always applies; a cache flush applies unless the candidate's cache
+    mode is warm, a cold start, or rotating buffers."""
+    if check == "candidate_kernel_profiled":
+        # the device table holds accelerators only (a CPU is not in it)
+        h = p.hardware
+        return h is None or not _accelerator(h.device)
+    if check == "cache_flush":
+        c = t.conditions
+        mode = c.cache.mode if c is not None and c.cache is not None else t.cache_policy
+        return mode in _NO_FLUSH
+    return True
+
+
+def _accelerator(name: str) -> bool:
+    """Whether the device table knows ``name`` (cached; short names only)."""
+    hit = _ACCELERATOR_CACHE.get(name)
+    if hit is None:
+        from ..devices import candidates
+
+        hit = len(name) <= 256 and bool(candidates(name))
+        if len(_ACCELERATOR_CACHE) < 1024 and len(name) <= 256:
+            _ACCELERATOR_CACHE[name] = hit
+    return hit
+
+
+_ACCELERATOR_CACHE: dict[str, bool] = {}
 
 
 def _captured(captures: Any) -> bool:
