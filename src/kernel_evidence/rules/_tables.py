@@ -135,9 +135,9 @@ _DTYPE_CLASSES = (
     ("tf32", re.compile(r"^(tf32|tensorfloat32)$")),
     ("bf16", re.compile(r"^(bfloat16|bf16|torch\.bfloat16)$")),
     ("fp16", re.compile(r"^(float16|fp16|f16|half|torch\.float16)$")),
-    ("fp8", re.compile(r"^(float8.*|fp8.*|f8.*|e4m3.*|e5m2.*|torch\.float8.*)$")),
-    ("fp6", re.compile(r"^(fp6.*|mxfp6.*|float6.*)$")),
-    ("fp4", re.compile(r"^(fp4.*|nvfp4|mxfp4|float4.*)$")),
+    ("fp8", re.compile(r"^(float8.*|fp8.*|f8.*|e4m3.*|e5m2.*|mxfp8.*|nvfp8.*|torch\.float8.*)$")),
+    ("fp6", re.compile(r"^(fp6.*|mxfp6.*|nvfp6.*|float6.*|e2m3.*|e3m2.*)$")),
+    ("fp4", re.compile(r"^(fp4.*|nvfp4.*|mxfp4.*|float4.*|e2m1.*|torch\.float4.*)$")),
     ("int8", re.compile(r"^(int8|i8|s8|uint8|u8|torch\.int8)$")),
 )
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
+from math import prod as _prod
 from typing import Any
 
 from ..devices import device
@@ -19,21 +20,21 @@ declare(
     "error",
     "achieved FLOP/s within the device peak",
     "check the FLOP count, the time unit and the device; a result above the peak is a measurement error or a cheat",
-    "Where the work (`task.work.flops`, or the timed shape's) and the device are known, FLOPs / median time MUST NOT exceed the device's peak FLOP/s for the task's dtypes (times the device count), with 5% slack; a block without a median is checked on its mean. The peak comes from the shipped table (docs/peaks.md), else from `hardware.peak_flop_rate`; a device that records fewer SMs/CUs (`hardware.compute_units`) than the table's model has (a partition, a MIG slice) is held to that share of the peak.",
+    "Where the work (`task.work.flops`, or the timed shape's) and the device are known, FLOPs / median time MUST NOT exceed the device's peak FLOP/s for the precision the work runs in (times the device count), with 5% slack; a block without a median is checked on its mean. That precision is the operand tensors' dtypes where the shapes list tensors (not masks, indices, positions, lengths, offsets or biases, nor tensors under 1% of the largest one's elements), else the task's dtype labels; a dtype the table does not know never raises the peak above the known ones (only a sub-byte integer such as int4, which the table has no figure for, allows the device's highest). The peak comes from the shipped table (docs/peaks.md), else from `hardware.peak_flop_rate`; a device that records fewer SMs/CUs (`hardware.compute_units`) than the table's model has (a partition, a MIG slice) is held to that share of the peak.",
 )
 declare(
     "KE602",
     "error",
     "achieved bandwidth within the device peak",
     "check the byte count and the time unit; flush caches between repeats (cache_policy: flushed)",
-    "Where the bytes moved (`task.work.bytes`) and the device are known, bytes / median time (the mean when there is no median) MUST NOT exceed the device's peak memory bandwidth (5% slack), unless the timing says caches were warm (then KE603 warns instead).",
+    "Where the bytes moved (`task.work.bytes`) and the device are known, bytes / median time (the mean when there is no median) MUST NOT exceed the device's peak memory bandwidth (5% slack), unless the timing says caches were warm (then KE603 warns instead): `timing.conditions.cache.mode` where recorded (not `unknown`) decides, so a flat `cache_policy: warm` beside conditions that say flushed, rotating or cold_start is held to the peak.",
 )
 declare(
     "KE603",
     "warning",
     "bandwidth above DRAM peak only from warm caches",
     "time with flushed caches to make a memory-bandwidth claim",
-    "With `cache_policy: warm`, bytes / time above the DRAM peak can come from caches; it is flagged, not rejected.",
+    "With warm caches (`timing.conditions.cache.mode`, else `cache_policy`), bytes / time above the DRAM peak can come from caches; it is flagged, not rejected.",
 )
 declare(
     "KE604",
@@ -58,7 +59,12 @@ declare(
     "that contract ((..., m, k) by (k, n) or (n, k)) and an output (..., m, n), in that order, "
     "MUST NOT state more than 2x their 2 x batch x m x n x k (an MLP, fused or named otherwise, "
     "lists its other weights), unless the operator's name says the tensors are contracted more "
-    "than once (backward, training step, loop, recurrent).",
+    "than once (backward, training step, loop, recurrent). Where the count is exact the upper "
+    "bound is tighter: a plain GEMM (its name only a GEMM word, library, dtype, layout, tile or "
+    "elementwise-epilogue words; dims only m, n, k and batch) MUST NOT state more than 1.1 x "
+    "2 x batch x m x n x k plus 32 FLOP per output; an attention whose name says causal (or "
+    "dims `causal`/`is_causal` 1) MUST NOT state more than 1.5x its causal count, full x "
+    "(1 - min(q_len, kv_len) / (2 max(q_len, kv_len))): half of a square score matrix.",
 )
 declare(
     "KE606",
@@ -67,8 +73,10 @@ declare(
     "list in /task/dtypes the precisions the tensors really have",
     "Where `task.dtypes` and shape tensors are both given, a label MUST NOT name a precision "
     "faster than every tensor's (fp8 labels on bf16 tensors raise the peak the work is checked "
-    "against; tf32 counts as present with fp32 tensors), and no tensor may have a precision "
-    "faster than every label.",
+    "against; tf32 counts as present with fp32 tensors; mxfp8, nvfp4, mxfp4, mxfp6 are fp8, "
+    "fp4, fp6), and no operand tensor may have a precision faster than every label (a mask, "
+    "index, position, length, offset or bias tensor is not an operand: a uint8 padding mask "
+    "beside bf16 labels is not flagged).",
 )
 declare(
     "KE607",
@@ -96,12 +104,128 @@ declare(
     "softmax and activations; not paged, decode, cache, sparse, gather, scatter, embedding, "
     "top-k, grouped or routed ones) and every tensor of a shape has a known dtype, the stated "
     "bytes (`task.shapes[].work.bytes`) MUST be at least half the bytes of those tensors: "
-    "fewer bytes than the data make a rate that is too fast look possible.",
+    "fewer bytes than the data make a rate that is too fast look possible. For an operator that "
+    "only streams its tensors (norms, softmax, activations, element-wise; not GEMM, attention, "
+    "convolution, nor a backward pass or loop) with two or more tensors listed, the stated bytes "
+    "MUST NOT exceed twice the tensors' bytes plus 4 bytes per element of the largest one.",
 )
 
 #: :func:`device_peaks` by (device, arch) (short names only)
 _PEAKS_CACHE: dict[tuple[str | None, str | None, str | None], Any] = {}
 _UNSET: Any = object()
+
+
+#: tensor-name words of tensors that are not contracted operands: masks, indices, positions,
+#: lengths, offsets, biases; their dtype (a uint8 mask, int32 ids) is not a compute precision
+_NOT_OPERAND_WORDS = frozenset({
+    "mask", "masks", "ids", "id", "idx", "indices", "index", "indptr", "offsets", "offset",
+    "lengths", "length", "lens", "seqlens", "seqlen", "seqused", "positions", "position", "pos",
+    "bias", "alibi", "table", "tables", "mapping", "slots", "slot", "labels", "targets",
+})  # fmt: skip
+#: whole names (no separators) that end in one of those words: `attnmask`, `cuseqlens`
+_NOT_OPERAND_TAIL = re.compile(
+    r"(mask|masks|ids|idx|indices|indptr|offsets|lengths|lens|seqlens|positions|bias)$"
+)
+_NOT_OPERAND_CACHE: dict[str, bool] = {}
+#: sub-byte integer spellings the peak table has no figure for (an int4 tensor-core GEMM)
+_SUBBYTE_INT = re.compile(r"^(torch\.)?(u?int[1-4]|[iusb][1-4]|int4b.*|quint4.*|uint4.*|int4.*|binary)$")
+
+
+def _not_operand(name: str) -> bool:
+    """Whether a tensor's name says it is a mask, an index, a position, a length or a bias:
+    not a contracted operand (cached: a batch repeats a few names)."""
+    hit = _NOT_OPERAND_CACHE.get(name)
+    if hit is None:
+        low = name.casefold()
+        hit = bool(set(_OP_WORD.findall(low)) & _NOT_OPERAND_WORDS) or bool(
+            _NOT_OPERAND_TAIL.search(low.rstrip("0123456789_"))
+        )
+        if len(_NOT_OPERAND_CACHE) < 4096 and len(name) <= _CACHED_CHARS:
+            _NOT_OPERAND_CACHE[name] = hit
+    return hit
+
+
+def _compute_classes(shapes: Any) -> tuple[str, ...] | None:
+    """The precision classes the work runs in, from the operand tensors of ``shapes`` (the
+    timed one, else all): tensors not named as masks, indices or biases, of at least 1% of
+    the largest one's elements (a scale does not carry the work). () for a sub-byte integer
+    operand the table has no figure for (the device's highest peak), None where no operand of
+    a known precision is listed (the dtype labels decide)."""
+    classes: set[str] = set()
+    for sh in shapes:
+        tns = sh.tensors
+        if not tns:
+            continue
+        ops = []
+        for tn in tns:
+            skip = _NOT_OPERAND_CACHE.get(tn.name)
+            if skip is None:
+                skip = _not_operand(tn.name)
+            if not skip:
+                ops.append(tn)
+        one = None
+        for tn in ops:
+            c = _ONE_CLASS[tn.dtype]
+            if c is None or (one is not None and c is not one):
+                break
+            one = c
+        else:
+            if one is not None:
+                classes.add(one[0])  # the operands in one class: no sizes needed
+            continue
+        largest = max(_prod(tn.shape) for tn in ops)
+        for tn in ops:
+            if _prod(tn.shape) * 100 < largest:
+                continue  # a scale does not carry the work
+            c = _ONE_CLASS[tn.dtype]
+            if c is not None:
+                classes.add(c[0])
+            elif _SUBBYTE_INT.match(tn.dtype.strip().casefold()):
+                return ()  # an int4 operand: the table cannot bound it
+            # other unknown spellings (int32 outputs, ...) are not faster than a known one
+    if not classes:
+        return None  # no operand of a known precision: the labels decide
+    return tuple(sorted(classes))
+
+
+class _OneClass(dict):  # type: ignore[type-arg]
+    """dtype spelling -> its one-class tuple, for :func:`check`'s common case (bounded)."""
+
+    def __missing__(self, d: str) -> tuple[str, ...] | None:
+        c = dtype_class(d) if len(d) <= 64 else None
+        hit = (c,) if c is not None else None  # an unknown one: the slow path decides
+        if len(self) < 4096 and len(d) <= _CACHED_CHARS:
+            self[d] = hit
+        return hit
+
+
+_ONE_CLASS = _OneClass()
+
+
+def _has_operand(shapes: Any) -> bool:
+    """Whether some listed tensor is an operand by name (not a mask, index, bias...)."""
+    for sh in shapes:
+        if sh.tensors:
+            for tn in sh.tensors:
+                if not _not_operand(tn.name):
+                    return True
+    return False
+
+
+def _label_classes(dtypes: tuple[str, ...]) -> tuple[str, ...]:
+    """The precision classes of the dtype labels: an unknown label never raises the peak
+    above the known ones (() where none is known, or one names a sub-byte integer)."""
+    classes: set[str] = set()
+    for d in dtypes:
+        c = dtype_class(d) if len(d) <= 64 else None
+        if c is not None:
+            classes.add(c)
+        elif _SUBBYTE_INT.match(d.strip().casefold()):
+            return ()
+    return tuple(sorted(classes))
+
+
+_CLASSES_CACHE: dict[tuple[str, ...], tuple[str, ...]] = {}
 
 
 def _peak_source(peaks: Any, field: str) -> str:
@@ -111,8 +235,7 @@ def _peak_source(peaks: Any, field: str) -> str:
 
 def check(p: Any, ctx: Ctx, add: Add) -> None:
     task = p.task
-    if task is not None and task.shapes:
-        _work_figures(p, task, add)
+    spelled = _work_figures(p, task, add) if task is not None and task.shapes else None
     h = p.hardware
     if h is not None and (h.peak_flop_rate is not None or h.peak_bandwidth is not None):
         _declared_peaks(h, p.task, add)
@@ -127,11 +250,13 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
     if st is None or task is None:
         return
     w = None
+    timed = None
     sid = t.shape_id
     if sid and task.shapes:
         for sh in task.shapes:
             if sh.id == sid and sh.work is not None:
                 w = sh.work
+                timed = sh
                 break
     if w is None:
         w = task.work
@@ -176,10 +301,32 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
     if fl is not None:
         share = ""
         if peaks is not None:
-            dtypes = tuple(task.dtypes) if task.dtypes else ()
-            peak = _peak_cache.get((peaks.key, dtypes))
+            # the precision the work runs in: the operand tensors' (not a mask's or an
+            # index's), else the known dtype labels'; an unknown label never lifts the peak
+            if not spelled:
+                classes = None
+            elif len(spelled) == 1:
+                # every tensor in one dtype (the common case): the operands' unless the
+                # tensors are only masks or indices
+                classes = _ONE_CLASS[next(iter(spelled))]
+                tns = task.shapes[0].tensors
+                if classes is None or not (
+                    (tns and _NOT_OPERAND_CACHE.get(tns[0].name) is False) or _has_operand(task.shapes)
+                ):
+                    classes = _compute_classes(task.shapes)
+            else:
+                classes = _compute_classes((timed,) if timed is not None and timed.tensors else task.shapes)
+            from_tensors = classes is not None
+            if classes is None:
+                dtypes = tuple(task.dtypes) if task.dtypes else ()
+                classes = _CLASSES_CACHE.get(dtypes)
+                if classes is None:
+                    classes = _label_classes(dtypes)
+                    if len(_CLASSES_CACHE) < 4096 and sum(map(len, dtypes)) <= _CACHED_CHARS:
+                        _CLASSES_CACHE[dtypes] = classes
+            peak = _peak_cache.get((peaks.key, classes))
             if peak is None:
-                peak = peak_flops_for(peaks, dtypes)
+                peak = peak_flops_for(peaks, classes)
             units = h.compute_units if h is not None else None
             if units and peak:
                 whole = _whole_units(peaks.key)
@@ -187,17 +334,28 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
                     peak = peak * units / whole  # a partition or MIG slice: its share of the units
                     share = f" for {units} of its {whole} SMs/CUs"
         else:
+            from_tensors = False
             rec = h.peak_flop_rate
             peak = rec.value * _FACTOR[rec.unit] if rec is not None else None
         if peak:
             peak *= count
             if fl > peak * _SLACK:
                 src = _peak_source(peaks, "peak_flop_rate")
+                why = ""
+                if from_tensors and peaks is not None and classes is not None:
+                    # say so where the labels alone would have allowed more
+                    labels = tuple(task.dtypes) if task.dtypes else ()
+                    labelled = peak_flops_for(peaks, labels)
+                    if labelled > peak_flops_for(peaks, classes) * (1 + 1e-9):
+                        why = (
+                            f" for its {'/'.join(classes)} operand tensors (the dtype labels "
+                            f"{', '.join(labels) or 'absent'} would allow {labelled * count / 1e12:.4g})"
+                        )
                 add(
                     (
                         "KE601",
                         _typical_ptr(t),
-                        f"achieved {fl / 1e12:.4g} TFLOP/s exceeds {src}{share} of {peak / 1e12:.4g} TFLOP/s",
+                        f"achieved {fl / 1e12:.4g} TFLOP/s exceeds {src}{share} of {peak / 1e12:.4g} TFLOP/s{why}",
                     )
                 )
     if by is not None:
@@ -210,7 +368,11 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
             bw *= count
             if by > bw * _SLACK:
                 src = _peak_source(peaks, "peak_bandwidth")
-                if t.cache_policy == "warm":
+                # the structured conditions (schema 0.2) win over the flat field: a flat
+                # `warm` beside conditions that say flushed (rotating, cold start) is no excuse
+                cond = t.conditions
+                mode = cond.cache.mode if cond is not None and cond.cache is not None else None
+                if mode == "warm" or (t.cache_policy == "warm" and mode in (None, "unknown")):
                     add(
                         (
                             "KE603",
@@ -219,11 +381,16 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
                         )
                     )
                 else:
+                    why = (
+                        f" (timing.cache_policy says warm, timing.conditions.cache.mode says {mode})"
+                        if t.cache_policy == "warm"
+                        else ""
+                    )
                     add(
                         (
                             "KE602",
                             _typical_ptr(t),
-                            f"achieved {by / 1e9:.4g} GB/s exceeds {src} of {bw / 1e9:.4g} GB/s",
+                            f"achieved {by / 1e9:.4g} GB/s exceeds {src} of {bw / 1e9:.4g} GB/s{why}",
                         )
                     )
 
@@ -368,6 +535,41 @@ def _many_passes(operator: str | None) -> bool:
     return bool(set(_OP_WORD.findall(operator.casefold())) & _PASSES)
 
 
+#: operator words that leave a GEMM plain (one contraction, 2mnk exact): its library, its
+#: dtypes, layouts, tiles and a fused elementwise epilogue
+_PLAIN_GEMM = frozenset({
+    "torch", "aten", "nn", "functional", "f", "ops", "op", "default", "out", "cublas", "cublaslt",
+    "cutlass", "triton", "hipblas", "hipblaslt", "rocblas", "cudnn", "jax", "lax", "xla", "numpy",
+    "np", "tn", "nt", "tt", "row", "col", "rowwise", "colwise", "blockwise", "tensorwise",
+    "persistent", "splitk", "split", "streamk", "tma", "ws", "warpspecialized", "kernel", "fwd",
+    "forward", "dense", "bias", "relu", "gelu", "silu", "epilogue", "alpha", "beta", "strided",
+    "batched", "fp16", "bf16", "fp32", "fp8", "int8", "tf32", "half", "float", "e4m3", "e5m2",
+})  # fmt: skip
+_TILE = re.compile(r"^[0-9]+(x[0-9]+)*$")
+#: the dims keys of a plain GEMM: nothing else that could multiply the work
+_GEMM_DIMS = frozenset({"m", "n", "k", "M", "N", "K", "batch", "b", "batch_size", "bs"})
+#: a plain GEMM's stated FLOPs above 2mnk: 10%, plus an epilogue of this many FLOP per output
+_GEMM_OVER = 1.1
+_EPILOGUE_FLOPS = 32
+
+
+@lru_cache(maxsize=512)
+def _plain_gemm(operator: str) -> bool:
+    """Whether a GEMM's name says nothing beyond one contraction (no dual, chained, fused or
+    multi-GEMM word): its FLOPs are 2mnk exactly (cached: a batch repeats a few names)."""
+    for w in _OP_WORD.findall(operator.casefold()):
+        if not (w in _GEMM_WORDS or w in _PLAIN_GEMM or _TILE.match(w) or dtype_class(w)):
+            return False
+    return True
+
+
+@lru_cache(maxsize=512)
+def _causal(operator: str) -> bool:
+    """Whether an attention operator's name says it is causal (not `non_causal`)."""
+    words = set(_OP_WORD.findall(operator.casefold()))
+    return "causal" in words and not words & {"non", "no", "not", "bidirectional"}
+
+
 def _derived_flops(kind: str, sh: Any) -> tuple[float, float] | None:
     """The FLOPs a shape's dims (or tensors) give, as a (low, high) range, or None."""
     dims = sh.dims or {}
@@ -404,12 +606,48 @@ def _derived_flops(kind: str, sh: Any) -> tuple[float, float] | None:
     return f, f
 
 
-def _work_figures(p: Any, task: Any, add: Add) -> None:
+def _exact(kind: str | None, sh: Any, op: str) -> tuple[float, float, str] | None:
+    """Where the count is exact, the tighter bound on the stated FLOPs, as (the count, the
+    most allowed, why): a plain GEMM from m, n, k (2mnk, 10% over it plus an epilogue); an
+    attention named causal (the causal count, 1.5x over it). Only asked where the stated
+    FLOPs are over 1.1x the range's low, so honest packets rarely pay for it."""
+    dims = sh.dims or {}
+    if kind == "gemm":
+        if len(dims) > 4 or not _GEMM_DIMS.issuperset(dims) or not _plain_gemm(op):
+            return None
+        g = dims.get
+        m, n, k = g("m") or g("M"), g("n") or g("N"), g("k") or g("K")
+        if not (m and n and k and m > 0 and n > 0 and k > 0):
+            return None
+        b = g("batch") or g("b") or g("batch_size") or g("bs") or 1
+        b = b if b > 0 else 1
+        f = 2.0 * b * m * n * k
+        return f, f * _GEMM_OVER + _EPILOGUE_FLOPS * b * m * n, "2 x m x n x k, 10% and an epilogue"
+    if kind == "attention":
+        flag = dims.get("causal")
+        if flag is None:
+            flag = dims.get("is_causal")
+        if not (flag == 1 or (flag is None and _causal(op))):
+            return None
+        b, h, d = _dim(dims, "batch"), _dim(dims, "heads"), _dim(dims, "head_dim")
+        seq = _dim(dims, "seq")
+        sq, skv = _dim(dims, "q_len") or seq, _dim(dims, "kv_len") or seq
+        if not (b and h and d and sq and skv):
+            return None
+        # a causal mask computes the scores on or below the diagonal: half of a square score
+        # matrix, up to 1 - short / (2 long) of a rectangular one (bottom-right aligned)
+        f = 4.0 * b * h * sq * skv * d * (1 - min(sq, skv) / (2 * max(sq, skv)))
+        return f, 1.5 * f, "the causal count, 1.5x over it"
+    return None
+
+
+def _work_figures(p: Any, task: Any, add: Add) -> set[str]:
+    """KE605, KE606, KE608; returns the dtypes the shapes' tensors are spelled in."""
     op = task.operator
     kind = _op_kind(op) if op and len(op) <= _CACHED_CHARS else None
-    # shape id -> (low, high) FLOPs; a low of 0 where only the high bound is known (a
-    # contraction seen in the tensors of an operator not named as one)
-    derived: dict[str, tuple[float, float]] = {}
+    # shape id -> (low, high) FLOPs and the shape; a low of 0 where only the high bound is
+    # known (a contraction seen in the tensors of an operator not named as one)
+    derived: dict[str, tuple[tuple[float, float], Any]] = {}
     for i, sh in enumerate(task.shapes):
         rng = _derived_flops(kind, sh) if kind is not None else None
         if rng is None:
@@ -418,25 +656,55 @@ def _work_figures(p: Any, task: Any, add: Add) -> None:
             if f is None:
                 continue
             rng = (0.0, f)
-        derived[sh.id] = rng
+        derived[sh.id] = (rng, sh)
         w = sh.work
-        if w is not None and (q := w.flops) is not None and not _within_2x(q, rng):
-            _flops_finding(f"/task/shapes/{i}/work/flops", q, rng, op, add)
-    if _reads_everything(op, kind):
+        if w is not None and (q := w.flops) is not None:
+            _flops_check(f"/task/shapes/{i}/work/flops", q, rng, kind, sh, op, add)
+    reads = _reads_everything(op, kind)
+    if reads:
         for i, sh in enumerate(task.shapes):
             w = sh.work
             if w is not None and w.bytes is not None and sh.tensors:
-                _bytes_cover(i, sh.tensors, w.bytes, add)
+                _bytes_cover(i, sh.tensors, w.bytes, add, reads == 2)
     w = task.work
     if derived and w is not None and (q := w.flops) is not None:
         t = p.timing
         sid = t.shape_id if t is not None else None
         one = len(task.shapes) == 1
-        rng2 = derived.get(sid) if sid else next(iter(derived.values())) if one else None
-        if rng2 is not None and not _within_2x(q, rng2):
-            _flops_finding("/task/work/flops", q, rng2, op, add)
+        got = derived.get(sid) if sid else next(iter(derived.values())) if one else None
+        if got is not None:
+            _flops_check("/task/work/flops", q, got[0], kind, got[1], op, add)
+    spelled: set[str] = set()  # loops, not a comprehension (its own frame): once per packet
+    for sh in task.shapes:
+        if sh.tensors:
+            for tn in sh.tensors:
+                spelled.add(tn.dtype)
     if task.dtypes:
-        _dtype_labels(task, add)
+        _dtype_labels(task, spelled, add)
+    return spelled
+
+
+def _flops_check(
+    ptr: str, q: Any, rng: tuple[float, float], kind: str | None, sh: Any, op: str, add: Add
+) -> None:
+    """KE605 of one stated FLOP count: within 2x of the range, and under an exact count's
+    tighter bound (:func:`_exact`)."""
+    stated = q.value * _FACTOR[q.unit]
+    lo, hi = rng
+    if stated > 2 * hi * (1 + 1e-9) or stated * 2 * (1 + 1e-9) < lo:
+        want = f"{hi:.4g}" if lo == hi else f"at most {hi:.4g}" if lo == 0 else f"{lo:.4g} to {hi:.4g}"
+        add(("KE605", ptr, f"{stated:.4g} FLOP stated; the `{op}` shape gives {want} (more than 2x apart)"))
+    elif stated > 1.1 * lo and lo > 0 and kind in ("gemm", "attention") and op and len(op) <= _CACHED_CHARS:
+        ex = _exact(kind, sh, op)
+        if ex is not None and stated > ex[1] * (1 + 1e-9):
+            add(
+                (
+                    "KE605",
+                    ptr,
+                    f"{stated:.4g} FLOP stated; the `{op}` shape gives {ex[0]:.4g}: more than the "
+                    f"{ex[1]:.4g} allowed ({ex[2]})",
+                )
+            )
 
 
 #: operators that read every input element and write every output element at least once
@@ -458,29 +726,38 @@ _CLASS_BYTES = {
 
 
 @lru_cache(maxsize=512)
-def _reads_everything(operator: str | None, kind: str | None) -> bool:
+def _reads_everything(operator: str | None, kind: str | None) -> int:
+    """0, or 1 where the operator reads all its inputs and writes all its outputs, 2 where
+    it only streams them (no reuse, no second pass: its bytes have an upper bound too)."""
     if not operator or len(operator) > _CACHED_CHARS:
-        return False
+        return 0
     return _reads_everything_named(operator, kind)
 
 
 @lru_cache(maxsize=512)
-def _reads_everything_named(operator: str, kind: str | None) -> bool:
+def _reads_everything_named(operator: str, kind: str | None) -> int:
     """:func:`_reads_everything` of a short operator name (cached: a batch repeats a few)."""
     words = set(_OP_WORD.findall(operator.casefold()))
     if words & _PARTIAL:
-        return False
-    return kind in ("gemm", "attention", "conv") or bool(words & _STREAMING)
+        return 0
+    if kind in ("gemm", "attention", "conv"):
+        return 1
+    if not words & _STREAMING:
+        return 0
+    return 1 if _many_passes(operator) else 2
 
 
-def _bytes_cover(i: int, tensors: Any, q: Any, add: Add) -> None:
-    """KE608: the stated bytes of shape ``i`` against the bytes of its tensors."""
+def _bytes_cover(i: int, tensors: Any, q: Any, add: Add, most: bool = False) -> None:
+    """KE608: the stated bytes of shape ``i`` against the bytes of its tensors: at least half
+    of them; for an operator that only streams them (``most``), with two or more tensors
+    listed, at most each of them read and written (2x) plus an unlisted fp32 output of the
+    largest one's size."""
     total = 0.0
     for tn in tensors:
         size = _CLASS_BYTES.get(dtype_class(tn.dtype) or "")
         if size is None:
             return  # a dtype of unknown width: nothing to say
-        total += _elements(tn.shape) * size
+        total += _prod(tn.shape) * size
     stated = q.value * _FACTOR[q.unit]
     if total > 0 and stated * 2 * (1 + 1e-9) < total:
         add(
@@ -490,37 +767,32 @@ def _bytes_cover(i: int, tensors: Any, q: Any, add: Add) -> None:
                 f"{stated:.4g} B stated; the shape's tensors hold {total:.4g} B (less than half of them moved)",
             )
         )
+    elif (
+        most
+        and len(tensors) >= 2
+        and stated > 2 * total * (1 + 1e-9)
+        and stated > (2 * total + 4.0 * (biggest := max(_prod(tn.shape) for tn in tensors))) * (1 + 1e-9)
+    ):
+        add(
+            (
+                "KE608",
+                f"/task/shapes/{i}/work/bytes",
+                f"{stated:.4g} B stated; the shape's tensors hold {total:.4g} B, so a streaming operator "
+                f"moves at most {2 * total + 4.0 * biggest:.4g} B (each read and written, plus an fp32 "
+                "copy of the largest)",
+            )
+        )
 
 
-def _within_2x(q: Any, rng: tuple[float, float]) -> bool:
-    stated = q.value * _FACTOR[q.unit]
-    return not (stated > 2 * rng[1] * (1 + 1e-9) or stated * 2 * (1 + 1e-9) < rng[0])
-
-
-def _flops_finding(ptr: str, q: Any, rng: tuple[float, float], op: str, add: Add) -> None:
-    stated = q.value * _FACTOR[q.unit]
-    lo, hi = rng
-    want = f"{hi:.4g}" if lo == hi else f"at most {hi:.4g}" if lo == 0 else f"{lo:.4g} to {hi:.4g}"
-    add(("KE605", ptr, f"{stated:.4g} FLOP stated; the `{op}` shape gives {want} (more than 2x apart)"))
-
-
-def _elements(shape: list[int]) -> int:
-    n = 1
-    for x in shape:
-        n *= x
-    return n
+#: the elements of a shape (math.prod: an empty shape, a scalar, has one)
+_elements = _prod
 
 
 #: dtype classes from slowest to fastest (a tf32 label is served by fp32 tensors)
 _SPEED = {"fp64": 0, "fp32": 1, "tf32": 2, "fp16": 3, "bf16": 3, "fp8": 4, "int8": 4, "fp6": 5, "fp4": 6}
 
 
-def _dtype_labels(task: Any, add: Add) -> None:
-    spelled: set[str] = set()  # loops, not a comprehension (its own frame): once per packet
-    for sh in task.shapes:
-        if sh.tensors:
-            for tn in sh.tensors:
-                spelled.add(tn.dtype)
+def _dtype_labels(task: Any, spelled: set[str], add: Add) -> None:
     if not spelled or spelled == set(task.dtypes):
         return  # no tensors, or the labels are exactly the tensors' dtypes (the common case)
     labels = [(j, c) for j, d in enumerate(task.dtypes) if (c := dtype_class(d)) is not None]
@@ -553,7 +825,9 @@ def _dtype_labels(task: Any, add: Add) -> None:
     named = {c for _, c in labels}
     fastest_label = max(_SPEED[c] for c in named)
     for i, j, c in tensors:
-        if c not in named and _SPEED[c] > fastest_label:
+        # a mask, an index or a bias is not contracted: its dtype (a uint8 padding mask) is
+        # not a compute precision the labels must name
+        if c not in named and _SPEED[c] > fastest_label and not _not_operand(task.shapes[i].tensors[j].name):
             dt = task.shapes[i].tensors[j].dtype
             add(
                 (
