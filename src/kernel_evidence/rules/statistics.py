@@ -21,7 +21,14 @@ declare(
     "error",
     "timing statistics are self-consistent",
     "recompute the statistics from the measurements",
-    "For every statistics block: min <= median <= max, min <= mean <= max, percentiles named `pNN` and non-decreasing with NN and within [min, max], `p50` equal to the median (1%), ci_low <= median <= ci_high (ci_low <= ci_high when there is no median).",
+    "For every statistics block: min <= median <= max, min <= mean <= max, percentiles named `pNN` and non-decreasing with NN and within [min, max], `p50` equal to the median (1%), ci_low <= median <= ci_high (ci_low <= ci_high when there is no median). "
+    "A confidence interval (both ends given, with `n` or samples) MUST be at least a tenth as "
+    "wide as the narrowest interval its block's spread gives: z * sigma / sqrt(n) for sigma = "
+    "`std` and, with samples kept, their standard deviation and their distribution-free "
+    "interval of the median (order statistics n/2 -+ z sqrt(n)/2), or, without, each "
+    "percentile's, the min's and the max's distance from the median over its normal quantile "
+    "(sqrt(2 ln n) for min and max); z is the normal quantile of `ci_level` (1.96 from 95% up) "
+    "and the interval's ends are widened by one unit of their last digit. A narrower one is made up.",
 )
 declare(
     "KE502",
@@ -35,15 +42,19 @@ declare(
     "error",
     "raw samples agree with the summary",
     "recompute median, min and max from the samples you kept",
-    "When raw `samples` are kept, their median (1%), min and max MUST match the stated statistics (those given; a block may lack a median) and `n` MUST equal their count.",
+    "When raw `samples` are kept, their median (1%), min and max MUST match the stated statistics (those given; a block may lack a median) and `n` MUST equal their count; "
+    "when none were dropped (`dropped` absent or 0), a stated `mean` MUST match theirs (1%, widened "
+    "by half a unit of the last digit the mean is written with).",
 )
 declare(
     "KE504",
     "warning",
     "repeats agree with the samples",
-    "record repeats equal to the number of timed runs",
+    "record repeats equal to the number of timed runs, and the samples dropped as `stats.dropped`",
     "When both are given, `timing.repeats` SHOULD equal the number of samples of `timing.stats` "
-    "plus those it dropped (`stats.dropped`).",
+    "plus those it dropped (`stats.dropped`): kept samples that do not account for the timed "
+    "calls (the fastest 11 of 31 kept, unsaid) are selectively reported. Graded C at best.",
+    caps="C",
 )
 declare(
     "KE505",
@@ -74,13 +85,17 @@ declare(
     "record the measured samples, not one value repeated",
     "Ten or more kept samples that are all the same value, recorded "
     "to a resolution finer than 0.2% of it, MUST NOT appear: no timer repeats to that "
-    "resolution over many runs; a constant is a patched or copied timing.",
+    "resolution over many runs; a constant is a patched or copied timing. Nor ten or more "
+    "that differ but all lie within 1e-4 of their median of each other (device event timers: "
+    "`cuda_events`, `hip_events`, `triton_do_bench`, whose launches jitter by more) or within "
+    "1e-5 (any other timer): a constant nudged to look measured.",
 )
 declare("KE508", "warning", "a claim rests on warmed, repeated timings",
      "warm up and time each side many times (e.g. 10 warmup calls and 50 timed ones)",
-     "A speedup claim SHOULD rest on more than one timed call per side and on timings after "
+     "A speedup claim SHOULD rest on at least three timed calls per side and on timings after "
      "a warmup (`warmup` >= 1; cold-start timing on both sides excepted): one cold call "
-     "measures compilation, autotuning and noise. Graded C at best.", caps="C")  # fmt: skip
+     "measures compilation, autotuning and noise, and the median of two calls is their mean, "
+     "which one cold call moves. Graded C at best.", caps="C")  # fmt: skip
 
 _PCT = re.compile(r"^p(\d+(?:\.\d+)?)$")
 _LATENCIES = ("ttft", "tpot", "itl", "e2el")
@@ -102,44 +117,56 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
             kept = f"{len(st.samples)} samples are kept" + (
                 f" and {st.dropped} dropped" if st.dropped else ""
             )
+            missing = repeats - len(st.samples) - (st.dropped or 0)
+            if missing > 0:
+                kept += f": {missing} timed calls are in neither (which were left out, and why?)"
             add(("KE504", "/timing/repeats", f"repeats is {repeats} but {kept}"))
+    cc = t.conditions
+    m = cc.method if cc is not None and cc.method is not None else t.method
     # every statistics block: candidate, its serving latencies, then the baseline's
+    # the samples' sums, when summed (KE503's mean), for KE506's standard deviation
+    total = btotal = None
     if st is not None:
-        _stats("/timing/stats", st, add)
+        total = _stats("/timing/stats", st, add, _NEAR_EVENTS if m in _EVENT_TIMERS else _NEAR)
     sv = t.serving
     if sv is not None:
         _serving_stats(sv, _SERVING_PTRS, add)
     b = t.baseline
     bs = None
     if b is not None:
+        bc = b.conditions
+        bm = bc.method if bc is not None and bc.method else m
         bs = b.stats
         if bs is not None:
-            _stats("/timing/baseline/stats", bs, add)
+            btotal = _stats("/timing/baseline/stats", bs, add, _NEAR_EVENTS if bm in _EVENT_TIMERS else _NEAR)
         sv = b.serving
         if sv is not None:
             _serving_stats(sv, _BASELINE_SERVING_PTRS, add)
     # KE505/KE506: degenerate durations and spreads, each side
-    cc = t.conditions
-    m = cc.method if cc is not None and cc.method is not None else t.method
     if st is not None:
-        _degenerate("/timing/stats", st, m, cc, add)
+        _degenerate("/timing/stats", st, m, cc, add, total)
     if bs is not None:
-        bc = b.conditions
-        _degenerate("/timing/baseline/stats", bs, bc.method if bc is not None and bc.method else m, bc, add)
+        _degenerate("/timing/baseline/stats", bs, bm, bc, add, btotal)
     if ctx.claim and st is not None:
         _warmed(t, st, b, add)
 
 
 #: timers that time a call with device events around it (triton's do_bench does)
 _EVENT_TIMERS = frozenset({"cuda_events", "hip_events", "triton_do_bench"})
+#: KE507: the least relative range (max - min over the median) of ten or more samples that
+#: differ: event timers (a launch and two event records per call jitter by far more), other
+#: timers (ns-resolution profilers on locked clocks: still tens of ns on a ms kernel)
+_NEAR_EVENTS = 1e-4
+_NEAR = 1e-5
 #: the least a kernel takes from an event timer: a launch (1 us), and a kernel node of a
 #: CUDA graph still runs on the device for about a microsecond (half of it allowed)
 _FLOOR_S = 1e-6
 _GRAPH_FLOOR_S = 0.5e-6
 
 
-def _degenerate(ptr: str, s: Any, method: str, c: Any, add: Add) -> None:
-    """KE505 (zero or sub-launch durations) and KE506 (std against samples and range)."""
+def _degenerate(ptr: str, s: Any, method: str, c: Any, add: Add, total: float | None) -> None:
+    """KE505 (zero or sub-launch durations) and KE506 (std against samples and range);
+    ``total``: the sum of the block's samples when :func:`_stats` summed them."""
     typical = s.median
     key = "median"
     if typical is None:
@@ -163,7 +190,7 @@ def _degenerate(ptr: str, s: Any, method: str, c: Any, add: Add) -> None:
                     )
                 )
     if s.std is not None:
-        _std(ptr, s, add)
+        _std(ptr, s, add, total)
 
 
 def _quantum(x: float) -> float:
@@ -183,7 +210,7 @@ def _quantum(x: float) -> float:
     return 10.0 ** -len(frac) if frac else 1.0
 
 
-def _std(ptr: str, s: Any, add: Add) -> None:
+def _std(ptr: str, s: Any, add: Add, total: float | None = None) -> None:
     std = s.std
     lo, hi = s.min, s.max
     if lo is not None and hi is not None and hi >= lo:
@@ -199,7 +226,7 @@ def _std(ptr: str, s: Any, add: Add) -> None:
     if not xs or len(xs) < 2:
         return
     n = len(xs)
-    mean = sum(xs) / n
+    mean = (sum(xs) if total is None else total) / n
     var = max(sum(map(_mul, xs, xs)) - n * mean * mean, 0.0)
     sd0 = math.sqrt(var / n)
     sd1 = math.sqrt(var / (n - 1))
@@ -208,8 +235,22 @@ def _std(ptr: str, s: Any, add: Add) -> None:
         add(("KE506", f"{ptr}/std", f"std {std:g} does not match the samples' standard deviation {sd1:.4g}"))
 
 
+#: KE508: the fewest timed calls per side a claim can rest on (the median of two is their mean)
+_FEWEST = 3
+
+
+def _few(who: str, r: int) -> str:
+    """KE508's words for a side timed ``r`` (1 or 2) times."""
+    if r == 1:
+        return f"the {who} was timed once: one call cannot support a speedup"
+    return (
+        f"the {who} was timed {r} times: the median of {r} calls is their mean, which one cold or "
+        f"noisy call moves (time each side at least {_FEWEST} times)"
+    )
+
+
 def _warmed(t: Any, st: Any, b: Any, add: Add) -> None:
-    """KE508: one timed call, or no warmup, on either side of a claim."""
+    """KE508: fewer than three timed calls, or no warmup, on either side of a claim."""
     # cand(t, "repeats") and cand(t, "warmup") inline, their pointers worked out when reported
     c = t.conditions
     r = c.repeats if c is not None else None
@@ -217,11 +258,11 @@ def _warmed(t: Any, st: Any, b: Any, add: Add) -> None:
         r = t.repeats
         if r is None:
             r = st.n
-    if r == 1:
+    if r is not None and 0 < r < _FEWEST:
         stated, rptr = cand(t, "repeats")
         if stated is None:
             rptr = "/timing/stats/n"
-        add(("KE508", rptr, "the candidate was timed once: one call cannot support a speedup"))
+        add(("KE508", rptr, _few("candidate", r)))
     w = c.warmup if c is not None else None
     if w is None:
         w = t.warmup
@@ -241,8 +282,8 @@ def _warmed(t: Any, st: Any, b: Any, add: Add) -> None:
     brptr = "/timing/baseline/conditions/repeats"
     if br is None and b.stats is not None and b.stats.n is not None:
         br, brptr = b.stats.n, "/timing/baseline/stats/n"
-    if br == 1:
-        add(("KE508", brptr, "the baseline was timed once: one call cannot support a speedup"))
+    if br is not None and 0 < br < _FEWEST:
+        add(("KE508", brptr, _few("baseline", br)))
     if bc is not None and bc.warmup == 0 and not (bc.cache is not None and bc.cache.mode == "cold_start"):
         add(
             (
@@ -294,7 +335,9 @@ def _percentile_order(keys: tuple[str, ...]) -> list[tuple[float | None, str]]:
     return order
 
 
-def _stats(ptr: str, s: Any, add: Add) -> None:
+def _stats(ptr: str, s: Any, add: Add, near: float = _NEAR) -> float | None:
+    """Every check of one statistics block; returns the sum of its samples when it summed
+    them (for KE503's mean), else None."""
     med = s.median
     lo = s.min
     hi = s.max
@@ -302,8 +345,7 @@ def _stats(ptr: str, s: Any, add: Add) -> None:
     if med is None:
         if mean is None:
             add(("KE501", f"{ptr}", "statistics block has neither a median nor a mean"))
-        _stats_without_median(ptr, s, add)
-        return
+        return _stats_without_median(ptr, s, add, near)
     # the common case first: 0 <= min <= median, mean <= max leaves nothing to say below (the
     # slack only widens the bounds of values >= 0); a missing bound (None) or NaN takes the
     # detailed checks
@@ -345,16 +387,18 @@ def _stats(ptr: str, s: Any, add: Add) -> None:
                         if val != med and abs(val - med) > 0.01 * (val if val > med else med):
                             _percentiles(ptr, pcts, med, lo, hi, add)
                             break
-    if s.ci_low is not None and s.ci_low > med * _HI:
-        add(("KE501", f"{ptr}/ci_low", f"confidence interval low {s.ci_low:g} is above the median {med:g}"))
-    if s.ci_high is not None and s.ci_high < med * _LO:
-        add(
-            ("KE501", f"{ptr}/ci_high", f"confidence interval high {s.ci_high:g} is below the median {med:g}")
-        )
+    cl = s.ci_low
+    ch = s.ci_high
+    if cl is not None and cl > med * _HI:
+        add(("KE501", f"{ptr}/ci_low", f"confidence interval low {cl:g} is above the median {med:g}"))
+    if ch is not None and ch < med * _LO:
+        add(("KE501", f"{ptr}/ci_high", f"confidence interval high {ch:g} is below the median {med:g}"))
     n = s.n
     if n is not None and n < 1:
         add(("KE502", f"{ptr}/n", f"n is {n}; expected at least 1"))
     xs = s.samples
+    ys: list[float] | None = None
+    total: float | None = None
     if xs:
         # _samples(ptr, xs, n, med, lo, hi, add), inline
         count = len(xs)
@@ -374,8 +418,26 @@ def _stats(ptr: str, s: Any, add: Add) -> None:
                 add(("KE503", f"{ptr}/min", f"min {lo:g} does not match the samples' min {y0:g}"))
             if hi is not None and abs(y1 - hi) > 1e-6 * (y1 if y1 > hi else hi):
                 add(("KE503", f"{ptr}/max", f"max {hi:g} does not match the samples' max {y1:g}"))
-        if count >= 10 and ys[0] == ys[-1]:
-            _identical(ptr, ys[0], count, add)
+        # KE503's mean (none dropped): the samples' mean lies between the bounds the sorted
+        # samples give (those below the middle one at least the min, the others at least
+        # it; ...), so a tight series within 1% of the stated mean needs no sum
+        if (
+            mean is not None
+            and not s.dropped
+            and not (
+                (ys[0] * mid + ys[mid] * (count - mid)) >= mean * 0.99 * count
+                and (ys[mid] * (mid + 1) + ys[-1] * (count - mid - 1)) <= mean * 1.01 * count
+            )
+        ):
+            total = sum(xs)
+            smean = total / count
+            if abs(smean - mean) > 0.01 * (smean if smean > mean else mean):
+                _sample_mean(ptr, mean, smean, add)
+        if count >= 10 and ys[-1] - ys[0] < near * ys[mid]:
+            _constant(ptr, s.unit, ys, near, add)
+    if cl is not None and ch is not None and med <= ch and cl <= med:
+        _ci_width(ptr, s, med, ys, add)
+    return total
 
 
 def _samples(
@@ -438,8 +500,9 @@ def _percentiles(
             add(("KE501", f"{ptr}/percentiles/{k}", f"{k} = {val:g} is above the max {hi:g}"))
 
 
-def _stats_without_median(ptr: str, s: Any, add: Add) -> None:
-    """The checks that need no median, for blocks that only report mean and percentiles."""
+def _stats_without_median(ptr: str, s: Any, add: Add, near: float = _NEAR) -> float | None:
+    """The checks that need no median, for blocks that only report mean and percentiles;
+    returns the sum of the samples when it summed them."""
     lo, hi, mean = s.min, s.max, s.mean
     if mean is not None:
         _mean_within(ptr, mean, lo, hi, add)
@@ -455,10 +518,20 @@ def _stats_without_median(ptr: str, s: Any, add: Add) -> None:
         )
     if s.n is not None and s.n < 1:
         add(("KE502", f"{ptr}/n", f"n is {s.n}; expected at least 1"))
+    ys = total = None
     if s.samples:
-        _samples(ptr, s.samples, s.n, None, lo, hi, add)
-        if len(s.samples) >= 10 and min(s.samples) == max(s.samples):
-            _identical(ptr, s.samples[0], len(s.samples), add)
+        xs = s.samples
+        _samples(ptr, xs, s.n, None, lo, hi, add)
+        if mean is not None and not s.dropped:
+            total = sum(xs)
+            _sample_mean(ptr, mean, total / len(xs), add)
+        if len(xs) >= 10:
+            ys = sorted(xs)
+            if ys[-1] - ys[0] < near * ys[len(ys) // 2]:
+                _constant(ptr, s.unit, ys, near, add)
+    if s.ci_low is not None and s.ci_high is not None and s.ci_low <= s.ci_high:
+        _ci_width(ptr, s, None, ys if ys is not None or not s.samples else sorted(s.samples), add)
+    return total
 
 
 def _identical(ptr: str, value: float, count: int, add: Add) -> None:
@@ -483,3 +556,121 @@ def _identical(ptr: str, value: float, count: int, add: Add) -> None:
                 f"{count} values all exactly {value:g}: no timer repeats to that resolution over {count} runs",
             )
         )
+
+
+def _sample_mean(ptr: str, mean: float, smean: float, add: Add) -> None:
+    """KE503: a stated mean that is not ``smean``, the mean of the samples kept (none
+    dropped), by 1% and half a unit of the last digit the mean is written with."""
+    if abs(smean - mean) > 0.01 * max(smean, mean) + _quantum(mean) / 2:
+        add(("KE503", f"{ptr}/mean", f"mean {mean:g} does not match the samples' mean {smean:.6g}"))
+
+
+def _constant(ptr: str, unit: str, ys: list[float], near: float, add: Add) -> None:
+    """KE507: ten or more samples (sorted ``ys``) all equal (:func:`_identical`), or that
+    differ by less than ``near`` of their median: a constant with a value or two nudged,
+    not a timer's readings."""
+    count = len(ys)
+    spread = ys[-1] - ys[0]
+    if spread == 0:
+        _identical(ptr, ys[0], count, add)
+        return
+    med = ys[count // 2]
+    add(
+        (
+            "KE507",
+            f"{ptr}/samples",
+            f"{count} samples all within {spread:.3g} {unit} of each other ({spread / med:.1e} of the "
+            f"median {med:g}, under {near:g}): no timer repeats that closely over {count} runs",
+        )
+    )
+
+
+#: the two-sided normal quantile of a 95% confidence interval, used for every level from 95%
+#: up (the lenient end: a higher level only widens the interval the spread allows)
+_Z95 = 1.959963984540054
+#: KE501: how much narrower than the spread allows a confidence interval may be
+_CI_FACTOR = 0.1
+
+
+def _ci_width(ptr: str, s: Any, med: float | None, ys: list[float] | None, add: Add) -> None:
+    """KE501: a confidence interval far narrower than the block's spread allows (a made-up
+    interval: +-0.001% over samples that spread 1%). ``ys``: the sorted samples, if kept."""
+    lo = s.ci_low
+    hi = s.ci_high
+    n = len(ys) if ys else s.n
+    if n is None or n < 2:
+        return
+    level = s.ci_level
+    z = _Z95 if level is None or level >= 0.95 else _z(level)
+    if z <= 0:
+        return
+    # half the width, widened by one unit of the last digit either end is written with
+    half = (hi - lo) / 2
+    allowed = _CI_FACTOR * z / math.sqrt(n)
+    std = s.std
+    # the common case: as wide as a tenth of what std gives (an interval judged wide enough
+    # by any of the spreads below is not made up)
+    if std is not None and half >= allowed * std:
+        return
+    half += max(_quantum(lo), _quantum(hi)) / 2
+    if std is not None and half >= allowed * std:
+        return
+    if ys:
+        # samples: the distribution-free interval of the median (order statistics about
+        # n/2 -+ z sqrt(n)/2, taken a rank inside, never wider than the exact binomial one),
+        # robust to a slow tail, or the mean's z * sd / sqrt(n)
+        k = max(1, min(int(n / 2 - z * math.sqrt(n) / 2 + 0.5) + 1, (n + 1) // 2))
+        wide = ys[n - k] - ys[k - 1]
+        if half >= _CI_FACTOR * wide / 2:
+            return
+        mean = sum(ys) / n
+        sd = math.sqrt(max(sum((y - mean) ** 2 for y in ys) / (n - 1), 0.0))
+        if half >= allowed * sd:
+            return
+        what = f"the samples give +-{wide / 2:.3g} (median) and +-{z * sd / math.sqrt(n):.3g} (mean)"
+    else:
+        # no samples: the smallest spread the summary gives (std; each percentile's and min's
+        # and max's distance from the median, over its normal quantile): a slow tail inflates
+        # std and the upper ones, not all of them
+        sigmas = [std] if std is not None else []
+        if med is not None:
+            root = math.sqrt(2 * math.log(n))
+            if s.min is not None and s.min <= med:
+                sigmas.append((med - s.min) / root)
+            if s.max is not None and s.max >= med:
+                sigmas.append((s.max - med) / root)
+            for key, val in (s.percentiles or {}).items():
+                q = _pct(key)
+                if q is not None and 0 < q < 100 and q != 50:
+                    sigmas.append(abs(val - med) / abs(_z(abs(2 * q / 100 - 1))))
+        if not sigmas:
+            return
+        sigma = min(sigmas)
+        if half >= allowed * sigma:
+            return
+        what = f"its spread (sigma {sigma:.3g} {s.unit} over n = {n}) gives +-{z * sigma / math.sqrt(n):.3g}"
+    add(
+        (
+            "KE501",
+            f"{ptr}/ci_low",
+            f"confidence interval [{lo:g}, {hi:g}] {s.unit} (+-{(hi - lo) / 2:.3g}) is far narrower than "
+            f"{what}: a made-up interval",
+        )
+    )
+
+
+def _z(level: float) -> float:
+    """The two-sided normal quantile of confidence ``level`` (0..1): 0.95 -> 1.96."""
+    if level <= 0:
+        return 0.0
+    if level >= 1:
+        return math.inf
+    lo, hi = 0.0, 40.0
+    target = 1 - level  # erfc(z / sqrt 2) is the two-sided tail
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        if math.erfc(mid / math.sqrt(2)) > target:
+            lo = mid
+        else:
+            hi = mid
+    return (lo + hi) / 2
