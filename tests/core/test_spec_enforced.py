@@ -71,6 +71,24 @@ _NO_CLAIM = _set("timing", "speedup")
 
 # (spec statement, mutation, rule, pointer)
 CASES: list[tuple[str, Callable[[dict[str, Any]], None], str, str]] = [
+    (
+        "7 KE503 a stated mean matches the samples'",
+        _set(*_S, value={"unit": "us", "median": 180.0, "mean": 180.0, "min": 178.0, "max": 190.0, "n": 3, "samples": [178.0, 180.0, 190.0]}),
+        "KE503",
+        "/timing/stats/mean",
+    ),  # fmt: skip
+    (
+        "7 KE507 samples not a nudged constant",
+        _set(*_S, value={"unit": "us", "median": 180.0137, "min": 180.0137, "max": 180.0138, "n": 12, "samples": [180.0137] * 11 + [180.0138]}),
+        "KE507",
+        "/timing/stats/samples",
+    ),  # fmt: skip
+    (
+        "7 KE501 a confidence interval as wide as the spread allows",
+        _set(*_S, value={"unit": "us", "median": 180.0, "min": 178.0, "max": 190.0, "std": 3.0, "n": 50, "ci_low": 179.999, "ci_high": 180.001}),
+        "KE501",
+        "/timing/stats/ci_low",
+    ),  # fmt: skip
     # §1 encoding
     ("1 integers fit in int64", _set("timing", "repeats", value=2**63), "KE001", "/timing/repeats"),
     ("1 unknown fields MUST NOT appear", _set("foo", value=1), "KE001", ""),
@@ -280,7 +298,7 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], str, str]] = [
         "/timing/speedup/value",
     ),
     (
-        "7 KE301 a stated tolerance above 0.25 counts as 0.25",
+        "7 KE301 a stated tolerance above 0.05 counts as 0.05",
         _set("timing", "speedup", value={"value": 150.0, "basis": "median", "tolerance": 200.0}),
         "KE301",
         "/timing/speedup/value",
@@ -900,6 +918,7 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], str, str]] = [
 
 # SHOULD statements that have a warning
 WARNINGS: list[tuple[str, Callable[[dict[str, Any]], None], str, str]] = [
+    ("7 KE508 three timed calls", _set("timing", "repeats", value=2), "KE508", "/timing/repeats"),
     (
         "7 KE1105 a profiled candidate kernel comes with its capture",
         _set("defences", value=[{"check": "candidate_kernel_profiled", "outcome": "passed"}]),
