@@ -522,27 +522,24 @@ def _precision(model: str, hints: str, dtypes: tuple[str, ...]) -> tuple[str, fl
 
 def _floors(p: Any, s: Any, st: Any, add: Add) -> None:
     """KE1005 (prefill) and KE1008 (decode): what the model's size allows on its devices."""
-    if len(st.model) > 256:
-        return
-    params = _model_params(st.model)
-    if params is None:
-        return
     h = p.hardware
-    if h is None or len(h.device) + len(h.arch or "") > 256:
+    if h is None:
         return
-    peaks = device_peaks(h.device, h.arch)
+    settings = st.settings
+    dtypes = p.task.dtypes if p.task is not None else None
+    key = (st.model, h.device, h.arch, tuple(settings.items()) if settings else (), tuple(dtypes or ()))
+    known = _FLOORS_CACHE.get(key)
+    if known is None:
+        known = _floor_inputs(st.model, h.device, h.arch, settings or {}, tuple(dtypes or ()))
+        if len(_FLOORS_CACHE) < 1024 and len(st.model) + len(h.device) + len(key[3]) + len(key[4]) <= 384:
+            _FLOORS_CACHE[key] = known
+    params, peaks, cls, size, speculative = known
     if peaks is None:
         return
-    settings = st.settings or {}
-    hints = " ".join(
-        str(v).casefold() for k, v in settings.items() if "quant" in k or k.casefold() in ("dtype", "weight_dtype")
-    )
-    dtypes = tuple(p.task.dtypes or ()) if p.task is not None else ()
-    cls, size = _precision(st.model, hints[:256], dtypes[:8])
     if s.ttft is not None and peaks.flops:
         _prefill_floor(s, st, h, peaks, params, cls, add)
     tp = s.tpot
-    if tp is not None and peaks.bandwidth and not any(_SPECULATIVE.search(k.casefold()) for k in settings):
+    if tp is not None and peaks.bandwidth and not speculative:
         typical = tp.median if tp.median is not None else tp.mean
         if typical is None:
             return
@@ -561,6 +558,27 @@ def _floors(p: Any, s: Any, st: Any, add: Add) -> None:
                     f"{devices} ({floor * 1e3:.3g} ms at 90%)",
                 )
             )
+
+
+#: what the floors need, by (model, device, arch, settings, dtypes): a batch repeats a few
+_FLOORS_CACHE: dict[tuple[Any, ...], tuple[Any, ...]] = {}
+
+
+def _floor_inputs(
+    model: str, device: str, arch: str | None, settings: dict[str, Any], dtypes: tuple[str, ...]
+) -> tuple[float, Any, str, float, bool]:
+    """The model's parameters, the device's peaks (None when either is unknown), the
+    precision class and bytes of its weights, and whether decoding is speculative."""
+    params = _model_params(model) if len(model) <= 256 else None
+    if params is None or len(device) + len(arch or "") > 256:
+        return 0.0, None, "", 0.0, False
+    peaks = device_peaks(device, arch)
+    hints = " ".join(
+        str(v).casefold() for k, v in settings.items() if "quant" in k or k.casefold() in ("dtype", "weight_dtype")
+    )
+    cls, size = _precision(model, hints[:256], dtypes[:8])
+    speculative = any(_SPECULATIVE.search(k.casefold()) for k in settings)
+    return params, peaks, cls, size, speculative
 
 
 def _prefill_floor(s: Any, st: Any, h: Any, peaks: Any, params: float, cls: str, add: Add) -> None:
