@@ -76,8 +76,19 @@ declare(
     "spelling or resolve to the same single table model) and the same device count; a "
     "serving baseline's settings that restate the workload (`model`, "
     "`dataset`, `num_prompts`, input and output lengths, `max_concurrency`, `request_rate`; a "
-    "model by the parameters its name states) the same as the candidate's `task.serving`; its input tokens per completed request within 10% "
-    "of the candidate's and its output tokens per request within 20%. A baseline in fp32 "
+    "model by the parameters its name states) the same as the candidate's `task.serving` "
+    "(setting names compared without case, leading dashes or the `-`/`_` difference: "
+    "`max-concurrency` is `max_concurrency`); no engine capacity that handicaps it against the "
+    "candidate's `task.serving.settings` (`max_num_seqs`/`max_running_requests`, "
+    "`max_num_batched_tokens`, `gpu_memory_utilization`/`mem_fraction_static` below the "
+    "candidate's; `enforce_eager`/`disable_cuda_graph` true on the baseline only); its input "
+    "tokens per completed request within 10% "
+    "of the candidate's and its output tokens per request within 20%. A kernel baseline's "
+    "`call`, where it states them unambiguously, MUST agree too: a BLAS routine of one "
+    "precision (`cublasSgemm`, `hgemm`, `dgemm`; not the `...Ex` forms, and `sgemm` not "
+    "against a tf32 candidate) is that dtype, and the `m=`, `n=`, `k=` it names (or the "
+    "`m, n, k` of a `cublas<t>gemm(handle, opA, opB, m, n, k, ...)` call) are the timed "
+    "shape's (m and n in either order: column-major calls swap them). A baseline in fp32 "
     "against a bf16 candidate, on twice the k, on an A100 against an H100, on one GPU "
     "against two, on a MIG slice of the candidate's GPU, or on an `NVIDIA H100` (which may be a "
     "PCIe) in the session of an `NVIDIA H100 80GB HBM3`, or stopping its answers at half the "
@@ -121,7 +132,8 @@ declare(
     "error",
     "the baseline's version and call are real",
     "record the library's exact version and the exact call, not a placeholder",
-    "`baseline.version`, `baseline.call` and a serving baseline's `engine.version` MUST NOT "
+    "`baseline.version`, `baseline.call`, a serving baseline's `engine.version` and the "
+    "candidate's own engine version (`task.serving.engine.version`) MUST NOT "
     "be placeholders (`unknown`, `n/a`, `latest`, `none`, `?`, `-`, `TBD`, `default`, `see "
     "code`, `same as candidate`...), and a version MUST name one: at least one digit, no "
     "wildcard (`1.x`, `x.y.z`, `*`, `?`, `<version>`). Nobody can rerun that comparison.",
@@ -197,6 +209,17 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
                 f"baseline engine version `{b.engine.version.strip()[:80]}` is a placeholder",
             )
         )
+    task = p.task
+    ts = task.serving if task is not None else None
+    ev = ts.engine.version if ts is not None and ts.engine is not None else None
+    if ev and (is_placeholder(ev) or _no_version(ev)):
+        add(
+            (
+                "KE210",
+                "/task/serving/engine/version",
+                f"the candidate's engine version `{ev.strip()[:80]}` is a placeholder: nobody can rerun it",
+            )
+        )
     if entry is not None and entry.vendor == "cpu":
         h = p.hardware
         if h is not None and h.vendor != "cpu" and _accelerator(h.device):
@@ -230,8 +253,10 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
         _compare(p, t, b, bc, add)
     if b.serving is not None and t.serving is not None:
         _same_requests(t.serving, b.serving, add)
-    if b.settings and p.task is not None and p.task.serving is not None:
-        _same_workload(p.task.serving, b.settings, add)
+    if b.settings and ts is not None:
+        _same_workload(ts, b.settings, add)
+    if kernel and b.call:
+        _call_problem(p, t, b.call, add)
     if entry is not None and entry.kind == "reference":
         add(
             (
@@ -424,6 +449,154 @@ def _problem(p: Any, t: Any, bc: Any, add: Add) -> None:
                     break
         if cdims:
             _dims(cdims, bc.dims, add)
+
+
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+#: a BLAS routine of one precision: (c|hip)blas<S|D|H>gemm, rocblas_<s|d|h>gemm, a bare
+#: sgemm/dgemm/hgemm (the batched forms too; not the `...Ex` forms, whose types are arguments)
+_ROUTINE = re.compile(
+    r"(?:cublas|hipblas|rocblas_)?([sdh])gemm(?:_?strided_?batched|_?batched)?(?:_v2|_64)?", re.IGNORECASE
+)
+_ROUTINE_CLASS = {"s": "fp32", "d": "fp64", "h": "fp16"}
+#: m=, n=, k= in a call (chained: m=n=k=8192)
+_KW_DIMS = re.compile(r"(?<![A-Za-z0-9_])((?:[mnkMNK]\s*=\s*)+)(\d+)(?![\d.])")
+#: the m, n, k of a classic BLAS gemm call: (handle, opA, opB, m, n, k, ...)
+_POS_DIMS = re.compile(
+    r"(?<![A-Za-z0-9_])(?:cublas|hipblas|rocblas_)[A-Za-z0-9_]*gemm[A-Za-z0-9_]*\s*\(\s*[^,()]+,\s*[^,()]+,"
+    r"\s*[^,()]+,\s*(\d+)\s*,\s*(\d+)\s*,\s*(\d+)\s*[,)]",
+    re.IGNORECASE,
+)
+_CALL_CACHE: dict[str, tuple[str | None, tuple[int | None, int | None, int | None] | None, bool]] = {}
+#: a call run several times over parts of the problem (`2x cublasLtMatmul(...)`)
+_REPEATED = re.compile(r"(?<![A-Za-z0-9_.])\d+\s*[x\u00d7]\s+[A-Za-z]")
+
+
+def _call_states(call: str) -> tuple[str | None, tuple[int | None, int | None, int | None] | None, bool]:
+    """What a baseline call states unambiguously: the dtype class of its BLAS routine
+    (None where it names none, or routines of two precisions, or an sgemm under tf32), its
+    (m, n, k) (None for one it does not name; None where it names none, or one of them twice
+    with two values), and whether
+    it is stated as run several times (`2x ...`: each run a part of the problem). Cached."""
+    hit = _CALL_CACHE.get(call)
+    if hit is not None:
+        return hit
+    text = call[:2000]
+    classes = set()
+    for ident in _IDENT.findall(text):
+        m = _ROUTINE.fullmatch(ident)
+        if m:
+            classes.add(_ROUTINE_CLASS[m.group(1).lower()])
+    dtype = classes.pop() if len(classes) == 1 else None
+    if dtype == "fp32" and "tf32" in text.casefold():
+        dtype = None  # sgemm under the TF32 math mode
+    dims: dict[str, int] = {}
+    m = _POS_DIMS.search(text)
+    if m:
+        dims = {"m": int(m.group(1)), "n": int(m.group(2)), "k": int(m.group(3))}
+    clash = False
+    for m in _KW_DIMS.finditer(text):
+        v = int(m.group(2))
+        for letter in re.findall(r"[mnkMNK]", m.group(1)):
+            x = letter.lower()
+            if dims.get(x, v) != v:
+                clash = True
+            dims[x] = v
+    mnk = None if clash or not dims else (dims.get("m"), dims.get("n"), dims.get("k"))
+    hit = (dtype, mnk, bool(_REPEATED.search(text)))
+    if len(_CALL_CACHE) < 1024 and len(call) <= 4 * CACHED_CHARS:
+        _CALL_CACHE[call] = hit
+    return hit
+
+
+_GEMM_KEYS: dict[tuple[str, ...], tuple[str, str, str] | None] = {}
+
+
+def _gemm_keys(dims: dict[str, Any]) -> tuple[str, str, str] | None:
+    """The names a shape's dims give m, n and k (any case), or None where one is missing or
+    two names differ only in case (`M` and `m`: which is the GEMM's cannot be told). Cached
+    per name tuple."""
+    keys = tuple(dims)
+    hit: tuple[str, str, str] | None = _GEMM_KEYS.get(keys, _UNSET)
+    if hit is not _UNSET:
+        return hit
+    folded: dict[str, str] = {}
+    clash = False
+    for k in keys:
+        f = str(k).casefold()
+        if f in folded:
+            clash = True
+        folded[f] = k
+    hit = None
+    if not clash and "m" in folded and "n" in folded and "k" in folded:
+        hit = (folded["m"], folded["n"], folded["k"])
+    if len(_GEMM_KEYS) < 1024 and sum(map(len, keys)) <= CACHED_CHARS:
+        _GEMM_KEYS[keys] = hit
+    return hit
+
+
+def _call_problem(p: Any, t: Any, call: str, add: Add) -> None:
+    """KE207: the dtype and the m, n, k a kernel baseline's call states against the
+    candidate's dtypes and timed shape."""
+    st = _CALL_CACHE.get(call)
+    dtype, dims, repeated = st if st is not None else _call_states(call)
+    if dtype is None and dims is None:
+        return
+    task = p.task
+    if dtype is not None:
+        cd, cptr = cand(t, "dtypes")
+        if not cd and task is not None and task.dtypes:
+            cd, cptr = task.dtypes, "/task/dtypes"
+        na = _narrowest(cd) if cd else None
+        if na and na <= _WIDTH.keys() and dtype not in na and not (dtype == "fp32" and "tf32" in na):
+            add(
+                (
+                    "KE207",
+                    "/timing/baseline/call",
+                    f"the baseline call is {dtype} (`{call.strip()[:60]}`), the candidate ran in "
+                    f"{', '.join(sorted(na))} ({cptr})",
+                )
+            )
+            return
+    if dims is None or repeated:
+        return
+    # a tensor-parallel split gives each device a slice of the problem
+    h = p.hardware
+    if h is not None and h.count is not None and h.count > 1:
+        return
+    cc = t.conditions
+    if cc is not None and cc.device_count is not None and cc.device_count > 1:
+        return
+    bc = t.baseline.conditions
+    if bc is not None and bc.device_count is not None and bc.device_count > 1:
+        return
+    cdims = cc.dims if cc is not None else None
+    if cdims is None and task is not None and task.shapes:
+        sid, _ = cand(t, "shape_id")
+        for sh in task.shapes:
+            if sh.id == sid:
+                cdims = sh.dims
+                break
+    if not cdims:
+        return
+    names = _gemm_keys(cdims)
+    if names is None:
+        return  # not a GEMM's shape, or `M` and `m` both
+    cm, cn, ck = cdims[names[0]], cdims[names[1]], cdims[names[2]]
+    dm, dn, dk = dims
+    if dm == cm and dn == cn and dk == ck:
+        return  # the common case: the call states the timed shape
+    why = None
+    if dk is not None and dk != ck:
+        why = f"k={dk}, the candidate's timed shape k={ck}"
+    elif dm is not None and dn is not None:
+        if (dm != cm or dn != cn) and (dm != cn or dn != cm):
+            why = f"m={dm}, n={dn}, the candidate's timed shape m={cm}, n={cn}"
+    else:
+        for x, v in (("m", dm), ("n", dn)):
+            if v is not None and v != cm and v != cn:
+                why = f"{x}={v}, the candidate's timed shape m={cm}, n={cn}"
+    if why:
+        add(("KE207", "/timing/baseline/call", f"the baseline call runs {why}: not the candidate's problem"))
 
 
 def _devices_and_timers(t: Any, b: Any, bc: Any, cc: Any, h: Any, add: Add) -> None:
@@ -719,15 +892,71 @@ _WORKLOAD = (
 )
 
 
+_SETTING_NAMES: dict[str, str] = {}
+
+
+def _setting_name(k: str) -> str:
+    """A setting's name as compared: no case, no leading dashes, `-` as `_` (cached)."""
+    hit = _SETTING_NAMES.get(k)
+    if hit is None:
+        hit = k.strip().lstrip("-").casefold().replace("-", "_")
+        if len(_SETTING_NAMES) < 4096 and len(k) <= CACHED_CHARS:
+            _SETTING_NAMES[k] = hit
+    return hit
+
+
+#: engine capacity settings a baseline may not have less of than the candidate: compared
+#: name -> the group of names that say the same across engines (vLLM, SGLang)
+_CAPACITY = {
+    "max_num_seqs": 0, "max_running_requests": 0,
+    "max_num_batched_tokens": 1,
+    "gpu_memory_utilization": 2, "mem_fraction_static": 2,
+}  # fmt: skip
+#: settings that turn CUDA graphs off
+_EAGER = frozenset({"enforce_eager", "disable_cuda_graph"})
+_BY_NAME: dict[tuple[str, ...], tuple[dict[str, str], dict[int, str], str | None]] = {}
+
+
+def _by_name(settings: dict[str, Any]) -> tuple[dict[str, str], dict[int, str], str | None]:
+    """The settings' names as written: by their compared names (the first spelling of a
+    name given twice), by capacity group (`_CAPACITY`), and the one that turns CUDA graphs
+    off. Cached per name tuple: a batch repeats a few settings blocks."""
+    keys = tuple(settings)
+    hit = _BY_NAME.get(keys)
+    if hit is None:
+        names: dict[str, str] = {}
+        groups: dict[int, str] = {}
+        eager = None
+        for k in keys:
+            n = _setting_name(k)
+            names.setdefault(n, k)
+            g = _CAPACITY.get(n)
+            if g is not None:
+                groups.setdefault(g, k)
+            elif eager is None and n in _EAGER:
+                eager = k
+        hit = (names, groups, eager)
+        if len(_BY_NAME) < 1024 and sum(map(len, keys)) <= 4 * CACHED_CHARS:
+            _BY_NAME[keys] = hit
+    return hit
+
+
 def _same_workload(st: Any, settings: dict[str, Any], add: Add) -> None:
     """KE207 for serving: a setting of the baseline that restates the workload (model,
-    dataset, prompts, lengths, concurrency, request rate) says what the candidate's task does."""
+    dataset, prompts, lengths, concurrency, request rate) says what the candidate's task
+    does, and the baseline's engine was given no less capacity than the candidate's
+    (`task.serving.settings`): fewer sequences or batched tokens, less memory, CUDA graphs
+    off on the baseline only."""
+    theirs_by, theirs_cap, theirs_eager = _by_name(settings)
     for field, names in _WORKLOAD:
         mine = getattr(st, field)
         if mine is None:
             continue
         for name in names:
-            theirs = settings.get(name)
+            key = theirs_by.get(name)
+            if key is None:
+                continue
+            theirs = settings[key]
             if theirs is None or _same_value(mine, theirs):
                 continue
             if field == "model" and not _other_model(str(mine), str(theirs)):
@@ -735,11 +964,74 @@ def _same_workload(st: Any, settings: dict[str, Any], add: Add) -> None:
             add(
                 (
                     "KE207",
-                    f"/timing/baseline/settings/{name}",
-                    f"the baseline ran with {name} {str(theirs)[:80]}, the candidate's task with {str(mine)[:80]}",
+                    _SETTINGS + _esc(key),
+                    f"the baseline ran with {key} {str(theirs)[:80]}, the candidate's task with {str(mine)[:80]}",
                 )
             )
             return
+    if not theirs_cap and theirs_eager is None:
+        return
+    ms = st.settings
+    _, mine_cap, mine_eager = _by_name(ms) if ms else (None, {}, None)
+    for g, b in theirs_cap.items():
+        a = mine_cap.get(g)
+        if a is None:
+            continue
+        va, vb = _number(ms[a]), _number(settings[b])
+        if va is not None and vb is not None and vb < va * (1 - 1e-9):
+            add(
+                (
+                    "KE207",
+                    _SETTINGS + _esc(b),
+                    f"the baseline's engine ran with {b} {vb:g}, the candidate's with {a} {va:g}: "
+                    "a baseline given less capacity",
+                )
+            )
+            return
+    eb = theirs_eager
+    if eb is not None and _truthy(settings[eb]) and (mine_eager is None or not _truthy(ms[mine_eager])):
+        said = (
+            f"with {mine_eager} {str(ms[mine_eager])[:20]}"
+            if mine_eager is not None
+            else "with its default (graphs on)"
+        )
+        add(
+            (
+                "KE207",
+                _SETTINGS + _esc(eb),
+                f"the baseline's engine ran with {eb} (no CUDA graphs), the candidate's {said}",
+            )
+        )
+
+
+_SETTINGS = "/timing/baseline/settings/"
+
+
+def _esc(key: str) -> str:
+    return key.replace("~", "~0").replace("/", "~1")
+
+
+def _number(v: Any) -> float | None:
+    """A setting's value as a number (None for a flag or text that is none)."""
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, (int, float)):
+        return float(v)
+    if isinstance(v, str) and len(v) <= 64:
+        try:
+            return float(v.strip())
+        except ValueError:
+            return None
+    return None
+
+
+def _truthy(v: Any) -> bool:
+    """Whether a flag setting is on (`true`, 1, "true", "yes", "on")."""
+    if isinstance(v, bool):
+        return v
+    if isinstance(v, (int, float)):
+        return v == 1
+    return isinstance(v, str) and v.strip().casefold() in ("true", "1", "yes", "on")
 
 
 def _other_model(a: str, b: str) -> bool:

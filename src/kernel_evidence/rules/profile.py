@@ -33,8 +33,13 @@ declare(
     "it: a call cannot finish before its "
     "own kernels. Every kernel counts but memset, memcpy, fill and flush kernels (a harness's "
     "cache flush: a word of the name, split at separators and case changes, so "
-    "`FillFunctor` is one and `attn_fwd_prefill` is not; a kernel the capture expects never "
-    "is). A capture that names no shape is of the timed one when the task has one shape.",
+    "`FillFunctor` is one and `attn_fwd_prefill` is not; a record is one only when its "
+    "`raw_name`, where given, is one too; a kernel the capture expects never "
+    "is). A capture that names no shape is of the timed one when the task has one shape. "
+    "A record's canonical `duration` MUST agree within 1% with the raw ncu metric it was "
+    "converted from (`gpu__time_duration.sum`, else `.avg`, in the record's `raw` or the "
+    "capture's `raw_columns`, in the unit the source spelled): a canonical time edited with "
+    "the raw one kept is not the profiler's.",
 )
 declare(
     "KE1102",
@@ -43,7 +48,11 @@ declare(
     "profile the candidate's own call and name the kernels it launches in /profiler/N/of/expected_kernels",
     "A capture of the candidate (`of.side: candidate`) that lists kernel records MUST show at "
     "least one of `of.expected_kernels` (matched as a case-insensitive substring of a "
-    "record's name or raw name): a capture without them profiled something else.",
+    "record's name or raw name): a capture without them profiled something else. An "
+    "expected name that does not itself name a vendor library and matches only vendor-library "
+    "kernels of the capture (cuBLAS/cuBLASLt `sm90_xmma_...`, `ampere_...`, `nvjet_...`, "
+    "`cutlass_80_...`, rocBLAS/hipBLASLt `Cijk_...`), `gemm` matching cuBLAS's kernel, does not "
+    "show the candidate's own kernel either.",
 )
 
 declare(
@@ -58,21 +67,28 @@ declare(
     "KE1104",
     "error",
     "a profiled candidate kernel is in the packet's captures",
-    "keep the candidate's capture with `of.side: candidate`, or record the defence as skipped",
+    "keep the candidate's capture of the timed shape with `of.side: candidate` and its `of.shape_id`, or record the defence as skipped",
     "Where a packet carries captures that all say what they are of (`of.side`), the "
     "`candidate_kernel_profiled` defence MUST NOT be recorded passed unless one of them is of the "
     "candidate: a capture of the candidate relabelled as the baseline's escapes KE1101 and "
-    "KE1102 while the defence record still vouches for it.",
+    "KE1102 while the defence record still vouches for it. Where the timed shape is known "
+    "(`timing.conditions.shape_id`, else `timing.shape_id`), the captures of the candidate "
+    "MUST NOT all name another shape (`of.shape_id`): a capture of the timed call relabelled "
+    "to another shape escapes KE1101 the same way (one naming no shape on a task of several: "
+    "KE1105).",
 )
 declare(
     "KE1105",
     "warning",
     "a profiled candidate kernel comes with its capture",
-    "attach the capture of the candidate (/profiler, `of.side: candidate`), or record the defence as skipped",
+    "attach the capture of the candidate (/profiler, `of.side: candidate`, `of.shape_id` the timed shape), or record the defence as skipped",
     "A packet that records the `candidate_kernel_profiled` defence passed SHOULD carry a "
     "profiler capture (`profiler`): without one, nothing in the packet shows the candidate's "
     "kernel ran, and a capture that contradicted the claim (KE1101, KE1102) may have been "
-    "dropped. Graded C at best.",
+    "dropped. Where the timed shape is known and the task has several, a capture of the "
+    "candidate SHOULD name its shape (`of.shape_id`): where none of them is of the timed "
+    "shape and one names none, nothing shows the timed call was profiled, and KE1101 holds "
+    "it against no timing. Graded C at best.",
     caps="C",
 )
 
@@ -126,13 +142,17 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
     task = p.task
     shapes = task.shapes if task is not None else None
     said = 0  # captures that say what they are of
-    candidate = False
+    candidate = -1  # the first capture of the candidate
     for i, cap in enumerate(caps):
+        ks = cap.kernels
+        if ks and (cap.raw_columns or ks[0].raw is not None or ks[-1].raw is not None):
+            _durations_agree(i, cap, add)  # raw metrics kept: per record, or as columns
         of = cap.of
         if of is None:
             continue
         said += 1
-        candidate = candidate or of.side == "candidate"
+        if candidate < 0 and of.side == "candidate":
+            candidate = i
         if of.shape_id is not None and shapes and not _listed(of.shape_id, shapes):
             add(
                 (
@@ -147,27 +167,198 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
             _expected_present(i, cap, of.expected_kernels, add)
         if of.side in ("candidate", "baseline"):
             _fits_claim(p, i, cap, of, add)
-    if said == len(caps) and not candidate and p.defences:
+    if said == len(caps) and p.defences:
         for d in p.defences:
             if d.check == "candidate_kernel_profiled" and d.outcome == "passed":
-                sides = ", ".join(sorted({c.of.side for c in caps}))
-                add(
-                    (
-                        "KE1104",
-                        "/profiler/0/of/side",
-                        f"the candidate_kernel_profiled defence passed, but every capture is of another side ({sides})",
+                if candidate < 0:
+                    sides = ", ".join(sorted({c.of.side for c in caps}))
+                    add(
+                        (
+                            "KE1104",
+                            "/profiler/0/of/side",
+                            f"the candidate_kernel_profiled defence passed, but every capture is of another side ({sides})",
+                        )
                     )
-                )
+                else:
+                    t = p.timing
+                    sid = caps[candidate].of.shape_id
+                    if (
+                        sid is None
+                        or t is None
+                        or not (
+                            sid == t.shape_id or (t.conditions is not None and sid == t.conditions.shape_id)
+                        )
+                    ):
+                        _at_timed(t, caps, candidate, shapes, add)
                 break
 
 
-def _matches(rec: Any, wanted: list[str]) -> bool:
-    name = rec.name.casefold()
-    raw = rec.raw_name.casefold() if rec.raw_name else ""
-    for w in wanted:  # noqa: SIM110  (a loop: any() over a generator costs more, once per record)
-        if w in name or (raw and w in raw):
-            return True
-    return False
+def _at_timed(t: Any, caps: list[Any], first: int, shapes: list[Any] | None, add: Add) -> None:
+    """KE1104/KE1105 for a packet whose candidate_kernel_profiled passed: one capture of the
+    candidate (the first is ``first``) is of the timed shape, where that is known."""
+    timed = _timed_shapes(t)
+    if not timed:
+        return
+    several = shapes is not None and len(shapes) > 1
+    unnamed = -1  # the first capture of the candidate naming no shape on a task of several
+    for i in range(first, len(caps)):
+        of = caps[i].of
+        if of.side != "candidate":
+            continue
+        sid = of.shape_id
+        if sid is None:
+            if not several:
+                return  # of the task's one shape
+            if unnamed < 0:
+                unnamed = i
+        elif sid in timed:
+            return
+    _not_at_timed(unnamed if unnamed >= 0 else first, caps, timed, add)
+
+
+def _timed_shapes(t: Any) -> tuple[str, ...] | None:
+    """The ids the timed shape goes by (``timing.shape_id``, ``timing.conditions.shape_id``),
+    or None when the timing names none."""
+    if t is None:
+        return None
+    a = t.shape_id
+    c = t.conditions
+    b = c.shape_id if c is not None else None
+    if a is None:
+        return (b,) if b is not None else None
+    return (a,) if b is None or b == a else (a, b)
+
+
+def _not_at_timed(i: int, caps: list[Any], timed: tuple[str, ...], add: Add) -> None:
+    """candidate_kernel_profiled passed, but no capture of the candidate is of the timed
+    shape: KE1105 where one (``i``) names no shape on a task of several (nothing shows which
+    it is of), KE1104 where every one names another shape."""
+    of = caps[i].of
+    if of.shape_id is not None:
+        add(
+            (
+                "KE1104",
+                f"/profiler/{i}/of/shape_id",
+                f"the candidate_kernel_profiled defence passed, but the candidate's capture is of shape "
+                f"`{of.shape_id}`, not the timed `{timed[0]}`: no capture of the timed call",
+            )
+        )
+    else:
+        add(
+            (
+                "KE1105",
+                f"/profiler/{i}/of",
+                f"the candidate_kernel_profiled defence passed, but the candidate's capture names no shape on a "
+                f"task of several: nothing shows it is of the timed `{timed[0]}`",
+            )
+        )
+
+
+#: vendor-library kernel names (cuBLAS, cuBLASLt, their CUTLASS instantiations, rocBLAS,
+#: hipBLASLt/Tensile), at the start of a word of the name; cuBLAS's `..._cublas` suffix
+_VENDOR = re.compile(
+    r"(?:^|[\s<:(,*&])(?:cublas|sm\d+_xmma|xmma_|ampere_|volta_|turing_|hopper_|nvjet|cutlass_\d+_|"
+    r"cutlass3x_|cijk_|rocblas|hipblas|gemmsn_|gemv2[nt]_)|_cublas\b"
+)
+#: an expected name that names a vendor library itself (the capture means the library's kernel)
+_VENDOR_WORDS = ("cublas", "xmma", "nvjet", "cutlass", "cijk", "rocblas", "hipblas", "tensile")
+_VENDOR_CACHE: dict[str, bool] = {}
+
+
+def _vendor(name: str) -> bool:
+    """Whether a kernel name is a vendor library's (cuBLAS ``sm90_xmma_gemm_...``,
+    ``ampere_bf16_s16816gemm...``, ``nvjet_...``, rocBLAS ``Cijk_...``). Cached."""
+    hit = _VENDOR_CACHE.get(name)
+    if hit is None:
+        hit = bool(_VENDOR.search(name[:4096].casefold()))
+        if len(_VENDOR_CACHE) < 4096 and len(name) <= CACHED_CHARS:
+            _VENDOR_CACHE[name] = hit
+    return hit
+
+
+def _names_vendor(w: str) -> bool:
+    """Whether a (casefolded) expected kernel name names a vendor library."""
+    return _vendor(w) or any(v in w for v in _VENDOR_WORDS)
+
+
+#: the raw ncu metrics a canonical `duration` is converted from: (name, whether it is a sum
+#: over the record's launches)
+_RAW_DURATION = (("gpu__time_duration.sum", True), ("gpu__time_duration.avg", False))
+#: source spellings of time units, in seconds
+_RAW_TIME = {
+    "ns": 1e-9, "nsecond": 1e-9, "nsec": 1e-9, "nanosecond": 1e-9, "nanoseconds": 1e-9,
+    "us": 1e-6, "usecond": 1e-6, "usec": 1e-6, "\u00b5s": 1e-6, "\u03bcs": 1e-6, "microsecond": 1e-6,
+    "microseconds": 1e-6, "ms": 1e-3, "msecond": 1e-3, "msec": 1e-3, "millisecond": 1e-3,
+    "milliseconds": 1e-3, "s": 1.0, "second": 1.0, "seconds": 1.0, "sec": 1.0,
+}  # fmt: skip
+
+
+def _raw_seconds(value: Any, unit: Any) -> tuple[float, float] | None:
+    """A raw time in seconds and the rounding slack of its unit (half a hundredth of it:
+    ncu prints two decimals), or None when it is not a number in a time unit."""
+    if type(value) not in (float, int) or not isinstance(unit, str):
+        return None
+    f = _RAW_TIME.get(unit.strip().casefold())
+    if f is None:
+        return None
+    return value * f, 0.005 * f
+
+
+def _durations_agree(i: int, cap: Any, add: Add) -> None:
+    """KE1101: a record's canonical ``duration`` against the raw ncu metric it came from
+    (the record's ``raw``, else the capture's ``raw_columns``): the first record off by
+    more than 1% (and the rounding of the raw unit), with the count of such records."""
+    col = None
+    cols = cap.raw_columns
+    kernels = cap.kernels
+    if cols:
+        units = cap.raw_units or {}
+        for key, summed in _RAW_DURATION:
+            c = cols.get(key)
+            if c is not None and len(c) == len(kernels):
+                col = (key, summed, c, units.get(key))
+                break
+    first = None
+    bad = 0
+    for j, rec in enumerate(kernels):
+        raw = rec.raw
+        if raw is None and col is None:
+            continue
+        m = rec.metrics
+        d = m.get("duration") if m else None
+        if d is None or d.unit not in FACTOR:
+            continue
+        one = rec.invocations is None or rec.invocations == 1
+        got = None
+        if raw is not None:
+            for key, summed in _RAW_DURATION:
+                rm = raw.get(key)
+                if rm is not None and (one or not summed):
+                    got = _raw_seconds(rm.value, rm.unit)
+                    if got is not None:
+                        break
+        if got is None and col is not None and (one or not col[1]):
+            key = col[0]
+            got = _raw_seconds(col[2][j], col[3])
+        if got is None:
+            continue
+        sec, slack = got
+        canon = d.value * FACTOR[d.unit]
+        if abs(canon - sec) > 0.01 * max(abs(canon), abs(sec)) + slack:
+            bad += 1
+            if first is None:
+                first = (j, canon, sec, key)
+    if first is not None:
+        j, canon, sec, key = first
+        more = f" ({bad} records disagree)" if bad > 1 else ""
+        add(
+            (
+                "KE1101",
+                f"/profiler/{i}/kernels/{j}/metrics/duration",
+                f"canonical duration {canon * 1e6:.4g} us disagrees with the record's raw {key} "
+                f"{sec * 1e6:.4g} us{more}: the kernel time is not the profiler's",
+            )
+        )
 
 
 def _named(name: str, wanted: list[str]) -> bool:
@@ -189,9 +380,34 @@ def _listed(shape_id: str, shapes: list[Any]) -> bool:
 
 def _expected_present(i: int, cap: Any, expected: list[str], add: Add) -> None:
     wanted = [w.casefold() for w in expected]
+    vendor = None  # the first vendor-library kernel an expected name matched
     for rec in cap.kernels:
-        if _matches(rec, wanted):
+        # matched by its name or its raw name; the candidate's own unless the name that
+        # matched is a vendor library's
+        name = rec.name
+        hit = _named(name, wanted)
+        if hit and not _vendor(name):
             return
+        raw = rec.raw_name
+        if raw and _named(raw, wanted):
+            if not _vendor(raw):
+                return
+            hit = True
+        if hit and vendor is None:
+            vendor = name
+    if vendor is not None:
+        for w in wanted:
+            if _names_vendor(w):
+                return  # the capture expects a library's kernel by name: KE1102 holds
+        add(
+            (
+                "KE1102",
+                f"/profiler/{i}/of/expected_kernels",
+                f"the expected kernel name(s) {', '.join(f'`{e}`' for e in expected)} match only vendor-library "
+                f"kernels of the capture ({vendor[:80]}): the candidate's own kernel is not shown",
+            )
+        )
+        return
     shown = ", ".join(sorted({r.name for r in cap.kernels})[:3])
     add(
         (
@@ -273,8 +489,12 @@ def _kernel_time_per_call(cap: Any, expected: list[str] | None) -> float | None:
         d = m.get("duration") if m else None
         if d is None or d.unit not in FACTOR:
             continue
-        if _utility(rec.name) and not (wanted is not None and _named(rec.name, wanted)):
-            continue  # a harness's flush or fill, unless it is a kernel the capture expects
+        if (
+            _utility(rec.name)
+            and (not rec.raw_name or _utility(rec.raw_name))
+            and not (wanted is not None and _named(rec.name, wanted))
+        ):
+            continue  # a harness's flush or fill (by both names), unless it is a kernel the capture expects
         n = rec.invocations if rec.invocations is not None else 1
         if n <= 0:
             continue

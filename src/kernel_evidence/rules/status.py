@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from ._common import CACHED_CHARS
@@ -117,7 +118,12 @@ declare(
     "conditions contradict (`fresh_inputs` passed while a side's conditions say "
     "`fresh_inputs: false` or `validation.inputs_regenerated` is false; `cache_flush` passed "
     "while a side was warm, flushed less than the last-level cache, or its cache mode (the "
-    "candidate's flat `cache_policy`) is `unknown`).",
+    "candidate's flat `cache_policy`) is `unknown`; `unseen_inputs` passed while "
+    "`validation.inputs_regenerated` is false and the validation's seeds are only the "
+    "replay's, the defence's detail naming no seed of its own; `timer_integrity` passed while "
+    "`replay.env` preloads a library, `LD_PRELOAD` or `DYLD_INSERT_LIBRARIES`, other than a "
+    "memory allocator: it can patch the clock) or whose own `detail` says it was not run "
+    "(begins `skipped`, `not run`, `not applicable`, `n/a`, `disabled`...).",
 )
 declare("KE413", "warning", "validation covered the output",
      "compare every element of the output (or record the elements compared and why)",
@@ -187,10 +193,27 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
             if d.outcome == "failed":
                 if status == "passed":
                     add(("KE412", f"/defences/{i}", f"the `{d.check}` defence failed on a passed packet"))
-            elif d.outcome == "passed" and d.check in _CONTRADICTABLE:
-                why = _contradicted(p, d.check)
-                if why:
-                    add(("KE412", f"/defences/{i}", f"the `{d.check}` defence is recorded passed, but {why}"))
+            elif d.outcome == "passed":
+                c = d.check
+                why = None
+                if c == "fresh_inputs" or c == "cache_flush":
+                    why = _contradicted(p, d)
+                elif c == "timer_integrity":
+                    r = p.replay
+                    env = r.env if r is not None else None
+                    if env and ("LD_PRELOAD" in env or "DYLD_INSERT_LIBRARIES" in env):
+                        why = _contradicted(p, d)
+                elif c == "unseen_inputs" and v is not None and v.inputs_regenerated is False:
+                    why = _contradicted(p, d)
+                if why is None:
+                    det = d.detail
+                    if det is None or _NOT_RUN_CACHE.get(det) is False or not _says_not_run(det):
+                        continue
+                    why = f"its detail says it did not run (`{det.strip()[:80]}`)"
+                ptr = f"/defences/{i}"
+                if isinstance(why, tuple):
+                    ptr, why = why
+                add(("KE412", ptr, f"the `{c}` defence is recorded passed, but {why}"))
     if v is None:
         return
     if status == "passed" and v.shapes:
@@ -217,11 +240,75 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
 
 
 #: the defences whose passing a packet's conditions can contradict
-_CONTRADICTABLE = frozenset({"fresh_inputs", "cache_flush"})
+_CONTRADICTABLE = frozenset({"fresh_inputs", "cache_flush", "unseen_inputs", "timer_integrity"})
+
+#: a defence detail that says the check did not run: a phrase at its start (after an
+#: optional `check`/`defence` subject) that ends there or at punctuation (`skipped: ...`,
+#: `Not run (no GPU)`, `check was skipped.`); `not run`, `not applicable`, `n/a` and the
+#: like may go on (`not applicable to this kernel`)
+_NOT_RUN = re.compile(
+    r"^\W*(?:(?:the\s+|this\s+)?(?:check|defen[cs]e|test)\s+(?:was\s+|is\s+|has\s+been\s+)?)?"
+    r"(?:(?:not\s+run|never\s+run|did\s+not\s+run|didn'?t\s+run|not\s+performed|not\s+executed|"
+    r"not\s+applicable|n/a|n\.a\.)(?!\w)|(?:skipped|skip|skipping|disabled|unavailable|not\s+available)"
+    r"(?:\s*$|\s*[:;,.(\u2013\u2014]|\s+-|\s+(?:because|since|as|due|for|on|in|here)(?!\w)))",
+    re.IGNORECASE,
+)
+_NOT_RUN_CACHE: dict[str, bool] = {}
 
 
-def _contradicted(p: Any, check: str) -> str | None:
-    """Why the packet's own conditions contradict a defence recorded as passed."""
+def _says_not_run(detail: str) -> bool:
+    """Whether a defence's detail says the check was skipped or not run (cached)."""
+    hit = _NOT_RUN_CACHE.get(detail)
+    if hit is None:
+        hit = bool(_NOT_RUN.match(detail[:256]))
+        if len(_NOT_RUN_CACHE) < 4096 and len(detail) <= CACHED_CHARS:
+            _NOT_RUN_CACHE[detail] = hit
+    return hit
+
+
+#: preloaded libraries that are memory allocators (they replace malloc, not the clock)
+_ALLOCATOR = re.compile(r"(?:^|/)lib(?:tcmalloc|jemalloc|mimalloc|hoard|tbbmalloc)[\w.\-]*$")
+_PRELOADS = ("LD_PRELOAD", "DYLD_INSERT_LIBRARIES")
+
+
+def _preloaded(p: Any) -> tuple[str, str] | None:
+    """The replay environment's preload variable and a library it preloads that is not a
+    memory allocator, or None."""
+    r = p.replay
+    env = r.env if r is not None else None
+    if not env:
+        return None
+    for var in _PRELOADS:
+        val = env.get(var)
+        if not val or not isinstance(val, str):
+            continue
+        for lib in re.split(r"[\s:]+", val.strip()):
+            if lib and not _ALLOCATOR.search(lib[:512]):
+                return var, lib
+    return None
+
+
+def _contradicted(p: Any, d: Any) -> str | tuple[str, str] | None:
+    """Why the packet's own conditions contradict a defence recorded as passed (with the
+    pointer of the contradicting field, where it is not the defence)."""
+    check = d.check
+    if check == "timer_integrity":
+        r = p.replay
+        if r is None or not r.env:
+            return None
+        pre = _preloaded(p)
+        if pre is None:
+            return None
+        var, lib = pre
+        return (
+            f"/replay/env/{var}",
+            f"the replay preloads `{lib[:120]}` ({var}): a preloaded library can replace the clock",
+        )
+    if check == "unseen_inputs":
+        v = p.validation
+        if v is None or v.inputs_regenerated is not False:
+            return None
+        return _unseen_contradicted(p, d)
     t = p.timing
     if t is None:
         return None
@@ -250,6 +337,33 @@ def _contradicted(p: Any, check: str) -> str | None:
         if (t.conditions is None or t.conditions.cache is None) and t.cache_policy == "unknown":
             return "the candidate's cache_policy is unknown"
     return None
+
+
+_NUMBERS = re.compile(r"\d+")
+
+
+def _unseen_contradicted(p: Any, d: Any) -> str | None:
+    """unseen_inputs passed while the validation reused its inputs (``inputs_regenerated``
+    false) drawn only from the replay's seeds (or one seed where the replay names none),
+    and the defence's detail names no seed of its own: no input the candidate had not seen
+    is on record."""
+    v = p.validation
+    if v is None or v.inputs_regenerated is not False or not v.seeds:
+        return None
+    seeds = set(v.seeds)
+    r = p.replay
+    rs = set(r.seeds.values()) if r is not None and r.seeds else None
+    if not (seeds <= rs if rs else len(seeds) == 1):
+        return None
+    if d.detail:
+        for n in _NUMBERS.findall(d.detail[:2000]):
+            if len(n) >= 3 and int(n) not in seeds:
+                return None  # the check names a seed (or set) of its own
+    listed = ", ".join(str(x) for x in sorted(seeds)[:4])
+    return (
+        f"the validation reused its inputs (/validation/inputs_regenerated: false) from the replay's "
+        f"seed(s) {listed}: no unseen input is on record"
+    )
 
 
 #: names an output tensor goes by
