@@ -63,8 +63,11 @@ declare(
     "(only where the replay lists no visible devices: a run profiled on one rank shows one), or "
     "a serving run's "
     "`tensor_parallel_size` x `pipeline_parallel_size` x `data_parallel_size` (the last from "
-    "`task.serving.settings`, when recorded). A serving run's tensor x pipeline parallel size "
-    "MUST NOT exceed `hardware.count`, and `conditions.device_count` MUST NOT exceed it either.",
+    "`task.serving.settings`, when recorded). A serving run's tensor x pipeline parallel size, "
+    "times its data-parallel replicas where `task.serving.settings` records them "
+    "(`data_parallel_size`, `data-parallel-size`, `dp_size`; not under SGLang, whose dp "
+    "attention splits the tensor-parallel group), MUST NOT exceed `hardware.count`, and "
+    "`conditions.device_count` MUST NOT exceed it either.",
 )
 declare(
     "KE806",
@@ -353,14 +356,50 @@ def _device_count(p: Any, h: Any, add: Add) -> None:
     sv = task.serving if task is not None else None
     if sv is not None and count is not None:
         need = (sv.tensor_parallel_size or 1) * (sv.pipeline_parallel_size or 1)
+        dp = _data_parallel_replicas(sv) if sv.settings else None
+        what = "tensor x pipeline"
+        if dp is not None and dp > 1:
+            need *= dp
+            what = "tensor x pipeline x data"
         if need > count:
             add(
                 (
                     "KE805",
                     "/hardware/count",
-                    f"tensor x pipeline parallel size {need} needs {need} devices, hardware.count is {count}",
+                    f"{what} parallel size {need} needs {need} devices, hardware.count is {count}",
                 )
             )
+
+
+#: the settings that give a serving engine's data-parallel replicas, each of tensor x
+#: pipeline parallel devices (vLLM's and SGLang's spellings)
+_DP_KEYS = ("data_parallel_size", "data-parallel-size", "dp_size", "dp-size")
+#: settings under which SGLang's data parallelism splits attention inside the tensor-parallel
+#: group instead of adding replicas
+_DP_INSIDE_TP = ("enable_dp_attention", "enable-dp-attention")
+
+
+def _data_parallel_replicas(sv: Any) -> int | None:
+    """The data-parallel replicas a serving run's settings record, each on its own tensor x
+    pipeline parallel devices: None when none is recorded, or when they may share the
+    tensor-parallel group (SGLang's dp attention, or an SGLang engine that does not say)."""
+    settings = sv.settings
+    dp = None
+    for k in _DP_KEYS:
+        v = settings.get(k)
+        if isinstance(v, str) and v.strip().isdigit():
+            v = int(v.strip())
+        if isinstance(v, int) and not isinstance(v, bool) and v >= 1:
+            dp = v
+            break
+    if dp is None or dp == 1:
+        return dp
+    if any(settings.get(k) not in (None, False, 0, "0", "false", "False", "no") for k in _DP_INSIDE_TP):
+        return None
+    engine = sv.engine
+    if engine is not None and "sglang" in (engine.name or "").casefold():
+        return None  # its dp attention (replicas inside the tensor-parallel group) may be unrecorded
+    return dp
 
 
 def _data_parallel(sv: Any) -> int | None:

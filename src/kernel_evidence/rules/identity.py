@@ -60,7 +60,9 @@ declare(
     "warning",
     "created_at is not in the future",
     "record the time in UTC when the packet was made",
-    "`created_at` more than a day in the future means a wrong clock or timezone.",
+    "`created_at` SHOULD NOT be more than a day in the future (a day covers any clock or "
+    "timezone error): a packet dated later sorts as newer than it is (grade C at best).",
+    caps="C",
 )
 declare(
     "KE007",

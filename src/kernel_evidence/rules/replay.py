@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 import shlex
+from collections.abc import Iterator
 from typing import Any
 
 from ._context import Add, Ctx
@@ -31,14 +33,24 @@ declare(
     "record the command that ran the benchmark, not one that prints it or does nothing",
     "`replay.command` MUST run the measurement: a program that does nothing or only prints "
     "(`true`, `:`, `echo ...`, `exit 0`, `sleep`, `sh -c 'exit 0'`, `bash -lc :`, `python -c "
-    "pass`), alone or behind `env`, `time`, `nice`, `timeout` or a container (`docker run "
-    "IMAGE true`), a system query (`nvidia-smi`, `rocm-smi`, `uname`), a viewer of a stored "
+    "pass`), alone or behind `env`, `time`, `nice`, `timeout`, `srun`/`salloc`, `mpirun` "
+    "(their options read with their values: `timeout -s KILL 60 true`, `srun -p q --gres gpu:1 "
+    "true`), `sbatch --wrap SCRIPT`, or a container (`docker run IMAGE true`, every option "
+    "of `docker`/`podman run` read with its value, an `--entrypoint` that replaces what runs, "
+    "`docker compose run SERVICE true`), a shell script that runs none of it (only comments, "
+    "`exit` first, `true || CMD`, `false && CMD`), a `python -c` whose code never runs what it "
+    "names (`if False:`, `subprocess.run(['true'])`), a system query (`nvidia-smi`, "
+    "`rocm-smi`, `uname`), a viewer of a stored "
     "result (`cat`, `jq`, `head`, a `python -c` that only loads a file and prints or writes it "
     "out, `python -m json.tool`, `ncu --import REPORT`, `nsys stats`/`export`, `git show`/`log`/"
     "`cat-file`/`diff`, `docker logs`/`inspect`/`ps`/`cp`, an `awk` program of BEGIN blocks "
     "only), or a run that only lists or prints what it would do (`make -n`/`-t`/`-q`, "
-    "`pytest --collect-only`/`--setup-plan`/`--setup-only`/`--fixtures`/`--markers`, any "
-    "`--help` or `--version`), reproduces nothing.",
+    "`pytest --collect-only`/`--setup-plan`/`--setup-only`/`--fixtures`/`--markers`, "
+    "`--help` or `--version` given to the program that runs, behind wrappers, `python -m` "
+    "or inside `bash -c`), or is told to do no work (`--num-prompts 0`, `--iters 0`, "
+    "`--repeats 0`), reproduces nothing. Nor can a replay run under a `timeout` shorter than "
+    "the run it reproduces took (`timing.serving.duration`, else the candidate's timed work "
+    "per device): it was stopped first.",
 )
 declare(
     "KE104",
@@ -46,13 +58,18 @@ declare(
     "a pinned commit is a commit",
     "record the full commit hash (`git rev-parse HEAD`), not a branch, tag or `HEAD`",
     "`replay.repository.commit`, when given, MUST be a commit hash (7 to 64 hexadecimal "
-    "digits): a branch (`main`), a tag (`v1.4.0`) or `HEAD` moves, and pins nothing.",
+    "digits): a branch (`main`), a tag (`v1.4.0`) or `HEAD` moves, and pins nothing; one "
+    "digit repeated, or the id of git's empty tree or empty blob "
+    "(`4b825dc642cb6eb9a060e54bf8d69288fbee4904`, or its SHA-256 form; an id sharing their "
+    "first 12 digits), is a hash of nothing.",
 )
 declare("KE105", "warning", "a container is pinned by its digest",
      "record /replay/container/digest (`docker inspect --format '{{.RepoDigests}}'`)",
      "A container image SHOULD carry its digest: a tag, moving (`latest`, none, `nightly`, "
      "`main`...) or versioned (`24.05-py3`, rebuilt in place), may name other bits tomorrow; "
-     "a digest of one repeated digit (`sha256:000...`) names no image.", caps="C")  # fmt: skip
+     "a digest of one repeated digit (`sha256:000...`), or the hash of empty input "
+     "(`sha256:e3b0c442...b855`), in `digest` or in the image reference (`image@sha256:...`), "
+     "names no image.", caps="C")  # fmt: skip
 
 
 def check(p: Any, ctx: Ctx, add: Add) -> None:
@@ -64,12 +81,16 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
         # (an interpreter only when it runs code given with -c)
         prog = _base_name(cmd[0]) if cmd else ""
         if cmd and (r.shell or (prog in _LOOK and (prog not in _PYTHONS or "-c" in cmd or "-m" in cmd))):
-            why = _noop(cmd, bool(r.shell))
+            limits: list[tuple[float, str]] = []
+            why = _noop(cmd, bool(r.shell), limits)
             if why:
                 add(("KE103", "/replay/command", f"the replay command {why}: it reproduces nothing"))
-        elif cmd and not _NOTHING_FLAGS.isdisjoint(cmd):
-            flag = next(a for a in cmd if a in _NOTHING_FLAGS)
-            add(("KE103", "/replay/command", f"the replay command asks for `{flag}`: it runs nothing"))
+            elif limits:
+                _cut_short(p, limits, add)
+        elif cmd and not _QUIET.isdisjoint(cmd):
+            why = _idle(prog, cmd, 1)
+            if why:
+                add(("KE103", "/replay/command", f"the replay command {why}: it reproduces nothing"))
         repo = r.repository
         if repo is not None and repo.commit is not None:
             commit = repo.commit
@@ -92,21 +113,34 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
                         f"commit `{commit}` is a hash of nothing (one digit repeated)",
                     )
                 )
+            elif h[0] in "46eE" and h[:12].lower() in _GIT_EMPTY:  # (their first digits)
+                add(
+                    (
+                        "KE104",
+                        "/replay/repository/commit",
+                        f"commit `{commit}` is {_GIT_EMPTY[h[:12].lower()]}, not a commit: it pins no code",
+                    )
+                )
         c = r.container
-        if c is not None and c.digest is None and "@sha256:" not in c.image:
-            tag = _moving_tag(c.image) or "has a tag (tags are rebuilt in place)"
-            add(("KE105", "/replay/container", f"image `{_short(c.image)}` {tag} and no digest"))
+        if c is not None and c.digest is None:
+            at = c.image.find("@sha256:")
+            if at < 0:
+                tag = _moving_tag(c.image) or "has a tag (tags are rebuilt in place)"
+                add(("KE105", "/replay/container", f"image `{_short(c.image)}` {tag} and no digest"))
+            else:
+                empty = _no_image(c.image[at + 1 :])
+                if empty:
+                    add(("KE105", "/replay/container", f"image `{_short(c.image)}` carries {empty}"))
         elif c is not None and c.digest is not None:
             d = c.digest
             k = d.rfind(":") + 1  # the digits after the algorithm (all of it without one)
-            if k < len(d) and d[k] == d[-1] and d.count(d[k], k) == len(d) - k:
-                add(
-                    (
-                        "KE105",
-                        "/replay/container/digest",
-                        f"digest `{_short(c.digest)}` is a hash of nothing (one digit repeated)",
-                    )
-                )
+            empty = (
+                _no_image(d)
+                if (k < len(d) and d[k] == d[-1] and d.count(d[k], k) == len(d) - k) or d[-1] in "5eE"
+                else None
+            )
+            if empty:
+                add(("KE105", "/replay/container/digest", f"digest `{_short(c.digest)}` is {empty}"))
         # _replay re-checks in full; this guard (on the values read above) only skips it
         # when it has nothing to say (the common case)
         if (
@@ -146,6 +180,34 @@ def _replay(r: Any, add: Add) -> None:
 _HEX_DIGITS = "0123456789abcdefABCDEF"
 
 
+_HEX_DIGITS = "0123456789abcdefABCDEF"
+
+#: the first 12 digits of git objects that hold nothing (SHA-1 and SHA-256 repositories):
+#: a "commit" that is one of them (or shares their first 12 digits) pins no code
+_GIT_EMPTY = {
+    "4b825dc642cb": "git's empty tree object",  # 4b825dc642cb6eb9a060e54bf8d69288fbee4904
+    "6ef19b41225c": "git's empty tree object",  # 6ef19b41225c5369f1c104d45d8d85efa9b057b53b14b4b9b939dd74decc5321
+    "e69de29bb2d1": "git's empty blob object",  # e69de29bb2d1d6434b8b29ae775ad8c2e48c5391
+    "473a0f4c3be8": "git's empty blob object",  # 473a0f4c3be8a93681a267e3b1e9a7dcda1185436fe141f7749120a303721813
+}
+#: digests of empty input: they name no image
+_EMPTY_DIGESTS = {
+    "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855": "the SHA-256 of empty input",
+    "cf83e1357eefb8bdf1542850d66d8007d620e4050b5715dc83f4a921d36ce9ce"
+    "47d0d13c5d85f2b0ff8318d2877eec2f63b931bd47417a81a538327af927da3e": "the SHA-512 of empty input",
+}
+
+
+def _no_image(d: str) -> str | None:
+    """Why a digest (``sha256:...``) names no image: one digit repeated, or the hash of
+    empty input; None otherwise."""
+    k = d.rfind(":") + 1  # the digits after the algorithm (all of it without one)
+    if k < len(d) and d[k] == d[-1] and d.count(d[k], k) == len(d) - k:
+        return "a hash of nothing (one digit repeated)"
+    what = _EMPTY_DIGESTS.get(d[k:].lower())
+    return f"{what}: it names no image" if what else None
+
+
 #: programs that succeed doing nothing, or only print
 _NOOPS = frozenset({
     "true", ":", "echo", "printf", "exit", "sleep", "yes", "false", "test", "[", "cat", "wait", "pwd",
@@ -159,22 +221,129 @@ _NOOPS = frozenset({
 #: options that make (almost) any program print its help or version and run nothing (not
 #: `--dry-run`: some harnesses run stand-ins under it)
 _NOTHING_FLAGS = frozenset({"--help", "--version"})
+#: counts of work that, set to 0, leave a benchmark nothing to run or time (spelled with
+#: `-` or `_`, one or two leading dashes)
+_ZERO_COUNTS = frozenset({
+    "num-prompts", "iters", "num-iters", "n-iters", "niters", "iterations", "num-iterations",
+    "repeats", "num-repeats", "repetitions",
+})  # fmt: skip
 #: programs that run another: the command after them (and their options) is what runs
 _WRAPPERS = frozenset({
     "env", "time", "nice", "nohup", "timeout", "exec", "command", "stdbuf", "taskset", "numactl", "sudo",
-    "srun", "mpirun", "mpiexec", "flock", "chrt", "ionice", "xvfb-run", "unbuffer",
+    "srun", "salloc", "sbatch", "mpirun", "mpiexec", "flock", "chrt", "ionice", "xvfb-run", "unbuffer",
 })  # fmt: skip
 _SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "ash", "busybox"})
 #: container runners: ``docker run [options] IMAGE [command]`` runs the command in the image
-_CONTAINERS = frozenset({"docker", "podman", "nerdctl", "apptainer", "singularity", "enroot"})
-#: their options that take a value in the next argument
-_CONTAINER_VALUED = frozenset({
-    "-v", "--volume", "-e", "--env", "--env-file", "--gpus", "--name", "-w", "--workdir", "--device",
-    "--network", "--net", "--ipc", "--shm-size", "-u", "--user", "--runtime", "--cap-add",
-    "--security-opt", "--ulimit", "--group-add", "-p", "--publish", "--mount", "--platform", "--pull",
-    "-l", "--label", "--cpus", "-m", "--memory", "--entrypoint", "--hostname", "-h", "--bind", "-B",
-    "--pid", "--uts", "--cgroupns", "--tmpfs", "--add-host", "--dns", "--cpuset-cpus",
+_CONTAINERS = frozenset({
+    "docker", "podman", "nerdctl", "apptainer", "singularity", "enroot", "docker-compose", "podman-compose",
 })  # fmt: skip
+
+#: How a program's options are read: (short options that take a value, options that take one
+#: value whole (``--signal``, mpirun's ``-np``), long options that take none, or None when
+#: every long option not listed as taking a value takes none). ``--opt=value`` is one
+#: argument; a run of short options (``-it``, ``-sKILL``) ends at one that takes a value.
+_Spec = tuple[str, frozenset[str], "frozenset[str] | None"]
+_F = frozenset
+
+#: Slurm's long options that take no value (every other one does: ``--gres gpu:1``)
+_SLURM_FLAGS = _F({
+    "--exclusive", "--pty", "--overlap", "--label", "--unbuffered", "--quiet", "--verbose", "--immediate",
+    "--hold", "--no-kill", "--kill-on-bad-exit", "--overcommit", "--oversubscribe", "--contiguous",
+    "--spread-job", "--use-min-nodes", "--disable-status", "--no-allocate", "--preserve-env", "--exact",
+    "--whole", "--multi-prog", "--test-only", "--help", "--usage", "--version", "--requeue",
+    "--no-requeue", "--reboot", "--x11", "--propagate", "--wait", "--parsable", "--ignore-pmi",
+    "--get-user-env", "--nice", "--send-libs", "--no-shell", "--container-writable",
+    "--container-readonly", "--container-remap-root", "--no-container-remap-root",
+    "--container-mount-home", "--no-container-mount-home", "--container-entrypoint",
+    "--no-container-entrypoint", "--no-container-entrypoint-log", "--hint", "--bb",
+})  # fmt: skip
+_NUMACTL_VALUED = _F({
+    "--interleave", "--weighted-interleave", "--preferred", "--preferred-many", "--membind",
+    "--cpunodebind", "--physcpubind", "--shm", "--file", "--length", "--shmmode", "--shmid",
+    "--offset",
+})  # fmt: skip
+_SUDO_VALUED = _F({
+    "--user", "--group", "--prompt", "--close-from", "--chdir", "--role", "--type",
+    "--command-timeout", "--other-user", "--login-class", "--host",
+})  # fmt: skip
+_MPI_VALUED = _F({
+    "-n", "-np", "--np", "-c", "-N", "--npernode", "-npernode", "--npersocket", "-npersocket",
+    "-H", "--host", "-host", "-hosts", "--hostfile", "-hostfile", "--machinefile", "-machinefile",
+    "-f", "--map-by", "-map-by", "--bind-to", "-bind-to", "--rank-by", "-rank-by", "-x", "--prefix",
+    "-prefix", "--wdir", "-wdir", "--path", "-path", "-ppn", "--ppn", "--output-filename",
+    "-output-filename", "--rankfile", "-rankfile", "-genvlist", "-launcher", "-bootstrap", "-iface",
+    "--am", "-am", "--tune", "-tune", "--personality", "--preload-files", "--cpus-per-proc",
+    "-cpus-per-proc", "--cpus-per-rank", "-cpus-per-rank", "--timeout", "-timeout",
+})  # fmt: skip
+_XVFB_VALUED = _F({
+    "--server-num", "--server-args", "--error-file", "--auth-file", "--xauth-protocol", "--wait",
+})  # fmt: skip
+_WRAP_SPECS: dict[str, _Spec] = {
+    "env": ("uCS", _F({"--unset", "--chdir", "--split-string"}), None),
+    "time": ("fo", _F({"--format", "--output"}), None),
+    "nice": ("n", _F({"--adjustment"}), None),
+    "timeout": ("sk", _F({"--signal", "--kill-after"}), None),
+    "exec": ("a", _F(), None),
+    "stdbuf": ("ioe", _F({"--input", "--output", "--error"}), None),
+    "numactl": ("iwpPmNCSfLMI", _NUMACTL_VALUED, None),
+    "sudo": ("ugpCDrtTUc", _SUDO_VALUED, None),
+    "srun": ("AbBcCdDeGiJLmMnNopqrStTwWx", _F(), _SLURM_FLAGS),
+    "salloc": ("AbBcCdDeGiJLmMnNopqrStTwWx", _F(), _SLURM_FLAGS),
+    "sbatch": ("aAbBcCdDeFGiJLmMnNopqStwx", _F(), _SLURM_FLAGS),
+    "mpirun": ("", _MPI_VALUED, None),
+    "flock": ("wEc", _F({"--wait", "--timeout", "--conflict-exit-code", "--command"}), None),
+    "chrt": ("TPD", _F({"--sched-runtime", "--sched-period", "--sched-deadline"}), None),
+    "ionice": ("cnpPu", _F({"--class", "--classdata", "--pid", "--pgid", "--uid"}), None),
+    "xvfb-run": ("nsefpw", _XVFB_VALUED, None),
+}
+_WRAP_SPECS["mpiexec"] = _WRAP_SPECS["mpirun"]
+_NO_SPEC: _Spec = ("", _F(), None)
+#: mpirun's options that take two values (``--mca btl ^openib``, ``-genv NAME VALUE``)
+_TWO_VALUED = _F({"--mca", "-mca", "--gmca", "-gmca", "-genv", "-env", "--prtemca", "--pmixmca"})
+#: values before the program: timeout's duration, taskset's mask, chrt's priority, flock's file
+_POSITIONAL = {"timeout": 1, "taskset": 1, "chrt": 1, "flock": 1}
+
+#: docker/podman/nerdctl's own options, before the subcommand (the long ones not listed take a value)
+_DOCKER_GLOBAL: _Spec = ("cHlna", _F(), _F({
+    "--debug", "--tls", "--tlsverify", "--help", "--version", "--remote", "--syslog",
+    "--transient-store", "--noout", "--debug-full", "--insecure-registry", "--experimental",
+    "--kube-hide-warnings",
+}))  # fmt: skip
+#: ``docker``/``podman``/``nerdctl run``/``create``: every long option not listed here takes a value
+#: (``--stop-signal SIGINT``, ``--entrypoint true``)
+_DOCKER_RUN: _Spec = ("acehlmpuvw", _F(), _F({
+    "--detach", "--interactive", "--tty", "--init", "--privileged", "--publish-all", "--quiet",
+    "--read-only", "--rm", "--sig-proxy", "--no-healthcheck", "--oom-kill-disable",
+    "--disable-content-trust", "--use-api-socket", "--help", "--rmi", "--replace", "--read-only-tmpfs",
+    "--no-hosts", "--env-host", "--http-proxy", "--passwd", "--tls-verify", "--unsetenv-all", "--rootfs",
+    "--insecure-registry", "--latest",
+}))  # fmt: skip
+_DOCKER_EXEC: _Spec = ("euw", _F(), _F({
+    "--detach", "--interactive", "--tty", "--privileged", "--help", "--latest",
+}))  # fmt: skip
+_COMPOSE_GLOBAL: _Spec = ("fp", _F(), _F({
+    "--all-resources", "--compatibility", "--dry-run", "--verbose", "--help", "--version",
+}))  # fmt: skip
+_COMPOSE_RUN: _Spec = ("elpuvw", _F(), _F({
+    "--build", "--detach", "--interactive", "--no-deps", "--quiet-build", "--quiet-pull", "--quiet",
+    "--remove-orphans", "--rm", "--service-ports", "--use-aliases", "--no-TTY", "--tty", "--privileged",
+    "--help", "--dry-run",
+}))  # fmt: skip
+_COMPOSE_EXEC: _Spec = ("euw", _F(), _F({
+    "--detach", "--privileged", "--no-TTY", "--interactive", "--tty", "--help", "--dry-run",
+}))  # fmt: skip
+#: apptainer/singularity exec/run: the long options not listed take no value
+_APPTAINER: _Spec = ("BHoSW", _F({
+    "--bind", "--env", "--env-file", "--home", "--pwd", "--overlay", "--scratch", "--workdir", "--app",
+    "--mount", "--network", "--network-args", "--security", "--hostname", "--dns", "--cpus", "--memory",
+    "--memory-reservation", "--memory-swap", "--cpu-shares", "--cpuset-cpus", "--cpuset-mems",
+    "--blkio-weight", "--blkio-weight-device", "--apply-cgroups", "--pid-file", "--add-caps",
+    "--drop-caps", "--containlibs", "--fusemount", "--no-mount", "--vm-cpu", "--vm-ip", "--vm-ram",
+    "--pem-path", "--authfile", "--docker-host", "--library", "--cdi-dirs", "--device", "--cwd",
+    "--config",
+}), None)  # fmt: skip
+_ENROOT: _Spec = ("cme", _F({"--conf", "--mount", "--env"}), None)
+
 #: flags that make a build or test runner list or print what it would run, and run none of it
 _DRY = {
     "make": frozenset({"-n", "--dry-run", "--just-print", "--recon", "-t", "--touch", "-q", "--question"}),
@@ -230,90 +399,338 @@ _PYTHONS = frozenset({"python", "python3", "python2", "py", "pypy", "pypy3"})
 
 
 def _short(s: str) -> str:
+    """``s`` on one line (a line end written ``\\n``), cut to 80 characters."""
+    if "\n" in s or "\r" in s:
+        s = s.replace("\r", "\\r").replace("\n", "\\n")
     return s if len(s) <= 80 else s[:77] + "..."
 
 
-def _noop(cmd: list[str], shell: bool) -> str | None:
-    """Why an argv (or one shell string) does nothing, or None when it may run something."""
+def _idle(prog: str, cmd: list[str], start: int) -> str | None:
+    """Why the program that runs, with the arguments ``cmd[start:]``, does no work: it is
+    asked for its help or version, or told to run zero prompts, iterations or repeats."""
+    if _QUIET.isdisjoint(cmd):
+        return None  # the common case, in one pass over the argv
+    args = cmd[start:] if start > 1 else cmd  # (cmd[0], the program, is none of them)
+    if not _NOTHING_FLAGS.isdisjoint(args):
+        flag = next(a for a in args if a in _NOTHING_FLAGS)
+        return f"asks `{_short(prog)}` for `{flag}`"
+    if "0" in args:
+        for k in range(1, len(args)):
+            if args[k] == "0" and args[k - 1] in _COUNT_FLAGS:
+                return f"tells `{_short(prog)}` `{args[k - 1]} 0`: it has nothing to run"
+    if not _COUNT_ZERO.isdisjoint(args):
+        a = next(a for a in args if a in _COUNT_ZERO)
+        return f"tells `{_short(prog)}` `{a}`: it has nothing to run"
+    return None
+
+
+#: the spellings of the counts of work: ``--num-prompts``, ``--num_prompts``, ``-iters``
+_COUNT_FLAGS = frozenset(d + x for n in _ZERO_COUNTS for x in (n, n.replace("-", "_")) for d in ("-", "--"))
+#: ... set to 0 in one argument (``--num-prompts=0``)
+_COUNT_ZERO = frozenset(f + "=0" for f in _COUNT_FLAGS)
+#: every argument that may make a program idle
+_QUIET = _NOTHING_FLAGS | _COUNT_FLAGS | _COUNT_ZERO
+
+
+def _skip_opts(cmd: list[str], j: int, spec: _Spec, seen: dict[str, str], two: frozenset[str] = _F()) -> int:
+    """The index of the first argument from ``j`` that is not an option of ``spec`` (past a
+    ``--``), recording each option read with its value (``""`` for none) in ``seen``."""
+    short, valued, flags = spec
+    n = len(cmd)
+    while j < n:
+        a = cmd[j]
+        if a[:1] != "-" or a == "-":
+            return j
+        if a == "--":
+            return j + 1
+        if a in valued:
+            seen[a] = cmd[j + 1] if j + 1 < n else ""
+            j += 2
+            continue
+        if a in two:
+            j += 3
+            continue
+        if a[1] == "-":
+            name, eq, v = a.partition("=")
+            if eq:
+                seen[name] = v
+            elif flags is not None and name not in flags:
+                seen[name] = cmd[j + 1] if j + 1 < n else ""
+                j += 1
+            else:
+                seen[name] = ""
+            j += 1
+            continue
+        # short options run together (`-it`, `-sKILL`, `-p h100`), up to one that takes a value
+        for k in range(1, len(a)):
+            c = a[k]
+            if c in short:
+                v = a[k + 1 :]
+                if not v and j + 1 < n:
+                    j += 1
+                    v = cmd[j]
+                seen["-" + c] = v
+                break
+            seen["-" + c] = ""
+        j += 1
+    return j
+
+
+def _asked_nothing(seen: dict[str, str]) -> str | None:
+    """``--help`` or ``--version`` among the options read."""
+    for f in _NOTHING_FLAGS:
+        if f in seen:
+            return f
+    return None
+
+
+#: what a duration suffix of ``timeout`` means in seconds
+_DURATION_UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+def _duration(s: str) -> float | None:
+    """Seconds of a ``timeout`` duration (``90``, ``1.5m``, ``2h``), None when unreadable;
+    0 disables the timeout."""
+    s = s.strip()
+    f = _DURATION_UNITS.get(s[-1:], 0.0)
+    try:
+        v = float(s[:-1] if f else s)
+    except ValueError:
+        return None
+    return v * (f or 1.0) if 0 <= v < float("inf") else None
+
+
+def _noop(cmd: list[str], shell: bool, limits: list[tuple[float, str]] | None = None) -> str | None:
+    """Why an argv (or one shell string) does nothing, or None when it may run something.
+    The ``timeout`` limits it runs under are added to ``limits``."""
     if shell:
-        return _noop_script(" ".join(cmd))
+        return _noop_script(" ".join(cmd), limits)
     i = 0
-    while i < len(cmd):
+    n = len(cmd)
+    while i < n:
         prog = _base_name(cmd[i])
         if prog in _WRAPPERS:
-            i += 1
-            # the wrapper's options and VAR=value settings, and timeout's duration
-            while i < len(cmd) and (cmd[i].startswith("-") or "=" in cmd[i] or cmd[i][:1].isdigit()):
-                i += 1
+            j, why = _past_wrapper(cmd, i, prog, limits)
+            if j is None:
+                return why
+            i = j
             continue
         if prog in _NOOPS:
             return f"is `{_short(' '.join(cmd))}`"
         if prog in _SHELLS:
-            # `-c`, or short options run together with it (`bash -lc`), before the script
-            j = next((k for k in range(i + 1, len(cmd)) if _short_flag(cmd[k], "c")), None)
-            if j is None:
-                return None
-            script = cmd[j + 1] if j + 1 < len(cmd) else ""
-            return f"is `{_short(' '.join(cmd))}`" if _noop_script(script) else None
+            if prog == "busybox":
+                i += 1  # `busybox sh -c ...`, `busybox true`: the applet is the program
+                continue
+            return _shell(cmd, i, limits)
         if prog in _PYTHONS:
             mode, j = _python_mode(cmd, i)
             if mode == "-c":
-                code = cmd[j] if j < len(cmd) else ""
+                code = cmd[j] if j < n else ""
                 return f"is `{_short(' '.join(cmd))}`" if _noop_python(code) else None
-            if mode != "-m" or j >= len(cmd):
+            if mode == "-m" and j < n:
+                if cmd[j] in _PY_VIEWERS:
+                    return f"only prints a stored file or the interpreter's setup (`{_short(' '.join(cmd))}`)"
+                i = j  # `python -m pytest ...`: the module is the program
+                prog = cmd[i]
+            elif mode is not None:
                 return None
-            if cmd[j] in _PY_VIEWERS:
-                return f"only prints a stored file or the interpreter's setup (`{_short(' '.join(cmd))}`)"
-            i = j  # `python -m pytest ...`: the module is the program
-            prog = cmd[i]
         dry = _DRY.get(prog)
         if dry is not None:
             rest = cmd[i + 1 :]
             if any(a in dry or (prog == "make" and _make_dry(a)) for a in rest):
                 return f"only lists or prints what it would run (`{_short(' '.join(cmd))}`)"
-            return None
-        if prog in _CONTAINERS:
-            view = _container_view(cmd, i)
-            if view is not None:
-                return f"runs no image (`{_short(' '.join(cmd))}` {view})"
-            j = _container_command(cmd, i)
-            if j is None or j >= len(cmd):
-                return None  # the image's own entrypoint runs
-            why = _noop(cmd[j:], False)
-            return f"is `{_short(' '.join(cmd))}`" if why else None
-        if prog == "git":
-            sub = _git_subcommand(cmd, i)
-            if sub in _GIT_VIEWS:
-                return f"only prints what the repository holds (`{_short(' '.join(cmd))}`)"
-            return None
-        if prog == "ncu":
-            if _ncu_views(cmd, i):
-                return f"only opens a stored report or lists what it knows (`{_short(' '.join(cmd))}`)"
-            return None
-        if prog == "nsys":
-            if i + 1 < len(cmd) and cmd[i + 1] in _NSYS_VIEWS:
-                return f"only reads a stored report (`{_short(' '.join(cmd))}`)"
-            return None
-        if prog in _AWKS:
-            if _awk_begin_only(cmd, i):
-                return f"only prints from its BEGIN block (`{_short(' '.join(cmd))}`)"
-            return None
-        return None
+        elif prog in _CONTAINERS:
+            return _container(cmd, i, prog, limits)
+        elif prog == "git" and _git_subcommand(cmd, i) in _GIT_VIEWS:
+            return f"only prints what the repository holds (`{_short(' '.join(cmd))}`)"
+        elif prog == "ncu" and _ncu_views(cmd, i):
+            return f"only opens a stored report or lists what it knows (`{_short(' '.join(cmd))}`)"
+        elif prog == "nsys" and i + 1 < n and cmd[i + 1] in _NSYS_VIEWS:
+            return f"only reads a stored report (`{_short(' '.join(cmd))}`)"
+        elif prog in _AWKS and _awk_begin_only(cmd, i):
+            return f"only prints from its BEGIN block (`{_short(' '.join(cmd))}`)"
+        # a program that runs: unless it is asked for its help or told to do no work
+        return _idle(prog, cmd, i + 1)
     return "holds no program"
+
+
+def _past_wrapper(
+    cmd: list[str], i: int, prog: str, limits: list[tuple[float, str]] | None
+) -> tuple[int | None, str | None]:
+    """Where the program a wrapper at ``cmd[i]`` runs starts (past the wrapper's options
+    and values), as ``(index, None)``; or ``(None, why)`` when what it runs is known to do
+    nothing (``why``) or may run something out of sight (None: a batch script, a process)."""
+    n = len(cmd)
+    seen: dict[str, str] = {}
+    j = _skip_opts(
+        cmd, i + 1, _WRAP_SPECS.get(prog, _NO_SPEC), seen, _TWO_VALUED if prog[:3] == "mpi" else _F()
+    )
+    flag = _asked_nothing(seen)
+    if flag:
+        return None, f"asks `{prog}` for `{flag}`"
+    if prog in ("srun", "salloc", "sbatch") and "--test-only" in seen:
+        return None, f"only asks whether the job could be scheduled (`{_short(' '.join(cmd))}`)"
+    if prog == "sbatch":
+        wrap = seen.get("--wrap")
+        if wrap is None:
+            return None, None  # a batch script: what it runs is in the file
+        why = _noop_script(wrap, limits)
+        return None, (f"submits the batch job `{_short(wrap)}`" if why and why.startswith("is ") else why)
+    if prog == "env" and ("-S" in seen or "--split-string" in seen):
+        try:
+            split = shlex.split(seen.get("-S") or seen.get("--split-string") or "")
+        except ValueError:
+            return None, None
+        return None, _noop(split + cmd[j:], False, limits)
+    if prog == "command" and ("-v" in seen or "-V" in seen):
+        return None, f"only prints what `{_short(' '.join(cmd[j:]))}` names (`command -v`)"
+    if (prog in ("taskset", "chrt") and ("-p" in seen or "--pid" in seen)) or (
+        prog == "ionice" and ("-p" in seen or "-P" in seen or "-u" in seen)
+    ):
+        return None, None  # applied to a running process
+    pos = _POSITIONAL.get(prog, 0)
+    args = cmd[j : j + pos]
+    j += pos
+    if prog == "flock":
+        if j < n and cmd[j] in ("-c", "--command"):
+            seen["-c"] = cmd[j + 1] if j + 1 < n else ""
+        if "-c" in seen or "--command" in seen:
+            script = seen.get("-c") or seen.get("--command") or ""
+            return None, _noop_script(script, limits)
+    if prog == "timeout" and args:
+        limit = _duration(args[0])
+        if limit and limits is not None:
+            kill = seen.get("-k") or seen.get("--kill-after")
+            grace = _duration(kill) if kill else 0.0
+            limits.append((limit + (grace or 0.0), f"timeout {args[0]}"))
+    # env's VAR=value settings; a duration, priority or mask given where none was expected
+    while j < n and ("=" in cmd[j] or cmd[j][:1].isdigit()):
+        j += 1
+    return j, None
+
+
+def _container(cmd: list[str], i: int, prog: str, limits: list[tuple[float, str]] | None) -> str | None:
+    """Why a container runner at ``cmd[i]`` runs nothing of a benchmark: it runs no image
+    (``docker logs``), prints its help, or the command it runs in the image (after the
+    image's name, or an ``--entrypoint`` that replaces it) is itself a no-op."""
+    n = len(cmd)
+    seen: dict[str, str] = {}
+    whole = _short(" ".join(cmd))
+    if prog in ("apptainer", "singularity", "enroot"):
+        j = _skip_opts(cmd, i + 1, _APPTAINER, seen)
+        sub = cmd[j] if j < n else ""
+        if sub not in ("exec", "run", "start"):
+            return None
+        j = _skip_opts(cmd, j + 1, _ENROOT if prog == "enroot" else _APPTAINER, seen)
+        flag = _asked_nothing(seen)
+        if flag:
+            return f"asks `{prog} {sub}` for `{flag}`"
+        if j >= n:
+            return None
+        rest = cmd[j + 1 :]
+        if sub == "run":  # the image's runscript runs, given these arguments
+            return _idle(cmd[j], rest, 0)
+        return _in_container(rest, limits) if rest else None
+    compose = prog in ("docker-compose", "podman-compose")
+    j = i + 1
+    if not compose:
+        j = _skip_opts(cmd, j, _DOCKER_GLOBAL, seen)
+        if j < n and cmd[j] == "compose":
+            compose = True
+            j += 1
+    if compose:
+        j = _skip_opts(cmd, j, _COMPOSE_GLOBAL, seen)
+    flag = _asked_nothing(seen)
+    if flag:
+        return f"asks `{prog}` for `{flag}`"
+    if j < n and cmd[j] == "container" and not compose:
+        j += 1
+    sub = cmd[j] if j < n else ""
+    if sub in ("image", "images") and not compose:
+        if sub == "images" or (j + 1 < n and cmd[j + 1] in _CONTAINER_VIEWS):
+            return f"runs no image (`{whole}` lists or inspects images)"
+        return None
+    if sub in _CONTAINER_VIEWS:
+        return f"runs no image (`{whole}` {sub})"
+    if sub not in ("run", "exec"):
+        return None  # builds, starts or pulls: it runs what the image or service holds
+    if compose:
+        spec = _COMPOSE_RUN if sub == "run" else _COMPOSE_EXEC
+    else:
+        spec = _DOCKER_RUN if sub == "run" else _DOCKER_EXEC
+    j = _skip_opts(cmd, j + 1, spec, seen)
+    flag = _asked_nothing(seen)
+    if flag:
+        return f"asks `{prog} {sub}` for `{flag}`"
+    if "--dry-run" in seen and compose:
+        return f"only prints what it would do (`{whole}`)"
+    if sub == "exec" and ("-l" in seen or "--latest" in seen) and not compose:
+        j -= 1  # podman exec --latest: no container named, the command follows
+    if j >= n:
+        return None
+    rest = cmd[j + 1 :]  # past the image, service or container
+    ep = seen.get("--entrypoint")
+    if ep is not None and sub == "run":
+        argv = ([ep] if ep else []) + rest  # `--entrypoint ""` clears the image's own
+    elif rest and rest[0][:1] == "-":
+        return _idle(cmd[j], rest, 0)  # arguments of the image's own entrypoint
+    else:
+        argv = rest
+    if not argv:
+        return None  # the image's (or service's) own command runs
+    return _in_container(argv, limits)
+
+
+def _in_container(argv: list[str], limits: list[tuple[float, str]] | None) -> str | None:
+    """Why the command a container runs does nothing (None when it may run something)."""
+    why = _noop(argv, False, limits)
+    if why is None or not why.startswith("is "):
+        return why
+    return f"runs `{_short(' '.join(argv))}` in its container"
+
+
+def _shell(cmd: list[str], i: int, limits: list[tuple[float, str]] | None) -> str | None:
+    """Why a shell at ``cmd[i]`` runs nothing: its ``-c`` script runs nothing, or it is asked
+    for its help or version. A script file (or standard input) may run anything."""
+    n = len(cmd)
+    j = i + 1
+    script = False
+    while j < n:
+        a = cmd[j]
+        if a in ("--", "-"):
+            j += 1
+            break
+        if a[:1] not in "-+" or len(a) < 2:
+            break
+        if a in _NOTHING_FLAGS:
+            return f"asks `{cmd[i]}` for `{a}`"
+        if a in ("--rcfile", "--init-file"):
+            j += 2
+            continue
+        if a[:2] != "--":
+            script = script or "c" in a[1:]
+            if "o" in a[1:] or "O" in a[1:]:
+                j += 1  # `-o pipefail`, `-euo pipefail`: the option's name follows
+        j += 1
+    if not script:  # a script file runs (given its arguments), or standard input
+        return _idle(cmd[j], cmd, j + 1) if j < n else None
+    why = _noop_script(cmd[j] if j < n else "", limits)
+    return f"is `{_short(' '.join(cmd))}`" if why and why.startswith("is ") else why
 
 
 def _python_mode(cmd: list[str], i: int) -> tuple[str | None, int]:
     """How an interpreter at ``cmd[i]`` is asked to run: ``("-c", index of the code)``,
-    ``("-m", index of the module)``, or ``(None, 0)`` for a script (its own options, such as
-    ``-u``, ``-O``, ``-X dev``, ``-W ignore``, come first; a ``-c`` after the script is the
-    script's)."""
+    ``("-m", index of the module)``, ``("-", -1)`` for code or a module run together with
+    its option (``-cCODE``: let through), or ``(None, 0)`` for a script (its own options,
+    such as ``-u``, ``-O``, ``-X dev``, ``-W ignore``, come first; a ``-c`` after the script
+    is the script's)."""
     j = i + 1
     while j < len(cmd):
         a = cmd[j]
         if a in ("-c", "-m"):
             return a, j + 1
         if a[:2] in ("-c", "-m") and len(a) > 2:
-            return a[:2], -1  # `-cCODE` / `-mMODULE`: seen as a script (rare; let through)
+            return "-", -1  # `-cCODE` / `-mMODULE`: seen as a script (rare; let through)
         if a in ("-X", "-W", "--check-hash-based-pycs"):
             j += 2
             continue
@@ -322,21 +739,6 @@ def _python_mode(cmd: list[str], i: int) -> tuple[str | None, int]:
             continue
         break
     return None, 0
-
-
-def _container_view(cmd: list[str], i: int) -> str | None:
-    """The subcommand of a container runner at ``cmd[i]`` that runs no image (``docker
-    logs``, ``docker container inspect``, ``podman ps``), or None."""
-    j = i + 1
-    while j < len(cmd) and cmd[j].startswith("-"):
-        j += 1  # global options (`--context x` is rare; its value would be read as the subcommand)
-    if j < len(cmd) and cmd[j] in ("container", "image", "images") and j + 1 < len(cmd):
-        if cmd[j] == "images":
-            return "images"
-        j += 1
-    if j < len(cmd) and cmd[j] in _CONTAINER_VIEWS:
-        return cmd[j]
-    return None
 
 
 def _git_subcommand(cmd: list[str], i: int) -> str | None:
@@ -417,11 +819,6 @@ def _awk_begin_only(cmd: list[str], i: int) -> bool:
     return blocks > 0
 
 
-def _short_flag(arg: str, letter: str) -> bool:
-    """True for a run of short options that holds ``letter`` (``-n``, ``-nB``; not ``-j8``)."""
-    return len(arg) > 1 and arg[0] == "-" and arg[1] != "-" and arg[1:].isalpha() and letter in arg[1:]
-
-
 #: make's short options whose value follows them (``-Cdir``, ``-Otarget``, ``-j8``)
 _MAKE_VALUED = frozenset("CfIjlLoOWE")
 
@@ -439,51 +836,305 @@ def _make_dry(arg: str) -> bool:
     return False
 
 
-def _container_command(cmd: list[str], i: int) -> int | None:
-    """Where the command run inside the image starts (``docker run [options] IMAGE cmd``,
-    ``apptainer exec [options] IMAGE cmd``), or None when ``cmd[i]`` runs no image."""
-    j = i + 1
-    if j < len(cmd) and cmd[j] == "container":
-        j += 1  # docker container run
-    if j >= len(cmd) or cmd[j] not in ("run", "exec"):
-        return None
-    j += 1
-    while j < len(cmd) and cmd[j].startswith("-"):
-        j += 1 if "=" in cmd[j] or cmd[j] not in _CONTAINER_VALUED else 2
-    return j + 1  # past the image
+#: words that open a compound command (or a function), which this reader does not follow
+_SH_COMPOUND = frozenset({
+    "if", "then", "else", "elif", "fi", "for", "while", "until", "do", "done", "case", "esac",
+    "select", "function", "{", "}", "[[", "]]", "!", "((", "coproc",
+})  # fmt: skip
+#: builtins that only change the shell's own state (and may fail): they run nothing
+_SH_STATE = frozenset({
+    "cd", "set", "export", "unset", "ulimit", "umask", "shopt", "alias", "unalias", "hash",
+    "pushd", "popd", "dirs", "declare", "typeset", "local", "readonly", "shift", "return",
+})  # fmt: skip
+#: a word that runs a command when the shell expands it
+_SH_RUNS = ("$(", "`", "<(", ">(")
+_SH_OPS = frozenset({";", "&", "&&", "||", "|"})
 
 
-def _noop_script(script: str) -> str | None:
-    """Why a shell script does nothing: each of its simple commands is a no-op."""
-    parts = [x for x in re.split(r"[;&|\n]+", script) if x.strip()]
-    if not parts:
-        return "is an empty script"
-    for part in parts:
-        try:
-            argv = shlex.split(part)
-        except ValueError:
-            return None
-        if not argv:
+def _sh_words(script: str) -> Iterator[str | None]:
+    """A shell script's words and operators, in order (``;`` for a line end, ``&&``, ``||``,
+    ``|``, ``&``), quotes removed, comments and redirections dropped; a command or process
+    substitution is kept whole in its word (``$(...)``). None (then nothing more) for what
+    this reader does not follow: here-documents, subshells and function bodies in
+    parentheses, unbalanced quotes."""
+    w: list[str] = []
+    in_word = False
+    drop = False  # the next word is a redirection's target
+    i, n = 0, len(script)
+    while i < n:
+        m = _SH_SPECIAL.search(script, i)
+        k = m.start() if m is not None else n
+        if k > i:
+            w.append(script[i:k])
+            in_word = True
+            i = k
             continue
-        if _noop(argv, False) is None:
+        c = script[i]
+        if c in " \t\r":
+            if in_word:
+                if not drop:
+                    yield "".join(w)
+                drop = False
+                w.clear()
+                in_word = False
+            i += 1
+        elif c == "\\":
+            if script[i + 1 : i + 2] == "\n":
+                i += 2  # a line continued
+                continue
+            w.append(script[i + 1 : i + 2])
+            in_word = True
+            i += 2
+        elif c == "'":
+            k = script.find("'", i + 1)
+            if k < 0:
+                yield None
+                return
+            w.append(script[i + 1 : k])
+            in_word = True
+            i = k + 1
+        elif c == '"':
+            k = i + 1
+            while k < n and script[k] != '"':
+                k += 2 if script[k] == "\\" else 1
+            if k >= n:
+                yield None
+                return
+            w.append(script[i + 1 : k])
+            in_word = True
+            i = k + 1
+        elif c == "#" and not in_word:
+            k = script.find("\n", i)
+            i = n if k < 0 else k
+        elif c == "#" or (c == "$" and script[i + 1 : i + 2] not in ("(", "{")):
+            w.append(c)
+            in_word = True
+            i += 1
+        elif c in "$`" or (c in "<>" and script[i + 1 : i + 2] == "("):
+            # a command, process or parameter substitution: kept whole (a command runs)
+            k = script.find("`", i + 1) if c == "`" else _sh_close(script, i + 1)
+            if k < 0:
+                yield None
+                return
+            w.append(script[i : k + 1])
+            in_word = True
+            i = k + 1
+        elif c in "<>":
+            k = i
+            while k < n and script[k] in "<>&|":
+                k += 1
+            if "<<" in script[i:k] and script[i:k] != "<<<":
+                yield None  # a here-document: its lines are not commands
+                return
+            if in_word and not "".join(w).isdigit() and not drop:
+                yield "".join(w)  # `cmd>out`: the word before is the command's
+            w.clear()
+            in_word = False
+            drop = True  # the target, attached (`>&2`, `>out`) or the next word
+            i = k
+            while i < n and script[i] in " \t":
+                i += 1
+        else:  # ; & | newline ( )
+            if c in "()":
+                yield None
+                return
+            two = script[i : i + 2]
+            if in_word and not drop:
+                yield "".join(w)
+            w.clear()
+            in_word = False
+            if two == "&>":  # `&> file`: a redirection
+                i += 2 + (script[i + 2 : i + 3] == ">")
+                while i < n and script[i] in " \t":
+                    i += 1
+                drop = True
+                continue
+            drop = False
+            if two == ";;":
+                yield None
+                return
+            if two in ("&&", "||"):
+                yield two
+                i += 2
+            elif two == "|&":
+                yield "|"
+                i += 2
+            else:
+                yield ";" if c == "\n" else c
+                i += 1
+    if in_word and not drop:
+        yield "".join(w)
+
+
+#: the characters a shell script's words end or change at
+_SH_SPECIAL = re.compile(r"[ \t\r\n\\'\"#$`<>;&|()]")
+
+
+def _sh_close(s: str, i: int) -> int:
+    """The index of the bracket that closes the one at ``s[i]`` (quotes skipped), or -1."""
+    pair = {"(": ")", "{": "}"}[s[i]]
+    depth = 0
+    k = i
+    n = len(s)
+    while k < n:
+        c = s[k]
+        if c == "\\":
+            k += 2
+            continue
+        if c == "'":
+            k = s.find("'", k + 1)
+            if k < 0:
+                return -1
+        elif c == '"':
+            k += 1
+            while k < n and s[k] != '"':
+                k += 2 if s[k] == "\\" else 1
+        elif c == s[i]:
+            depth += 1
+        elif c == pair:
+            depth -= 1
+            if depth == 0:
+                return k
+        k += 1
+    return -1
+
+
+def _sh_command(argv: list[str], limits: list[tuple[float, str]] | None) -> tuple[Any, bool, str | None]:
+    """What one simple command of a script does: ``(status, ends, why)``, the status 0 or 1
+    when known (None when not), whether it ends the script, and why it runs nothing; the
+    status ``"runs"`` when it may run something."""
+    if any(s in a for a in argv for s in _SH_RUNS):
+        return "runs", False, None
+    k = 0
+    while k < len(argv) and _sh_assignment(argv[k]):
+        k += 1
+    argv = argv[k:]
+    if not argv:
+        return 0, False, None  # variable assignments only
+    head = argv[0]
+    if head in _SH_COMPOUND:
+        return "runs", False, None
+    if head in ("exit", "logout"):
+        code = argv[1] if len(argv) > 1 else ""
+        return (0 if code in ("", "0") else 1), True, None
+    if head in _SH_STATE:
+        return None, False, None
+    if head == "exec":
+        if len(argv) == 1:
+            return 0, False, None  # redirections only
+        why = _noop(argv, False, limits)
+        return ("runs", False, None) if why is None else (None, True, why)
+    why = _noop(argv, False, limits)
+    if why is None:
+        return "runs", False, None
+    b = _base_name(head)
+    return (0 if b in ("true", ":", "echo", "printf") else 1 if b == "false" else None), False, why
+
+
+def _sh_assignment(a: str) -> bool:
+    """True for a ``NAME=value`` word."""
+    name, eq, _ = a.partition("=")
+    return bool(eq) and name.replace("_", "a").isalnum() and not name[:1].isdigit()
+
+
+def _noop_script(script: str, limits: list[tuple[float, str]] | None = None) -> str | None:
+    """Why a shell script runs nothing: every command it reaches does nothing. Read in order,
+    ``&&`` and ``||`` skip what a known status skips (``true || CMD``, ``false && CMD``), an
+    ``exit`` (or ``exec`` of a no-op) ends it, comments are no commands. Anything it does not
+    follow (compound commands, subshells, here-documents, command substitutions) may run.
+    Only a script of one command tells what a ``timeout`` in it bounds (added to ``limits``)."""
+    own: list[tuple[float, str]] = []
+    words = _sh_words(script)
+    reasons: list[str] = []
+    argv: list[str] = []
+    count = 0  # commands read
+    last: Any = 0  # the status of the and-or list so far (None: unknown)
+    before = ";"  # the operator before the current pipeline
+    runs: Any = True  # whether the current pipeline runs (None: it may)
+    status: Any = 0
+    ends = False
+    length = 0  # commands of the current pipeline looked at
+    for t in itertools.chain(words, (";",)):
+        if t is None:
             return None
-    return f"is `{_short(script)}`"
+        if t not in _SH_OPS:
+            argv.append(t)
+            continue
+        if not argv:
+            if t != ";":  # (a line end after `&&`, `||`, `|` or `&` ends nothing)
+                return None  # an operator after no command: a syntax error
+            continue
+        count += 1
+        if length == 0:  # a pipeline starts: does it run?
+            if before == "&&":
+                runs = True if last == 0 else (False if last == 1 else None)
+            elif before == "||":
+                runs = True if last == 1 else (False if last == 0 else None)
+            else:
+                runs = True
+        if runs is not False:
+            status, ends, why = _sh_command(argv, own)
+            if status == "runs":
+                if (
+                    own
+                    and limits is not None
+                    and count == 1
+                    and not any(x is None or x not in _SH_OPS for x in words)
+                ):
+                    limits.extend(own)  # the script's only command runs under a timeout
+                return None
+            if why:
+                reasons.append(why)
+        argv = []
+        length += 1
+        if t == "|":
+            continue
+        if runs is not False:
+            if ends and runs is True and length == 1 and t != "&":
+                break  # `exit`, `exec true`: nothing after it runs
+            last = status if runs is True else (status if status == last else None)
+        if t in (";", "&"):
+            last = 0
+        before = t
+        length = 0
+    if not count:
+        return "is an empty script (only comments or blanks)"
+    detail = next((r for r in reasons if not r.startswith("is `")), None)
+    return detail or f"is `{_short(script)}`"
 
 
 def _noop_python(code: str) -> bool:
     """True for Python code that only passes, evaluates constants, imports, or reads stored
     data and prints or writes it out (``print(open(f).read())``, ``sys.stdout.write(...)``,
-    ``with open(f) as h: print(h.read())``)."""
+    ``with open(f) as h: print(h.read())``), runs a no-op program (``subprocess.run(['true'])``,
+    ``os.system('exit 0')``), or holds what it runs where it never runs (``if False:``,
+    after ``sys.exit()``)."""
     import ast
 
     try:
         tree = ast.parse(code)
-    except (SyntaxError, ValueError):
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
         return False
-    return _noop_body(tree.body)
+    # the names the subprocess and os modules (or their functions) go by
+    names: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                if a.name in ("subprocess", "os"):
+                    names[a.asname or a.name] = a.name
+        elif isinstance(node, ast.ImportFrom) and node.module in ("subprocess", "os"):
+            for a in node.names:
+                names[a.asname or a.name] = f"{node.module}.{a.name}"
+    try:
+        return _noop_body(tree.body, names) is not None
+    except RecursionError:
+        return False
 
 
-def _noop_body(body: list[Any]) -> bool:
+def _noop_body(body: list[Any], names: dict[str, str]) -> bool | None:
+    """True when the statements run nothing to their end, False when they end the program
+    first (``sys.exit()``, ``raise SystemExit``) having run nothing; None when they may run
+    something."""
     import ast
 
     for node in body:
@@ -493,23 +1144,49 @@ def _noop_body(body: list[Any]) -> bool:
             v = node.value
             if v is None or isinstance(v, (ast.Constant, ast.Name, ast.Attribute, ast.Subscript)):
                 continue
-            if isinstance(v, ast.Call) and _noop_call(v):
+            if isinstance(v, ast.Call) and _noop_call(v, names):
+                if _call_name(v.func) in ("exit", "quit", "_exit"):
+                    return False  # the program ends here: nothing after it runs
                 continue
-        if (
-            isinstance(node, ast.With)
-            and all(
-                isinstance(it.context_expr, ast.Call) and _noop_call(it.context_expr) for it in node.items
-            )
-            and _noop_body(node.body)
+        if isinstance(node, ast.If):
+            # a test of a constant picks its branch; another test must be a no-op itself,
+            # and both branches then do nothing
+            test = node.test
+            if isinstance(test, ast.Constant):
+                branch = _noop_body(node.body if test.value else node.orelse, names)
+                if branch is False:
+                    return False
+                if branch:
+                    continue
+                return None
+            if _noop_expr(test, names):
+                a = _noop_body(node.body, names)
+                b = _noop_body(node.orelse, names)
+                if a is not None and b is not None:
+                    if a is False and b is False:
+                        return False
+                    continue
+            return None
+        if isinstance(node, ast.While) and isinstance(node.test, ast.Constant) and not node.test.value:
+            tail = _noop_body(node.orelse, names)  # the loop never runs; its `else` does
+            if tail is None or tail is False:
+                return tail
+            continue
+        if isinstance(node, ast.With) and all(
+            isinstance(it.context_expr, ast.Call) and _noop_call(it.context_expr, names) for it in node.items
         ):
+            inner = _noop_body(node.body, names)
+            if inner is None or inner is False:
+                return inner
             continue
         if (
             isinstance(node, ast.For)
             and not node.orelse
             and (
-                isinstance(node.iter, ast.Name) or (isinstance(node.iter, ast.Call) and _noop_call(node.iter))
+                isinstance(node.iter, ast.Name)
+                or (isinstance(node.iter, ast.Call) and _noop_call(node.iter, names))
             )
-            and _noop_body(node.body)
+            and _noop_body(node.body, names) is True
         ):
             continue
         if (
@@ -517,10 +1194,17 @@ def _noop_body(body: list[Any]) -> bool:
             and isinstance(node.exc, ast.Call)
             and isinstance(node.exc.func, ast.Name)
             and node.exc.func.id == "SystemExit"
+            and all(_noop_expr(a, names) for a in node.exc.args)  # not `SystemExit(main())`
         ):
-            continue
-        return False
+            return False
+        return None
     return True
+
+
+def _call_name(f: Any) -> str:
+    import ast
+
+    return f.id if isinstance(f, ast.Name) else (f.attr if isinstance(f, ast.Attribute) else "")
 
 
 #: calls that only read a stored file and print it (or end the program)
@@ -530,20 +1214,117 @@ _PRINTING = frozenset({
     # ... and write it out (`sys.stdout.write(open(f).read())`, `json.dump(..., sys.stdout)`)
     "write", "writelines", "dump", "copyfileobj", "flush",
 })  # fmt: skip
+#: functions of subprocess and os that run a program (an argv, or a shell string)
+_RUNNERS = frozenset({
+    "subprocess.run", "subprocess.call", "subprocess.check_call", "subprocess.check_output",
+    "subprocess.Popen", "subprocess.getoutput", "subprocess.getstatusoutput", "os.system", "os.popen",
+})  # fmt: skip
 
 
-def _noop_call(v: Any) -> bool:
-    """A call that only reads stored data and prints it (print/json.load/open...), or ends
-    the program, with every call among its arguments of the same kind."""
+def _noop_expr(e: Any, names: dict[str, str]) -> bool:
+    """An expression whose every call only reads and prints (a test that runs nothing)."""
     import ast
 
-    for node in ast.walk(v):
+    return not any(isinstance(x, ast.Call) for x in ast.walk(e)) or _noop_call(e, names)
+
+
+def _noop_call(v: Any, names: dict[str, str]) -> bool:
+    """A call that only reads stored data and prints it (print/json.load/open...), ends the
+    program, or runs a program given literally that does nothing (``subprocess.run(['true'])``),
+    with every call among its arguments of the same kind."""
+    import ast
+
+    stack = [v]
+    while stack:
+        node = stack.pop()
         if isinstance(node, ast.Call):
-            f = node.func
-            name = f.id if isinstance(f, ast.Name) else (f.attr if isinstance(f, ast.Attribute) else "")
-            if name not in _PRINTING:
+            runner = _runner(node.func, names)
+            if runner is not None:
+                if not _literal_noop(node, runner):
+                    return False
+                continue  # its arguments are literals
+            if _call_name(node.func) not in _PRINTING:
                 return False
+        stack.extend(ast.iter_child_nodes(node))
     return True
+
+
+def _runner(f: Any, names: dict[str, str]) -> str | None:
+    """``subprocess.run`` (or another of _RUNNERS) when the callee is one, by module or by
+    the name it was imported as."""
+    import ast
+
+    if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name):
+        mod = names.get(f.value.id)
+        full = f"{mod}.{f.attr}" if mod in ("subprocess", "os") else None
+    elif isinstance(f, ast.Name):
+        full = names.get(f.id)
+    else:
+        return None
+    return full if full in _RUNNERS else None
+
+
+def _literal_noop(call: Any, runner: str) -> bool:
+    """True for a runner's call whose command is a literal (a list of strings, or a string)
+    that does nothing."""
+    import ast
+
+    if not call.args:
+        return False
+    a = call.args[0]
+    shell = runner in ("os.system", "os.popen", "subprocess.getoutput", "subprocess.getstatusoutput") or any(
+        k.arg == "shell" and isinstance(k.value, ast.Constant) and k.value.value for k in call.keywords
+    )
+    if isinstance(a, ast.Constant) and isinstance(a.value, str):
+        return (_noop_script(a.value) if shell else _noop([a.value], False)) is not None
+    if isinstance(a, (ast.List, ast.Tuple)) and a.elts and not shell:
+        argv = [x.value for x in a.elts if isinstance(x, ast.Constant) and isinstance(x.value, str)]
+        return len(argv) == len(a.elts) and _noop(argv, False) is not None
+    return False
+
+
+#: the time units, in seconds
+_SECONDS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
+
+
+def _cut_short(p: Any, limits: list[tuple[float, str]], add: Add) -> None:
+    """KE103: a ``timeout`` around the replay shorter than the run it reproduces took (the
+    serving run's duration, else the candidate's timed work per device)."""
+    limit, how = min(limits)
+    t = p.timing
+    if t is None:
+        return
+    took = 0.0
+    what = ""
+    sv = t.serving
+    if sv is not None and sv.duration is not None and sv.duration.unit in _SECONDS:
+        took = sv.duration.value * _SECONDS[sv.duration.unit]
+        what = "timing.serving.duration"
+    elif sv is None and t.stats is not None and t.stats.unit in _SECONDS:
+        st = t.stats
+        f = _SECONDS[st.unit]
+        if st.samples:
+            took, what = sum(st.samples) * f, f"the sum of its {len(st.samples)} samples"
+        elif t.repeats and st.min is not None:
+            took, what = t.repeats * st.min * f, f"{t.repeats} repeats x min"
+        h = p.hardware
+        cond = t.conditions
+        devices = max(
+            int(h.count) if h is not None and h.count else 1,
+            int(cond.device_count) if cond is not None and cond.device_count else 1,
+        )
+        took /= devices
+        if devices > 1:
+            what += f" over {devices} devices"
+    if limit < took:
+        add(
+            (
+                "KE103",
+                "/replay/command",
+                f"the replay command runs under `{how}` ({limit:g} s), but the run it reproduces took "
+                f"{took:.4g} s ({what}): it was stopped before it could finish",
+            )
+        )
 
 
 #: tags that name whatever was built last
