@@ -72,6 +72,18 @@ _NO_CLAIM = _set("timing", "speedup")
 # (spec statement, mutation, rule, pointer)
 CASES: list[tuple[str, Callable[[dict[str, Any]], None], str, str]] = [
     (
+        "7 KE103 an entrypoint that does nothing",
+        _set("replay", "command", value=["docker", "run", "--entrypoint", "true", "img@sha256:" + "ab" * 32, "vllm", "bench", "serve"]),
+        "KE103",
+        "/replay/command",
+    ),  # fmt: skip
+    (
+        "7 KE104 git's empty tree",
+        _set("replay", "repository", "commit", value="4b825dc642cb6eb9a060e54bf8d69288fbee4904"),
+        "KE104",
+        "/replay/repository/commit",
+    ),
+    (
         "7 KE503 a stated mean matches the samples'",
         _set(*_S, value={"unit": "us", "median": 180.0, "mean": 180.0, "min": 178.0, "max": 190.0, "n": 3, "samples": [178.0, 180.0, 190.0]}),
         "KE503",
