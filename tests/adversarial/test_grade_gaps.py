@@ -66,3 +66,11 @@ def test_same_session_needs_both_session_ids() -> None:
     del p["timing"]["baseline"]["conditions"]["session"]
     v = judge(finalize(p))
     assert v.grade != "A" and any("session" in r for r in v.reasons), v
+
+
+def test_serving_claims_take_kernel_defences_as_not_applicable() -> None:
+    p = copy.deepcopy(CONTROLS["serving_vllm_llama8b_h100"].build())
+    for check in ("cache_flush", "candidate_kernel_profiled"):
+        assert next(x for x in p["defences"] if x["check"] == check)["outcome"] == "not_applicable"
+    v = judge(finalize(p))
+    assert v.ok and not any("cache_flush" in r or "candidate_kernel_profiled" in r for r in v.reasons), v

@@ -165,9 +165,11 @@ _NO_FLUSH = frozenset({"warm", "cold_start", "rotating"})
 
 
 def _not_applicable(p: Any, t: Any, check: str) -> bool:
-    """Whether a defence recorded ``not_applicable`` can be: profiling the candidate's kernel
-    on an accelerator always applies; a cache flush applies unless the candidate's cache
-    mode is warm, a cold start, or rotating buffers."""
+    """Whether a defence recorded ``not_applicable`` can be: on a kernel claim, profiling the
+    candidate's kernel on an accelerator always applies, and a cache flush applies unless
+    the candidate's cache mode is warm, a cold start, or rotating buffers."""
+    if p.subject.kind != "kernel":
+        return True  # a serving run times requests, not a kernel under a flush
     if check == "candidate_kernel_profiled":
         # the device table holds accelerators only (a CPU is not in it)
         h = p.hardware
