@@ -119,8 +119,10 @@ def _energy(p: Any, e: Any, add: Add) -> None:
     if not above_idle:
         # KE1203: the floor, from the device's own board power where the table knows it (a
         # power cap lowers what a device may draw, not what it draws idle)
-        floor = board if board is not None else (
-            h.power_limit.value * FACTOR[h.power_limit.unit] if h.power_limit is not None else None
+        floor = (
+            board
+            if board is not None
+            else (h.power_limit.value * FACTOR[h.power_limit.unit] if h.power_limit is not None else None)
         )
         if floor is not None and watts < floor * _IDLE_SHARE:
             add(
