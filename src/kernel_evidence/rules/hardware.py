@@ -94,6 +94,20 @@ declare(
     "`hardware.device` (the finding points at `hardware.device`).",
 )
 
+declare(
+    "KE807",
+    "error",
+    "locked clocks ran at the clock they were locked to",
+    "record `hardware.clocks.locked: false` when the clocks boosted, or lock them (`nvidia-smi -lgc`) and record the clock observed while measuring",
+    "Where `hardware.clocks.locked` is true and both `sm_requested` and `sm_observed` are "
+    "given, `sm_observed` MUST NOT exceed `sm_requested` by more than 5%: a locked clock does "
+    "not boost above the lock, so the clocks were not locked (or the observation is of "
+    "another run).",
+)
+
+#: how far an observed SM clock may sit above the one it was locked to (reporting rounding)
+_LOCK_SLACK = 1.05
+
 _UNIDENTIFIED = frozenset(
     {"", "unknown", "n/a", "na", "none", "gpu", "cuda", "device", "accelerator", "tpu", "cpu", "?"}
 )
@@ -111,6 +125,9 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
             if p.profiler:
                 _capture_device(p, h, add)
         _device_count(p, h, add)
+        c = h.clocks
+        if c is not None and c.locked is True and c.sm_requested is not None and c.sm_observed is not None:
+            _locked_clocks(c, add)
     # _hardware re-checks in full; this guard only skips it when it has nothing to say (the
     # common case)
     if (
@@ -120,6 +137,22 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
         or (p.subject.kind == "serving" and (p.task is None or p.task.serving is None))
     ):
         _hardware(p, p.timing, claim, add)
+
+
+def _locked_clocks(c: Any, add: Add) -> None:
+    """KE807: clocks recorded locked whose observed SM clock is above the lock."""
+    req = c.sm_requested.value * _FACTOR[c.sm_requested.unit]
+    obs = c.sm_observed.value * _FACTOR[c.sm_observed.unit]
+    if req > 0 and obs > req * _LOCK_SLACK:
+        add(
+            (
+                "KE807",
+                "/hardware/clocks/sm_observed",
+                f"clocks recorded locked at sm_requested {c.sm_requested.value:g} {c.sm_requested.unit}, but "
+                f"sm_observed is {c.sm_observed.value:g} {c.sm_observed.unit} ({obs / req:.3g}x): the clocks "
+                f"were not locked",
+            )
+        )
 
 
 def _hardware(p: Any, t: Any, claim: bool, add: Add) -> None:

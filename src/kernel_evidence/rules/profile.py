@@ -143,12 +143,14 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
     shapes = task.shapes if task is not None else None
     said = 0  # captures that say what they are of
     candidate = -1  # the first capture of the candidate
+    unsaid = -1  # the last capture that does not
     for i, cap in enumerate(caps):
         ks = cap.kernels
         if ks and (cap.raw_columns or ks[0].raw is not None or ks[-1].raw is not None):
             _durations_agree(i, cap, add)  # raw metrics kept: per record, or as columns
         of = cap.of
         if of is None:
+            unsaid = i
             continue
         said += 1
         if candidate < 0 and of.side == "candidate":
@@ -167,6 +169,19 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
             _expected_present(i, cap, of.expected_kernels, add)
         if of.side in ("candidate", "baseline"):
             _fits_claim(p, i, cap, of, add)
+    if (
+        said == len(caps) - 1
+        and candidate < 0
+        and p.defences
+        and p.subject.kind == "kernel"
+        and caps[unsaid].kernels
+    ):
+        # one capture says nothing of what it is of, none is the candidate's: the passed
+        # defence vouches that it is
+        for d in p.defences:
+            if d.check == "candidate_kernel_profiled" and d.outcome == "passed":
+                _unlabelled(p, unsaid, caps[unsaid], shapes is None or len(shapes) <= 1, add)
+                break
     if said == len(caps) and p.defences:
         for d in p.defences:
             if d.check == "candidate_kernel_profiled" and d.outcome == "passed":
@@ -214,6 +229,60 @@ def _at_timed(t: Any, caps: list[Any], first: int, shapes: list[Any] | None, add
         elif sid in timed:
             return
     _not_at_timed(unnamed if unnamed >= 0 else first, caps, timed, add)
+
+
+class _Candidate:
+    """What a capture without ``of`` is read as: the candidate's, of the timed shape."""
+
+    side = "candidate"
+    shape_id = None
+    expected_kernels = None
+    claim_tolerance = None
+
+
+_AS_CANDIDATE = _Candidate()
+#: ATen's own kernels (a torch eager reference or baseline in the same capture)
+_ATEN = ("at::native", "at_native", "aten::")
+
+
+def _unlabelled(p: Any, i: int, cap: Any, one_shape: bool, add: Add) -> None:
+    """A packet whose candidate_kernel_profiled defence passed with one capture that does
+    not say what it is of and none of the candidate: the capture is the candidate's. KE1105
+    where it shows only a vendor library's kernels while the baseline is one and the
+    subject names none; else, on a task of one shape (of the timed shape then), KE1101
+    against the candidate's claim where it shows no vendor-library or ATen kernel (which
+    may be the baseline's or the reference's)."""
+    if _names_vendor(p.subject.name[:256].casefold()):
+        return  # the candidate is a library's call: its kernels are the library's
+    vendor = None
+    other = False
+    for rec in cap.kernels:
+        name = rec.name
+        if _utility(name) and (not rec.raw_name or _utility(rec.raw_name)):
+            continue
+        if _vendor(name) or (rec.raw_name is not None and _vendor(rec.raw_name)):
+            if vendor is None:
+                vendor = name
+        elif any(a in name for a in _ATEN):
+            return  # a torch reference or baseline ran in the capture too
+        else:
+            other = True
+    if vendor is not None:
+        t = p.timing
+        b = t.baseline if t is not None else None
+        if not other and b is not None and b.provider and _names_vendor(b.provider.casefold()[:256]):
+            add(
+                (
+                    "KE1105",
+                    f"/profiler/{i}/kernels",
+                    f"the candidate_kernel_profiled defence passed, but the only capture (no `of`) shows only "
+                    f"vendor-library kernels ({vendor[:80]}), the baseline's {b.provider[:40]}: nothing shows the "
+                    f"candidate's own kernel",
+                )
+            )
+        return
+    if one_shape:
+        _fits_claim(p, i, cap, _AS_CANDIDATE, add)
 
 
 def _timed_shapes(t: Any) -> tuple[str, ...] | None:
@@ -466,7 +535,9 @@ def _fits_claim(p: Any, i: int, cap: Any, of: Any, add: Add) -> None:
                     "KE1101",
                     f"{ptr}/{which}",
                     f"claimed {which} {sec * 1e6:.4g} us is below the {of.side}'s profiled kernel time per call "
-                    f"{floor * 1e6:.4g} us (/profiler/{i}, tolerance {tol:g})",
+                    f"{floor * 1e6:.4g} us (/profiler/{i}"
+                    f"{', without `of`: the capture the passed defence vouches for' if of is _AS_CANDIDATE else ''}"
+                    f", tolerance {tol:g})",
                 )
             )
 

@@ -10,6 +10,7 @@ these identities, and that is what this band looks for, on the candidate's side
 
 from __future__ import annotations
 
+import math
 import re
 from functools import lru_cache
 from typing import Any
@@ -26,17 +27,22 @@ declare(
     "recompute the throughputs as counts over the benchmark duration, or fix the counts and the duration",
     "Where a serving block gives both, `output_throughput` MUST NOT exceed `total_output_tokens` / "
     "`duration`, `request_throughput` `completed` / `duration` and `total_token_throughput` "
-    "(`total_input_tokens` + `total_output_tokens`) / `duration` by more than 10% (on the baseline's "
-    "side: MUST NOT fall short of them by more than 10%, which would inflate the speedup). The "
+    "(`total_input_tokens` + `total_output_tokens`) / `duration` by more than 2% plus the "
+    "rounding of the duration and the rate as written, 10% at most (serving clients divide the "
+    "counts by the duration exactly); on the baseline's side they MUST NOT fall short of them "
+    "by more than 10%, which would inflate the speedup. The "
     "duration MUST cover the requests: at least the largest end-to-end latency given (max or "
     "a percentile), and, where the concurrency is bounded (`task.serving.max_concurrency`), at "
-    "least completed x mean end-to-end latency / concurrency (10% slack). Where every request "
-    "was sent at once (`task.serving.request_rate` `inf`) and none failed, the duration MUST "
-    "NOT exceed the rounds the concurrency allows (completed / `max_concurrency`, rounded up; "
-    "one round without a bound) x the largest end-to-end latency, x 1.5 + 2 s: a side whose "
-    "requests all finished fast did not take minutes (a duration in the wrong unit deflates "
-    "a baseline's throughputs). `request_goodput` (requests that met their targets) MUST NOT "
-    "exceed `request_throughput`.",
+    "least completed x mean end-to-end latency / concurrency (10% slack). Where the candidate's "
+    "requests arrived at a finite `task.serving.request_rate` r (Poisson arrivals, or gamma "
+    "ones of a recorded `burstiness` b), the n = completed + failed requests took about "
+    "(n - 1) / r to arrive: its duration MUST NOT be below (n - 1 - 5 sqrt(n / b)) / r. Where "
+    "every request was sent at once (`task.serving.request_rate` `inf`) and none failed, the "
+    "duration MUST NOT exceed the rounds the concurrency allows (completed / `max_concurrency`, "
+    "rounded up; one round without a bound) x the largest end-to-end latency, x 1.5 + 2 s: a "
+    "side whose requests all finished fast did not take minutes (a duration in the wrong unit "
+    "deflates a baseline's throughputs). `request_goodput` (requests that met their targets) "
+    "MUST NOT exceed `request_throughput`.",
 )
 declare(
     "KE1002",
@@ -95,7 +101,12 @@ declare(
     "Where the mean TTFT, end-to-end latency and TPOT are given and the output tokens per "
     "request are known (total output tokens / completed, else `task.serving.output_len`, at "
     "least 2), the mean TPOT MUST be within 3x either way of (mean e2el - mean TTFT) / (tokens "
-    "per request - 1): the decode time spread over the tokens after the first.",
+    "per request - 1): the decode time spread over the tokens after the first. Where every "
+    "completed request produced exactly `task.serving.output_len` tokens (`total_output_tokens` "
+    "= completed x `output_len`, no `range_ratio` setting), that identity is exact: the mean TPOT "
+    "MUST lie within 15% (plus the rounding of the figures as written) of the span from (mean "
+    "e2el - mean TTFT) / tokens to the larger of (mean e2el - mean TTFT) / (tokens - 1) and mean "
+    "e2el / tokens (the definitions clients use).",
 )
 declare(
     "KE1008",
@@ -155,8 +166,10 @@ def _side(ptr: str, s: Any, st: Any, baseline: bool, ctx: Ctx, add: Add) -> None
     dur = s.duration
     sec = dur.value * FACTOR[dur.unit] if dur is not None else None
     if sec is not None and sec > 0:
-        _throughputs(ptr, s, sec, baseline, add)
+        _throughputs(ptr, s, sec, dur.value, baseline, add)
         _duration_covers(ptr, s, st, sec, add)
+        if not baseline and st is not None and st.request_rate is not None:
+            _arrivals(ptr, s, st, sec, add)
     ttft, e2el = s.ttft, s.e2el
     if ttft is not None and e2el is not None:
         _e2el_contains_ttft(ptr, ttft, e2el, add)
@@ -186,7 +199,11 @@ def _side(ptr: str, s: Any, st: Any, baseline: bool, ctx: Ctx, add: Add) -> None
                     )
                 )
     good = s.request_goodput
-    if good is not None and s.request_throughput is not None and good.value > s.request_throughput.value * 1.001:
+    if (
+        good is not None
+        and s.request_throughput is not None
+        and good.value > s.request_throughput.value * 1.001
+    ):
         add(
             (
                 "KE1001",
@@ -214,20 +231,28 @@ _RATES = (
 )
 
 
-def _throughputs(ptr: str, s: Any, sec: float, baseline: bool, add: Add) -> None:
+def _throughputs(ptr: str, s: Any, sec: float, written: float, baseline: bool, add: Add) -> None:
     for rate_name, count_name, what in _RATES:
         rate = getattr(s, rate_name)
         count = getattr(s, count_name)
         if rate is not None and count is not None:
-            _rate(ptr, rate_name, rate.value, count, sec, what, baseline, add)
+            _rate(ptr, rate_name, rate.value, count, sec, written, what, baseline, add)
     tot = s.total_token_throughput
     if tot is not None and s.total_input_tokens is not None and s.total_output_tokens is not None:
         count = s.total_input_tokens + s.total_output_tokens
-        _rate(ptr, "total_token_throughput", tot.value, count, sec, "tokens", baseline, add)
+        _rate(ptr, "total_token_throughput", tot.value, count, sec, written, "tokens", baseline, add)
 
 
 def _rate(
-    ptr: str, name: str, value: float, count: int, sec: float, what: str, baseline: bool, add: Add
+    ptr: str,
+    name: str,
+    value: float,
+    count: int,
+    sec: float,
+    written: float,
+    what: str,
+    baseline: bool,
+    add: Add,
 ) -> None:
     implied = count / sec
     if baseline:
@@ -239,12 +264,67 @@ def _rate(
                     f"{name} {value:g} is below {count} {what} over {sec:g} s = {implied:.4g}/s",
                 )
             )
-    elif value > implied * _SLACK:
+    elif value > implied * _EXACT_SLACK and (
+        value > implied * _SLACK
+        # clients divide the counts by the duration (`written`, as the packet gives it): only
+        # the rounding of the figures differs
+        or value > implied * (_EXACT_SLACK + _rounding(written) / written) + _rounding(value)
+    ):
         add(
             (
                 "KE1001",
                 f"{ptr}/{name}",
                 f"{name} {value:g} exceeds {count} {what} over {sec:g} s = {implied:.4g}/s",
+            )
+        )
+
+
+#: a candidate's throughput over its counts / duration: the rounding of the figures and 2%
+_EXACT_SLACK = 1.02
+
+
+def _rounding(x: float) -> float:
+    """Half the last digit a number is written to: 0.05 for 31.4, 0.5 for 1912 (or 1912.0),
+    5e-7 for 1.5e-05."""
+    text = repr(abs(x))
+    mant, _, exp = text.partition("e")
+    frac = mant.partition(".")[2]
+    q = 10.0 ** -len(frac) if frac and frac != "0" else 1.0
+    if exp:
+        q *= 10.0 ** max(-300, min(int(exp), 300))
+    return 0.5 * q
+
+
+def _arrivals(ptr: str, s: Any, st: Any, sec: float, add: Add) -> None:
+    """KE1001: at a finite request rate r, n requests take (n - 1) / r to arrive (Poisson, or
+    gamma of shape `burstiness` b: that sum's standard deviation is sqrt(n / b) / r)."""
+    rate = st.request_rate
+    if type(rate) is not float and type(rate) is not int:
+        return
+    if not 0 < rate < float("inf") or s.completed is None:
+        return
+    settings = st.settings
+    b = 1.0
+    if settings:
+        if any("ramp" in k.casefold() for k in settings):
+            return  # a ramp-up changes the rate during the run
+        got = _setting(settings, "burstiness")
+        if got is not None:
+            if type(got) is not float and type(got) is not int:
+                return
+            b = float(got)
+            if not b > 0:
+                return
+    n = s.completed + (s.failed or 0)
+    spread = 5.0 * math.sqrt(n / b) if b < float("inf") else 0.0
+    least = (n - 1 - spread) / rate
+    if least > 0 and sec < least:
+        add(
+            (
+                "KE1001",
+                f"{ptr}/duration",
+                f"duration {sec:g} s is shorter than {n} requests take to arrive at request_rate {rate:g}/s "
+                f"(at least {least:.4g} s, {n - 1} gaps of mean {1 / rate:.3g} s, burstiness {b:g})",
             )
         )
 
@@ -452,13 +532,57 @@ def _tpot(ptr: str, s: Any, st: Any, add: Add) -> None:
         return  # KE1004's to say
     want = decode / (per_request - 1)
     got = tpot.mean * FACTOR[tpot.unit]
-    if got * 3 < want or got > want * 3:
+    if got * 3 >= want and got <= want * 3:
+        olen = st.output_len if st is not None else None
+        if olen and s.completed and s.total_output_tokens == s.completed * olen and not _range_ratio(st):
+            # every request produced `olen` tokens: the mean of per-request TPOTs is the means'
+            _exact_tpot(ptr, s, decode, float(olen), got, add)
+    else:
         add(
             (
                 "KE1007",
                 f"{ptr}/tpot/mean",
                 f"mean TPOT {tpot.mean:g} {tpot.unit}; mean e2el - mean TTFT over {per_request - 1:.4g} tokens "
                 f"gives {want * 1e3:.4g} ms",
+            )
+        )
+
+
+#: TPOT against the latencies when every request produced the same number of tokens
+_TPOT_SLACK = 1.15
+
+
+def _exact_tpot(ptr: str, s: Any, decode: float, tokens: float, got: float, add: Add) -> None:
+    """KE1007 for requests of one length: vLLM's, SGLang's and AIPerf's TPOT is (e2el - TTFT)
+    / (tokens - 1) per request, GuideLLM's over the tokens, some clients' e2el / tokens; with
+    every request the same length the mean TPOT is that of the means (up to rounding)."""
+    ttft, e2el, tpot = s.ttft, s.e2el, s.tpot
+    fe = FACTOR[e2el.unit]
+    lo = decode / tokens
+    hi = max(decode / (tokens - 1), e2el.mean * fe / tokens)
+    rounding = (_rounding(e2el.mean) * fe + _rounding(ttft.mean) * FACTOR[ttft.unit]) / (
+        tokens - 1
+    ) + _rounding(tpot.mean) * FACTOR[tpot.unit]
+    if got * _TPOT_SLACK + rounding < lo:
+        add(
+            (
+                "KE1007",
+                f"{ptr}/tpot/mean",
+                f"mean TPOT {tpot.mean:g} {tpot.unit}; every request produced {tokens:.0f} tokens, so mean e2el "
+                f"{e2el.mean:g} {e2el.unit} - mean TTFT {ttft.mean:g} {ttft.unit} gives {lo * 1e3:.4g} to "
+                f"{hi * 1e3:.4g} ms per token (15% slack)",
+            )
+        )
+    elif got > hi * _TPOT_SLACK + rounding:
+        # the decode the TPOT says does not fit in the end-to-end latency: a shortened e2el
+        add(
+            (
+                "KE1007",
+                f"{ptr}/e2el/mean",
+                f"mean e2el {e2el.mean:g} {e2el.unit} is shorter than mean TTFT {ttft.mean:g} {ttft.unit} + "
+                f"{tokens - 1:.0f} x mean TPOT {tpot.mean:g} {tpot.unit} = "
+                f"{(ttft.mean * FACTOR[ttft.unit] + (tokens - 1) * got) * 1e3:.4g} ms, with every request "
+                f"{tokens:.0f} tokens (15% slack)",
             )
         )
 
@@ -574,7 +698,9 @@ def _floor_inputs(
         return 0.0, None, "", 0.0, False
     peaks = device_peaks(device, arch)
     hints = " ".join(
-        str(v).casefold() for k, v in settings.items() if "quant" in k or k.casefold() in ("dtype", "weight_dtype")
+        str(v).casefold()
+        for k, v in settings.items()
+        if "quant" in k or k.casefold() in ("dtype", "weight_dtype")
     )
     cls, size = _precision(model, hints[:256], dtypes[:8])
     speculative = any(_SPECULATIVE.search(k.casefold()) for k in settings)
