@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import operator
 import re
 import shlex
 from collections.abc import Iterator
@@ -70,6 +71,29 @@ declare("KE105", "warning", "a container is pinned by its digest",
      "a digest of one repeated digit (`sha256:000...`), or the hash of empty input "
      "(`sha256:e3b0c442...b855`), in `digest` or in the image reference (`image@sha256:...`), "
      "names no image.", caps="C")  # fmt: skip
+declare(
+    "KE106",
+    "error",
+    "the replay runs what the packet records",
+    "record the replay command that ran this workload, or the workload this command runs",
+    "A workload flag that `replay.command` gives the benchmark it runs (found behind wrappers, "
+    "containers, `python -m` and inside `sh -c`/`bash -lc` scripts) MUST NOT contradict the "
+    "packet. A serving client (`vllm bench serve`, `benchmark_serving.py`, SGLang "
+    "`bench_serving`, guidellm) or server (`vllm serve`, SGLang `launch_server`): `--model` "
+    "against `task.serving.model` (hub ids compared by their last component, so a quantized "
+    "`...-FP8` is another model; a local path or an alias only when the parameter counts they "
+    "name differ; a `--served-model-name` alias is no model), `--num-prompts`, "
+    "`--random-input-len`/`--input-len`/`--sonnet-input-len` (a `--random-prefix-len` added or "
+    "not), `--random-output-len`/`--output-len`, `--max-concurrency`, `--request-rate` and "
+    "`--tensor-parallel-size`/`-tp` against `num_prompts`, `input_len`, `output_len`, "
+    "`max_concurrency`, `request_rate` and `tensor_parallel_size` (pointer: that field). A "
+    "kernel benchmark: `--m`/`--n`/`--k` (or `-m -n -k`, `--M --N --K`, all three given) and "
+    "`--shape 8192x8192x8192` (or a shape id) against the dims of the timed shape "
+    "(`timing.shape_id`), `--dtype` against `task.dtypes` (pointer: `/replay/command`). A flag "
+    "given several values (repeated, or `--request-rate 1 2 4`: a sweep) needs the packet's "
+    "among them; a value the shell fills in (`$N`) and a replay with no such flag (a suite, "
+    "`--shapes all`) contradict nothing.",
+)
 
 
 def check(p: Any, ctx: Ctx, add: Add) -> None:
@@ -141,6 +165,13 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
             )
             if empty:
                 add(("KE105", "/replay/container/digest", f"digest `{_short(c.digest)}` is {empty}"))
+        # KE106: the workload flags the replay gives against the packet (cached per argv;
+        # nothing to read in most replays)
+        t = p.task
+        if cmd and t is not None:
+            w = _workload(cmd, r.shell)
+            if w is not None:
+                _runs_what_it_records(p, t, w, add)
         # _replay re-checks in full; this guard (on the values read above) only skips it
         # when it has nothing to say (the common case)
         if (
@@ -613,6 +644,20 @@ def _container(cmd: list[str], i: int, prog: str, limits: list[tuple[float, str]
     """Why a container runner at ``cmd[i]`` runs nothing of a benchmark: it runs no image
     (``docker logs``), prints its help, or the command it runs in the image (after the
     image's name, or an ``--entrypoint`` that replaces it) is itself a no-op."""
+    why, argv, own = _container_target(cmd, i, prog)
+    if why is not None or argv is None:
+        return why
+    if own:
+        return _idle(argv[0], argv[1:], 0)  # arguments of the image's own entrypoint
+    return _in_container(argv, limits)
+
+
+def _container_target(cmd: list[str], i: int, prog: str) -> tuple[str | None, list[str] | None, bool]:
+    """What a container runner at ``cmd[i]`` runs: ``(why, argv, own)``: why it runs no
+    image or prints its help (``why``); else the command it runs in the image (``argv``:
+    after the image's name, or an ``--entrypoint`` that replaces it), or, with ``own``, the
+    image (or runscript) and the arguments its own entrypoint is given; ``argv`` None when
+    the image's (or service's) own command runs, or what runs is not known."""
     n = len(cmd)
     seen: dict[str, str] = {}
     whole = _short(" ".join(cmd))
@@ -620,17 +665,17 @@ def _container(cmd: list[str], i: int, prog: str, limits: list[tuple[float, str]
         j = _skip_opts(cmd, i + 1, _APPTAINER, seen)
         sub = cmd[j] if j < n else ""
         if sub not in ("exec", "run", "start"):
-            return None
+            return None, None, False
         j = _skip_opts(cmd, j + 1, _ENROOT if prog == "enroot" else _APPTAINER, seen)
         flag = _asked_nothing(seen)
         if flag:
-            return f"asks `{prog} {sub}` for `{flag}`"
+            return f"asks `{prog} {sub}` for `{flag}`", None, False
         if j >= n:
-            return None
+            return None, None, False
         rest = cmd[j + 1 :]
         if sub == "run":  # the image's runscript runs, given these arguments
-            return _idle(cmd[j], rest, 0)
-        return _in_container(rest, limits) if rest else None
+            return None, cmd[j:], True
+        return None, (rest or None), False
     compose = prog in ("docker-compose", "podman-compose")
     j = i + 1
     if not compose:
@@ -642,18 +687,18 @@ def _container(cmd: list[str], i: int, prog: str, limits: list[tuple[float, str]
         j = _skip_opts(cmd, j, _COMPOSE_GLOBAL, seen)
     flag = _asked_nothing(seen)
     if flag:
-        return f"asks `{prog}` for `{flag}`"
+        return f"asks `{prog}` for `{flag}`", None, False
     if j < n and cmd[j] == "container" and not compose:
         j += 1
     sub = cmd[j] if j < n else ""
     if sub in ("image", "images") and not compose:
         if sub == "images" or (j + 1 < n and cmd[j + 1] in _CONTAINER_VIEWS):
-            return f"runs no image (`{whole}` lists or inspects images)"
-        return None
+            return f"runs no image (`{whole}` lists or inspects images)", None, False
+        return None, None, False
     if sub in _CONTAINER_VIEWS:
-        return f"runs no image (`{whole}` {sub})"
+        return f"runs no image (`{whole}` {sub})", None, False
     if sub not in ("run", "exec"):
-        return None  # builds, starts or pulls: it runs what the image or service holds
+        return None, None, False  # builds, starts or pulls: it runs what the image or service holds
     if compose:
         spec = _COMPOSE_RUN if sub == "run" else _COMPOSE_EXEC
     else:
@@ -661,24 +706,22 @@ def _container(cmd: list[str], i: int, prog: str, limits: list[tuple[float, str]
     j = _skip_opts(cmd, j + 1, spec, seen)
     flag = _asked_nothing(seen)
     if flag:
-        return f"asks `{prog} {sub}` for `{flag}`"
+        return f"asks `{prog} {sub}` for `{flag}`", None, False
     if "--dry-run" in seen and compose:
-        return f"only prints what it would do (`{whole}`)"
+        return f"only prints what it would do (`{whole}`)", None, False
     if sub == "exec" and ("-l" in seen or "--latest" in seen) and not compose:
         j -= 1  # podman exec --latest: no container named, the command follows
     if j >= n:
-        return None
+        return None, None, False
     rest = cmd[j + 1 :]  # past the image, service or container
     ep = seen.get("--entrypoint")
     if ep is not None and sub == "run":
         argv = ([ep] if ep else []) + rest  # `--entrypoint ""` clears the image's own
     elif rest and rest[0][:1] == "-":
-        return _idle(cmd[j], rest, 0)  # arguments of the image's own entrypoint
+        return None, cmd[j:], True  # arguments of the image's own entrypoint
     else:
         argv = rest
-    if not argv:
-        return None  # the image's (or service's) own command runs
-    return _in_container(argv, limits)
+    return None, (argv or None), False  # (none: the image's or service's own command runs)
 
 
 def _in_container(argv: list[str], limits: list[tuple[float, str]] | None) -> str | None:
@@ -1360,3 +1403,588 @@ def _moving_tag(image: str) -> str | None:
     if tag in _MOVING or tag.startswith(("nightly", "latest")):
         return f"has the moving tag `{tag}`"
     return None
+
+
+# ---------------------------------------------------------------- KE106: the replay runs what the packet records
+
+#: a serving client's or server's workload flags (long ones spelled with `-`), by the packet
+#: field they state (``alias``, ``dataset``, ``prefix_len``: what reading the others needs)
+_SERVING_FLAGS = {
+    "--model": "model", "--model-path": "model", "--served-model-name": "alias",
+    "--dataset-name": "dataset", "--num-prompts": "num_prompts",
+    "--random-input-len": "input_len", "--input-len": "input_len", "--sonnet-input-len": "input_len",
+    "--random-output-len": "output_len", "--output-len": "output_len", "--sonnet-output-len": "output_len",
+    "--sharegpt-output-len": "output_len", "--random-prefix-len": "prefix_len",
+    "--max-concurrency": "max_concurrency", "--request-rate": "request_rate",
+    "--tensor-parallel-size": "tensor_parallel_size", "-tp": "tensor_parallel_size",
+    "--tp-size": "tensor_parallel_size", "--tp": "tensor_parallel_size",
+}  # fmt: skip
+#: the flags that take one word (a name), not one number or several
+_ONE_WORD = frozenset({"model", "alias", "dataset"})
+#: a kernel benchmark's workload flags: the GEMM dims (short ones: numbers only), its shape, its dtype
+_KERNEL_FLAGS = {
+    "--m": "m", "--n": "n", "--k": "k", "--M": "m", "--N": "n", "--K": "k",
+    "-m": "m", "-n": "n", "-k": "k", "-M": "m", "-N": "n", "-K": "k",
+    "--shape": "shape", "--dtype": "dtype",
+}  # fmt: skip
+#: serving programs run as ``python -m MODULE`` (or ``vllm ...``): the server's and the clients'
+_SERVING_MODULES = {
+    "vllm.entrypoints.openai.api_server": "server", "vllm.entrypoints.api_server": "server",
+    "sglang.launch_server": "server", "sglang.bench_serving": "client",
+    "sglang.bench_offline_throughput": "client", "vllm.benchmarks.benchmark_serving": "client",
+}  # fmt: skip
+_SERVING_SCRIPTS = frozenset({
+    "benchmark_serving.py", "benchmark_throughput.py", "benchmark_latency.py", "bench_serving.py",
+})  # fmt: skip
+_SERVING_FIELDS = (
+    "num_prompts", "input_len", "output_len", "max_concurrency", "request_rate", "tensor_parallel_size",
+)  # fmt: skip
+#: what may be worth reading in a replay at all (a serving program, a workload flag)
+_WORKLOAD_MARKS = re.compile(
+    r"vllm|sglang|guidellm|bench(?:mark)?_serving|benchmark_(?:throughput|latency)|--shape|--dtype"
+    r"|(?<![\w-])--?[mnkMNK](?![\w-])"
+)
+#: a shell word the shell (or the harness) fills in: its value is not in the replay
+_FILLED = ("$", "`", "%(", "{{")
+#: directories a relative model path starts with (``models/llama``: not a hub id)
+_LOCAL_DIRS = frozenset({
+    "models", "model", "weights", "checkpoints", "checkpoint", "ckpt", "ckpts", "data", "hf", "cache",
+    "local", "tmp", "mnt", "home", "root", "workspace", "work", "artifacts", "output", "outputs",
+    "pretrained", "hub", "snapshots", "storage", "scratch", "shared",
+})  # fmt: skip
+_Flags = dict[str, "list[tuple[str, str]] | None"]
+#: one field the replay states: the flags as given (for the message), the values read
+_Entry = tuple[list[tuple[str, str]], frozenset[Any]]
+_NUMERIC = frozenset({
+    "num_prompts", "input_len", "output_len", "max_concurrency", "request_rate", "tensor_parallel_size",
+    "prefix_len", "m", "n", "k",
+})  # fmt: skip
+
+
+class _Workload:
+    """The workload flags of one replay, read once: the serving fields it states (with
+    their values as numbers), its model (by :func:`_model_key`), a GEMM's m/n/k, its
+    ``--shape`` and ``--dtype`` values."""
+
+    __slots__ = ("serving", "model", "mnk", "shape", "dtype", "getter", "expect", "mnk_expect")
+
+    def __init__(self, flags: _Flags) -> None:
+        def entry(field: str) -> _Entry | None:
+            occ = flags.get(field)
+            if not occ:
+                return None
+            if field in _NUMERIC:
+                return occ, frozenset(_number(v) for _, v in occ)
+            return occ, frozenset(_model_key(v) if field == "model" else v for _, v in occ)
+
+        serving = [(f, e) for f in _SERVING_FIELDS if (e := entry(f)) is not None]
+        prefix = entry("prefix_len")
+        if prefix is not None:  # a random prefix adds to each prompt, or is counted apart
+            serving = [
+                (f, (e[0], e[1] | {x + y for x in e[1] for y in prefix[1]}) if f == "input_len" else e)
+                for f, e in serving
+            ]
+        self.serving = tuple(serving)
+        self.model = entry("model")
+        # the common case in one comparison: one value a field, the packet's the same
+        names = [f for f, _ in serving] + (["model"] if self.model is not None else [])
+        one = [e[0][0][1] for _, e in serving if len(e[0]) == 1] + (
+            [self.model[0][0][1]] if self.model is not None and len(self.model[0]) == 1 else []
+        )
+        self.getter = operator.attrgetter(*names) if len(names) > 1 and len(one) == len(names) else None
+        self.expect = (
+            tuple(v if f == "model" else _as_field(_number(v)) for f, v in zip(names, one, strict=True))
+            if self.getter is not None
+            else None
+        )
+        m, n, k = entry("m"), entry("n"), entry("k")
+        self.mnk = (m, n, k) if m and n and k else None
+        self.mnk_expect = (
+            tuple(_as_field(next(iter(e[1]))) for e in self.mnk)
+            if self.mnk is not None and all(len(e[1]) == 1 for e in self.mnk)
+            else None
+        )
+        self.shape = flags.get("shape") or None
+        self.dtype = flags.get("dtype") or None
+
+    def __bool__(self) -> bool:
+        return bool(self.serving or self.model or self.mnk or self.shape or self.dtype)
+
+
+def _as_field(x: Any) -> Any:
+    """A number as a packet's field holds it: ``inf`` as the string, a whole number as an int."""
+    return "inf" if x == _INF else (int(x) if x.is_integer() else x)
+
+
+_WORKLOAD_CACHE: dict[tuple[Any, ...], _Workload | None] = {}
+_MISS = object()
+
+
+def _workload(cmd: list[str], shell: bool | None) -> _Workload | None:
+    """The workload flags the replay gives the programs it runs (cached per argv), None
+    when it gives none (or gives only values it does not hold: ``$N``)."""
+    key = tuple(cmd) if not shell else ("\0sh", *cmd)
+    hit = _WORKLOAD_CACHE.get(key, _MISS)
+    if hit is _MISS:
+        flags = _read_workload(cmd, bool(shell)) if _WORKLOAD_MARKS.search("\0".join(cmd)) else None
+        hit = _Workload(flags) if flags else None
+        if hit is not None and not hit:
+            hit = None
+        if len(_WORKLOAD_CACHE) < 4096 and sum(map(len, cmd)) <= 4096:
+            _WORKLOAD_CACHE[key] = hit
+    return hit  # type: ignore[return-value]
+
+
+def _read_workload(cmd: list[str], shell: bool) -> _Flags | None:
+    """Field -> ``[(flag, value), ...]`` for each workload flag of the programs the replay
+    runs; None for a field whose value the replay does not hold (``$N``)."""
+    argvs: list[list[str]] = []
+    if not (_script_runs(" ".join(cmd), argvs, 0) if shell else _argv_runs(cmd, argvs, 0)):
+        return None  # a script not read to its end may run the workload elsewhere
+    out: _Flags = {}
+    for argv in argvs:
+        at = _serving_at(argv)
+        if at is not None:
+            _read_serving(argv, at[0], at[1], out)
+        else:
+            _read_kernel(argv, out)
+    if "alias" in out:  # a client's --model that names the server's alias is no model
+        aliases = out.pop("alias")
+        models = out.get("model")
+        if aliases is None:
+            out.pop("model", None)  # (an alias the replay does not hold: any may be it)
+        elif models:
+            names = {v for _, v in aliases}
+            out["model"] = [m for m in models if m[1] not in names]
+    out.pop("dataset", None)
+    return {k: v for k, v in out.items() if v} or None
+
+
+def _argv_runs(cmd: list[str], out: list[list[str]], depth: int) -> bool:
+    """Add to ``out`` the argv of the program ``cmd`` runs (past wrappers, interpreters and
+    containers; each command of a shell script); False when a script in it cannot be read
+    to its end."""
+    if depth > 8:
+        return False
+    i = 0
+    n = len(cmd)
+    while i < n:
+        prog = _base_name(cmd[i])
+        if prog in _WRAPPERS:
+            if prog == "sbatch":
+                seen: dict[str, str] = {}
+                _skip_opts(cmd, i + 1, _WRAP_SPECS["sbatch"], seen)
+                wrap = seen.get("--wrap")
+                return True if wrap is None else _script_runs(wrap, out, depth + 1)
+            j, _why = _past_wrapper(cmd, i, prog, None)
+            if j is None:
+                return True  # a no-op (KE103's) or out of sight: no flags to read
+            i = j
+            continue
+        if prog in _SHELLS:
+            if prog == "busybox":
+                i += 1
+                continue
+            script = _shell_script(cmd, i)
+            if script is None:
+                out.append(cmd[i + 1 :])  # a script file and its arguments
+                return True
+            return _script_runs(script, out, depth + 1)
+        if prog in _PYTHONS:
+            mode, j = _python_mode(cmd, i)
+            if mode == "-m" and j < n:
+                out.append(cmd[j:])  # the module names the program
+            elif mode is None:
+                out.append(cmd[i + 1 :])  # the script (after the interpreter's options)
+            return True
+        if prog in _CONTAINERS:
+            _why, argv, own = _container_target(cmd, i, prog)
+            if argv is None:
+                return True
+            if own:  # the image's entrypoint: vllm/vllm-openai's is vLLM's OpenAI server
+                image = argv[0].rsplit("/", 1)[-1]
+                head = "vllm.entrypoints.openai.api_server" if image.startswith("vllm-openai") else argv[0]
+                out.append([head, *argv[1:]])
+                return True
+            return _argv_runs(argv, out, depth + 1)
+        out.append(cmd[i:])
+        return True
+    return True
+
+
+def _shell_script(cmd: list[str], i: int) -> str | None:
+    """The ``-c`` script of a shell at ``cmd[i]`` (``bash -lc SCRIPT``), None for a script file."""
+    n = len(cmd)
+    j = i + 1
+    script = False
+    while j < n:
+        a = cmd[j]
+        if a in ("--", "-"):
+            j += 1
+            break
+        if a[:1] not in "-+" or len(a) < 2:
+            break
+        if a in ("--rcfile", "--init-file"):
+            j += 2
+            continue
+        if a[:2] != "--":
+            script = script or "c" in a[1:]
+            if "o" in a[1:] or "O" in a[1:]:
+                j += 1
+        j += 1
+    if not script:
+        return None
+    return cmd[j] if j < n else ""
+
+
+def _script_runs(script: str, out: list[list[str]], depth: int) -> bool:
+    """Add to ``out`` the programs each command of a shell script runs; False when the
+    script holds what this reader does not follow (subshells, here-documents)."""
+    if depth > 8 or len(script) > 65536:
+        return False
+    argv: list[str] = []
+    for t in itertools.chain(_sh_words(script), (";",)):
+        if t is None:
+            return False
+        if t not in _SH_OPS:
+            argv.append(t)
+            continue
+        k = 0
+        while k < len(argv) and (argv[k] in _SH_COMPOUND or _sh_assignment(argv[k])):
+            k += 1  # `do CMD`, `then CMD`, `VAR=1 CMD`
+        if k < len(argv) and not _argv_runs(argv[k:], out, depth + 1):
+            return False
+        argv = []
+    return True
+
+
+def _serving_at(argv: list[str]) -> tuple[str, int] | None:
+    """Where a serving program starts in an argv (``vllm serve``, ``vllm bench serve``,
+    ``python -m sglang.bench_serving``...), as ``(kind, index of its arguments)``: ``serve``
+    for ``vllm serve`` (its model comes first), ``server``, ``client`` or ``guidellm``."""
+    n = len(argv)
+    for p in range(n):
+        a = argv[p]
+        kind = _SERVING_MODULES.get(a)
+        if kind is not None:
+            return kind, p + 1
+        b = _base_name(a)
+        if b == "vllm" or a == "vllm.entrypoints.cli.main":
+            sub = argv[p + 1] if p + 1 < n else ""
+            if sub == "serve":
+                return "serve", p + 2
+            if sub == "bench":
+                return "client", p + 2
+        elif b in _SERVING_SCRIPTS:
+            return "client", p + 1
+        elif b == "guidellm":
+            return "guidellm", p + 1
+    return None
+
+
+def _number(v: str) -> float | None:
+    """A flag's value as a number (``inf`` too), None when it is not one."""
+    try:
+        x = float(v)
+    except ValueError:
+        return None
+    return None if x != x else x
+
+
+def _flag_values(args: list[str], table: dict[str, str]) -> Iterator[tuple[str, str, list[str]]]:
+    """``(field, flag, values)`` for each flag of ``table`` in ``args`` (``--flag=value``,
+    ``--flag value``, ``--flag 1 2 4``; a long flag's `_` read as `-`)."""
+    n = len(args)
+    k = 0
+    while k < n:
+        a = args[k]
+        k += 1
+        if a[:1] != "-" or len(a) < 2:
+            continue
+        name, eq, v = a.partition("=")
+        field = table.get(name.replace("_", "-") if name[1] == "-" and "_" in name else name)
+        if field is None:
+            continue
+        if eq:
+            yield field, name, [v]
+            continue
+        vals: list[str] = []
+        if field not in _ONE_WORD:
+            while k < n and _number(args[k]) is not None:
+                vals.append(args[k])
+                k += 1
+        if not vals and k < n and args[k][:1] != "-":
+            vals.append(args[k])
+            k += 1
+        yield field, name, vals
+
+
+def _put(out: _Flags, field: str, flag: str, vals: list[str], numeric: bool) -> None:
+    """Record a flag's values: a value the replay does not hold (``$N``, a word where a
+    number goes) leaves the field unknown (None) for good."""
+    if field in out and out[field] is None:
+        return
+    if not vals or any(any(f in v for f in _FILLED) or (numeric and _number(v) is None) for v in vals):
+        out[field] = None
+        return
+    got = out.setdefault(field, [])
+    assert got is not None
+    got.extend((flag, v) for v in vals)
+
+
+def _read_serving(argv: list[str], kind: str, start: int, out: _Flags) -> None:
+    args = argv[start:]
+    found: list[tuple[str, str, list[str]]] = []
+    if kind == "serve" and args and args[0][:1] != "-":
+        found.append(("model", "vllm serve", [args[0]]))  # `vllm serve MODEL`
+        args = args[1:]
+    dataset = None
+    for field, flag, vals in _flag_values(args, _SERVING_FLAGS):
+        if kind == "guidellm" and field != "model":
+            continue  # its rates and lengths are read other ways
+        if field == "dataset":
+            dataset = vals[0].casefold() if vals else None
+        found.append((field, flag, vals))
+    for field, flag, vals in found:
+        # a dataset's own lengths count only where that dataset runs
+        f = flag.replace("_", "-")
+        if f.startswith("--random-") and dataset is not None and not dataset.startswith("random"):
+            continue
+        if f.startswith("--sonnet-") and dataset != "sonnet":
+            continue
+        if f.startswith("--sharegpt-") and dataset != "sharegpt":
+            continue
+        _put(out, field, flag, vals, field not in _ONE_WORD)
+
+
+def _read_kernel(argv: list[str], out: _Flags) -> None:
+    pytest = any(_base_name(a) in ("pytest", "py.test") for a in argv)  # (`uv run pytest -k 4096 -n 8`)
+    local: _Flags = {}
+    for field, flag, vals in _flag_values(argv, _KERNEL_FLAGS):
+        # -m/-n/-k: a number only (`-m module`, `-k expr`, `-n env` are others)
+        if flag[1] != "-" and (
+            pytest or not vals or (_number(vals[0]) is None and not any(f in vals[0] for f in _FILLED))
+        ):
+            continue
+        _put(local, field, flag, vals, field in ("m", "n", "k"))
+    if not ("m" in local and "n" in local and "k" in local):
+        for f in ("m", "n", "k"):  # a GEMM's dims: all three, or none read
+            local.pop(f, None)
+    for field, got in local.items():
+        if got is None:
+            out[field] = None
+        else:
+            for flag, v in got:
+                _put(out, field, flag, [v], field in ("m", "n", "k"))
+
+
+def _shown(occ: list[tuple[str, str]]) -> str:
+    """The flags as the replay gives them: `--num-prompts 1000`, `--request-rate 1 2 4`."""
+    parts: list[str] = []
+    for flag, v in occ[:6]:
+        if parts and parts[-1].split(" ", 1)[0] == flag:
+            parts[-1] += f" {v}"
+        else:
+            parts.append(f"{flag} {v}")
+    return "`" + _short(" ".join(parts)) + "`" + (" ..." if len(occ) > 6 else "")
+
+
+def _same(a: float, b: float) -> bool:
+    """Equal numbers (to rounding); ``inf`` equals only itself."""
+    return a == b or (abs(a) != _INF and abs(b) != _INF and abs(a - b) <= 1e-9 * max(abs(a), abs(b)))
+
+
+_INF = float("inf")
+
+
+def _runs_what_it_records(p: Any, t: Any, w: _Workload, add: Add) -> None:
+    """KE106: each workload flag of the replay against the packet's field."""
+    st = t.serving
+    if st is not None:
+        if w.getter is not None and w.getter(st) == w.expect:
+            return  # (the common case: every field as the replay gives it)
+        for field, (occ, got) in w.serving:
+            want = getattr(st, field)
+            if want is None or want in got:
+                continue
+            x = float(want)  # (`inf` too)
+            if x in got or any(_same(x, y) for y in got):
+                continue
+            said = f"{want:g}" if isinstance(want, float) else str(want)
+            add(
+                (
+                    "KE106",
+                    f"/task/serving/{field}",
+                    f"task.serving.{field} is {said}, but the replay runs {_shown(occ)}: it reproduces "
+                    "another workload",
+                )
+            )
+        model = w.model
+        if model is not None and st.model and _model_key(st.model) not in model[1]:
+            occ = model[0]
+            if all(_other_model(st.model, v) for _, v in occ):
+                add(
+                    (
+                        "KE106",
+                        "/task/serving/model",
+                        f"task.serving.model is `{_short(st.model)}`, but the replay serves {_shown(occ)}: "
+                        "another model",
+                    )
+                )
+        return
+    shapes = t.shapes
+    if shapes and (w.mnk is not None or w.shape is not None):
+        tm = p.timing
+        sid = tm.shape_id if tm is not None else None
+        timed = None
+        if sid is None:
+            if len(shapes) == 1:
+                timed = shapes[0]
+        else:
+            for s in shapes:
+                if s.id == sid:
+                    timed = s
+                    break
+        if timed is not None:
+            d = timed.dims
+            if (
+                w.shape is not None
+                or w.mnk_expect is None
+                or d is None
+                or (d.get("m"), d.get("n"), d.get("k")) != w.mnk_expect
+            ):
+                _shape_flags(timed, shapes, w, add)
+    dtype = w.dtype
+    if dtype is not None and t.dtypes and not (len(dtype) == 1 and dtype[0][1] in t.dtypes):
+        _dtype_flags(t.dtypes, dtype, add)
+
+
+def _dims(s: Any) -> dict[str, int]:
+    return {k.casefold(): v for k, v in s.dims.items()} if s.dims else {}
+
+
+def _shape_flags(timed: Any, shapes: list[Any], w: _Workload, add: Add) -> None:
+    """KE106 for a kernel: the replay's m/n/k or ``--shape`` against the timed shape."""
+    mnk = w.mnk
+    d = timed.dims
+    if mnk is not None and d:
+        m, n, k = d.get("m"), d.get("n"), d.get("k")
+        if m is None or n is None or k is None:  # (keys in another case: `M`, `N`, `K`)
+            dims = _dims(timed)
+            m, n, k = dims.get("m"), dims.get("n"), dims.get("k")
+        if m is not None and n is not None and k is not None:
+            (mo, ms), (no, ns), (ko, ks) = mnk
+            if m not in ms or n not in ns or k not in ks:
+                add(
+                    (
+                        "KE106",
+                        "/replay/command",
+                        f"the replay runs {_shown(mo + no + ko)}, but the timed shape `{_short(timed.id)}` is "
+                        f"m={m} n={n} k={k}: it reproduces another shape",
+                    )
+                )
+                return
+    occ = w.shape
+    if occ is None or (len(occ) == 1 and occ[0][1] == timed.id):
+        return  # (the common case: the timed shape's own id)
+    dims = _dims(timed)
+    verdicts = [_shape_matches(v, timed, dims, shapes) for _, v in occ]
+    if None not in verdicts and not any(verdicts):
+        add(
+            (
+                "KE106",
+                "/replay/command",
+                f"the replay runs {_shown(occ)}, but the timed shape is `{_short(timed.id)}`"
+                + (f" ({' '.join(f'{k}={v}' for k, v in dims.items())})" if dims else "")
+                + ": it reproduces another shape",
+            )
+        )
+
+
+#: a shape spelled as its sizes: ``8192x8192x8192``, ``m8192n8192k8192``, ``b8_h32_s4096_d128``
+#: (one letter a size: ``bf16_4096`` is a name, not two sizes)
+_SHAPE_WORDS = re.compile(r"[a-z]?\d+(?:[x*,:_ ]?[a-z]?\d+){1,7}")
+
+
+def _shape_matches(v: str, timed: Any, dims: dict[str, int], shapes: list[Any]) -> bool | None:
+    """Whether a ``--shape`` value runs the timed shape (its id, its dims: ``8192x8192x8192``,
+    ``m8192n8192k8192``); None when the value cannot be read (a name, ``all``)."""
+    v = v.strip()
+    if v == timed.id:
+        return True
+    other = next((s for s in shapes if s.id == v), None)
+    if other is not None:  # another shape of the task: the same only with the same dims
+        return bool(dims) and _dims(other) == dims
+    if not _SHAPE_WORDS.fullmatch(v.casefold()):
+        return None
+    nums = [int(x) for x in re.findall(r"\d+", v)]
+    if len(nums) == 3 and "m" in dims and "n" in dims and "k" in dims:
+        return sorted(nums) == sorted((dims["m"], dims["n"], dims["k"]))
+    if dims and len(nums) == len(dims):
+        return sorted(nums) == sorted(dims.values())
+    return None
+
+
+def _dtype_flags(dtypes: list[str], occ: list[tuple[str, str]], add: Add) -> None:
+    from ._tables import dtype_class
+
+    known = {d.strip().casefold() for d in dtypes}
+    classes = {dtype_class(d) if len(d) <= 64 else None for d in dtypes}
+    if None in classes:
+        return  # a dtype of the task this reader cannot place
+    if "fp32" in classes or "tf32" in classes:
+        classes |= {"fp32", "tf32"}  # fp32 inputs on TF32 math, or the reverse
+    for _, v in occ:
+        c = dtype_class(v) if len(v) <= 64 else None
+        if c is None or c in classes or v.strip().casefold() in known:
+            return  # (`auto`, an unknown spelling: nothing to compare)
+    add(
+        (
+            "KE106",
+            "/replay/command",
+            f"the replay runs {_shown(occ)}, but task.dtypes is [{_short(', '.join(dtypes))}]: it "
+            "reproduces another dtype",
+        )
+    )
+
+
+def _other_model(task: str, replay: str) -> bool:
+    """True when the replay's model is not the task's: two hub ids (``org/name``) naming
+    different models (their last component, case and punctuation aside: a quantized
+    ``...-FP8`` is another), else (a local path, an alias) two names whose parameter
+    counts differ."""
+    a = task.strip().rstrip("/")
+    b = replay.strip().rstrip("/")
+    if not a or not b or _model_key(a) == _model_key(b):
+        return False
+    if _hub_id(a) and _hub_id(b):
+        return True
+    from .serving import _model_params
+
+    pa = _model_params(a) if len(a) <= 256 else None
+    pb = _model_params(b) if len(b) <= 256 else None
+    return pa is not None and pb is not None and abs(pa - pb) > 0.01 * max(pa, pb)
+
+
+def _model_key(name: str) -> str:
+    """A model's last path component, lower case, letters and digits only (``Meta-Llama-``
+    and ``Llama-`` alike: Meta renamed its repositories), cached."""
+    k = _MODEL_KEYS.get(name)
+    if k is None:
+        k = "".join(c for c in name.strip().rstrip("/").rsplit("/", 1)[-1].casefold() if c.isalnum())
+        if k.startswith("metallama"):
+            k = k[4:]
+        if len(_MODEL_KEYS) < 4096 and len(name) <= 256:
+            _MODEL_KEYS[name] = k
+    return k
+
+
+_MODEL_KEYS: dict[str, str] = {}
+
+
+def _hub_id(name: str) -> bool:
+    """``org/name`` as a model hub names a model (not a local path)."""
+    if name[:1] in "/.~" or "\\" in name or ":" in name:
+        return False
+    org, slash, rest = name.partition("/")
+    return bool(slash and org and rest) and "/" not in rest and org.casefold() not in _LOCAL_DIRS
