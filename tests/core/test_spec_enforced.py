@@ -72,6 +72,12 @@ _NO_CLAIM = _set("timing", "speedup")
 # (spec statement, mutation, rule, pointer)
 CASES: list[tuple[str, Callable[[dict[str, Any]], None], str, str]] = [
     (
+        "7 KE106 the replay runs another dtype than the task's",
+        _set("replay", "command", value=["python", "bench.py", "--m", "4096", "--dtype", "fp16"]),
+        "KE106",
+        "/replay/command",
+    ),
+    (
         "7 KE103 an entrypoint that does nothing",
         _set("replay", "command", value=["docker", "run", "--entrypoint", "true", "img@sha256:" + "ab" * 32, "vllm", "bench", "serve"]),
         "KE103",
