@@ -193,6 +193,7 @@ def serving_packets(draw: Any) -> EvidencePacket:
     tps = draw(st.floats(10.0, 20000.0))
     prompts = draw(st.integers(1, 5000))
     tp = draw(st.sampled_from([1, 2, 4, 8]))
+    rate = draw(st.sampled_from(["inf", 1.0, 8.0]))
     d["task"] = {
         "workload": "random",
         "serving": {
@@ -202,14 +203,18 @@ def serving_packets(draw: Any) -> EvidencePacket:
             "input_len": 1024,
             "output_len": 128,
             "max_concurrency": draw(st.integers(1, 256)),
-            "request_rate": draw(st.sampled_from(["inf", 1.0, 8.0])),
+            "request_rate": rate,
             "tensor_parallel_size": tp,
         },
     }
     serving = {
         "completed": prompts,  # every prompt answered (KE1003)
         "failed": 0,
-        "duration": {"value": draw(st.floats(1.0, 600.0)), "unit": "s"},
+        # at a finite rate the requests alone take prompts / rate to arrive (KE1001)
+        "duration": {
+            "value": draw(st.floats(1.0, 600.0)) + (prompts / rate if rate != "inf" else 0.0),
+            "unit": "s",
+        },
         "output_throughput": {"value": tps, "unit": "tok/s"},
         # a 1024-token prefill of an 8B model is >= 13 ms on the slowest device drawn (KE1005)
         "ttft": _stats(draw, "ms", draw(st.floats(30.0, 500.0)), False),

@@ -54,3 +54,19 @@ def test_long_strings_are_not_held() -> None:
         assert len(cache) <= 4096, name
         held = [s for k in cache for s in _strings(k) if len(s) > CACHED_CHARS]
         assert not held, f"{name} holds a string of {len(held[0])} characters"
+
+
+def test_a_long_serving_model_name_is_not_held() -> None:
+    """The serving floors remember a model per device and settings: not a hostile name."""
+    d = json.loads(
+        (
+            __import__("pathlib").Path(__file__).resolve().parents[2]
+            / "examples/packets/valid/serving_vllm_llama8b_h100.json"
+        ).read_text()
+    )
+    del d["packet_id"]
+    d["task"]["serving"]["model"] = "org/" + "very-long-model-name-" * 12 + "8b-instruct"
+    validate(json.dumps(d).encode())
+    for name, cache in _caches():
+        held = [s for k in cache for s in _strings(k) if len(s) > CACHED_CHARS]
+        assert not held, f"{name} holds a string of {len(held[0])} characters"

@@ -72,6 +72,21 @@ _NO_CLAIM = _set("timing", "speedup")
 # (spec statement, mutation, rule, pointer)
 CASES: list[tuple[str, Callable[[dict[str, Any]], None], str, str]] = [
     (
+        "7 KE807 locked clocks run at the lock",
+        _set("hardware", "clocks", value={"locked": True, "sm_requested": {"value": 1755.0, "unit": "MHz"}, "sm_observed": {"value": 1980.0, "unit": "MHz"}}),
+        "KE807",
+        "/hardware/clocks/sm_observed",
+    ),  # fmt: skip
+    (
+        "7 KE1001 a finite rate's requests take time to arrive",
+        _all(
+            _set("task", "serving", value={"request_rate": 10.0}),
+            _set("timing", "serving", value={"completed": 1000, "duration": {"value": 60.0, "unit": "s"}}),
+        ),
+        "KE1001",
+        "/timing/serving/duration",
+    ),
+    (
         "7 KE106 the replay runs another dtype than the task's",
         _set("replay", "command", value=["python", "bench.py", "--m", "4096", "--dtype", "fp16"]),
         "KE106",

@@ -15,6 +15,7 @@ import re
 from functools import lru_cache
 from typing import Any
 
+from ._common import CACHED_CHARS
 from ._context import Add, Ctx
 from ._engine import declare
 from ._tables import device_peaks, dtype_class
@@ -655,7 +656,9 @@ def _floors(p: Any, s: Any, st: Any, add: Add) -> None:
     known = _FLOORS_CACHE.get(key)
     if known is None:
         known = _floor_inputs(st.model, h.device, h.arch, settings or {}, tuple(dtypes or ()))
-        if len(_FLOORS_CACHE) < 1024 and len(st.model) + len(h.device) + len(key[3]) + len(key[4]) <= 384:
+        chars = len(st.model) + len(h.device) + len(h.arch or "")
+        chars += sum(len(k) + len(str(v)) for k, v in key[3]) + sum(map(len, key[4]))
+        if len(_FLOORS_CACHE) < 1024 and chars <= CACHED_CHARS:
             _FLOORS_CACHE[key] = known
     params, peaks, cls, size, speculative = known
     if peaks is None:
