@@ -915,6 +915,137 @@ def _identical_samples(d: dict[str, Any]) -> None:
     t["speedup"]["value"] = round(t["baseline"]["stats"]["median"] / t["stats"]["median"], 4)
 
 
+def _output_tokens_counted_twice(d: dict[str, Any]) -> None:
+    # each streamed token counted twice (the deltas and the final message both summed):
+    # 256000 output tokens from 1000 requests of at most 128, and the throughput from them
+    s = d["timing"]["serving"]
+    s["total_output_tokens"] = 256000
+    s["output_throughput"]["value"] = round(256000 / 31.4, 1)
+    s["total_token_throughput"]["value"] = round((1024000 + 256000) / 31.4, 1)
+    d["timing"]["speedup"]["value"] = round(s["output_throughput"]["value"] / 3520.1, 4)
+
+
+def _ttft_above_e2el(d: dict[str, Any]) -> None:
+    # a first token 4.2 s after the request in a run whose longest request took 3.4 s in
+    # all: the TTFT block came from another (cold-server) run
+    d["timing"]["serving"]["ttft"]["max"] = 4210.7
+
+
+def _ttft_below_the_prefill(d: dict[str, Any]) -> None:
+    # a 2.1 ms median TTFT for 1024-token prompts on an 8B model (the prefill alone is 16 TFLOP,
+    # 16.6 ms at the H100's bf16 peak): the client stamped the response headers, not the
+    # first token
+    d["timing"]["serving"]["ttft"] = {
+        "unit": "ms",
+        "median": 2.1,
+        "mean": 2.3,
+        "std": 0.5,
+        "min": 1.4,
+        "max": 4.8,
+        "percentiles": {"p50": 2.1, "p90": 3.0, "p99": 4.4},
+        "n": 1000,
+    }
+
+
+def _claim_on_failed_requests(d: dict[str, Any]) -> None:
+    # 60 of 1000 requests failed (6%, out-of-memory under load), counted honestly, and the
+    # throughput of the 940 that completed still claimed as a passed speedup
+    s = d["timing"]["serving"]
+    s["completed"] = 940
+    s["failed"] = 60
+    s["request_throughput"]["value"] = round(940 / 31.4, 2)
+    s["total_input_tokens"] = 940 * 1024
+    s["total_output_tokens"] = 940 * 128
+    s["output_throughput"]["value"] = round(940 * 128 / 31.4, 1)
+    s["total_token_throughput"]["value"] = round(940 * (1024 + 128) / 31.4, 1)
+    for k in ("ttft", "tpot", "e2el"):
+        s[k]["n"] = 940
+    d["timing"]["speedup"]["value"] = round(s["output_throughput"]["value"] / 3520.1, 4)
+
+
+def _tpot_halved(d: dict[str, Any]) -> None:
+    # a mean TPOT of 7.3 ms where every request produced its 128 tokens in 1950.4 ms, 95.3 ms
+    # of them to the first: 14.5 ms a token; the TPOT block came from a run at lower concurrency
+    t = d["timing"]["serving"]["tpot"]
+    for k in ("median", "mean", "min", "max"):
+        t[k] = round(t[k] / 2, 2)
+    t["percentiles"] = {k: round(v / 2, 2) for k, v in t["percentiles"].items()}
+
+
+def _gpu_time_of_one_request(d: dict[str, Any]) -> None:
+    # the cost reports 1.9 s of GPU time (one request's latency) for a 31.4 s run on one GPU
+    d["cost"] = {"gpu_time": {"value": 1.9, "unit": "s"}}
+
+
+def _locked_clock_boosting(d: dict[str, Any]) -> None:
+    # clocks recorded locked at 1755 MHz while the SM clock was seen at 1980 MHz: the lock was
+    # never applied and the GPU boosted
+    d["hardware"]["clocks"]["sm_observed"]["value"] = 1980
+
+
+def _created_on_31_september(d: dict[str, Any]) -> None:
+    # backdated by hand to before a deadline, to a day that does not exist
+    d["created_at"] = "2026-09-31T09:30:00Z"
+
+
+def _h200_bandwidth_on_h100(d: dict[str, Any]) -> None:
+    # the H200's 4.8 TB/s declared as the H100's peak bandwidth (the table's is 3.35 TB/s)
+    d["hardware"]["peak_bandwidth"] = {"value": 4.8, "unit": "TB/s"}
+
+
+def _raw_columns_of_three_launches(d: dict[str, Any]) -> None:
+    # the capture's records trimmed to the one fast launch, while its raw columns still hold
+    # all three launches (two of them 400 us)
+    cap = d["profiler"][0]
+    cap["kernels"][0].pop("raw")
+    cap["raw_columns"] = {
+        "gpu__time_duration.sum": [151.36, 402.71, 398.14],
+        "sm__throughput.avg.pct_of_peak_sustained_elapsed": [87.4, 41.2, 40.9],
+    }
+    cap["raw_units"] = {
+        "gpu__time_duration.sum": "usecond",
+        "sm__throughput.avg.pct_of_peak_sustained_elapsed": "%",
+    }
+
+
+def _replay_at_another_concurrency(d: dict[str, Any]) -> None:
+    # measured at 256 concurrent requests, recorded (and compared with the baseline) as 64
+    c = d["replay"]["command"]
+    c[c.index("--max-concurrency") + 1] = "256"
+
+
+def _passed_with_failed_validation(d: dict[str, Any]) -> None:
+    # the candidate that missed its tolerance on b7_n1000 relabelled passed (status set, the
+    # failure dropped), its failed validation kept
+    d["status"] = "passed"
+    del d["failure"]
+
+
+def _compile_error_filed_as_numerical(d: dict[str, Any]) -> None:
+    # a candidate that did not compile filed as incorrect_numerical (a closer miss, for the
+    # reward): nothing ran, so there is no validation to show it
+    d["failure"]["failure_class"] = "incorrect_numerical"
+
+
+def _skipped_with_timing(d: dict[str, Any]) -> None:
+    # a run that was timed relabelled skipped (so that its timings count for nothing), its
+    # claim dropped with it
+    d["status"] = "skipped"
+    del d["timing"]["speedup"]
+
+
+def _zero_repeats(d: dict[str, Any]) -> None:
+    # repeats 0 beside 31 samples: the field written before the timing loop ran
+    d["timing"]["repeats"] = 0
+
+
+def _summary_without_the_slowest(d: dict[str, Any]) -> None:
+    # the slowest call measured 412.7 us (a recompile); the samples keep it, the summary
+    # (max, mean) was computed without it
+    xs = d["timing"]["stats"]["samples"]
+    xs[xs.index(max(xs))] = 412.7
+
+
 INVALID: dict[str, tuple[Any, Any]] = {
     "KE008_measured_after_the_packet_was_made.json": (nvidia_gemm_recorded, _measured_after_made),
     "KE103_replay_echoes_the_command.json": (nvidia_gemm, _echo_replay),
@@ -977,6 +1108,22 @@ INVALID: dict[str, tuple[Any, Any]] = {
     "KE608_bytes_below_the_tensors.json": (nvidia_gemm, _bytes_below_the_tensors),
     "KE805_count_8_one_device_exposed.json": (nvidia_gemm, _count_eight_one_device_exposed),
     "KE806_h100_name_with_sm80.json": (nvidia_gemm, _h100_name_with_sm80),
+    "KE007_created_on_31_september.json": (nvidia_gemm, _created_on_31_september),
+    "KE106_replay_runs_another_concurrency.json": (serving, _replay_at_another_concurrency),
+    "KE405_passed_with_failed_validation.json": (tolerance_miss, _passed_with_failed_validation),
+    "KE406_compile_error_filed_as_numerical.json": (compile_error, _compile_error_filed_as_numerical),
+    "KE408_skipped_packet_with_timing.json": (nvidia_gemm, _skipped_with_timing),
+    "KE502_zero_repeats.json": (nvidia_gemm, _zero_repeats),
+    "KE503_summary_without_the_slowest_sample.json": (nvidia_gemm, _summary_without_the_slowest),
+    "KE607_h200_bandwidth_declared_for_h100.json": (nvidia_gemm, _h200_bandwidth_on_h100),
+    "KE807_locked_clock_observed_boosting.json": (nvidia_gemm, _locked_clock_boosting),
+    "KE901_raw_columns_of_three_launches_one_record.json": (nvidia_gemm, _raw_columns_of_three_launches),
+    "KE1002_output_tokens_above_output_len.json": (serving, _output_tokens_counted_twice),
+    "KE1004_ttft_above_end_to_end_latency.json": (serving, _ttft_above_e2el),
+    "KE1005_ttft_below_the_prefill.json": (serving, _ttft_below_the_prefill),
+    "KE1006_passed_claim_on_failed_requests.json": (serving, _claim_on_failed_requests),
+    "KE1007_tpot_half_what_the_latencies_give.json": (serving, _tpot_halved),
+    "KE1202_gpu_time_of_one_request.json": (serving, _gpu_time_of_one_request),
 }
 
 # documents that are not even well-formed packets, written as raw text
