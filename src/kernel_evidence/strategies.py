@@ -44,7 +44,12 @@ _ts = st.datetimes(
     min_value=__import__("datetime").datetime(2020, 1, 1),
     max_value=__import__("datetime").datetime(2026, 1, 1),
 ).map(lambda d: d.strftime("%Y-%m-%dT%H:%M:%SZ"))
-_hex64 = st.binary(min_size=32, max_size=32).map(lambda b: "sha256:" + b.hex())
+#: a digest of something: not one digit repeated, nor the SHA-256 of empty input (KE105)
+_hex64 = (
+    st.binary(min_size=32, max_size=32)
+    .map(lambda b: "sha256:" + b.hex())
+    .filter(lambda d: len(set(d[7:])) > 1 and not d.startswith("sha256:e3b0c44298fc"))
+)
 
 
 def _envelope(draw: Any, kind: str, status: str) -> dict[str, Any]:
@@ -63,7 +68,10 @@ def _envelope(draw: Any, kind: str, status: str) -> dict[str, Any]:
                 st.none()
                 | st.builds(
                     lambda c: {"url": "https://example.org/repo.git", "commit": c, "dirty": False},
-                    st.from_regex(r"[0-9a-f]{40}", fullmatch=True),
+                    # a hash of something: not one digit repeated, nor git's empty tree or blob (KE104)
+                    st.from_regex(r"[0-9a-f]{40}", fullmatch=True).filter(
+                        lambda c: len(set(c)) > 1 and c[:12] not in ("4b825dc642cb", "e69de29bb2d1")
+                    ),
                 )
             ),
             "container": draw(

@@ -72,6 +72,8 @@ def _serving_packets() -> list[dict[str, Any]]:
         p.pop("packet_id", None)
         p["task"]["serving"]["engine"] = {"name": engine, "version": version}
         p["task"]["serving"]["max_concurrency"] = concurrency
+        cmd = p["replay"]["command"]  # the replay runs what the packet records (KE106)
+        cmd[cmd.index("--max-concurrency") + 1] = str(concurrency)
         ttft = p["timing"]["serving"]["ttft"]
         scale = 1.0 + 0.25 * i
         for key in ("median", "mean", "min", "max"):

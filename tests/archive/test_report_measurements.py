@@ -39,6 +39,8 @@ def _serving() -> list[dict[str, Any]]:
         p.pop("packet_id", None)
         p["task"]["serving"]["engine"]["version"] = version
         p["task"]["serving"]["max_concurrency"] = concurrency
+        cmd = p["replay"]["command"]  # the replay runs what the packet records (KE106)
+        cmd[cmd.index("--max-concurrency") + 1] = str(concurrency)
         serving = p["timing"]["serving"]
         duration = serving["total_output_tokens"] / tok  # the figures agree with each other
         serving["output_throughput"]["value"] = tok
@@ -51,6 +53,7 @@ def _serving() -> list[dict[str, Any]]:
         p["created_at"] = f"2026-11-2{i}T09:30:00Z"
         if i == 4:
             p["task"]["serving"]["model"] = LONG_MODEL
+            p["replay"]["command"][p["replay"]["command"].index("--model") + 1] = LONG_MODEL
         out.append(p)
     return out
 

@@ -9,6 +9,7 @@ import shlex
 from collections.abc import Iterator
 from typing import Any
 
+from ._common import CACHED_CHARS
 from ._context import Add, Ctx
 from ._engine import declare
 
@@ -1530,7 +1531,7 @@ def _workload(cmd: list[str], shell: bool | None) -> _Workload | None:
         hit = _Workload(flags) if flags else None
         if hit is not None and not hit:
             hit = None
-        if len(_WORKLOAD_CACHE) < 4096 and sum(map(len, cmd)) <= 4096:
+        if len(_WORKLOAD_CACHE) < 4096 and sum(map(len, cmd)) <= CACHED_CHARS:
             _WORKLOAD_CACHE[key] = hit
     return hit  # type: ignore[return-value]
 
