@@ -12,6 +12,7 @@ import time
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
+from ._common import CACHED_CHARS
 from ._context import Add, Ctx
 from ._engine import declare
 
@@ -79,6 +80,20 @@ declare("KE008", "error", "measured_at is not after the packet was made",
      "MUST NOT be more than an hour after `created_at` (clocks of two machines may differ a "
      "little) nor more than a day in the future, and MUST name a real calendar time.")  # fmt: skip
 
+declare(
+    "KE009",
+    "warning",
+    "extensions do not restate a core claim",
+    "record the speedup, grade, status and validation in the packet's own fields, where they are checked",
+    "An extension object SHOULD NOT carry, at its top level, a member named `speedup`, "
+    "`grade`, `verified`, `valid`, `verdict` or `status` (any case, `-`/`_` ignored): the "
+    "validator does not check extensions, so a claim there (a speedup on a slowdown, a "
+    "grade the packet did not earn) is taken on its producer's word by whoever reads it. "
+    "The project's own namespaces (`kevidence:*`, the replay verdict) are exempt. Graded C "
+    "at best.",
+    caps="C",
+)
+
 _sha256 = hashlib.sha256
 
 
@@ -98,6 +113,54 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
     # the common case (measured before the packet was made) in one string comparison
     if m is not None and (m[:19] > ts[:19] or m[8:10] > "28" or m[17:19] == "60"):
         _measured_at(m, ts, future, add)
+    ext = p.extensions
+    if ext:
+        _extension_claims(ext, add)
+
+
+#: member names of an extension that restate a claim of the packet's own fields
+#: (compared casefolded, without `-`, `_` or spaces)
+_CLAIM_KEYS = frozenset({"speedup", "grade", "verified", "valid", "verdict", "status"})
+_CLAIM_KEY_CACHE: dict[str, bool] = {}
+
+
+def _claim_key(key: str) -> bool:
+    """Whether an extension member's name restates a core claim (cached)."""
+    hit = _CLAIM_KEY_CACHE.get(key)
+    if hit is None:
+        hit = (
+            len(key) <= 64
+            and key.casefold().replace("_", "").replace("-", "").replace(" ", "") in _CLAIM_KEYS
+        )
+        if len(_CLAIM_KEY_CACHE) < 4096 and len(key) <= CACHED_CHARS:
+            _CLAIM_KEY_CACHE[key] = hit
+    return hit
+
+
+def _extension_claims(ext: Any, add: Add) -> None:
+    """KE009: extension members that restate a speedup, grade, verdict or status."""
+    for ns, body in ext.items():
+        if ns.startswith("kevidence:") or not isinstance(body, dict):
+            continue  # the project's own (the replay verdict)
+        for key in body:
+            if isinstance(key, str) and _claim_key(key):
+                value = body[key]
+                if isinstance(value, str):
+                    shown = repr(value[:60])
+                elif isinstance(value, (int, float, bool)):
+                    shown = repr(value)[:60]
+                else:
+                    shown = type(value).__name__
+                esc = ns.replace("~", "~0").replace("/", "~1")
+                kesc = key.replace("~", "~0").replace("/", "~1")
+                add(
+                    (
+                        "KE009",
+                        f"/extensions/{esc}/{kesc}",
+                        f"extension `{ns[:80]}` restates `{key[:60]}` ({shown}), a claim the validator does not "
+                        "check there",
+                    )
+                )
 
 
 #: how far after created_at a measured_at may be (clocks of two machines)

@@ -36,7 +36,15 @@ declare(
     "use `failed` for faults of the candidate and `error` for infrastructure or reference problems",
     "`failed` takes compile_error, runtime_error, timeout, incorrect_shape, incorrect_dtype, "
     "incorrect_numerical, nan_inf, reward_hack; `error` takes infra_error, invalid_reference, "
-    "timeout, runtime_error.",
+    "timeout, runtime_error. The packet's own record MUST NOT contradict the class: a "
+    "correctness class (incorrect_*, nan_inf) beside a failed anti-gaming defence (any but "
+    "`cache_flush`) MUST be `reward_hack` (the harness caught the candidate); an `error` "
+    "packet MUST NOT carry a failed defence, nor a validation whose verdict failed or that "
+    "saw NaN/Inf (the candidate's outputs failed: status `failed`), unless it is "
+    "`invalid_reference` and the validation's message says the reference is what broke; a "
+    "`skipped` packet's class, if any, is a reason the run did not happen (`infra_error`, "
+    "`invalid_reference`), and it MUST NOT record a failed compile (`compile.succeeded: "
+    "false`): a candidate that was built and failed is `failed`.",
 )
 declare(
     "KE404",
@@ -50,8 +58,9 @@ declare(
     "KE405",
     "error",
     "status agrees with the validation verdict",
-    "make /status and /validation/verdict agree",
-    "A `passed` packet MUST NOT carry a failed validation.",
+    "make /status agree with /validation/verdict and /compile/succeeded",
+    "A `passed` packet MUST NOT carry a failed validation, nor a failed compile "
+    "(`compile.succeeded: false`): a candidate that did not build produced no result.",
 )
 declare(
     "KE406",
@@ -121,9 +130,14 @@ declare(
     "candidate's flat `cache_policy`) is `unknown`; `unseen_inputs` passed while "
     "`validation.inputs_regenerated` is false and the validation's seeds are only the "
     "replay's, the defence's detail naming no seed of its own; `timer_integrity` passed while "
-    "`replay.env` preloads a library, `LD_PRELOAD` or `DYLD_INSERT_LIBRARIES`, other than a "
-    "memory allocator: it can patch the clock) or whose own `detail` says it was not run "
-    "(begins `skipped`, `not run`, `not applicable`, `n/a`, `disabled`...).",
+    "`replay.env` loads a library into the timed process (`LD_PRELOAD`, "
+    "`DYLD_INSERT_LIBRARIES`, `LD_AUDIT`, the CUDA driver's `CUDA_INJECTION64_PATH`/"
+    "`CUDA_INJECTION32_PATH`, ROCm's `HSA_TOOLS_LIB`/`ROCP_TOOL_LIBRARIES`) other than a "
+    "memory allocator or a vendor profiler's own library: it can patch the clock) or whose "
+    "own `detail` says it was not run or not checked (begins `skipped`, `not run`, `not "
+    "applicable`, `n/a`, `disabled`, `assumed`, `trusted`...; or says anywhere, in a "
+    "clause that neither negates nor counts it, `not checked`/`not verified`, `is assumed`/"
+    "`is trusted`, `on assumption`, `the check was skipped`).",
 )
 declare("KE413", "warning", "validation covered the output",
      "compare every element of the output (or record the elements compared and why)",
@@ -137,6 +151,12 @@ _FAILED_CLASSES = frozenset({
 })  # fmt: skip
 _ERROR_CLASSES = frozenset({"infra_error", "invalid_reference", "timeout", "runtime_error"})
 _NEEDS_VALIDATION = frozenset({"incorrect_shape", "incorrect_dtype", "incorrect_numerical", "nan_inf"})
+#: the classes that say why a run did not happen (a skipped packet's reason)
+_SKIP_REASONS = frozenset({"infra_error", "invalid_reference"})
+_SKIPPED_BUILT = (
+    "a skipped packet records a failed compile (compile.succeeded: false): the candidate was built and "
+    "failed; use status `failed` (compile_error)"
+)
 
 
 def check(p: Any, ctx: Ctx, add: Add) -> None:
@@ -156,26 +176,46 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
     if f is None:
         if status in ("failed", "error"):
             add(("KE402", "/failure", f"{_a(status)} {status} packet has no failure class"))
+        elif status == "skipped" and p.compile is not None and p.compile.succeeded is False:
+            add(("KE403", "/status", _SKIPPED_BUILT))
     else:
         fc = f.failure_class._value_
         if status == "passed":
             add(("KE402", "/failure", "a passed packet carries a failure"))
-        elif status == "failed" and fc not in _FAILED_CLASSES:
-            add(
-                (
-                    "KE403",
-                    "/failure/failure_class",
-                    f"failure class `{fc}` is not a fault of the candidate; use status `error`",
+        elif status == "failed":
+            if fc not in _FAILED_CLASSES:
+                add(
+                    (
+                        "KE403",
+                        "/failure/failure_class",
+                        f"failure class `{fc}` is not a fault of the candidate; use status `error`",
+                    )
                 )
-            )
-        elif status == "error" and fc not in _ERROR_CLASSES:
-            add(
-                (
-                    "KE403",
-                    "/failure/failure_class",
-                    f"failure class `{fc}` is a fault of the candidate; use status `failed`",
+            elif fc in _NEEDS_VALIDATION and p.defences:
+                _relabelled_hack(p.defences, fc, add)
+        elif status == "error":
+            if fc not in _ERROR_CLASSES:
+                add(
+                    (
+                        "KE403",
+                        "/failure/failure_class",
+                        f"failure class `{fc}` is a fault of the candidate; use status `failed`",
+                    )
                 )
-            )
+            elif p.defences or v is not None:
+                _candidate_fault(p.defences, v, fc, add)
+        elif status == "skipped":
+            if fc not in _SKIP_REASONS:
+                add(
+                    (
+                        "KE403",
+                        "/status",
+                        f"a skipped packet with failure class `{fc}`: the candidate ran (or was built) and "
+                        f"failed; use status `{'error' if fc in _ERROR_CLASSES else 'failed'}`",
+                    )
+                )
+            elif p.compile is not None and p.compile.succeeded is False:
+                add(("KE403", "/status", _SKIPPED_BUILT))
         if fc in _NEEDS_VALIDATION:
             if v is None:
                 add(("KE406", "/validation", f"{_a(fc)} {fc} failure without validation results"))
@@ -201,7 +241,7 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
                 elif c == "timer_integrity":
                     r = p.replay
                     env = r.env if r is not None else None
-                    if env and ("LD_PRELOAD" in env or "DYLD_INSERT_LIBRARIES" in env):
+                    if env and not _PRELOAD_VARS.isdisjoint(env):
                         why = _contradicted(p, d)
                 elif c == "unseen_inputs" and v is not None and v.inputs_regenerated is False:
                     why = _contradicted(p, d)
@@ -214,6 +254,14 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
                 if isinstance(why, tuple):
                     ptr, why = why
                 add(("KE412", ptr, f"the `{c}` defence is recorded passed, but {why}"))
+    if status == "passed" and p.compile is not None and p.compile.succeeded is False:
+        add(
+            (
+                "KE405",
+                "/compile/succeeded",
+                "a passed packet records a failed compile (compile.succeeded: false): the candidate did not build",
+            )
+        )
     if v is None:
         return
     if status == "passed" and v.shapes:
@@ -239,6 +287,93 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
             add(("KE407", "/validation/verdict", "verdict failed but every listed shape passed"))
 
 
+def _hack_defence(ds: Any) -> tuple[int, Any] | None:
+    """The first failed anti-gaming defence that catches the candidate (a failed
+    ``cache_flush`` is the harness's flush, not the candidate's doing), with its index."""
+    for i, d in enumerate(ds):
+        if d.outcome == "failed" and d.check != "cache_flush":
+            return i, d
+    return None
+
+
+def _relabelled_hack(ds: Any, fc: str, add: Add) -> None:
+    """KE403: a correctness class beside a failed defence: the harness caught the candidate
+    gaming it, and that failure is ``reward_hack`` (the recorder files it so; reward gives
+    it the penalty a correctness class escapes)."""
+    hit = _hack_defence(ds)
+    if hit is not None:
+        i, d = hit
+        add(
+            (
+                "KE403",
+                "/failure/failure_class",
+                f"failure class `{fc}` beside the failed `{d.check}` defence (/defences/{i}): the harness "
+                "caught the candidate, the class is `reward_hack`",
+            )
+        )
+
+
+def _candidate_fault(ds: Any, v: Any, fc: str, add: Add) -> None:
+    """KE403: an ``error`` packet (a fault of the machine, the harness or the reference)
+    whose own record shows the candidate failed: a failed defence, or a validation that
+    failed or saw NaN/Inf, unless an ``invalid_reference`` validation says the reference
+    is what broke."""
+    hit = _hack_defence(ds) if ds else None
+    if hit is not None:
+        i, d = hit
+        add(
+            (
+                "KE403",
+                "/failure/failure_class",
+                f"an error packet (`{fc}`) with the failed `{d.check}` defence (/defences/{i}): the "
+                "harness caught the candidate; use status `failed` (reward_hack)",
+            )
+        )
+        return
+    if v is None:
+        return
+    bad = None
+    for s in v.shapes or ():
+        if not s.passed or s.nan_seen or s.inf_seen:
+            bad = s
+            break
+    if bad is None and v.verdict != "failed":
+        return  # validation passed: an infrastructure failure after it is honest
+    if fc == "invalid_reference" and _blames_reference(v, bad):
+        return
+    what = (
+        f"shape `{bad.shape_id}` {'saw NaN/Inf' if bad.nan_seen or bad.inf_seen else 'failed'}"
+        if bad is not None
+        else "its verdict failed"
+    )
+    add(
+        (
+            "KE403",
+            "/failure/failure_class",
+            f"an error packet (`{fc}`) whose validation shows the candidate's outputs failed ({what}): "
+            "the fault is the candidate's; use status `failed`",
+        )
+    )
+
+
+#: a message that says the reference broke (NaN in the reference, the reference crashed)
+_REFERENCE_BROKE = re.compile(
+    r"\breferences?(?:'s)?\s+(?:\w+\s+){0,6}?(?:nan|inf|infinit\w*|non-?finite|broken|invalid|wrong|crash\w*|"
+    r"failed|fails|unusable|diverged|overflow\w*|raised|exception|unstable)\b|\b(?:nan|inf|infinit\w*|"
+    r"non-?finite|overflow)\b[^.;:]{0,40}?\b(?:in|of|from|by)\s+(?:the\s+)?references?\b",
+    re.IGNORECASE,
+)
+
+
+def _blames_reference(v: Any, bad: Any) -> bool:
+    """Whether the validation's own message (or the failing shape's) says the reference
+    is what broke."""
+    for text in (v.message, bad.message if bad is not None else None):
+        if text and _REFERENCE_BROKE.search(text[:1000]):
+            return True
+    return False
+
+
 #: the defences whose passing a packet's conditions can contradict
 _CONTRADICTABLE = frozenset({"fresh_inputs", "cache_flush", "unseen_inputs", "timer_integrity"})
 
@@ -255,20 +390,90 @@ _NOT_RUN = re.compile(
 )
 _NOT_RUN_CACHE: dict[str, bool] = {}
 
+#: ... or a detail that begins by taking the check on trust (`assumed (same harness)`,
+#: `trusted`, `unverified`)
+_TAKEN_ON_TRUST = re.compile(
+    r"^\W*(?:assumed|presumed|trusted|taken\s+on\s+trust|unchecked|unverified|untested|not\s+checked|"
+    r"not\s+verified|not\s+validated|not\s+tested)(?!\w)",
+    re.IGNORECASE,
+)
+#: ... or says so anywhere: the check not done (`timer not checked: the harness is
+#: trusted`), taken on assumption or trust, or itself skipped (`the check was skipped`);
+#: a clause that negates it (`no shape was not checked`, `none skipped`) or counts what
+#: it left out (`8 sets checked, 2 not verified`) is no such statement
+_NOT_CHECKED = re.compile(
+    r"(?<![\w-])(?:"
+    r"not\s+(?:been\s+|actually\s+|yet\s+|really\s+|ever\s+)?(?:checked|verified|validated|tested)"
+    r"(?!\s+(?:before|earlier|previously|during|by\s+the\s+candidate))"
+    r"|never\s+(?:been\s+|actually\s+)?(?:checked|verified|validated|tested)"
+    r"|(?:is|was|are|were|be|been|being)\s+(?:simply\s+|just\s+)?(?:assumed|presumed|trusted|taken\s+on\s+trust)"
+    r"(?!\s+(?:to\s+be\s+)?(?:about\s+|~\s*)?\d)"
+    r"|assumed\s+(?:to\s+(?:be|have)\s+)?(?:ok|okay|fine|clean|good|safe|correct|passed|passing|intact|"
+    r"unpatched|unmodified|untouched|fresh|unseen|true|valid)"
+    r"|(?:on|by)\s+(?:assumption|trust)|trust(?:ed|ing)\s+(?:the|its|our)\s+(?:harness|timer|clock|candidate|framework)"
+    r"|(?:check|defen[cs]e|test|verification|it|this)\s+(?:was\s+|is\s+|has\s+been\s+|were\s+|got\s+)?skipped"
+    r"(?=\s*$|\s*[:;,.(\u2013\u2014]|\s+-|\s+(?:because|since|as|due|for|on|in|here|entirely|altogether)(?!\w))"
+    r")(?!\w)",
+    re.IGNORECASE,
+)
+#: a clause's words before a match that negate or count it
+_NEGATED = re.compile(
+    r"(?<![\w-])(?:no|none|nothing|never|zero|without|if|whether|unless|otherwise|or)(?!\w)|\d", re.I
+)
+#: a clause that lists what was skipped, and it is nothing (`skipped: none`)
+_NONE_SKIPPED = re.compile(r"\W*skipped\s*[:=]\s*(?:none|nothing|0|zero)\W*$", re.IGNORECASE)
+#: where a clause starts
+_CLAUSE = re.compile(r"[;,.:!?()\[\]\n\u2013\u2014]|\s-\s")
+
 
 def _says_not_run(detail: str) -> bool:
-    """Whether a defence's detail says the check was skipped or not run (cached)."""
+    """Whether a defence's detail says the check was skipped, not run, or not checked at
+    all (taken on assumption or trust) (cached)."""
     hit = _NOT_RUN_CACHE.get(detail)
     if hit is None:
-        hit = bool(_NOT_RUN.match(detail[:256]))
+        head = detail[:1024]
+        hit = bool(_NOT_RUN.match(head) or _TAKEN_ON_TRUST.match(head)) or _not_checked(head)
         if len(_NOT_RUN_CACHE) < 4096 and len(detail) <= CACHED_CHARS:
             _NOT_RUN_CACHE[detail] = hit
     return hit
 
 
-#: preloaded libraries that are memory allocators (they replace malloc, not the clock)
-_ALLOCATOR = re.compile(r"(?:^|/)lib(?:tcmalloc|jemalloc|mimalloc|hoard|tbbmalloc)[\w.\-]*$")
-_PRELOADS = ("LD_PRELOAD", "DYLD_INSERT_LIBRARIES")
+def _not_checked(text: str) -> bool:
+    """Whether some clause of a detail says the check was not done: a match of
+    :data:`_NOT_CHECKED` not negated or counted earlier in its clause, or a clause after
+    a `;` that begins as :data:`_NOT_RUN` does (`8 sets; skipped: no GPU`)."""
+    for m in _NOT_CHECKED.finditer(text):
+        start = m.start()
+        cut = 0
+        for c in _CLAUSE.finditer(text, 0, start):
+            cut = c.end()
+        if not _NEGATED.search(text, cut, start):
+            return True
+    if ";" in text:
+        for clause in text.split(";")[1:]:
+            if _NOT_RUN.match(clause) and not _NONE_SKIPPED.match(clause):
+                return True
+    return False
+
+
+#: preloaded libraries that are memory allocators (they replace malloc, not the clock), and
+#: the vendors' profiler libraries a profiled run loads (Nsight's injection, CUPTI, rocprof)
+_ALLOCATOR = re.compile(
+    r"(?:^|/)lib(?:tcmalloc|jemalloc|mimalloc|hoard|tbbmalloc|ToolsInjection|TreeLauncher|InterceptorInjection|"
+    r"cupti|rocprofiler|roctracer|rocprof)[\w.\-]*$"
+)
+#: what loads a library into the timed process before its code runs: the loader's preload
+#: and audit lists, the CUDA driver's and the HSA runtime's tool (injection) libraries
+_PRELOADS = (
+    "LD_PRELOAD",
+    "DYLD_INSERT_LIBRARIES",
+    "LD_AUDIT",
+    "CUDA_INJECTION64_PATH",
+    "CUDA_INJECTION32_PATH",
+    "HSA_TOOLS_LIB",
+    "ROCP_TOOL_LIBRARIES",
+)
+_PRELOAD_VARS = frozenset(_PRELOADS)
 
 
 def _preloaded(p: Any) -> tuple[str, str] | None:
