@@ -71,6 +71,13 @@ _NO_CLAIM = _set("timing", "speedup")
 
 # (spec statement, mutation, rule, pointer)
 CASES: list[tuple[str, Callable[[dict[str, Any]], None], str, str]] = [
+    ("7 KE405 a passed packet compiled", _set("compile", value={"succeeded": False}), "KE405", "/compile/succeeded"),
+    (
+        "7 KE412 a passed defence that was not checked",
+        _set("defences", value=[{"check": "timer_integrity", "outcome": "passed", "detail": "not checked: the harness is trusted"}]),
+        "KE412",
+        "/defences/0",
+    ),  # fmt: skip
     (
         "7 KE807 locked clocks run at the lock",
         _set("hardware", "clocks", value={"locked": True, "sm_requested": {"value": 1755.0, "unit": "MHz"}, "sm_observed": {"value": 1980.0, "unit": "MHz"}}),
@@ -951,6 +958,12 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], str, str]] = [
 
 # SHOULD statements that have a warning
 WARNINGS: list[tuple[str, Callable[[dict[str, Any]], None], str, str]] = [
+    (
+        "7 KE009 an extension restates the speedup",
+        _set("extensions", value={"https://example.org/leaderboard/v1": {"speedup": 9.9}}),
+        "KE009",
+        "/extensions/https:~1~1example.org~1leaderboard~1v1/speedup",
+    ),
     ("7 KE508 three timed calls", _set("timing", "repeats", value=2), "KE508", "/timing/repeats"),
     (
         "7 KE1105 a profiled candidate kernel comes with its capture",

@@ -359,3 +359,23 @@ def test_timing_arguments_with_a_ready_timing_are_refused() -> None:
         with pytest.raises(TypeError, match="baseline apply to a Measurement"):
             c.timing(Timing(method="host_clock"), baseline=object())  # type: ignore[arg-type]
         c.timing(Timing(method="host_clock"))  # without them: taken as it is
+
+
+def test_an_infra_error_after_a_failed_defence_is_the_candidates_fault() -> None:
+    """A defence that failed before the infrastructure did makes the packet a reward hack, not
+    an error (an error packet beside a failed defence is laundering, KE403)."""
+    rec = _rec()
+    with rec.candidate("sneaky") as c:
+        c.defence("timer_integrity", "failed", detail="the clock moved backwards")
+        raise InfraError("device lost")
+    p = c.packet
+    assert p is not None and p.status.value == "failed"
+    assert p.failure is not None and p.failure.failure_class is FailureClass.REWARD_HACK
+    assert "timer_integrity" in (p.failure.message or "") and "device lost" in (p.failure.message or "")
+    _ok(p)
+    # a failed cache flush is the harness's own: the infrastructure error stands
+    rec = _rec()
+    with rec.candidate("flush") as c:
+        c.defence("cache_flush", "failed", detail="the flush buffer could not be allocated")
+        raise InfraError("device lost")
+    assert c.packet is not None and c.packet.status.value == "error"

@@ -743,8 +743,20 @@ class CandidateRecord:
         return self.packet is not None and self.packet.status is Status.PASSED
 
     def _failure_from(self, exc: BaseException | None) -> Failure | None:
+        failed = [d for d in self._defences.values() if d.outcome == "failed"]
         if exc is not None:
             fc = classify_exception(exc)
+            if status_for(fc) is Status.ERROR and any(d.check != "cache_flush" for d in failed):
+                # a defence failed before the infrastructure did: the candidate's fault comes
+                # first (an error packet beside a failed defence is laundering, KE403)
+                return Failure(
+                    failure_class=FC.REWARD_HACK,
+                    message=_head(
+                        "; ".join(f"defence {d.check} failed: {d.detail or 'no detail'}" for d in failed)
+                        + f"; then {_describe(exc)}"
+                    ),
+                    log_excerpt=_excerpt(_format_traceback(exc)),
+                )
             shape_id = getattr(exc, "shape_id", None)
             return Failure(
                 failure_class=fc,
@@ -754,7 +766,6 @@ class CandidateRecord:
             )
         if self._failure is not None:
             return self._failure
-        failed = [d for d in self._defences.values() if d.outcome == "failed"]
         if failed:
             return Failure(
                 failure_class=FC.REWARD_HACK,
