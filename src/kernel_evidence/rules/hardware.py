@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import unicodedata
 from typing import Any
 
 from ..devices import (
@@ -91,7 +92,14 @@ declare(
     "of several suffices (the finding points at `hardware.device`; a name the table does not "
     "know is not judged). A profiler capture's own device name "
     "(ncu's `device__attribute_display_name`) MUST NOT name a model of another arch than "
-    "`hardware.device` (the finding points at `hardware.device`).",
+    "`hardware.device` (the finding points at `hardware.device`). A `hardware.device` the "
+    "table does not know MUST NOT be a table name spelled with look-alike characters (Cyrillic "
+    "or Greek letters, fullwidth or mathematical forms, invisible characters: `NVIDIA Н100` "
+    "with a Cyrillic En), which hide it from the peak table (at `hardware.device`). A CPU "
+    "(vendor `cpu`, or an x86/Arm/POWER/RISC-V arch) whose name states one core count "
+    "(`96-Core`, `64 cores`; not a GPU's or NPU's cores) MUST NOT record more "
+    "`hardware.compute_units` than those cores times `hardware.count` (sockets): SMT threads "
+    "are not cores (at `hardware.compute_units`).",
 )
 
 declare(
@@ -124,6 +132,8 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
                 _target_arch(h, comp, add)
             if p.profiler:
                 _capture_device(p, h, add)
+            if h.compute_units is not None and ("ore" in h.device or "ORE" in h.device):
+                _cpu_cores(h, add)
         _device_count(p, h, add)
         c = h.clocks
         if c is not None and c.locked is True and c.sm_requested is not None and c.sm_observed is not None:
@@ -243,6 +253,19 @@ def _identity_findings(
 ) -> list[tuple[str, str, str]]:
     out: list[tuple[str, str, str]] = []
     cands = list(_name_candidates(name))
+    if not cands and not name.isascii():
+        seen = _lookalike(name)
+        if seen is not None:
+            # `NVIDIA Н100` (a Cyrillic En) reads as an H100 to people while the table, and
+            # every physics check on it, sees no device
+            return [
+                (
+                    "KE806",
+                    "/hardware/device",
+                    f"`{name[:80]}` spells `{seen[:80]}` with look-alike characters "
+                    f"({_odd_chars(name)}): the device table, and the checks of what it can do, do not see it",
+                )
+            ]
     if device_id is not None:
         entry = device(device_id)
         if entry is None:
@@ -285,6 +308,93 @@ def _identity_findings(
                 ("KE806", where, f"{what} does not fit the device that ran ({said}); its facts fit {others}"),
             ]
     return out + facts
+
+
+#: letters of other scripts that look like one Latin letter (Cyrillic, Greek), and
+#: invisible characters (read as nothing)
+_CONFUSABLE_MAP: dict[str, str | None] = {
+    **dict(zip("АВЕКМНОРСТХУІЈЅԁԛԜԝҮүһаеорсухіјѕ", "ABEKMHOPCTXYIJSdqWwYyhaeopcyxijs", strict=True)),
+    **dict(zip("ΑΒΕΖΗΙΚΜΝΟΡΤΥΧοιυνκρ", "ABEZHIKMNOPTYXoiuvkp", strict=True)),
+    **dict.fromkeys("\u00ad\u200b\u200c\u200d\u2060\ufeff\u180e"),
+}
+_CONFUSABLE = str.maketrans(_CONFUSABLE_MAP)
+
+
+def _fold_char(ch: str) -> str:
+    """One character as the Latin letter or digit it looks like (NFKC of a fullwidth or
+    mathematical letter), else itself (an accent, a kana, a trademark sign stay)."""
+    if ch.isascii():
+        return ch
+    t = ch.translate(_CONFUSABLE)
+    if t != ch:
+        return t
+    n = unicodedata.normalize("NFKC", ch)
+    return n if len(n) == 1 and n.isascii() and n.isalnum() else ch
+
+
+def _lookalike(name: str) -> str | None:
+    """The table device name that ``name`` spells with look-alike characters (Cyrillic or
+    Greek letters, fullwidth forms, invisible characters), or None."""
+    folded = "".join(map(_fold_char, name))
+    if folded == name or not _name_candidates(folded):
+        return None
+    return folded
+
+
+def _odd_chars(name: str) -> str:
+    """The non-ASCII characters of a name that fold to ASCII, as code points."""
+    odd = dict.fromkeys(ch for ch in name if not ch.isascii() and _fold_char(ch) != ch)
+    return ", ".join(f"U+{ord(ch):04X}" for ch in list(odd)[:4])
+
+
+#: a core count stated in a device name (`96-Core`, `64-core`, `16 Cores`) and what
+#: follows it (a GPU's or an NPU's cores are not the CPU's)
+_CORES = re.compile(r"(?<![\w.])(\d{1,4})[\s-]?cores?\b(\s*[-/(]?\s*[a-z]+)?", re.IGNORECASE)
+_NOT_CPU_CORES = frozenset({"gpu", "npu", "graphics", "neural", "tensor", "cuda", "rt", "xe", "compute"})
+_CPU_ARCH = re.compile(r"x86|amd64|aarch64|arm64|armv|ppc64|power|riscv|s390", re.IGNORECASE)
+#: the core count a CPU's name states, by name (bounded)
+_CORES_CACHE: dict[str, int | None] = {}
+
+
+def _named_cores(name: str) -> int | None:
+    """The one core count a name states (`AMD EPYC 9654 96-Core Processor`: 96); None where
+    it states none, several, or the cores of a GPU or NPU (`38-core GPU`)."""
+    hit: Any = _CORES_CACHE.get(name, _NOT_LOOKED)
+    if hit is _NOT_LOOKED:
+        counts: set[int] = set()
+        hit = None
+        for n, after in _CORES.findall(name):
+            if after and after.strip(" -/(").casefold() in _NOT_CPU_CORES:
+                counts = set()
+                break
+            counts.add(int(n))
+        if len(counts) == 1:
+            hit = counts.pop() or None
+        if len(_CORES_CACHE) < 1024 and len(name) <= _CACHED_CHARS:
+            _CORES_CACHE[name] = hit
+    return hit if isinstance(hit, int) else None
+
+
+def _cpu_cores(h: Any, add: Add) -> None:
+    """KE806: a CPU whose name states its cores records no more compute units than those
+    cores (times the sockets, `hardware.count`): SMT threads are not cores, and a CPU's peak
+    is cores x clock x FLOP per cycle."""
+    if not (h.vendor == "cpu" or (h.arch and len(h.arch) <= _CACHED_CHARS and _CPU_ARCH.search(h.arch))):
+        return
+    n = _named_cores(h.device)
+    if n is None:
+        return
+    sockets = h.count if h.count and h.count > 1 else 1
+    if h.compute_units > n * sockets:
+        per = f" x {sockets} sockets" if sockets > 1 else ""
+        add(
+            (
+                "KE806",
+                "/hardware/compute_units",
+                f"`{h.device[:80]}` names {n} cores{per}, not {h.compute_units} compute units: "
+                "SMT threads are not cores (record several sockets in hardware.count)",
+            )
+        )
 
 
 def _fitting_models(

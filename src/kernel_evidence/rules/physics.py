@@ -7,7 +7,7 @@ from functools import lru_cache
 from math import prod as _prod
 from typing import Any
 
-from ..devices import device
+from ..devices import _arch_id, _mig, _name_candidates, all_devices, arch_agrees, device
 from ._common import CACHED_CHARS as _CACHED_CHARS
 from ._common import SLACK as _SLACK
 from ._context import Add, Ctx
@@ -20,14 +20,23 @@ declare(
     "error",
     "achieved FLOP/s within the device peak",
     "check the FLOP count, the time unit and the device; a result above the peak is a measurement error or a cheat",
-    "Where the work (`task.work.flops`, or the timed shape's) and the device are known, FLOPs / median time MUST NOT exceed the device's peak FLOP/s for the precision the work runs in (times the device count), with 5% slack; a block without a median is checked on its mean. That precision is the operand tensors' dtypes where the shapes list tensors (not masks, indices, positions, lengths, offsets or biases, nor tensors under 1% of the largest one's elements), else the task's dtype labels; a dtype the table does not know never raises the peak above the known ones (only a sub-byte integer such as int4, which the table has no figure for, allows the device's highest). The peak comes from the shipped table (docs/peaks.md), else from `hardware.peak_flop_rate`; a device that records fewer SMs/CUs (`hardware.compute_units`) than the table's model has (a partition, a MIG slice) is held to that share of the peak.",
+    "Where the work (`task.work.flops`, or the timed shape's) and the device are known, FLOPs / median time MUST NOT exceed the device's peak FLOP/s for the precision the work runs in (times the device count), with 5% slack; a block without a median is checked on its mean. That precision is the operand tensors' dtypes where the shapes list tensors (not masks, indices, positions, lengths, offsets or biases, nor tensors under 1% of the largest one's elements), else the task's dtype labels; a dtype the table does not know never raises the peak above the known ones (only a sub-byte integer such as int4, which the table has no figure for, allows the device's highest). The peak comes from the shipped table (docs/peaks.md), else from `hardware.peak_flop_rate`; a device that records fewer SMs/CUs (`hardware.compute_units`) than the table's model has (a partition, a MIG slice) is held to that share of the peak. "
+    "A profiler capture's kernel records (profile-only packets too) MUST NOT state a canonical `achieved_flop_rate` above that peak "
+    "(for the task's precisions, labels and tensors, the fastest of them; the device's highest where none is known; 5% slack; "
+    "not a capture of a cost-model tool such as XProf, whose FLOPs are the compiler's), nor a compute percentage "
+    "(`sm_throughput`, `tensor_pipe_utilization`, `valu_utilization`, `achieved_occupancy`) above 101 %; the finding "
+    "points at `/profiler/i/kernels/j/metrics/<name>`.",
 )
 declare(
     "KE602",
     "error",
     "achieved bandwidth within the device peak",
     "check the byte count and the time unit; flush caches between repeats (cache_policy: flushed)",
-    "Where the bytes moved (`task.work.bytes`) and the device are known, bytes / median time (the mean when there is no median) MUST NOT exceed the device's peak memory bandwidth (5% slack), unless the timing says caches were warm (then KE603 warns instead): `timing.conditions.cache.mode` where recorded (not `unknown`) decides, so a flat `cache_policy: warm` beside conditions that say flushed, rotating or cold_start is held to the peak.",
+    "Where the bytes moved (`task.work.bytes`) and the device are known, bytes / median time (the mean when there is no median) MUST NOT exceed the device's peak memory bandwidth (5% slack), unless the timing says caches were warm (then KE603 warns instead): `timing.conditions.cache.mode` where recorded (not `unknown`) decides, so a flat `cache_policy: warm` beside conditions that say flushed, rotating or cold_start is held to the peak. "
+    "A profiler capture's kernel records (profile-only packets too) MUST NOT state a canonical `dram_bandwidth` above "
+    "the device's peak memory bandwidth (5% slack; device-memory traffic, so warm caches are no excuse; not a capture "
+    "of a cost-model tool such as XProf), nor a `memory_throughput` or `l2_hit_rate` above 101 %; the finding points "
+    "at `/profiler/i/kernels/j/metrics/<name>`.",
 )
 declare(
     "KE603",
@@ -64,7 +73,12 @@ declare(
     "elementwise-epilogue words; dims only m, n, k and batch) MUST NOT state more than 1.1 x "
     "2 x batch x m x n x k plus 32 FLOP per output; an attention whose name says causal (or "
     "dims `causal`/`is_causal` 1) MUST NOT state more than 1.5x its causal count, full x "
-    "(1 - min(q_len, kv_len) / (2 max(q_len, kv_len))): half of a square score matrix.",
+    "(1 - min(q_len, kv_len) / (2 max(q_len, kv_len))): half of a square score matrix; any "
+    "other (not said to be causal) plain attention core (its name only attention, library, "
+    "dtype, layout or forward words, no projection, module or block word; its dims only "
+    "batch, heads, kv heads, head_dim, lengths and a causal flag) MUST NOT state more than "
+    "1.25x 4 x batch x heads x q_len x kv_len x head_dim (the softmax's few FLOP per score "
+    "fit in that; a GQA count uses the query heads).",
 )
 declare(
     "KE606",
@@ -81,11 +95,17 @@ declare(
 declare(
     "KE607",
     "error",
-    "a declared peak does not exceed the device table",
-    "drop /hardware/peak_flop_rate and /hardware/peak_bandwidth, or record the datasheet figures",
+    "a declared peak agrees with the device table",
+    "drop /hardware/peak_flop_rate and /hardware/peak_bandwidth, or record the datasheet figures for the task's precision",
     "The device table's figures bound a device (KE601, KE602), never the packet's own: where the "
     "table knows the device (or its arch), `hardware.peak_flop_rate` MUST NOT exceed the table's "
-    "highest FLOP/s for it, nor `hardware.peak_bandwidth` its memory bandwidth, with 5% slack. "
+    "highest FLOP/s for it, nor `hardware.peak_bandwidth` its memory bandwidth, with 5% slack; "
+    "and each MUST be at least half of the lowest figure of the models the device can be (its "
+    "table id, else its name's models agreeing with its arch, else its arch's; FLOP/s for the "
+    "lowest of the task's dtype labels, not judged without one; 5% slack): an understated peak "
+    "inflates the speed-of-light fraction. That floor is the share of a partition or MIG slice "
+    "(`compute_units` below the whole, or `partitions`; a MIG name without a count is not "
+    "judged) and, for FLOP/s, falls with an SM clock recorded below 1.2 GHz (a low lock). "
     "A CPU the table does not know MUST NOT declare more than its cores (`compute_units`) x its "
     "recorded clock x the most FLOP a core retires per cycle in the task's fastest dtype (32 "
     "fp64, 64 fp32, 2048 16-bit, 4096 8-bit), x 1.5 for turbo clocks.",
@@ -234,6 +254,8 @@ def _peak_source(peaks: Any, field: str) -> str:
 
 
 def check(p: Any, ctx: Ctx, add: Add) -> None:
+    if p.profiler:
+        _capture_metrics(p, add)
     task = p.task
     spelled = _work_figures(p, task, add) if task is not None and task.shapes else None
     h = p.hardware
@@ -275,22 +297,7 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
     if fl is None and by is None:
         return
     h = p.hardware
-    if h is None:
-        peaks = None
-    else:
-        # device_peaks(h.device, h.arch), from a dict first: a batch repeats a few devices
-        # a table id in device_id names the model (KE806 holds it to the name's models);
-        # else the name, else the arch
-        dev_arch = (h.device, h.arch, h.device_id)
-        peaks = _PEAKS_CACHE.get(dev_arch, _UNSET)
-        if peaks is _UNSET:
-            known = h.device_id is not None and device(h.device_id) is not None
-            peaks = (device_peaks(h.device_id) if known else None) or device_peaks(h.device, h.arch)
-            if (
-                len(_PEAKS_CACHE) < 4096
-                and len(h.device or "") + len(h.arch or "") + len(h.device_id or "") <= _CACHED_CHARS
-            ):
-                _PEAKS_CACHE[dev_arch] = peaks
+    peaks = _hw_peaks(h) if h is not None else None
     count = h.count if h is not None and h.count else 1
     if peaks is None and not (
         h is not None and (h.peak_flop_rate is not None or h.peak_bandwidth is not None)
@@ -395,6 +402,23 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
                     )
 
 
+def _hw_peaks(h: Any) -> Any:
+    """The table's peaks for the device that ran: a table id in ``device_id`` names the
+    model (KE806 holds it to the name's models); else the name, else the arch (None where
+    the table knows none). From a dict first: a batch repeats a few devices."""
+    dev_arch = (h.device, h.arch, h.device_id)
+    peaks = _PEAKS_CACHE.get(dev_arch, _UNSET)
+    if peaks is _UNSET:
+        known = h.device_id is not None and device(h.device_id) is not None
+        peaks = (device_peaks(h.device_id) if known else None) or device_peaks(h.device, h.arch)
+        if (
+            len(_PEAKS_CACHE) < 4096
+            and len(h.device or "") + len(h.arch or "") + len(h.device_id or "") <= _CACHED_CHARS
+        ):
+            _PEAKS_CACHE[dev_arch] = peaks
+    return peaks
+
+
 @lru_cache(maxsize=256)
 def _whole_units(key: str) -> int | None:
     """The SM/CU count of the one table model ``key`` names (None for an upper bound over
@@ -406,6 +430,115 @@ def _whole_units(key: str) -> int | None:
 def _typical_ptr(t: Any) -> str:
     """Where the time the achieved rates rest on is: the median, else the mean."""
     return "/timing/stats/median" if t.stats.median is not None else "/timing/stats/mean"
+
+
+# ---------------------------------------------------------------- KE601/KE602: captures
+
+#: canonical capture metrics in % of a maximum (of the peak, of the resident warps, of the
+#: requests), by the rule that holds them: compute and occupancy (KE601), memory (KE602)
+_PCT_METRICS = {
+    "sm_throughput": "KE601", "tensor_pipe_utilization": "KE601", "valu_utilization": "KE601",
+    "achieved_occupancy": "KE601", "memory_throughput": "KE602", "l2_hit_rate": "KE602",
+}  # fmt: skip
+#: ... at most 100, with this much over it for the profiler's rounding
+_PCT_MOST = 101.0
+#: canonical rates a kernel record can state, held to the device's peaks
+_RATE_METRICS = {"achieved_flop_rate": "KE601", "dram_bandwidth": "KE602"}
+_CAPTURE_METRICS = {**_PCT_METRICS, **_RATE_METRICS}
+#: profilers whose FLOPs and bytes are a compiler's cost model over an op's time (XProf's
+#: HLO `flops` and `bytes_accessed`, on-chip traffic included), not counters: their rates
+#: are not held to the device's peaks
+_COST_MODEL_TOOL = re.compile(r"xprof|tensorboard|xla|jax|tpu", re.IGNORECASE)
+
+
+def _capture_metrics(p: Any, add: Add) -> None:
+    """KE601/KE602 on the profiler's own figures: a kernel record's canonical percentages
+    (of peak compute or memory throughput, of occupancy, a hit rate) at most 100, its
+    `achieved_flop_rate` and `dram_bandwidth` within the device's peaks (5% slack); the
+    first record over per capture and metric."""
+    limits: Any = _UNSET
+    for i, cap in enumerate(p.profiler):
+        ks = cap.kernels
+        if not ks:
+            continue
+        rates: bool | None = None  # whether this capture's rates are held (not a cost model)
+        seen: set[str] = set()  # metrics already reported for this capture
+        for j, rec in enumerate(ks):
+            m = rec.metrics
+            if not m:
+                continue
+            for name, q in m.items():
+                rule = _CAPTURE_METRICS.get(name)
+                if rule is None or name in seen:
+                    continue
+                msg = None
+                if name in _PCT_METRICS:
+                    if q.unit == "%" and q.value > _PCT_MOST:
+                        msg = f"capture metric {name} is {q.value:g} %: above 100% of the device's maximum"
+                else:
+                    f = _FACTOR.get(q.unit)
+                    if f is None or not q.unit.endswith("/s"):
+                        continue
+                    if rates is None:
+                        rates = not (len(cap.tool) > _CACHED_CHARS or _COST_MODEL_TOOL.search(cap.tool))
+                        if rates and limits is _UNSET:
+                            limits = _capture_limits(p)
+                        rates = rates and limits is not None
+                    if not rates:
+                        continue
+                    fl, bw, src = limits
+                    v = q.value * f
+                    if name == "achieved_flop_rate":
+                        if fl and v > fl * _SLACK:
+                            msg = f"capture metric {name} {q.value:g} {q.unit} is above {src} {fl / 1e12:.4g} TFLOP/s"
+                    elif bw and v > bw * _SLACK:
+                        msg = (
+                            f"capture metric {name} {q.value:g} {q.unit} is above {src} {bw / 1e9:.4g} GB/s "
+                            "(device-memory traffic: caches do not raise it)"
+                        )
+                if msg is not None:
+                    add((rule, f"/profiler/{i}/kernels/{j}/metrics/{name}", msg))
+                    seen.add(name)
+
+
+def _capture_limits(p: Any) -> tuple[float | None, float | None, str] | None:
+    """The FLOP/s and B/s one kernel record may reach on the device that ran: the table's
+    peaks (FLOP/s for the task's precisions, the device's highest where none is known; a
+    share of it on a partition or MIG slice), else the packet's declared ones; None where
+    neither is known."""
+    h = p.hardware
+    if h is None or len(h.device) + len(h.arch or "") > _CACHED_CHARS:
+        return None
+    peaks = _hw_peaks(h)
+    if peaks is None:
+        rf, rb = h.peak_flop_rate, h.peak_bandwidth
+        if rf is None and rb is None:
+            return None
+        fl = rf.value * _FACTOR[rf.unit] if rf is not None else None
+        bw = rb.value * _FACTOR[rb.unit] if rb is not None else None
+        return fl, bw, "the recorded hardware peak"
+    # the precisions the task names (labels and tensors, the fastest of them): none known,
+    # or a sub-byte integer label, allows the device's highest
+    classes: set[str] = set()
+    task = p.task
+    if task is not None and not (task.dtypes and not _label_classes(tuple(task.dtypes[:64]))):
+        if task.dtypes:
+            classes.update(_label_classes(tuple(task.dtypes[:64])))
+        for sh in task.shapes or ():
+            for tn in sh.tensors or ():
+                c = dtype_class(tn.dtype) if len(tn.dtype) <= 64 else None
+                if c is not None:
+                    classes.add(c)
+    fl = peak_flops_for(peaks, tuple(sorted(classes)))
+    share = ""
+    units = h.compute_units
+    if units and fl:
+        whole = _whole_units(peaks.key)
+        if whole and units < whole:
+            fl = fl * units / whole
+            share = f" for {units} of its {whole} SMs/CUs"
+    what = f" ({'/'.join(sorted(classes))})" if classes else ""
+    return fl, peaks.bandwidth, f"the {peaks.key} peak{what}{share}"
 
 
 # ---------------------------------------------------------------- KE605-KE607: work figures
@@ -563,6 +696,44 @@ def _plain_gemm(operator: str) -> bool:
     return True
 
 
+#: a plain attention's stated FLOPs above 4 b h q kv d
+_ATTENTION_OVER = 1.25
+#: the dims keys of a plain attention: nothing else that could change the work (a window,
+#: a separate value head_dim, a page or block size)
+_ATTENTION_DIMS = frozenset(
+    {
+        k2
+        for name in ("batch", "heads", "head_dim", "q_len", "kv_len", "seq")
+        for k in _DIM[name]
+        for k2 in (k, k.upper())
+    }
+    | {
+        "kv_heads", "num_kv_heads", "n_kv_heads", "nheads_k", "nheads_kv", "heads_kv", "hkv",
+        "h_kv", "num_key_value_heads", "kv_head", "causal", "is_causal", "KV_HEADS", "HKV",
+    }
+)  # fmt: skip
+#: operator words that leave an attention plain (the core: scores, softmax, values, once)
+_PLAIN_ATTENTION = frozenset({
+    "attention", "attn", "sdpa", "fmha", "flash", "flashattention", "flashattn", "fa", "fa2", "fa3",
+    "scaled", "dot", "product", "fwd", "forward", "prefill", "noncausal", "non", "causal", "no",
+    "bidirectional", "full", "dense", "self", "kernel", "torch", "aten", "nn", "functional", "f",
+    "ops", "op", "default", "triton", "cudnn", "cutlass", "xformers", "memory", "efficient", "mem",
+    "aiter", "ck", "composable", "jax", "xla", "pallas", "gqa", "mqa", "v2", "v3", "2", "3",
+    "bhsd", "bshd", "thd", "tma", "ws", "persistent", "fp16", "bf16", "fp32", "fp8", "half",
+    "e4m3", "e5m2",
+})  # fmt: skip
+
+
+@lru_cache(maxsize=512)
+def _plain_attention(operator: str) -> bool:
+    """Whether an attention's name says nothing beyond the core (no projections, module,
+    block, backward or loop word): its FLOPs are 4 b h q kv d (cached)."""
+    for w in _OP_WORD.findall(operator.casefold()):
+        if not (w in _PLAIN_ATTENTION or _TILE.match(w) or dtype_class(w)):
+            return False
+    return True
+
+
 @lru_cache(maxsize=512)
 def _causal(operator: str) -> bool:
     """Whether an attention operator's name says it is causal (not `non_causal`)."""
@@ -609,7 +780,8 @@ def _derived_flops(kind: str, sh: Any) -> tuple[float, float] | None:
 def _exact(kind: str | None, sh: Any, op: str) -> tuple[float, float, str] | None:
     """Where the count is exact, the tighter bound on the stated FLOPs, as (the count, the
     most allowed, why): a plain GEMM from m, n, k (2mnk, 10% over it plus an epilogue); an
-    attention named causal (the causal count, 1.5x over it). Only asked where the stated
+    attention named causal (the causal count, 1.5x over it); any other plain attention core
+    (4 b h q kv d, 1.25x over it). Only asked where the stated
     FLOPs are over 1.1x the range's low, so honest packets rarely pay for it."""
     dims = sh.dims or {}
     if kind == "gemm":
@@ -627,13 +799,20 @@ def _exact(kind: str | None, sh: Any, op: str) -> tuple[float, float, str] | Non
         flag = dims.get("causal")
         if flag is None:
             flag = dims.get("is_causal")
-        if not (flag == 1 or (flag is None and _causal(op))):
-            return None
         b, h, d = _dim(dims, "batch"), _dim(dims, "heads"), _dim(dims, "head_dim")
         seq = _dim(dims, "seq")
         sq, skv = _dim(dims, "q_len") or seq, _dim(dims, "kv_len") or seq
         if not (b and h and d and sq and skv):
             return None
+        if not (flag == 1 or (flag is None and _causal(op))):
+            # not said to be causal: a plain attention core (its name only attention,
+            # library, dtype, layout or forward words; its dims only batch, heads, kv heads,
+            # head_dim, lengths and a causal flag) has 4 b h q kv d (softmax and scaling add
+            # a few FLOP per score, under 1/d of it): at most 1.25x over it
+            if not _ATTENTION_DIMS.issuperset(dims) or not _plain_attention(op):
+                return None
+            f = 4.0 * b * h * sq * skv * d
+            return f, _ATTENTION_OVER * f, "4 x batch x heads x q_len x kv_len x head_dim, 25% over it"
         # a causal mask computes the scores on or below the diagonal: half of a square score
         # matrix, up to 1 - short / (2 long) of a rectangular one (bottom-right aligned)
         f = 4.0 * b * h * sq * skv * d * (1 - min(sq, skv) / (2 * max(sq, skv)))
@@ -888,7 +1067,8 @@ def _declared_peaks(h: Any, task: Any, add: Add) -> None:
     rec = h.peak_flop_rate
     if rec is not None and peaks.flops:
         top = max(peaks.flops.values())
-        if rec.value * _FACTOR[rec.unit] > top * _SLACK:
+        declared = rec.value * _FACTOR[rec.unit]
+        if declared > top * _SLACK:
             add(
                 (
                     "KE607",
@@ -896,12 +1076,109 @@ def _declared_peaks(h: Any, task: Any, add: Add) -> None:
                     f"declared peak {rec.value:g} {rec.unit} exceeds the {peaks.key} table's {top / 1e12:.4g} TFLOP/s",
                 )
             )
+        else:
+            low = _declared_floor(h, task, True)
+            if low is not None and declared < low[0]:
+                add(
+                    (
+                        "KE607",
+                        "/hardware/peak_flop_rate",
+                        f"declared peak {rec.value:g} {rec.unit} is below half of the table's "
+                        f"{low[1] / 1e12:.4g} TFLOP/s{low[2]}: an understated peak inflates the "
+                        "speed-of-light fraction",
+                    )
+                )
     rec = h.peak_bandwidth
-    if rec is not None and rec.value * _FACTOR[rec.unit] > peaks.bandwidth * _SLACK:
-        add(
-            (
-                "KE607",
-                "/hardware/peak_bandwidth",
-                f"declared peak {rec.value:g} {rec.unit} exceeds the {peaks.key} table's {peaks.bandwidth / 1e9:.4g} GB/s",
+    if rec is not None:
+        declared = rec.value * _FACTOR[rec.unit]
+        if declared > peaks.bandwidth * _SLACK:
+            add(
+                (
+                    "KE607",
+                    "/hardware/peak_bandwidth",
+                    f"declared peak {rec.value:g} {rec.unit} exceeds the {peaks.key} table's {peaks.bandwidth / 1e9:.4g} GB/s",
+                )
             )
-        )
+        else:
+            low = _declared_floor(h, task, False)
+            if low is not None and declared < low[0]:
+                add(
+                    (
+                        "KE607",
+                        "/hardware/peak_bandwidth",
+                        f"declared peak {rec.value:g} {rec.unit} is below half of the table's "
+                        f"{low[1] / 1e9:.4g} GB/s{low[2]}: an understated peak inflates the "
+                        "speed-of-light fraction",
+                    )
+                )
+
+
+#: a declared peak below this share of the table's lowest figure for the device (and the
+#: task's precisions) is understated, not a datasheet figure
+_FLOOR = 0.5
+#: an SM clock recorded below this (Hz) may be a low lock: the floor falls with it
+_FLOOR_CLOCK = 1.2e9
+
+
+def _declared_floor(h: Any, task: Any, flops: bool) -> tuple[float, float, str] | None:
+    """KE607's lower bound on a declared peak (FLOP/s if ``flops``, else B/s): half the
+    lowest figure of the models the device can be (its table id, else its name's models
+    that agree with its arch, else its arch's), for the lowest of the task's precisions;
+    a share of it on a partition or MIG slice (SM/CU count, `partitions`; a MIG name
+    without a count is not judged), and scaled down by an SM clock recorded below 1.2 GHz.
+    Returns (the floor, the table's figure, what it is for), or None where nothing bounds it."""
+    if h.device_id is not None and (e := device(h.device_id)) is not None:
+        cands: tuple[Any, ...] = (e,)
+    else:
+        named = _name_candidates(h.device)
+        cands = tuple(e for e in named if arch_agrees(e, h.arch)) or named
+        if not cands and h.arch:
+            a = _arch_id(h.arch)
+            cands = tuple(e for e in all_devices() if e.arch == a) if a is not None else ()
+    if not cands:
+        return None
+    units = h.compute_units
+    if units is None and _mig(h.device):
+        return None  # a MIG slice of unknown size
+    what = ""
+    classes: set[str] = set()
+    if flops:
+        if task is None:
+            return None
+        for d in task.dtypes or ():
+            c = dtype_class(d) if len(d) <= 64 else None
+            if c is not None:
+                classes.add(c)
+        if not classes:
+            return None  # the precision the peak is for is not known
+        what = f" for {'/'.join(sorted(classes))}"
+    low = None
+    share = 1.0
+    for e in cands:
+        if flops:
+            figs = [e.flops[c] for c in classes if c in e.flops]
+            fig = min(figs) if figs else None
+        else:
+            fig = e.memory_bandwidth
+        if not fig:
+            continue
+        part = 1.0
+        whole = e.compute_units
+        if units and whole and units < whole:
+            part = units / whole  # a partition or MIG slice: its share of the device
+        elif h.partitions and h.partitions > 1:
+            part = 1.0 / h.partitions
+        if low is None or fig * part < low * share:
+            low, share = fig, part
+    if low is None:
+        return None
+    floor = low * share * _FLOOR / _SLACK
+    if share < 1.0:
+        what += f" x {share:.3g} (a partition's share)"
+    c = h.clocks
+    if flops and c is not None:
+        q = c.sm_observed or c.sm_requested
+        hz = q.value * _FACTOR[q.unit] if q is not None else 0.0
+        if 0 < hz < _FLOOR_CLOCK:
+            floor *= hz / _FLOOR_CLOCK  # a peak at a low locked clock
+    return floor, low * share, what
