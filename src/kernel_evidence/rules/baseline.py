@@ -8,7 +8,7 @@ from typing import Any
 from ._common import CACHED_CHARS, cache_mode, cand, is_placeholder
 from ._context import Add, Ctx
 from ._engine import declare
-from ._tables import baseline_entry, dtype_class
+from ._tables import _load, baseline_entry, dtype_class
 from ._units import FACTOR as _FACTOR
 from .serving import _model_params as model_params
 
@@ -78,17 +78,34 @@ declare(
     "`dataset`, `num_prompts`, input and output lengths, `max_concurrency`, `request_rate`; a "
     "model by the parameters its name states) the same as the candidate's `task.serving` "
     "(setting names compared without case, leading dashes or the `-`/`_` difference: "
-    "`max-concurrency` is `max_concurrency`); no engine capacity that handicaps it against the "
+    "`max-concurrency` is `max_concurrency`; one setting MUST NOT be given twice under such "
+    "names with two values, on either side); no engine capacity that handicaps it against the "
     "candidate's `task.serving.settings` (`max_num_seqs`/`max_running_requests`, "
     "`max_num_batched_tokens`, `gpu_memory_utilization`/`mem_fraction_static` below the "
-    "candidate's; `enforce_eager`/`disable_cuda_graph` true on the baseline only); its input "
+    "candidate's; `enforce_eager`/`disable_cuda_graph` true on the baseline only) and no "
+    "setting of its own that slows it (a `dtype` wider than the candidate's narrowest, "
+    "`cpu_offload_gb` or `best_of` above the candidate's, `use_beam_search` on the baseline "
+    "only, an `attention_backend` forced where the candidate sets none); its input "
     "tokens per completed request within 10% "
-    "of the candidate's and its output tokens per request within 20%. A kernel baseline's "
+    "of the candidate's and its output tokens per request within 20%. Beside the same "
+    "narrowest dtype, the 16-bit and narrower classes both sides' conditions record MUST be "
+    "the same (an fp8 output against the baseline's bf16 one is another problem); a "
+    "dimension in the baseline's `dims` that the candidate's shape lacks MUST be 1 (`batch: 2` "
+    "is twice the work); a candidate on more than one device (`conditions.device_count`) "
+    "MUST have a baseline whose conditions give its `device_count`; `timing.shape_id` MUST "
+    "name the shape both sides' conditions name. A kernel baseline's "
     "`call`, where it states them unambiguously, MUST agree too: a BLAS routine of one "
     "precision (`cublasSgemm`, `hgemm`, `dgemm`; not the `...Ex` forms, and `sgemm` not "
-    "against a tf32 candidate) is that dtype, and the `m=`, `n=`, `k=` it names (or the "
+    "against a tf32 candidate) is that dtype; the 16-bit and narrower dtypes it names for its "
+    "operands (`bf16`, `fp8_e4m3`, `CUDA_R_16BF`; not a compute, scale, bias or output type) "
+    "include the candidate's narrowest class or are narrower; a batch count it names "
+    "(`batch_count=2`) is one of the timed shape's dimensions; and the `m=`, `n=`, `k=` it names (or the "
     "`m, n, k` of a `cublas<t>gemm(handle, opA, opB, m, n, k, ...)` call) are the timed "
-    "shape's (m and n in either order: column-major calls swap them). A baseline in fp32 "
+    "shape's (m and n in either order: column-major calls swap them). A kernel baseline with "
+    "a `packet_id` that is the candidate's `lineage.parent_packet_id` (relation mutation, "
+    "replay or rerun) under a library's name (cuBLAS, hipBLASLt, XLA...; not one whose "
+    "kernels a search loop rewrites, such as CUTLASS) is the candidate's own ancestor. A "
+    "baseline in fp32 "
     "against a bf16 candidate, on twice the k, on an A100 against an H100, on one GPU "
     "against two, on a MIG slice of the candidate's GPU, or on an `NVIDIA H100` (which may be a "
     "PCIe) in the session of an `NVIDIA H100 80GB HBM3`, or stopping its answers at half the "
@@ -115,7 +132,16 @@ declare(
     "`unknown`), "
     "and CUDA-graph replays on both sides or neither. `same_session: true` MUST NOT stand "
     "beside two different `session` ids, nor `interleaved: true` beside conditions that "
-    "record `interleaved: false`.",
+    "record `interleaved: false`. `replay.env` MUST NOT set what slows the baseline's "
+    "library alone: `CUBLAS_WORKSPACE_CONFIG` of no workspace (`:0:0`), `CUBLASLT_LOG_LEVEL`/"
+    "`CUBLASLT_LOG_MASK` above 0 or `CUBLAS_LOGINFO_DBG` on (cuBLAS, cuBLASLt), "
+    "`NVIDIA_TF32_OVERRIDE=0` under a tf32 candidate (cuBLAS, cuBLASLt, cuDNN), "
+    "`ROCBLAS_USE_HIPBLASLT=0` or `ROCBLAS_LAYER` above 0 (rocBLAS), "
+    "`TORCH_BLAS_PREFER_HIPBLASLT=0` (hipBLASLt, torch; on an MI300 or later), "
+    "`HIPBLASLT_LOG_LEVEL`/`HIPBLASLT_LOG_MASK` above 0 (hipBLASLt, hipBLAS, rocBLAS), "
+    "`XLA_FLAGS` with `--xla_backend_optimization_level=0` or `--xla_gpu_autotune_level=0` "
+    "(XLA, jax), `CUDA_LAUNCH_BLOCKING=1` / `HIP_LAUNCH_BLOCKING=1` (any baseline on that "
+    "vendor's GPU).",
 )
 declare(
     "KE209",
@@ -136,7 +162,13 @@ declare(
     "candidate's own engine version (`task.serving.engine.version`) MUST NOT "
     "be placeholders (`unknown`, `n/a`, `latest`, `none`, `?`, `-`, `TBD`, `default`, `see "
     "code`, `same as candidate`...), and a version MUST name one: at least one digit, no "
-    "wildcard (`1.x`, `x.y.z`, `*`, `?`, `<version>`). Nobody can rerun that comparison.",
+    "wildcard (`1.x`, `x.y.z`, `*`, `?`, `<version>`). Nobody can rerun that comparison. "
+    "Where the baseline registry gives a library's version scheme (cuBLAS 9-13, cuBLASLt "
+    "10-13, hipBLASLt 0-1 or the ROCm release 5-7, rocBLAS 0-7, OpenBLAS 0.x), one of the "
+    "version's numbers MUST fit it (cuBLASLt `2.5.1` is torch's version), and a version of "
+    "three parts or more MUST agree (one a prefix of the other) with the version "
+    "`replay.packages` records for a package of that library (`nvidia-cublas-cu12`, "
+    "`hipblaslt`, `rocblas`...) where it records one.",
 )
 declare("KE211", "warning", "the baseline is measured in the packet",
      "record the baseline's statistics (or serving metrics) and conditions beside its packet_id",
@@ -197,6 +229,8 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
                         f"baseline {field} `{val.strip()[:80]}` is a placeholder",
                     )
                 )
+            elif field == "version" and val and entry is not None and entry.key in _schemes():
+                _version_agrees(p, entry, val, add)
     elif (
         b.engine is not None
         and b.engine.version
@@ -248,13 +282,31 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
                 "the baseline is only another packet's id: no statistics here to check the claim against",
             )
         )
+    if b.packet_id is not None and entry is not None and entry.key in _LIBRARIES:
+        lin = p.lineage
+        if lin is not None and lin.parent_packet_id == b.packet_id and lin.relation in _OWN_LINE:
+            add(
+                (
+                    "KE207",
+                    "/timing/baseline/packet_id",
+                    f"the baseline packet is lineage.parent_packet_id (relation {lin.relation}): the candidate's "
+                    f"own {'ancestor' if lin.relation == 'mutation' else 'earlier run'}, not {entry.name}",
+                )
+            )
+    r = p.replay
+    if entry is not None and r is not None and r.env and not _ENV_NAMES.isdisjoint(r.env):
+        _env_handicaps(p, t, entry, r.env, add)
     bc = b.conditions
     if bc is not None:
         _compare(p, t, b, bc, add)
     if b.serving is not None and t.serving is not None:
         _same_requests(t.serving, b.serving, add)
-    if b.settings and ts is not None:
-        _same_workload(ts, b.settings, add)
+    if b.settings:
+        _twice(b.settings, _SETTINGS, add)
+        if ts is not None:
+            _same_workload(p, ts, b.settings, add)
+    if ts is not None and ts.settings:
+        _twice(ts.settings, "/task/serving/settings/", add)
     if kernel and b.call:
         _call_problem(p, t, b.call, add)
     if entry is not None and entry.kind == "reference":
@@ -290,6 +342,188 @@ def _no_version(v: str) -> bool:
 
 
 _NO_VERSION_CACHE: dict[str, bool] = {}
+
+_SCHEMES: dict[str, tuple[re.Pattern[str] | None, re.Pattern[str] | None]] | None = None
+
+
+def _schemes() -> dict[str, tuple[re.Pattern[str] | None, re.Pattern[str] | None]]:
+    """The registry's version scheme and package names per library key (baselines.toml's
+    `versions` and `packages`; only the libraries that give one), read once."""
+    global _SCHEMES
+    if _SCHEMES is None:
+        out = {}
+        for key, row in _load("baselines.toml")["providers"].items():
+            v, pk = row.get("versions"), row.get("packages")
+            if v or pk:
+                out[key] = (re.compile(v) if v else None, re.compile(pk) if pk else None)
+        _SCHEMES = out
+    return _SCHEMES
+
+
+_NUMBERS = re.compile(r"\d+(?:\.\d+)*")
+_FOREIGN: dict[tuple[str, str], bool] = {}
+
+
+def _foreign(key: str, version: str) -> bool:
+    """True when none of the numbers of a version (`12.4.5.8`, `cu124`: 124) fits the
+    library's version scheme: the version of another package (torch's 2.5.1 as cuBLASLt's).
+    Cached per library and version."""
+    hit = _FOREIGN.get((key, version))
+    if hit is None:
+        pat = _schemes()[key][0]
+        nums = _NUMBERS.findall(version[:200])
+        hit = pat is not None and bool(nums) and not any(pat.fullmatch(x) for x in nums)
+        if len(_FOREIGN) < 4096 and len(version) <= CACHED_CHARS:
+            _FOREIGN[(key, version)] = hit
+    return hit
+
+
+def _parts(v: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in v.split("."))
+
+
+def _version_agrees(p: Any, entry: Any, version: str, add: Add) -> None:
+    """KE210: a baseline version that fits the library's scheme, and that agrees with the
+    version `replay.packages` records for a package of that library (one a prefix of the
+    other, compared where the baseline's names three parts or more: `12.4.5` and
+    `12.4.5.8` agree, `12.4.5.8` and `12.1.3.1` do not)."""
+    if _foreign(entry.key, version):
+        add(
+            (
+                "KE210",
+                "/timing/baseline/version",
+                f"baseline version `{version.strip()[:40]}` is no {entry.name} version: it names another package",
+            )
+        )
+        return
+    r = p.replay
+    pk = r.packages if r is not None else None
+    pat = _schemes()[entry.key][1]
+    if not pk or pat is None:
+        return
+    mine = [_parts(x) for x in _NUMBERS.findall(version[:200]) if x.count(".") >= 2 and len(x) <= 40]
+    if not mine:
+        return
+    seen = None
+    for name, ver in pk.items():
+        if len(name) > 128 or not pat.fullmatch(name.strip().casefold().replace("_", "-").replace(".", "-")):
+            continue
+        m = _NUMBERS.search(ver[:200])
+        if m is None or "." not in m.group() or len(m.group()) > 40:
+            continue
+        theirs = _parts(m.group())
+        if any(a[: len(theirs)] == theirs[: len(a)] for a in mine):
+            return
+        seen = seen or (name, ver)
+    if seen is not None:
+        add(
+            (
+                "KE210",
+                "/timing/baseline/version",
+                f"baseline version `{version.strip()[:40]}`, but replay.packages records {seen[0][:40]} "
+                f"{seen[1].strip()[:40]}: the {entry.name} that ran is another",
+            )
+        )
+
+
+#: libraries whose kernels a search loop does not rewrite as its own candidate: a baseline
+#: packet that is the candidate's parent is not one of them
+_LIBRARIES = frozenset({
+    "cublas", "cublaslt", "cudnn", "cusparse", "cufft", "tensorrt", "hipblaslt", "hipblas",
+    "rocblas", "miopen", "rocfft", "onednn", "onemkl", "openblas", "xla",
+})  # fmt: skip
+#: lineage relations whose parent is the candidate's own earlier packet
+_OWN_LINE = ("mutation", "replay", "rerun")
+
+
+def _positive(v: str) -> bool:
+    v = v.strip()
+    return v.isdigit() and int(v) > 0
+
+
+def _on(v: str) -> bool:
+    return v.strip().casefold() in ("1", "true", "yes", "on")
+
+
+def _off(v: str) -> bool:
+    return v.strip().casefold() in ("0", "false", "no", "off")
+
+
+def _no_workspace(v: str) -> bool:
+    """CUBLAS_WORKSPACE_CONFIG of zero bytes (`:0:0`, `:4096:0`)."""
+    pairs = re.findall(r":\s*(\d+)\s*:\s*(\d+)", v[:200])
+    return bool(pairs) and all(int(a) * int(b) == 0 for a, b in pairs)
+
+
+_XLA_OFF = re.compile(r"--xla_(?:backend_optimization|gpu_autotune)_level(?:=|\s+)0(?![\d.])")
+
+
+def _xla_off(v: str) -> bool:
+    return bool(_XLA_OFF.search(v[:4000]))
+
+
+_NV_BLAS = frozenset({"cublas", "cublaslt"})
+_AMD_BLAS = frozenset({"hipblaslt", "hipblas", "rocblas"})
+#: replay.env variables that handicap a baseline library: name -> (the value that does,
+#: the registry keys of the libraries it slows ("*nvidia"/"*amd": any baseline on that
+#: vendor's GPU), what it does)
+_ENV: dict[str, tuple[Any, frozenset[str], str]] = {
+    "CUBLAS_WORKSPACE_CONFIG": (_no_workspace, _NV_BLAS, "no cuBLAS workspace: no split-K, none of the kernels that need one"),
+    "CUBLASLT_LOG_LEVEL": (_positive, _NV_BLAS, "cuBLASLt logs every call it serves"),
+    "CUBLASLT_LOG_MASK": (_positive, _NV_BLAS, "cuBLASLt logs every call it serves"),
+    "CUBLAS_LOGINFO_DBG": (_on, _NV_BLAS, "cuBLAS logs every call it serves"),
+    "NVIDIA_TF32_OVERRIDE": (_off, frozenset({"cublas", "cublaslt", "cudnn"}), "TF32 off in NVIDIA's libraries while the candidate computes in tf32"),
+    "ROCBLAS_USE_HIPBLASLT": (_off, frozenset({"rocblas"}), "rocBLAS kept off its hipBLASLt kernels"),
+    "ROCBLAS_LAYER": (_positive, frozenset({"rocblas"}), "rocBLAS logs every call it serves"),
+    "TORCH_BLAS_PREFER_HIPBLASLT": (_off, frozenset({"hipblaslt", "torch_eager", "torch_compile"}), "torch's GEMMs kept off hipBLASLt"),
+    "HIPBLASLT_LOG_LEVEL": (_positive, _AMD_BLAS, "hipBLASLt logs every call it serves"),
+    "HIPBLASLT_LOG_MASK": (_positive, _AMD_BLAS, "hipBLASLt logs every call it serves"),
+    "XLA_FLAGS": (_xla_off, frozenset({"xla", "jax", "pallas_reference"}), "XLA compiles the baseline without its optimisations or autotuning"),
+    "CUDA_LAUNCH_BLOCKING": (_on, frozenset({"*nvidia"}), "every launch waits for the kernel before it: a baseline of several launches pays a host round trip each"),
+    "HIP_LAUNCH_BLOCKING": (_on, frozenset({"*amd"}), "every launch waits for the kernel before it: a baseline of several launches pays a host round trip each"),
+}  # fmt: skip
+_ENV_NAMES = frozenset(_ENV)
+#: AMD GPUs before the MI300 (gfx942): rocBLAS and torch do not use hipBLASLt there anyway
+_PRE_MI300 = re.compile(r"gfx(?:90[0-9a]|10|11|12)|\bmi\s?(?:[12]\d\d|50|60)\b|radeon", re.IGNORECASE)
+
+
+def _env_handicaps(p: Any, t: Any, entry: Any, env: dict[str, str], add: Add) -> None:
+    """KE208: replay.env variables that slow the baseline's library and not the candidate:
+    a zero cuBLAS workspace, library call logging, rocBLAS or torch kept off hipBLASLt, XLA
+    at optimisation level 0 or without autotuning, TF32 turned off under a tf32
+    candidate, launches made blocking."""
+    h = p.hardware
+    hv = h.vendor if h is not None else None
+    for name, value in env.items():
+        spec = _ENV.get(name)
+        if spec is None or not isinstance(value, str):
+            continue
+        test, libs, why = spec
+        if entry.key not in libs:
+            star = "*" + (entry.vendor or hv or "")
+            if star not in libs or (hv is not None and hv != star[1:]):
+                continue
+        if not test(value):
+            continue
+        if name == "NVIDIA_TF32_OVERRIDE":
+            cd, _ = cand(t, "dtypes")
+            if not cd or "tf32" not in _narrowest(cd):
+                continue
+        elif (
+            name in ("ROCBLAS_USE_HIPBLASLT", "TORCH_BLAS_PREFER_HIPBLASLT")
+            and h is not None
+            and len(h.device) + len(h.arch or "") <= 256
+            and _PRE_MI300.search(f"{h.device} {h.arch or ''}")
+        ):
+            continue
+        add(
+            (
+                "KE208",
+                "/replay/env/" + _esc(name),
+                f"replay.env sets {name}={value.strip()[:40]}: {why}, a handicap of {entry.name} (the baseline) alone",
+            )
+        )
+        return
 
 
 #: the hardware vendors a vendor's library runs on
@@ -412,6 +646,24 @@ def _compare(p: Any, t: Any, b: Any, bc: Any, add: Add) -> None:
     if not same:
         _windows_and_session(b, bc, cc, add)
     _interleaved(t, b, bc, cc, add)
+    fs = t.shape_id
+    if (
+        fs is not None
+        and bc.shape_id is not None
+        and fs != bc.shape_id
+        and cc is not None
+        and cc.shape_id not in (None, fs)
+    ):
+        # the flat shape_id another side of the packet reads (physics, the replay) is not
+        # the one both sides' conditions were compared under
+        add(
+            (
+                "KE207",
+                "/timing/shape_id",
+                f"timing.shape_id is `{fs}` but the conditions of the candidate (`{cc.shape_id}`) and the "
+                f"baseline (`{bc.shape_id}`) name another shape",
+            )
+        )
 
 
 def _problem(p: Any, t: Any, bc: Any, add: Add) -> None:
@@ -431,6 +683,21 @@ def _problem(p: Any, t: Any, bc: Any, add: Add) -> None:
                         f"baseline ran in {', '.join(sorted(nb))}, the candidate in {', '.join(sorted(na))} ({cptr})",
                     )
                 )
+            elif na and na == nb and cptr.startswith("/timing/"):
+                # both sides' own records (the task's list may describe more than was timed)
+                sa, sb = _narrow_set(cd), _narrow_set(bc.dtypes)
+                if sa != sb:
+                    # one narrowest class, but a 16-bit (or narrower) tensor on one side only:
+                    # an fp8 output against the baseline's bf16 one moves half the bytes
+                    ptr = cptr if sa < sb else _B + "dtypes"
+                    add(
+                        (
+                            "KE207",
+                            ptr,
+                            f"the candidate's dtypes are {', '.join(sorted(sa))} ({cptr}), the baseline's "
+                            f"{', '.join(sorted(sb))}: a tensor of another precision on one side",
+                        )
+                    )
     sid, sptr = cand(t, "shape_id")
     if bc.shape_id is not None and sid is not None and bc.shape_id != sid:
         add(
@@ -447,8 +714,61 @@ def _problem(p: Any, t: Any, bc: Any, add: Add) -> None:
                 if sh.id == sid:
                     cdims = sh.dims
                     break
-        if cdims:
-            _dims(cdims, bc.dims, add)
+        if cdims and not _dims(cdims, bc.dims, add):
+            _extra_dims(cdims, bc.dims, _shape_dims(task, sid), add)
+
+
+def _shape_dims(task: Any, sid: str | None) -> dict[str, Any] | None:
+    """The dims of the task's shape ``sid`` (None where the task has none of that id)."""
+    if sid is None or task is None or not task.shapes:
+        return None
+    for sh in task.shapes:
+        if sh.id == sid:
+            return sh.dims  # type: ignore[no-any-return]
+    return None
+
+
+def _extra_dims(cdims: dict[str, Any], bdims: dict[str, Any], sdims: dict[str, Any] | None, add: Add) -> None:
+    """KE207: a dimension the baseline ran with that the candidate's shape does not have
+    (`batch: 2` beside the candidate's m, n, k): more than 1 of it is more work. Not where
+    the task's shape gives it that value, nor where the candidate has a dimension of that
+    value under a name the baseline lacks (another name for it)."""
+    if len(bdims) <= len(cdims) and bdims.keys() == cdims.keys():
+        return  # the common case: the same names
+    folded = {str(k).casefold() for k in cdims}
+    for k, v in bdims.items():
+        if k.casefold() in folded or isinstance(v, bool) or not isinstance(v, (int, float)) or v == 1:
+            continue
+        if sdims is not None and any(str(x).casefold() == k.casefold() and w == v for x, w in sdims.items()):
+            continue
+        bfold = {str(x).casefold() for x in bdims}
+        if any(w == v and str(x).casefold() not in bfold for x, w in cdims.items()):
+            continue
+        add(
+            (
+                "KE207",
+                _B + "dims/" + _esc(k),
+                f"baseline ran with {k}={v:g}, a dimension the candidate's shape does not have (1 where absent)",
+            )
+        )
+        return
+
+
+def _narrow_set(dtypes: list[str]) -> frozenset[str]:
+    """The dtype classes of 16 bits or fewer among ``dtypes`` (the tensors whose width sets
+    the bytes moved; fp32 accumulators and scales left out). Cached per list."""
+    key = tuple(dtypes)
+    hit = _NARROW_SET.get(key)
+    if hit is None:
+        hit = frozenset(
+            c for d in dtypes if len(d) <= 64 and (c := dtype_class(d)) is not None and _WIDTH[c] <= 16
+        )
+        if len(_NARROW_SET) < 1024 and sum(map(len, key)) <= CACHED_CHARS:
+            _NARROW_SET[key] = hit
+    return hit
+
+
+_NARROW_SET: dict[tuple[str, ...], frozenset[str]] = {}
 
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -508,6 +828,57 @@ def _call_states(call: str) -> tuple[str | None, tuple[int | None, int | None, i
     return hit
 
 
+#: dtype enums of the vendor APIs (CUDA_R_16BF, HIP_R_8F_E4M3_FNUZ, rocblas_datatype_f16_r)
+_ENUM_DTYPE = re.compile(
+    r"(?:cuda|hip|hipblas)_r_(?:(16bf|16b)|(16f)|(8f_e[45]m[23](?:_fnuz)?)|(8i)|(4f_e2m1))"
+    r"|rocblas_datatype_(?:(bf16)|(f16)|(b?f8)|(i8))_r",
+)
+_ENUM_CLASS = ("bf16", "fp16", "fp8", "int8", "fp4", "bf16", "fp16", "fp8", "int8")
+#: argument names whose dtype is not the inputs': accumulators, scales, bias, outputs
+_NOT_INPUT = ("comput", "accum", "scale", "prefer", "bias", "out", "dst", "epilog", "param")
+_KEY_BEFORE = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*[=:]\s*(?:[A-Za-z_][A-Za-z0-9_]*\.)*$")
+#: a batch count in a call (`batch_count=2`, `batchCount=8`, `batch=4`)
+_BATCH = re.compile(
+    r"(?<![A-Za-z0-9_])(?:batch(?:_?count|_?size)?|num_batches)\s*[=:]\s*(\d+)(?![\d.])", re.IGNORECASE
+)
+_CALL_MORE: dict[str, tuple[frozenset[str], int | None]] = {}
+
+
+def _call_more(call: str) -> tuple[frozenset[str], int | None]:
+    """More of what a baseline call states: the dtype classes of 16 bits or fewer it names
+    for its operands (`bf16`, `fp8_e4m3`, `CUDA_R_16BF`, `torch.float16`; not the value of an
+    argument named for the compute, accumulate, scale, bias or output type), and the batch
+    count it names (None where it names none, or two). Cached."""
+    hit = _CALL_MORE.get(call)
+    if hit is not None:
+        return hit
+    text = call[:2000]
+    named = set()
+    for m in _IDENT.finditer(text):
+        ident = m.group()
+        if len(ident) > 64:
+            continue
+        c = dtype_class(ident)
+        if c is None:
+            e = _ENUM_DTYPE.fullmatch(ident.casefold())
+            if e is None:
+                continue
+            c = _ENUM_CLASS[e.lastindex - 1]  # type: ignore[operator]
+        if _WIDTH[c] > 16:
+            continue
+        k = _KEY_BEFORE.search(text, max(0, m.start() - 40), m.start())
+        if k is not None:
+            key = k.group(1).casefold()
+            if key in ("c", "d") or any(x in key for x in _NOT_INPUT):
+                continue
+        named.add(c)
+    batches = {int(x) for x in _BATCH.findall(text)}
+    hit = (frozenset(named), batches.pop() if len(batches) == 1 else None)
+    if len(_CALL_MORE) < 1024 and len(call) <= 4 * CACHED_CHARS:
+        _CALL_MORE[call] = hit
+    return hit
+
+
 _GEMM_KEYS: dict[tuple[str, ...], tuple[str, str, str] | None] = {}
 
 
@@ -539,25 +910,37 @@ def _call_problem(p: Any, t: Any, call: str, add: Add) -> None:
     candidate's dtypes and timed shape."""
     st = _CALL_CACHE.get(call)
     dtype, dims, repeated = st if st is not None else _call_states(call)
-    if dtype is None and dims is None:
+    more = _CALL_MORE.get(call)
+    named, batch = more if more is not None else _call_more(call)
+    if dtype is None and dims is None and not named and batch is None:
         return
     task = p.task
-    if dtype is not None:
+    if dtype is not None or named:
         cd, cptr = cand(t, "dtypes")
         if not cd and task is not None and task.dtypes:
             cd, cptr = task.dtypes, "/task/dtypes"
+        if not cd and t.baseline.conditions is not None and t.baseline.conditions.dtypes:
+            cd, cptr = t.baseline.conditions.dtypes, _B + "dtypes"
         na = _narrowest(cd) if cd else None
-        if na and na <= _WIDTH.keys() and dtype not in na and not (dtype == "fp32" and "tf32" in na):
-            add(
-                (
-                    "KE207",
-                    "/timing/baseline/call",
-                    f"the baseline call is {dtype} (`{call.strip()[:60]}`), the candidate ran in "
-                    f"{', '.join(sorted(na))} ({cptr})",
+        if na and na <= _WIDTH.keys():
+            said = None
+            if dtype is not None and dtype not in na and not (dtype == "fp32" and "tf32" in na):
+                said = dtype
+            elif named and not (named & na):
+                w = min(_WIDTH[c] for c in named)
+                if w >= _WIDTH[next(iter(na))]:
+                    said = ", ".join(sorted(c for c in named if _WIDTH[c] == w))
+            if said is not None:
+                add(
+                    (
+                        "KE207",
+                        "/timing/baseline/call",
+                        f"the baseline call is {said} (`{call.strip()[:60]}`), the candidate ran in "
+                        f"{', '.join(sorted(na))} ({cptr})",
+                    )
                 )
-            )
-            return
-    if dims is None or repeated:
+                return
+    if (dims is None and batch is None) or repeated:
         return
     # a tensor-parallel split gives each device a slice of the problem
     h = p.hardware
@@ -577,6 +960,20 @@ def _call_problem(p: Any, t: Any, call: str, add: Add) -> None:
                 cdims = sh.dims
                 break
     if not cdims:
+        return
+    if batch is not None and batch > 1:
+        mine = [v for k, v in cdims.items() if str(k).casefold() not in ("m", "n", "k")]
+        if batch not in mine:
+            add(
+                (
+                    "KE207",
+                    "/timing/baseline/call",
+                    f"the baseline call runs a batch of {batch} (`{call.strip()[:60]}`), the candidate's timed "
+                    f"shape {'is batch ' + ', '.join(map(str, mine)) if mine else 'has no batch'}: more work on the baseline",
+                )
+            )
+            return
+    if dims is None:
         return
     names = _gemm_keys(cdims)
     if names is None:
@@ -625,6 +1022,15 @@ def _devices_and_timers(t: Any, b: Any, bc: Any, cc: Any, h: Any, add: Add) -> N
                 "KE207",
                 _B + "device_count",
                 f"baseline ran on {bc.device_count} device(s), the candidate on {cc.device_count}",
+            )
+        )
+    elif bc.device_count is None and cc is not None and cc.device_count is not None and cc.device_count > 1:
+        add(
+            (
+                "KE207",
+                _B + "device_count",
+                f"the candidate ran on {cc.device_count} devices and the baseline's conditions do not say on how "
+                "many it ran: the sides cannot be shown alike",
             )
         )
     # -- KE208: timed the same way
@@ -738,16 +1144,17 @@ def _interleaved(t: Any, b: Any, bc: Any, cc: Any, add: Add) -> None:
         )
 
 
-def _dims(cdims: dict[str, Any], bdims: dict[str, Any], add: Add) -> None:
+def _dims(cdims: dict[str, Any], bdims: dict[str, Any], add: Add) -> bool:
     """KE207: the first dimension the baseline ran with that differs from the candidate's
-    (names compared case-insensitively)."""
+    (names compared case-insensitively); True when one was found."""
     folded = {str(k).casefold(): v for k, v in cdims.items()}
     for k, v in bdims.items():
         w = folded.get(k.casefold())
         if w is not None and w != v:
             esc = k.replace("~", "~0").replace("/", "~1")
             add(("KE207", _B + "dims/" + esc, f"baseline ran with {k}={v}, the candidate with {k}={w}"))
-            break
+            return True
+    return False
 
 
 _FOLD_CLASH: dict[tuple[str, ...], bool] = {}
@@ -941,13 +1348,126 @@ def _by_name(settings: dict[str, Any]) -> tuple[dict[str, str], dict[int, str], 
     return hit
 
 
-def _same_workload(st: Any, settings: dict[str, Any], add: Add) -> None:
+_TWICE: dict[tuple[str, ...], tuple[tuple[str, str], ...]] = {}
+
+
+def _twice(settings: dict[str, Any], ptr: str, add: Add) -> None:
+    """KE207: one setting given twice under names that compare equal (`max-num-seqs` and
+    `max_num_seqs`) with two values: an engine's command line takes the last, a reader the
+    first. The name tuples are cached: a batch repeats a few settings blocks."""
+    keys = tuple(settings)
+    pairs = _TWICE.get(keys)
+    if pairs is None:
+        first: dict[str, str] = {}
+        found = []
+        for k in keys:
+            n = _setting_name(k)
+            if n in first:
+                found.append((first[n], k))
+            else:
+                first[n] = k
+        pairs = tuple(found)
+        if len(_TWICE) < 1024 and sum(map(len, keys)) <= 4 * CACHED_CHARS:
+            _TWICE[keys] = pairs
+    for a, b in pairs:
+        if not _same_value(settings[a], settings[b]):
+            add(
+                (
+                    "KE207",
+                    ptr + _esc(b),
+                    f"setting {b} {str(settings[b])[:40]} beside {a} {str(settings[a])[:40]}: one setting "
+                    "given twice with two values (an engine takes the last, a reader the first)",
+                )
+            )
+            return
+
+
+#: settings that handicap the engine they are given to, on the baseline only
+_DTYPE_SETTINGS = ("dtype", "torch_dtype")
+_BACKEND_SETTINGS = ("attention_backend", "vllm_attention_backend", "attn_backend")
+_NO_BACKEND = ("", "auto", "default", "none")
+_BACKEND_ENV = ("VLLM_ATTENTION_BACKEND", "SGLANG_ATTENTION_BACKEND")
+
+
+def _handicaps(p: Any, st: Any, settings: dict[str, Any], theirs_by: dict[str, str], add: Add) -> bool:
+    """KE207 for serving: baseline-only settings that slow its engine: a dtype wider than the
+    candidate's (float32 against bf16), weights offloaded to the CPU beyond the candidate's,
+    beam search or best_of above the candidate's, an attention backend forced where the
+    candidate's engine chose its own. True when one was found."""
+    ms = st.settings or {}
+    mine_by = _by_name(ms)[0] if ms else {}
+
+    def flag(key: str, what: str) -> bool:
+        add(
+            (
+                "KE207",
+                _SETTINGS + _esc(key),
+                f"the baseline's engine ran with {key} {str(settings[key])[:40]}{what}",
+            )
+        )
+        return True
+
+    for n in _DTYPE_SETTINGS:
+        key = theirs_by.get(n)
+        if key is None:
+            continue
+        v = settings[key]
+        if not isinstance(v, str) or len(v) > 64:
+            continue
+        c = dtype_class(v)
+        if c is None:
+            continue
+        mk = mine_by.get(n)
+        mv = ms[mk] if mk is not None else None
+        mc = dtype_class(mv) if isinstance(mv, str) and len(mv) <= 64 else None
+        if mc is not None:
+            mine = frozenset({mc})
+        else:
+            cd, _ = cand(p.timing, "dtypes")
+            if not cd and p.task is not None and p.task.dtypes:
+                cd = p.task.dtypes
+            mine = _narrowest(cd) if cd else frozenset()
+        if mine and mine <= _WIDTH.keys() and _WIDTH[c] > _WIDTH[next(iter(mine))]:
+            return flag(key, f", the candidate in {', '.join(sorted(mine))}: a wider, slower precision")
+    for n, default, what in (
+        ("cpu_offload_gb", 0.0, ": weights held in host memory"),
+        ("best_of", 1.0, ": more sequences decoded per request"),
+    ):
+        key = theirs_by.get(n)
+        if key is None:
+            continue
+        vb = _number(settings[key])
+        mk = mine_by.get(n)
+        va = _number(ms[mk]) if mk is not None else default
+        if vb is not None and va is not None and vb > va:
+            return flag(key, f", the candidate's {va:g}{what}")
+    key = theirs_by.get("use_beam_search")
+    if key is not None and _truthy(settings[key]):
+        mk = mine_by.get("use_beam_search")
+        if mk is None or not _truthy(ms[mk]):
+            return flag(key, ", the candidate without: several beams decoded per request")
+    for n in _BACKEND_SETTINGS:
+        key = theirs_by.get(n)
+        if key is None or str(settings[key]).strip().casefold() in _NO_BACKEND:
+            continue
+        if any(mine_by.get(x) is not None for x in _BACKEND_SETTINGS):
+            continue
+        env = p.replay.env if p.replay is not None else None
+        if env and any(x in env for x in _BACKEND_ENV):
+            continue  # the candidate's backend set through its environment
+        return flag(key, ", forced on the baseline alone: the candidate's engine chose its own")
+    return False
+
+
+def _same_workload(p: Any, st: Any, settings: dict[str, Any], add: Add) -> None:
     """KE207 for serving: a setting of the baseline that restates the workload (model,
     dataset, prompts, lengths, concurrency, request rate) says what the candidate's task
     does, and the baseline's engine was given no less capacity than the candidate's
     (`task.serving.settings`): fewer sequences or batched tokens, less memory, CUDA graphs
-    off on the baseline only."""
+    off on the baseline only, and no handicap of its own (`_handicaps`)."""
     theirs_by, theirs_cap, theirs_eager = _by_name(settings)
+    if _HANDICAP_NAMES.intersection(theirs_by) and _handicaps(p, st, settings, theirs_by, add):
+        return
     for field, names in _WORKLOAD:
         mine = getattr(st, field)
         if mine is None:
@@ -1005,6 +1525,9 @@ def _same_workload(st: Any, settings: dict[str, Any], add: Add) -> None:
 
 
 _SETTINGS = "/timing/baseline/settings/"
+_HANDICAP_NAMES = frozenset(
+    {*_DTYPE_SETTINGS, *_BACKEND_SETTINGS, "cpu_offload_gb", "best_of", "use_beam_search"}
+)
 
 
 def _esc(key: str) -> str:
