@@ -71,6 +71,18 @@ _NO_CLAIM = _set("timing", "speedup")
 
 # (spec statement, mutation, rule, pointer)
 CASES: list[tuple[str, Callable[[dict[str, Any]], None], str, str]] = [
+    (
+        "7 KE601 a capture's SM throughput is at most 100%",
+        _set("profiler", value=[{"tool": "ncu", "kernels": [{"name": "k", "metrics": {"sm_throughput": {"value": 142.0, "unit": "%"}}}]}]),
+        "KE601",
+        "/profiler/0/kernels/0/metrics/sm_throughput",
+    ),  # fmt: skip
+    (
+        "7 KE607 a declared peak not far below the table's",
+        _set("hardware", "peak_flop_rate", value={"value": 100.0, "unit": "TFLOP/s"}),
+        "KE607",
+        "/hardware/peak_flop_rate",
+    ),
     ("7 KE405 a passed packet compiled", _set("compile", value={"succeeded": False}), "KE405", "/compile/succeeded"),
     (
         "7 KE412 a passed defence that was not checked",
