@@ -355,9 +355,17 @@ def test_a_serving_baseline_setting_that_does_not_handicap(key: str, value: Any,
 
 def test_an_attention_backend_the_candidate_set_through_its_environment() -> None:
     p = control(SERVING)
-    B(p)["settings"]["attention_backend"] = "FLASHINFER"
+    B(p)["settings"]["attention_backend"] = "TORCH_SDPA"
     assert ("KE207", "/timing/baseline/settings/attention_backend") in found(p)
     p["replay"]["env"]["VLLM_ATTENTION_BACKEND"] = "FLASH_ATTN"
+    assert ("KE207", "/timing/baseline/settings/attention_backend") not in found(p)
+
+
+def test_a_fast_backend_written_out_on_the_baseline_alone_is_not_a_handicap() -> None:
+    """The engine's own default (FLASH_ATTN, FLASHINFER) recorded on one side only is no
+    handicap: only a fallback backend forced on the baseline is."""
+    p = control(SERVING)
+    B(p)["settings"]["attention_backend"] = "FLASH_ATTN"
     assert ("KE207", "/timing/baseline/settings/attention_backend") not in found(p)
 
 

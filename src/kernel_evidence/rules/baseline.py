@@ -85,7 +85,7 @@ declare(
     "candidate's; `enforce_eager`/`disable_cuda_graph` true on the baseline only) and no "
     "setting of its own that slows it (a `dtype` wider than the candidate's narrowest, "
     "`cpu_offload_gb` or `best_of` above the candidate's, `use_beam_search` on the baseline "
-    "only, an `attention_backend` forced where the candidate sets none); its input "
+    "only, a fallback `attention_backend` such as `TORCH_SDPA` forced where the candidate sets none); its input "
     "tokens per completed request within 10% "
     "of the candidate's and its output tokens per request within 20%. Beside the same "
     "narrowest dtype, the 16-bit and narrower classes both sides' conditions record MUST be "
@@ -1385,6 +1385,8 @@ def _twice(settings: dict[str, Any], ptr: str, add: Add) -> None:
 #: settings that handicap the engine they are given to, on the baseline only
 _DTYPE_SETTINGS = ("dtype", "torch_dtype")
 _BACKEND_SETTINGS = ("attention_backend", "vllm_attention_backend", "attn_backend")
+#: attention backends that are a fallback, not what an engine picks on a datacenter GPU
+_SLOW_BACKENDS = frozenset({"torch_sdpa", "sdpa", "torch_native", "torch", "naive", "math", "eager", "xformers"})
 _NO_BACKEND = ("", "auto", "default", "none")
 _BACKEND_ENV = ("VLLM_ATTENTION_BACKEND", "SGLANG_ATTENTION_BACKEND")
 
@@ -1450,6 +1452,8 @@ def _handicaps(p: Any, st: Any, settings: dict[str, Any], theirs_by: dict[str, s
         key = theirs_by.get(n)
         if key is None or str(settings[key]).strip().casefold() in _NO_BACKEND:
             continue
+        if str(settings[key]).strip().casefold().replace("-", "_") not in _SLOW_BACKENDS:
+            continue  # a fast backend recorded on one side (the engine's default, written out)
         if any(mine_by.get(x) is not None for x in _BACKEND_SETTINGS):
             continue
         env = p.replay.env if p.replay is not None else None
