@@ -306,7 +306,7 @@ def test_ingest_xplane(tmp_path: Path) -> None:
     pytest.importorskip("google.protobuf", reason="reading .xplane.pb needs protobuf (the xprof extra)")
     from kernel_evidence.models import Repository
 
-    repo = Repository(commit="0123456789abcdef0123456789abcdef01234567", dirty=False)
+    repo = Repository(commit="3f9c2a7e5b1d4c8a9e0f6b2d7c1a5e3f9b8d4c2a", dirty=False)
     written = run.write_ingested(
         "xprof", [FIXTURES / "xprof" / "synthetic_amd_gpu.xplane.pb"], tmp_path, ["python", "x.py"], name="jax op",
         repository=repo,
