@@ -52,7 +52,16 @@ declare(
     "or inside `bash -c`), or is told to do no work (`--num-prompts 0`, `--iters 0`, "
     "`--repeats 0`), reproduces nothing. Nor can a replay run under a `timeout` shorter than "
     "the run it reproduces took (`timing.serving.duration`, else the candidate's timed work "
-    "per device): it was stopped first.",
+    "per device): it was stopped first. A packet that records a measurement (`timing.stats` "
+    "or `timing.serving`) MUST NOT be replayed by a benchmark told not to measure: one that "
+    "loads stored results (`--load-results FILE`, `--results-from`, `--reuse-results`, "
+    "`--load-timings`...; not `--results FILE`, `--from-json`, `--cached` or `--use-cache`, as "
+    "often where results go, a config or a compile cache), runs nothing (`--no-run`, "
+    "`--skip-bench`, `--print-only`, `--no-timing`...), or runs dry (`--dry-run`, `--dryrun`) "
+    "on the accelerator the packet measured (a dry run on the CPU the packet names, as a "
+    "harness runs CPU stand-ins, is let through); a script that also runs the same program "
+    "without the flag (`bench --dry-run && bench`), or another program after it (a preflight: "
+    "`hf download M --dry-run && vllm bench ...`), measures.",
 )
 declare(
     "KE104",
@@ -63,13 +72,17 @@ declare(
     "digits): a branch (`main`), a tag (`v1.4.0`) or `HEAD` moves, and pins nothing; one "
     "digit repeated, or the id of git's empty tree or empty blob "
     "(`4b825dc642cb6eb9a060e54bf8d69288fbee4904`, or its SHA-256 form; an id sharing their "
-    "first 12 digits), is a hash of nothing.",
+    "first 12 digits), is a hash of nothing; nor MAY it be a placeholder over its whole length: "
+    "a counting run (`0123456789abcdef0123...`, `fedcba98...`) or a unit repeated at least "
+    "twice that counts (`abcd` x 10, `abcdef...`), is a hexspeak word (`deadbeef` x 5, "
+    "`cafebabe...`) or two digits (`ab` x 20).",
 )
 declare("KE105", "warning", "a container is pinned by its digest",
      "record /replay/container/digest (`docker inspect --format '{{.RepoDigests}}'`)",
      "A container image SHOULD carry its digest: a tag, moving (`latest`, none, `nightly`, "
      "`main`...) or versioned (`24.05-py3`, rebuilt in place), may name other bits tomorrow; "
-     "a digest of one repeated digit (`sha256:000...`), or the hash of empty input "
+     "a digest of one repeated digit (`sha256:000...`), a placeholder (as KE104's: a counting "
+     "run, `sha256:` + `deadbeef` x 8, `abcd` x 16), or the hash of empty input "
      "(`sha256:e3b0c442...b855`), in `digest` or in the image reference (`image@sha256:...`), "
      "names no image.", caps="C")  # fmt: skip
 declare(
@@ -93,7 +106,28 @@ declare(
     "(`timing.shape_id`), `--dtype` against `task.dtypes` (pointer: `/replay/command`). A flag "
     "given several values (repeated, or `--request-rate 1 2 4`: a sweep) needs the packet's "
     "among them; a value the shell fills in (`$N`) and a replay with no such flag (a suite, "
-    "`--shapes all`) contradict nothing.",
+    "`--shapes all`) contradict nothing. The run's own flags (pointer: `/replay/command`): a "
+    "check turned off (`--no-verify`, `--skip-verify`, `--no-check`, `--skip-correctness`, "
+    "`--no-validate`, `--verify false`...) MUST NOT run beside a passed `validation.verdict`; a "
+    "`--baseline` (`--baseline-provider`, `--baseline-impl`...) MUST NOT name another baseline "
+    "than a vendor library's `timing.baseline.provider` (case and punctuation aside): a "
+    "reference (`torch_naive`, `eager`, `numpy`, `torch`, a reference of the registry) or "
+    "another vendor library (`cuDNN` for cuBLASLt; cuBLAS and cuBLASLt, hipBLAS, rocBLAS and "
+    "hipBLASLt, oneMKL and oneDNN are one family; a name it cannot place, `best`, says "
+    "nothing); a count of timed repeats (`--repeats`, `--num-repeats`, `--reps`; `--iters`, "
+    "`--n-iter`, `--iterations` only without one: beside it they are per repeat) MUST NOT be "
+    "fewer than `timing.repeats` (else `timing.conditions.repeats`): a larger one may be a cap "
+    "a stop rule ended under; a count of warm-up runs (`--warmup-iters`, `--num-warmup`, "
+    "`--warmup-runs`...) MUST NOT be fewer than `timing.warmup`, and a bare `--warmup` (often "
+    "milliseconds, as Triton's `do_bench` reads it; Triton's `--rep` is not read) not 0. And "
+    "a replay MUST run the code `replay.repository` pins: with a commit and `dirty` not true, "
+    "no command before the benchmark may change the checked-out code (`git apply`, `git am`, "
+    "`patch`, `git pull`/`merge`/`rebase`/`cherry-pick`/`revert`, `git stash pop`/`apply`, "
+    "`git checkout`/`switch`/`reset --hard`/`restore --source` to a ref other than the pinned "
+    "commit or a prefix of it); `git submodule update`, `git fetch`, a checkout of the pinned "
+    "commit (in the replay's folder, or in a clone of `replay.repository.url` it `cd`s into), "
+    "and git run in another folder (a dependency) are let through; a patched tree is recorded "
+    "with `dirty: true`.",
 )
 
 
@@ -105,6 +139,7 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
         # running one) is looked at in full
         # (an interpreter only when it runs code given with -c)
         prog = _base_name(cmd[0]) if cmd else ""
+        why = None
         if cmd and (r.shell or (prog in _LOOK and (prog not in _PYTHONS or "-c" in cmd or "-m" in cmd))):
             limits: list[tuple[float, str]] = []
             why = _noop(cmd, bool(r.shell), limits)
@@ -146,6 +181,18 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
                         f"commit `{commit}` is {_GIT_EMPTY[h[:12].lower()]}, not a commit: it pins no code",
                     )
                 )
+            else:
+                fill = _HASH_VERDICTS.get(h, _MISS)  # (cached: the next packet pins the same commit)
+                if fill is _MISS:
+                    fill = _remember(h, _placeholder(h))
+                if fill:
+                    add(
+                        (
+                            "KE104",
+                            "/replay/repository/commit",
+                            f"commit `{commit}` is a placeholder ({fill}), not the hash of a commit: it pins no code",
+                        )
+                    )
         c = r.container
         if c is not None and c.digest is None:
             at = c.image.find("@sha256:")
@@ -157,22 +204,20 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
                 if empty:
                     add(("KE105", "/replay/container", f"image `{_short(c.image)}` carries {empty}"))
         elif c is not None and c.digest is not None:
-            d = c.digest
-            k = d.rfind(":") + 1  # the digits after the algorithm (all of it without one)
-            empty = (
-                _no_image(d)
-                if (k < len(d) and d[k] == d[-1] and d.count(d[k], k) == len(d) - k) or d[-1] in "5eE"
-                else None
-            )
+            empty = _HASH_VERDICTS.get(c.digest, _MISS)  # (cached, as the commit's)
+            if empty is _MISS:
+                empty = _remember(c.digest, _no_image(c.digest))
             if empty:
                 add(("KE105", "/replay/container/digest", f"digest `{_short(c.digest)}` is {empty}"))
         # KE106: the workload flags the replay gives against the packet (cached per argv;
         # nothing to read in most replays)
         t = p.task
         if cmd and t is not None:
-            w = _workload(cmd, r.shell)
+            w, run = _readings(cmd, r.shell)
             if w is not None:
                 _runs_what_it_records(p, t, w, add)
+            if run is not None:
+                _run_flags(p, r, run, add, bool(why))
         # _replay re-checks in full; this guard (on the values read above) only skips it
         # when it has nothing to say (the common case)
         if (
@@ -211,9 +256,6 @@ def _replay(r: Any, add: Add) -> None:
 
 _HEX_DIGITS = "0123456789abcdefABCDEF"
 
-
-_HEX_DIGITS = "0123456789abcdefABCDEF"
-
 #: the first 12 digits of git objects that hold nothing (SHA-1 and SHA-256 repositories):
 #: a "commit" that is one of them (or shares their first 12 digits) pins no code
 _GIT_EMPTY = {
@@ -231,13 +273,95 @@ _EMPTY_DIGESTS = {
 
 
 def _no_image(d: str) -> str | None:
-    """Why a digest (``sha256:...``) names no image: one digit repeated, or the hash of
-    empty input; None otherwise."""
+    """Why a digest (``sha256:...``) names no image: one digit repeated, a placeholder
+    (:func:`_placeholder`), or the hash of empty input; None otherwise."""
     k = d.rfind(":") + 1  # the digits after the algorithm (all of it without one)
     if k < len(d) and d[k] == d[-1] and d.count(d[k], k) == len(d) - k:
         return "a hash of nothing (one digit repeated)"
-    what = _EMPTY_DIGESTS.get(d[k:].lower())
-    return f"{what}: it names no image" if what else None
+    what = _EMPTY_DIGESTS.get(d[k:].lower()) if d[-1] in "5eE" else None
+    if what:
+        return f"{what}: it names no image"
+    fill = _placeholder(d[k:])
+    return f"a placeholder ({fill}), not the hash of an image" if fill else None
+
+
+#: the value of each hexadecimal digit
+_HEX_VALUE = {c: int(c, 16) for c in _HEX_DIGITS}
+#: words people fill a hash with (hexspeak): a hash made of one of them repeated is made up
+_HEXSPEAK = re.compile(r"dead|beef|cafe|babe|face|feed|f00d|c0de|c0ffee|decaf|d00d|abad|1dea|b00b|0ff1ce")
+
+
+def _placeholder(h: str) -> str | None:
+    """How a string of hexadecimal digits is a placeholder rather than a hash, over its
+    whole length: a counting run (``0123456789abcdef0123...``, ``fedcba98...``), or a short
+    unit repeated (at least twice; the last repeat may be cut) that is itself a counting run
+    of three digits or more (``abcd`` x 10, ``abcdef...``), a hexspeak word (``deadbeef`` x 8,
+    ``cafebabe...``) or two digits (``ab`` x 32). None otherwise (a hash of something: its
+    digits repeat no unit, nor count); a unit of other digits (``7d2f`` x 16) is let
+    through. Costs one substring search on a real hash."""
+    if len(h) < 7 or (h.find(h[:4], 1) < 0 and h[:3] not in _RUNS_OF_3):
+        return None  # (a hash: its start neither comes back nor counts)
+    return _find_placeholder(h)
+
+
+#: what is wrong with a commit or a digest (None: nothing), by the string (bounded)
+_HASH_VERDICTS: dict[str, str | None] = {}
+_MISS: Any = object()
+
+
+def _remember(h: str, verdict: str | None) -> str | None:
+    if len(_HASH_VERDICTS) < 4096 and len(h) <= 160:
+        _HASH_VERDICTS[h] = verdict
+    return verdict
+
+
+#: the three-digit counting runs (up and down, either case): where a counting run starts
+_RUNS_OF_3 = frozenset(
+    w
+    for seq in ("0123456789abcdef" * 2, "fedcba9876543210" * 2)
+    for i in range(16)
+    for w in (seq[i : i + 3], seq[i : i + 3].upper())
+)
+
+
+def _find_placeholder(h: str) -> str | None:
+    """:func:`_placeholder`'s reading, past its quick test."""
+    n = len(h)
+    s = h.lower()
+    d0 = _HEX_VALUE.get(s[0])
+    d1 = _HEX_VALUE.get(s[1])
+    if d0 is not None and d1 is not None and (d1 - d0) % 16 in (1, 15):
+        step = (d1 - d0) % 16
+        v = d0
+        for c in s[1:]:
+            x = _HEX_VALUE.get(c)
+            if x != (v + step) % 16:
+                break
+            v = x
+        else:
+            return f"`{s[:6]}...` counting {'up' if step == 1 else 'down'}"
+    # a unit repeated over the whole string: its first four digits come back within its first half
+    head = s[:4]
+    k = s.find(head, 1)
+    while 0 < k <= n // 2:
+        if s[k:] == s[: n - k]:
+            unit = s[:k]
+            if k <= 2 or _HEXSPEAK.search(unit + unit) or _placeholder_run(unit):
+                return f"`{unit}` repeated"
+            return None
+        k = s.find(head, k + 1)
+    return None
+
+
+def _placeholder_run(unit: str) -> bool:
+    """True for a unit of three digits or more counting up or down (``abcd``, ``3210``)."""
+    if len(unit) < 3:
+        return False
+    vals = [_HEX_VALUE[c] for c in unit if c in _HEX_VALUE]
+    if len(vals) != len(unit):
+        return False
+    steps = {(vals[i + 1] - vals[i]) % 16 for i in range(len(vals) - 1)}
+    return steps == {1} or steps == {15}
 
 
 #: programs that succeed doing nothing, or only print
@@ -1421,7 +1545,7 @@ _SERVING_FLAGS = {
     "--tp-size": "tensor_parallel_size", "--tp": "tensor_parallel_size",
 }  # fmt: skip
 #: the flags that take one word (a name), not one number or several
-_ONE_WORD = frozenset({"model", "alias", "dataset"})
+_ONE_WORD = frozenset({"model", "alias", "dataset", "baseline", "reload", "check"})
 #: a kernel benchmark's workload flags: the GEMM dims (short ones: numbers only), its shape, its dtype
 _KERNEL_FLAGS = {
     "--m": "m", "--n": "n", "--k": "k", "--M": "m", "--N": "n", "--K": "k",
@@ -1444,6 +1568,10 @@ _SERVING_FIELDS = (
 _WORKLOAD_MARKS = re.compile(
     r"vllm|sglang|guidellm|bench(?:mark)?_serving|benchmark_(?:throughput|latency)|--shape|--dtype"
     r"|(?<![\w-])--?[mnkMNK](?![\w-])"
+    # the run's own flags (a dry run, stored results, checks skipped, its baseline, repeats,
+    # warm-up), and git or patch changing the code before it runs
+    r"|--[\w-]*(?:dry|result|timing|measurement|verif|validat|check|correct|baseline|rep|iter|warmup|run|bench)"
+    r"|(?:^|[\0\s;&|/(])(?:git|patch)(?=[\0\s]|$)"
 )
 #: a shell word the shell (or the harness) fills in: its value is not in the replay
 _FILLED = ("$", "`", "%(", "{{")
@@ -1458,7 +1586,7 @@ _Flags = dict[str, "list[tuple[str, str]] | None"]
 _Entry = tuple[list[tuple[str, str]], frozenset[Any]]
 _NUMERIC = frozenset({
     "num_prompts", "input_len", "output_len", "max_concurrency", "request_rate", "tensor_parallel_size",
-    "prefix_len", "m", "n", "k",
+    "prefix_len", "m", "n", "k", "repeats", "iters", "warmup", "warmup_bare",
 })  # fmt: skip
 
 
@@ -1467,7 +1595,10 @@ class _Workload:
     their values as numbers), its model (by :func:`_model_key`), a GEMM's m/n/k, its
     ``--shape`` and ``--dtype`` values."""
 
-    __slots__ = ("serving", "model", "mnk", "shape", "dtype", "getter", "expect", "mnk_expect")
+    __slots__ = (
+        "serving", "model", "mnk", "shape", "dtype", "getter", "expect", "mnk_expect",
+        "run", "dry", "nocheck", "baseline", "repeats", "iters", "warmup", "warmup_bare", "git",
+    )  # fmt: skip
 
     def __init__(self, flags: _Flags) -> None:
         def entry(field: str) -> _Entry | None:
@@ -1507,8 +1638,22 @@ class _Workload:
         )
         self.shape = flags.get("shape") or None
         self.dtype = flags.get("dtype") or None
+        # the run's own flags and the code it changes (read by :func:`_run_flags`)
+        self.dry = flags.get("dry") or None
+        self.nocheck = flags.get("nocheck") or None
+        self.baseline = flags.get("baseline") or None
+        self.repeats = entry("repeats")
+        self.iters = entry("iters") if self.repeats is None else None  # (then per repeat)
+        self.warmup = entry("warmup")
+        self.warmup_bare = entry("warmup_bare")
+        self.git: list[tuple[str, str | None, str]] | None = flags.get("git") or None  # type: ignore[assignment]
+        self.run = bool(
+            self.dry or self.nocheck or self.baseline or self.repeats or self.iters or self.warmup
+            or self.warmup_bare or self.git
+        )  # fmt: skip
 
     def __bool__(self) -> bool:
+        """Whether it holds workload flags (the run's own flags apart: ``run``)."""
         return bool(self.serving or self.model or self.mnk or self.shape or self.dtype)
 
 
@@ -1517,23 +1662,30 @@ def _as_field(x: Any) -> Any:
     return "inf" if x == _INF else (int(x) if x.is_integer() else x)
 
 
-_WORKLOAD_CACHE: dict[tuple[Any, ...], _Workload | None] = {}
-_MISS = object()
+_Readings = tuple["_Workload | None", "_Workload | None"]
+_WORKLOAD_CACHE: dict[tuple[Any, ...], _Readings] = {}
+_NOTHING: _Readings = (None, None)
 
 
 def _workload(cmd: list[str], shell: bool | None) -> _Workload | None:
     """The workload flags the replay gives the programs it runs (cached per argv), None
     when it gives none (or gives only values it does not hold: ``$N``)."""
+    return _readings(cmd, shell)[0]
+
+
+def _readings(cmd: list[str], shell: bool | None) -> _Readings:
+    """What the replay gives the programs it runs, read once (cached per argv): its workload
+    flags (None when it gives none, or only values it does not hold: ``$N``), and its run's
+    own flags and code changes (None when none: ``_Workload.run``)."""
     key = tuple(cmd) if not shell else ("\0sh", *cmd)
-    hit = _WORKLOAD_CACHE.get(key, _MISS)
-    if hit is _MISS:
+    hit = _WORKLOAD_CACHE.get(key)
+    if hit is None:
         flags = _read_workload(cmd, bool(shell)) if _WORKLOAD_MARKS.search("\0".join(cmd)) else None
-        hit = _Workload(flags) if flags else None
-        if hit is not None and not hit:
-            hit = None
+        w = _Workload(flags) if flags else None
+        hit = (w if w else None, w if w is not None and w.run else None) if w is not None else _NOTHING
         if len(_WORKLOAD_CACHE) < 4096 and sum(map(len, cmd)) <= CACHED_CHARS:
             _WORKLOAD_CACHE[key] = hit
-    return hit  # type: ignore[return-value]
+    return hit
 
 
 def _read_workload(cmd: list[str], shell: bool) -> _Flags | None:
@@ -1543,12 +1695,35 @@ def _read_workload(cmd: list[str], shell: bool) -> _Flags | None:
     if not (_script_runs(" ".join(cmd), argvs, 0) if shell else _argv_runs(cmd, argvs, 0)):
         return None  # a script not read to its end may run the workload elsewhere
     out: _Flags = {}
-    for argv in argvs:
+    dry: dict[str, tuple[int, tuple[str, str]]] = {}  # program -> (when, how) it is told not to measure
+    clean: dict[str, int] = {}  # program -> when it last runs told nothing of the kind
+    git = _GitReader()
+    for i, argv in enumerate(argvs):
         at = _serving_at(argv)
         if at is not None:
             _read_serving(argv, at[0], at[1], out)
         else:
             _read_kernel(argv, out)
+        if not argv:
+            continue
+        if _base_name(argv[0]) in _UTILITIES:
+            git.read(argv)
+            continue
+        git.runs()
+        told = _read_run_flags(argv, out)
+        if told is None:
+            clean[argv[0]] = i
+        else:
+            dry.setdefault(argv[0], (i, told))
+    # a program told not to measure that the replay also runs to measure (`bench --dry-run
+    # && bench`) measures; so does one that another program runs after (`hf download
+    # --dry-run && vllm bench ...`: a preflight)
+    last = max(clean.values(), default=-1)
+    idle = [v for k, (i, v) in dry.items() if k not in clean and last < i]
+    if idle:
+        out["dry"] = idle
+    if git.ops:
+        out["git"] = git.ops  # type: ignore[assignment]
     if "alias" in out:  # a client's --model that names the server's alias is no model
         aliases = out.pop("alias")
         models = out.get("model")
@@ -1779,6 +1954,251 @@ def _read_kernel(argv: list[str], out: _Flags) -> None:
                 _put(out, field, flag, [v], field in ("m", "n", "k"))
 
 
+#: programs a replay runs around the benchmark that are not it (they prepare, print or
+#: change the code): their flags are not the benchmark's
+_UTILITIES = _NOOPS | _SH_STATE | frozenset({
+    "git", "patch", "pip", "pip3", "mkdir", "rm", "cp", "mv", "ln", "touch", "chmod", "chown", "source",
+    ".", "wget", "curl", "tar", "unzip", "apt", "apt-get", "pushd", "popd", "conda", "mamba", "npm",
+    "yarn", "hg", "gh", "ssh", "scp", "rsync", "twine", "cmake", "ninja", "nvcc", "hipcc",
+})  # fmt: skip
+#: flags (one or two dashes, `_` read as `-`) that tell a benchmark not to measure:
+#: ``dry`` a dry run (it may run stand-ins, as a harness's CPU ``--dry-run`` does),
+#: ``norun`` run nothing
+_RUN_SWITCHES = {
+    **{f"--{n}": "dry" for n in ("dry-run", "dryrun")},
+    **{f"--{n}": "norun" for n in (
+        "print-only", "plan-only", "list-only", "no-run", "skip-run", "no-bench", "skip-bench",
+        "no-benchmark", "skip-benchmark", "no-timing", "skip-timing",
+    )},
+    # ... and that tell it not to check its outputs
+    **{f"--{n}": "nocheck" for n in (
+        "no-verify", "skip-verify", "no-verification", "skip-verification", "disable-verify",
+        "disable-verification", "no-check", "skip-check", "no-checks", "skip-checks", "no-correctness",
+        "skip-correctness", "no-correctness-check", "skip-correctness-check", "no-check-correctness",
+        "skip-check-correctness", "no-validate", "skip-validate", "no-validation", "skip-validation",
+        "disable-validation", "no-verify-outputs", "skip-verify-outputs",
+    )},
+}  # fmt: skip
+#: the run's flags that take a value: stored results it loads in place of measuring
+#: (``reload``; not ``--results``, ``--from-json``, ``--cached``, ``--use-cache``: as often
+#: where results go, a config, or a compile cache), a check turned off by its value
+#: (``--verify false``), its baseline, its count of timed repeats (``repeats``; ``iters``
+#: read only without one: beside it, iterations per repeat), of warm-up runs (``warmup``;
+#: a bare ``--warmup`` is often milliseconds, as Triton's ``do_bench`` reads it:
+#: ``warmup_bare``, compared only at 0; nor ``--rep``, Triton's milliseconds)
+_RUN_VALUED = {
+    **{f"--{n}": "reload" for n in (
+        "load-results", "load-result", "results-from", "from-results", "reuse-results",
+        "use-cached-results", "cached-results", "load-timings", "load-timing", "timings-from",
+        "reuse-timings", "load-measurements",
+    )},
+    **{f"--{n}": "check" for n in (
+        "verify", "validate", "check", "checks", "check-correctness", "correctness", "verification",
+        "validation", "verify-outputs",
+    )},
+    **{f"--{n}": "baseline" for n in (
+        "baseline", "baseline-provider", "baseline-impl", "baseline-lib", "baseline-library",
+        "baseline-backend",
+    )},
+    **{f"--{n}": "repeats" for n in (
+        "repeats", "num-repeats", "n-repeats", "nrepeats", "repetitions", "num-repetitions", "reps",
+        "num-reps", "n-reps",
+    )},
+    **{f"--{n}": "iters" for n in (
+        "iters", "num-iters", "n-iters", "niters", "n-iter", "niter", "num-iter", "iterations",
+        "num-iterations", "n-iterations", "timed-iters", "bench-iters", "benchmark-iters",
+    )},
+    **{f"--{n}": "warmup" for n in (
+        "warmup-iters", "warmup-iterations", "num-warmup", "num-warmups", "num-warmup-iters",
+        "n-warmup", "n-warmup-iters", "warmup-runs", "warmup-repeats", "warmup-reps", "warmups",
+        "num-iters-warmup", "warmup-steps",
+    )},
+    "--warmup": "warmup_bare",
+}  # fmt: skip
+_FALSY = frozenset({"false", "0", "no", "off", "none", "n", "f", "disable", "disabled"})
+
+
+def _read_run_flags(argv: list[str], out: _Flags) -> tuple[str, str] | None:
+    """Read a program's own flags into ``out`` (checks turned off, its baseline, repeats,
+    warm-up); return how it is told not to measure (``(kind, flag as given)``), or None."""
+    told: tuple[str, str] | None = None
+    args = argv[1:]
+    for a in args:
+        if a[:2] != "--":
+            continue
+        name, eq, v = a.partition("=")
+        kind = _RUN_SWITCHES.get(name.replace("_", "-") if "_" in name else name)
+        if kind is None or (eq and v.strip().casefold() in _FALSY):
+            continue  # (`--dry-run=false`)
+        if kind == "nocheck":
+            got = out.setdefault("nocheck", [])
+            if got is not None:
+                got.append((name, v))
+        elif told is None:
+            told = (kind, a)
+    for field, flag, vals in _flag_values(args, _RUN_VALUED):
+        if field == "reload":
+            if told is None or told[0] != "reload":
+                told = ("reload", f"{flag} {vals[0]}" if vals else flag)
+        elif field == "check":
+            if vals and vals[0].strip().casefold() in _FALSY:
+                got = out.setdefault("nocheck", [])
+                if got is not None:
+                    got.append((flag, vals[0]))
+        else:
+            _put(out, field, flag, vals, field in _NUMERIC)
+    return told
+
+
+#: git's options that take a value, by subcommand read here
+_GIT_CLONE_VALUED = frozenset({
+    "-b", "--branch", "-o", "--origin", "-u", "--upload-pack", "--reference", "--reference-if-able",
+    "--depth", "-c", "--config", "--separate-git-dir", "--template", "--filter", "-j", "--jobs",
+    "--shallow-since", "--shallow-exclude", "--bundle-uri", "--server-option",
+})  # fmt: skip
+#: ... that end a sequence of patches, or only show one: they change no code
+_GIT_STOPS = frozenset({"--abort", "--quit", "--show-current-patch", "--help"})
+
+
+class _GitReader:
+    """What a replay's git (and ``patch``) commands do to the code before the benchmark
+    runs, read in order: ``ops``, ``(what ran, the ref it moved to or None, where)`` for
+    each command that changes the checked-out code (``git apply``/``am``/``pull``/
+    ``merge``/``rebase``/``cherry-pick``/``revert``/``stash pop``, ``patch``, ``git
+    checkout``/``switch``/``reset --hard``/``restore --source`` to a ref) and is followed
+    by a program that runs; ``where`` is ``""`` for the replay's own folder, ``clone:URL``
+    inside a clone the replay made (``git clone URL && cd DIR``). A command run in another
+    folder (after another ``cd``, ``git -C DIR``, ``patch -d DIR``: a dependency) is not
+    read."""
+
+    __slots__ = ("ops", "pending", "where", "clones")
+
+    def __init__(self) -> None:
+        self.ops: list[tuple[str, str | None, str]] = []
+        self.pending: list[tuple[str, str | None, str]] = []
+        self.where: str | None = ""
+        self.clones: dict[str, str] = {}
+
+    def runs(self) -> None:
+        """A program that is not a utility runs: what changed the code before it counts."""
+        if self.pending:
+            self.ops.extend(self.pending)
+            self.pending.clear()
+
+    def _dir(self, d: str) -> str | None:
+        d = d.rstrip("/") or "/"
+        if d in (".", "./"):
+            return self.where
+        url = self.clones.get(d)
+        return None if url is None else "clone:" + url
+
+    def read(self, argv: list[str]) -> None:
+        b = _base_name(argv[0])
+        if b in ("cd", "pushd", "popd"):
+            target = next((a for a in argv[1:] if a[:1] != "-"), None)
+            self.where = None if target is None or b == "popd" else self._dir(target)
+            return
+        if b == "patch":
+            if any(a in ("--dry-run", "--help", "--version") for a in argv):
+                return
+            where = self.where
+            for k, a in enumerate(argv):
+                if a in ("-d", "--directory"):
+                    where = self._dir(argv[k + 1]) if k + 1 < len(argv) else None
+                elif a.startswith(("--directory=", "-d")) and a not in ("-d",):
+                    where = self._dir(a.partition("=")[2] if a.startswith("--") else a[2:])
+            if where is not None:
+                self.pending.append((_short(" ".join(argv)), None, where))
+            return
+        if b != "git":
+            return
+        where = self.where
+        j = 1
+        n = len(argv)
+        while j < n and argv[j].startswith("-"):
+            a = argv[j]
+            if a in ("-C", "--git-dir", "--work-tree"):
+                where = self._dir(argv[j + 1]) if j + 1 < n and a == "-C" else None
+            elif a.startswith(("--git-dir=", "--work-tree=")):
+                where = None
+            j += 2 if a in _GIT_VALUED else 1
+        if j >= n:
+            return
+        sub = argv[j]
+        rest = argv[j + 1 :]
+        if sub == "clone":
+            pos = _positionals(rest, _GIT_CLONE_VALUED)
+            if pos:
+                url = pos[0]
+                d = pos[1] if len(pos) > 1 else url.rstrip("/").rsplit("/", 1)[-1].rsplit(":", 1)[-1]
+                d = d[:-4] if d.endswith(".git") else d
+                self.clones[d.rstrip("/")] = url
+            return
+        if where is None or not _GIT_STOPS.isdisjoint(rest):
+            return
+        op = _git_change(sub, rest)
+        if op is not None:
+            what = _short(" ".join(["git", sub, *rest]))
+            self.pending.append((what, op or None, where))
+
+
+def _positionals(args: list[str], valued: frozenset[str]) -> list[str]:
+    """The arguments that are not options (nor their values), up to ``--``."""
+    pos: list[str] = []
+    k = 0
+    while k < len(args):
+        a = args[k]
+        if a == "--":
+            break
+        if a[:1] == "-" and a != "-":
+            k += 2 if a in valued else 1
+            continue
+        pos.append(a)
+        k += 1
+    return pos
+
+
+_CHECKOUT_VALUED = frozenset({"-b", "-B", "--orphan", "--conflict", "--pathspec-from-file"})
+_SWITCH_VALUED = frozenset({"-c", "-C", "--create", "--force-create", "--orphan", "--conflict"})
+
+
+def _git_change(sub: str, rest: list[str]) -> str | None:
+    """How a git subcommand changes the checked-out code: the ref it moves the tree to, ``""``
+    for a change of no ref (a patch applied, a merge, a pull), None for none."""
+    if sub in ("apply",):
+        if not {"--check", "--stat", "--numstat", "--summary"}.isdisjoint(rest) and "--apply" not in rest:
+            return None
+        return ""
+    if sub in ("am", "pull", "merge", "rebase", "cherry-pick", "revert"):
+        return ""
+    if sub == "stash":
+        return "" if rest[:1] in (["pop"], ["apply"]) else None
+    if sub == "checkout":
+        new = any(a in ("-b", "-B", "--orphan") for a in rest)
+        pos = _positionals(rest, _CHECKOUT_VALUED)
+        if new:
+            return pos[0] if pos else None  # a new branch at its start point (none: HEAD)
+        if not pos or pos[0] in (".", ":/"):
+            return None  # files restored from the index
+        return pos[0]
+    if sub == "switch":
+        pos = _positionals(rest, _SWITCH_VALUED)
+        return pos[0] if pos else None
+    if sub == "reset":
+        if {"--hard", "--keep", "--merge"}.isdisjoint(rest):
+            return None  # the working tree is left as it is
+        pos = _positionals(rest, frozenset())
+        return pos[0] if pos else None
+    if sub == "restore":
+        for k, a in enumerate(rest):
+            if a in ("-s", "--source") and k + 1 < len(rest):
+                return rest[k + 1]
+            if a.startswith("--source="):
+                return a.partition("=")[2]
+        return None
+    return None
+
+
 def _shown(occ: list[tuple[str, str]]) -> str:
     """The flags as the replay gives them: `--num-prompts 1000`, `--request-rate 1 2 4`."""
     parts: list[str] = []
@@ -1858,6 +2278,179 @@ def _runs_what_it_records(p: Any, t: Any, w: _Workload, add: Add) -> None:
     dtype = w.dtype
     if dtype is not None and t.dtypes and not (len(dtype) == 1 and dtype[0][1] in t.dtypes):
         _dtype_flags(t.dtypes, dtype, add)
+
+
+def _run_flags(p: Any, r: Any, w: _Workload, add: Add, idle: bool) -> None:
+    """KE103: the benchmark is told not to measure (a dry run on the accelerator the packet
+    measured, stored results loaded, no run). KE106: its own flags against the packet (its
+    checks turned off beside a passed validation, another baseline than the packet's, fewer
+    repeats or warm-up runs than the packet reports) and the code it runs (the pinned commit
+    changed before it runs). Each at /replay/command."""
+    tm = p.timing
+    measured = tm is not None and (tm.stats is not None or tm.serving is not None)
+    if w.dry and measured and not idle:
+        hw = p.hardware
+        for kind, shown in w.dry:
+            if kind == "dry" and (hw is None or hw.vendor == "cpu"):
+                continue  # a dry run on the CPU the packet names: stand-ins, measured there
+            what = {
+                "dry": f"is a dry run on the {hw.vendor if hw is not None else ''} device the packet measured",
+                "norun": "is told to run no benchmark",
+                "reload": "loads stored results in place of measuring",
+            }[kind]
+            add(
+                (
+                    "KE103",
+                    "/replay/command",
+                    f"the replay command gives the benchmark `{_short(shown)}`: it {what}, so it reproduces "
+                    "nothing the packet measured",
+                )
+            )
+            break
+    v = p.validation
+    if w.nocheck and v is not None and v.verdict == "passed":
+        flag, val = w.nocheck[0]
+        add(
+            (
+                "KE106",
+                "/replay/command",
+                f"validation.verdict is passed, but the replay runs the benchmark with `{_short(flag)}"
+                f"{' ' + _short(val) if val else ''}`: the run it reproduces checks no outputs",
+            )
+        )
+    b = tm.baseline if tm is not None else None
+    if w.baseline and b is not None and b.provider:
+        for flag, val in w.baseline:
+            why = _other_baseline(b.provider, val)
+            if why:
+                add(
+                    (
+                        "KE106",
+                        "/replay/command",
+                        f"timing.baseline.provider is `{_short(b.provider)}`, but the replay runs `{flag} "
+                        f"{_short(val)}` ({why}): it compares against another baseline",
+                    )
+                )
+                break
+    if tm is not None and (w.repeats or w.iters or w.warmup or w.warmup_bare):
+        cond = tm.conditions
+        reps = tm.repeats if tm.repeats is not None else (cond.repeats if cond is not None else None)
+        warm = tm.warmup if tm.warmup is not None else (cond.warmup if cond is not None else None)
+        field = "timing.repeats" if tm.repeats is not None else "timing.conditions.repeats"
+        counts = w.repeats or w.iters
+        if counts is not None and reps:
+            occ, got = counts
+            if None not in got and all(0 < x < reps for x in got):  # (0: KE103's)
+                add(
+                    (
+                        "KE106",
+                        "/replay/command",
+                        f"{field} is {reps}, but the replay runs {_shown(occ)}: it times fewer repeats "
+                        "than the packet reports",
+                    )
+                )
+        field = "timing.warmup" if tm.warmup is not None else "timing.conditions.warmup"
+        if warm:
+            for entry, bound in ((w.warmup, warm), (w.warmup_bare, 1)):
+                if entry is not None and None not in entry[1] and all(x < bound for x in entry[1]):
+                    add(
+                        (
+                            "KE106",
+                            "/replay/command",
+                            f"{field} is {warm}, but the replay runs {_shown(entry[0])}: fewer warm-up "
+                            "runs than the packet reports",
+                        )
+                    )
+                    break
+    if w.git:
+        _pinned_code(r, w.git, add)
+
+
+#: libraries one of which calls, or stands for, the other (cuBLAS runs cuBLASLt's kernels,
+#: hipBLAS runs rocBLAS, which may run hipBLASLt)
+_BASELINE_FAMILY = {
+    "cublas": "cublas", "cublaslt": "cublas", "hipblas": "rocblas", "rocblas": "rocblas",
+    "hipblaslt": "rocblas", "onemkl": "intel", "onednn": "intel",
+}  # fmt: skip
+#: words that name a reference implementation, not a vendor library
+_REFERENCE_WORDS = frozenset({"naive", "eager", "reference", "ref", "numpy", "torch", "pytorch"})
+
+
+def _other_baseline(provider: str, value: str) -> str | None:
+    """Why a replay's ``--baseline`` value names another baseline than a vendor library
+    ``provider``: a reference (``torch_naive``, ``eager``, ``numpy``, a reference entry of
+    the registry) or another vendor library of the registry (``cuDNN`` for cuBLASLt, not
+    ``cuBLAS``: the same family); None when it names the provider (a word of it will do:
+    ``cublas_heuristic``) or cannot be placed (``best``, a file of no library's name)."""
+    from ._tables import baseline_entry
+
+    if len(provider) > 64 or len(value) > 128 or any(f in value for f in _FILLED):
+        return None
+    e = baseline_entry(provider)
+    if e is None or e.kind != "vendor":
+        return None
+    fam = _BASELINE_FAMILY.get(e.key, e.key)
+    whole = baseline_entry(value)
+    if whole is not None:
+        if whole.kind == "engine" or _BASELINE_FAMILY.get(whole.key, whole.key) == fam:
+            return None
+        return f"{'a reference' if whole.kind == 'reference' else 'another vendor library'}: {whole.name}"
+    words = [x for x in re.split(r"[^a-z0-9]+", value.casefold()) if x]
+    entries = [baseline_entry(x) if len(x) >= 4 else None for x in words]
+    if any(x is not None and _BASELINE_FAMILY.get(x.key, x.key) == fam for x in entries):
+        return None
+    ref = next((x for x in words if x in _REFERENCE_WORDS), None)
+    if ref is not None:
+        return f"`{ref}`: a reference implementation"
+    other = next((x for x in entries if x is not None and x.kind in ("vendor", "reference")), None)
+    if other is not None:
+        return f"{'a reference' if other.kind == 'reference' else 'another vendor library'}: {other.name}"
+    return None
+
+
+def _pinned_code(r: Any, ops: list[tuple[str, str | None, str]], add: Add) -> None:
+    """KE106: a replay that changes the pinned commit's code before the benchmark runs (a
+    patch applied, another ref checked out, a pull) while the packet records a clean tree
+    at that commit: the code that ran is not the commit pinned."""
+    repo = r.repository
+    if repo is None or not repo.commit or repo.dirty:
+        return  # (a dirty tree is recorded: a patched tree is what it says)
+    pinned = repo.commit.strip().casefold()
+    for what, ref, where in ops:
+        if where and (not repo.url or _url_key(where[6:]) != _url_key(repo.url)):
+            continue  # a clone of another repository (a dependency)
+        if ref is not None:
+            x = ref.strip()
+            if not x or any(f in x for f in _FILLED) or x.endswith("_HEAD") or x.upper() in ("HEAD", "@"):
+                continue  # where it moves is not in the replay (`$REF`, FETCH_HEAD), or nowhere
+            y = x.casefold()
+            if (
+                7 <= len(y) <= 64
+                and not y.strip(_HEX_DIGITS)
+                and (pinned.startswith(y) or y.startswith(pinned))
+            ):
+                continue  # the pinned commit itself
+        add(
+            (
+                "KE106",
+                "/replay/command",
+                f"the replay runs `{what}` before the benchmark, but replay.repository pins commit "
+                f"`{_short(repo.commit)}` with "
+                + ("dirty false" if repo.dirty is False else "no dirty tree recorded")
+                + ": the code that ran is not the pinned commit (record the commit that ran, or dirty: true)",
+            )
+        )
+        return
+
+
+def _url_key(url: str) -> str:
+    """A repository URL compared: no scheme, user, ``.git`` or trailing ``/``, lower case
+    (``git@github.com:o/r.git`` and ``https://github.com/o/r`` alike)."""
+    u = url.strip().casefold().rstrip("/")
+    u = u.split("://", 1)[-1]
+    u = u.rsplit("@", 1)[-1] if "@" in u.split("/", 1)[0] else u
+    u = u.replace(":", "/", 1) if "/" not in u.split(":", 1)[0] else u
+    return u[:-4] if u.endswith(".git") else u
 
 
 def _dims(s: Any) -> dict[str, int]:
