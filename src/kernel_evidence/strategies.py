@@ -24,6 +24,7 @@ except ImportError as exc:  # Hypothesis comes with the `test` extra
 
 from ._version import __version__
 from .models import SCHEMA_VERSION, EvidencePacket
+from .rules.replay import _placeholder
 
 __all__ = ["example_packet", "failure_packets", "kernel_claim_packets", "packets", "serving_packets"]
 
@@ -48,7 +49,11 @@ _ts = st.datetimes(
 _hex64 = (
     st.binary(min_size=32, max_size=32)
     .map(lambda b: "sha256:" + b.hex())
-    .filter(lambda d: len(set(d[7:])) > 1 and not d.startswith("sha256:e3b0c44298fc"))
+    .filter(
+        lambda d: (
+            len(set(d[7:])) > 1 and not d.startswith("sha256:e3b0c44298fc") and _placeholder(d[7:]) is None
+        )
+    )
 )
 
 
@@ -70,7 +75,11 @@ def _envelope(draw: Any, kind: str, status: str) -> dict[str, Any]:
                     lambda c: {"url": "https://example.org/repo.git", "commit": c, "dirty": False},
                     # a hash of something: not one digit repeated, nor git's empty tree or blob (KE104)
                     st.from_regex(r"[0-9a-f]{40}", fullmatch=True).filter(
-                        lambda c: len(set(c)) > 1 and c[:12] not in ("4b825dc642cb", "e69de29bb2d1")
+                        lambda c: (
+                            len(set(c)) > 1
+                            and c[:12] not in ("4b825dc642cb", "e69de29bb2d1")
+                            and _placeholder(c) is None
+                        )
                     ),
                 )
             ),

@@ -176,12 +176,13 @@ def test_ke801_amd_names_are_identified(device: str) -> None:
     # an MI300X's own CU count and memory (the H100's 132 SMs and 80 GiB would be KE806)
     d["hardware"].update(vendor="amd", device=device, arch="gfx942", compute_units=304)
     d["hardware"]["memory"] = {"value": 192.0, "unit": "GB"}
-    d["timing"]["baseline"]["provider"] = "hipBLASLt"
+    d["timing"]["baseline"].update(provider="hipBLASLt", version="0.10.0")  # its own version (KE210)
     assert _findings(d) == []
 
 
 def test_cpu_vendor_needs_no_model_name() -> None:
     d = _packet()
     d["hardware"] = {"vendor": "cpu", "device": "cpu", "count": 1, "clocks": {"locked": True}}
-    d["timing"]["baseline"]["provider"] = "OpenBLAS"  # cuBLASLt on a CPU would be KE209
+    # cuBLASLt on a CPU would be KE209; OpenBLAS with a version of its own (KE210)
+    d["timing"]["baseline"].update(provider="OpenBLAS", version="0.3.28")
     assert _findings(d) == [("KE604", "/hardware/device")]

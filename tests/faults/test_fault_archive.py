@@ -32,8 +32,8 @@ from kernel_evidence.models import EvidencePacket
 
 _CURRENT = "{}.{}".format(*ARCHIVE_LAYOUT_VERSION)
 VENDORS = [
-    ("nvidia", "NVIDIA H100 80GB HBM3", "sm_90a", "cuBLASLt"),
-    ("amd", "AMD Instinct MI300X", "gfx942", "hipBLASLt"),
+    ("nvidia", "NVIDIA H100 80GB HBM3", "sm_90a", "cuBLASLt", "12.4.5"),
+    ("amd", "AMD Instinct MI300X", "gfx942", "hipBLASLt", "0.10.0"),  # (a version of its own: KE210)
 ]
 
 
@@ -41,12 +41,12 @@ def _packets(first: int, n: int) -> bytes:
     """JSONL of ``n`` distinct valid packets over four partitions (two vendors, two months)."""
     lines = []
     for i in range(first, first + n):
-        vendor, device, arch, library = VENDORS[i % 2]
+        vendor, device, arch, library, version = VENDORS[i % 2]
         d = json.loads(GOOD)
         d.pop("packet_id")
         d["subject"]["name"] = f"kernel_{i}"
         d["hardware"].update(vendor=vendor, device=device, arch=arch)
-        d["timing"]["baseline"]["provider"] = library
+        d["timing"]["baseline"].update(provider=library, version=version)
         d["created_at"] = f"2026-{'10' if i % 4 < 2 else '11'}-01T12:00:00Z"
         lines.append(EvidencePacket.model_validate(d).with_id().to_json())
     return b"\n".join(lines) + b"\n"

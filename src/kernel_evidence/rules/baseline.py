@@ -1386,7 +1386,9 @@ def _twice(settings: dict[str, Any], ptr: str, add: Add) -> None:
 _DTYPE_SETTINGS = ("dtype", "torch_dtype")
 _BACKEND_SETTINGS = ("attention_backend", "vllm_attention_backend", "attn_backend")
 #: attention backends that are a fallback, not what an engine picks on a datacenter GPU
-_SLOW_BACKENDS = frozenset({"torch_sdpa", "sdpa", "torch_native", "torch", "naive", "math", "eager", "xformers"})
+_SLOW_BACKENDS = frozenset(
+    {"torch_sdpa", "sdpa", "torch_native", "torch", "naive", "math", "eager", "xformers"}
+)
 _NO_BACKEND = ("", "auto", "default", "none")
 _BACKEND_ENV = ("VLLM_ATTENTION_BACKEND", "SGLANG_ATTENTION_BACKEND")
 
