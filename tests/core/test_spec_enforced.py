@@ -72,6 +72,12 @@ _NO_CLAIM = _set("timing", "speedup")
 # (spec statement, mutation, rule, pointer)
 CASES: list[tuple[str, Callable[[dict[str, Any]], None], str, str]] = [
     (
+        "7 KE104 a commit that is a placeholder",
+        _set("replay", "repository", "commit", value="deadbeef" * 5),
+        "KE104",
+        "/replay/repository/commit",
+    ),
+    (
         "7 KE601 a capture's SM throughput is at most 100%",
         _set("profiler", value=[{"tool": "ncu", "kernels": [{"name": "k", "metrics": {"sm_throughput": {"value": 142.0, "unit": "%"}}}]}]),
         "KE601",
