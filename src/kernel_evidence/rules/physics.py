@@ -14,6 +14,8 @@ from ._context import Add, Ctx
 from ._engine import declare
 from ._tables import _peak_cache, device_peaks, dtype_class, peak_flops_for
 from ._units import FACTOR as _FACTOR
+from .profile import _kernel_time_per_call, _utility
+from .serving import narrow_weights
 
 declare(
     "KE601",
@@ -25,7 +27,13 @@ declare(
     "(for the task's precisions, labels and tensors, the fastest of them; the device's highest where none is known; 5% slack; "
     "not a capture of a cost-model tool such as XProf, whose FLOPs are the compiler's), nor a compute percentage "
     "(`sm_throughput`, `tensor_pipe_utilization`, `valu_utilization`, `achieved_occupancy`) above 101 %; the finding "
-    "points at `/profiler/i/kernels/j/metrics/<name>`.",
+    "points at `/profiler/i/kernels/j/metrics/<name>`. "
+    "A capture clearly of one task shape's kernel (`of.shape_id` naming a shape with work, or no "
+    "shape named on a task of one shape; a single kernel name in the capture, or "
+    "`of.expected_kernels` matching its records; one stream; not `of.side: other`) MUST NOT "
+    "give that shape's FLOPs over its kernel time per call (as KE1101 reads it) above the same "
+    "peak (x the device count, 5% slack), profile-only packets too; the finding points at "
+    "`/profiler/i/kernels/j/metrics/duration`.",
 )
 declare(
     "KE602",
@@ -36,7 +44,11 @@ declare(
     "A profiler capture's kernel records (profile-only packets too) MUST NOT state a canonical `dram_bandwidth` above "
     "the device's peak memory bandwidth (5% slack; device-memory traffic, so warm caches are no excuse; not a capture "
     "of a cost-model tool such as XProf), nor a `memory_throughput` or `l2_hit_rate` above 101 %; the finding points "
-    "at `/profiler/i/kernels/j/metrics/<name>`.",
+    "at `/profiler/i/kernels/j/metrics/<name>`. Likewise a capture by a tool that flushes the "
+    "caches (ncu, Nsight Compute) clearly of one task shape's kernel (as for KE601) MUST NOT give "
+    "that shape's bytes over its kernel time per call above the peak memory bandwidth (x the "
+    "device count, 5% slack; not judged where the timing says caches were warm), at "
+    "`/profiler/i/kernels/j/metrics/duration`.",
 )
 declare(
     "KE603",
@@ -90,7 +102,12 @@ declare(
     "against; tf32 counts as present with fp32 tensors; mxfp8, nvfp4, mxfp4, mxfp6 are fp8, "
     "fp4, fp6), and no operand tensor may have a precision faster than every label (a mask, "
     "index, position, length, offset or bias tensor is not an operand: a uint8 padding mask "
-    "beside bf16 labels is not flagged).",
+    "beside bf16 labels is not flagged). A served model (`task.serving.model`) whose name says "
+    "its weights are narrower than 16 bits (FP8, E4M3, NVFP4/MXFP4/FP4, FP6, INT8, W8A8, "
+    "INT4, AWQ, GPTQ, W4A16, NF4, 4bit/8bit, bnb, EXL2, Marlin; not GGUF, nor a setting such "
+    "as `kv_cache_dtype`) MUST NOT have `task.dtypes` or `timing.conditions.dtypes` that are "
+    "all 16-bit or wider (bf16, fp16, fp32): the precision recorded is not the one that ran; "
+    "the finding points at the list.",
 )
 declare(
     "KE607",
@@ -254,9 +271,13 @@ def _peak_source(peaks: Any, field: str) -> str:
 
 
 def check(p: Any, ctx: Ctx, add: Add) -> None:
+    task = p.task
     if p.profiler:
         _capture_metrics(p, add)
-    task = p.task
+        if task is not None and (task.shapes or task.work is not None):
+            _capture_work(p, task, add)
+    if task is not None and task.serving is not None and task.serving.model:
+        _served_precision(p, task, task.serving.model, add)
     spelled = _work_figures(p, task, add) if task is not None and task.shapes else None
     h = p.hardware
     if h is not None and (h.peak_flop_rate is not None or h.peak_bandwidth is not None):
@@ -539,6 +560,145 @@ def _capture_limits(p: Any) -> tuple[float | None, float | None, str] | None:
             share = f" for {units} of its {whole} SMs/CUs"
     what = f" ({'/'.join(sorted(classes))})" if classes else ""
     return fl, peaks.bandwidth, f"the {peaks.key} peak{what}{share}"
+
+
+#: tools that flush the caches before each profiled kernel by default (ncu's
+#: `--cache-control all`): their kernel times are held to the DRAM bandwidth
+_FLUSHING_TOOL = re.compile(r"\bncu\b|nsight.?compute", re.IGNORECASE)
+
+
+def _capture_work(p: Any, task: Any, add: Add) -> None:
+    """KE601/KE602 on a capture's kernel time: a capture clearly of one task shape's kernel
+    (`of.shape_id` naming a shape with work, or no shape named on a task of one; one kernel
+    name in the capture, or `of.expected_kernels` matching its records), on one stream,
+    gives the shape's work over its kernel time per call (as KE1101 reads it): at most the
+    device's peaks (x its count, 5% slack), so a profile-only packet is held to them too."""
+    shapes = task.shapes
+    limits: Any = _UNSET
+    for i, cap in enumerate(p.profiler):
+        ks = cap.kernels
+        if not ks:
+            continue
+        of = cap.of
+        if of is not None and of.side == "other":
+            continue  # a capture of something else than the task's call
+        sid = of.shape_id if of is not None else None
+        w = None
+        if sid is not None:
+            for sh in shapes or ():
+                if sh.id == sid:
+                    w = sh.work
+                    break
+        elif not shapes or len(shapes) == 1:
+            w = shapes[0].work if shapes else None
+            if w is None:
+                w = task.work
+        if w is None or (w.flops is None and w.bytes is None):
+            continue
+        if len(cap.tool) > _CACHED_CHARS or _COST_MODEL_TOOL.search(cap.tool):
+            continue
+        # the kernel: one name in the capture (a harness's fills aside), else the expected
+        # ones where the capture names its shape; one stream (the kernels' time adds up)
+        expected = of.expected_kernels if of is not None and sid is not None else None
+        wanted = [e.casefold() for e in expected] if expected else None
+        names: set[str] = set()
+        streams: set[Any] = set()
+        first = None
+        for j, rec in enumerate(ks):
+            m = rec.metrics
+            if not m or "duration" not in m:
+                continue
+            if _utility(rec.name) and (not rec.raw_name or _utility(rec.raw_name)):
+                continue
+            names.add(rec.name)
+            streams.add(rec.stream)
+            if first is None and (wanted is None or any(e in rec.name.casefold() for e in wanted)):
+                first = j
+        if first is None or len(streams) != 1 or (len(names) != 1 and wanted is None):
+            continue
+        sec = _kernel_time_per_call(cap, expected if len(names) != 1 else None)
+        if not sec or sec <= 0:
+            continue
+        if limits is _UNSET:
+            limits = _capture_limits(p)
+        if limits is None:
+            return
+        fl, bw, src = limits
+        h = p.hardware
+        count = h.count if h.count else 1
+        ptr = f"/profiler/{i}/kernels/{first}/metrics/duration"
+        q = w.flops
+        if q is not None and fl:
+            rate = q.value * _FACTOR[q.unit] / sec
+            if rate > fl * count * _SLACK:
+                add(
+                    (
+                        "KE601",
+                        ptr,
+                        f"the capture's kernel time {sec * 1e6:.4g} us per call for {q.value:g} {q.unit} gives "
+                        f"{rate / 1e12:.4g} TFLOP/s, above {src} {fl * count / 1e12:.4g} TFLOP/s",
+                    )
+                )
+                continue
+        q = w.bytes
+        if q is not None and bw and _FLUSHING_TOOL.search(cap.tool):
+            t = p.timing
+            if t is not None:
+                cond = t.conditions
+                mode = cond.cache.mode if cond is not None and cond.cache is not None else None
+                if mode == "warm" or (t.cache_policy == "warm" and mode in (None, "unknown")):
+                    continue  # measured warm: the capture may have been too
+            rate = q.value * _FACTOR[q.unit] / sec
+            if rate > bw * count * _SLACK:
+                add(
+                    (
+                        "KE602",
+                        ptr,
+                        f"the capture's kernel time {sec * 1e6:.4g} us per call for {q.value:g} {q.unit} gives "
+                        f"{rate / 1e9:.4g} GB/s, above {src} {bw * count / 1e9:.4g} GB/s",
+                    )
+                )
+
+
+#: dtype spellings all 16-bit or wider (KE606 on a served model), by the list (bounded)
+_WIDE_CACHE: dict[tuple[str, ...], bool] = {}
+_WIDE = frozenset({"bf16", "fp16", "fp32", "tf32", "fp64"})
+
+
+def _all_wide(dtypes: tuple[str, ...]) -> bool:
+    hit = _WIDE_CACHE.get(dtypes)
+    if hit is None:
+        hit = all((dtype_class(d) if len(d) <= 64 else None) in _WIDE for d in dtypes)
+        if len(_WIDE_CACHE) < 1024 and sum(map(len, dtypes)) <= _CACHED_CHARS:
+            _WIDE_CACHE[dtypes] = hit
+    return hit
+
+
+def _served_precision(p: Any, task: Any, model: str, add: Add) -> None:
+    """KE606 on a served model: a name that says its weights are narrower than 16 bits (FP8,
+    NVFP4, AWQ...) beside dtype labels (the task's, the candidate's conditions') that are all
+    16-bit or wider: the precision recorded is not the one that ran."""
+    t = p.timing
+    cond = t.conditions if t is not None else None
+    lists = (
+        (task.dtypes, "/task/dtypes"),
+        (cond.dtypes if cond is not None else None, "/timing/conditions/dtypes"),
+    )
+    if not lists[0][0] and not lists[1][0]:
+        return
+    narrow = narrow_weights(model) if len(model) <= 256 else None
+    if narrow is None:
+        return
+    for dts, ptr in lists:
+        if dts and _all_wide(tuple(dts)):
+            add(
+                (
+                    "KE606",
+                    ptr,
+                    f"dtypes {', '.join(dts)} are all 16-bit or wider, but the served model `{model}` "
+                    f"is a {narrow} checkpoint by its name: the precision recorded is not the one that ran",
+                )
+            )
 
 
 # ---------------------------------------------------------------- KE605-KE607: work figures

@@ -621,6 +621,30 @@ _PRECISION_HINTS = (
     (re.compile(r"int8|w8a8|w8a16|8bit|smoothquant"), "int8", 1.0),
     (re.compile(r"fp32|float32"), "fp32", 4.0),
 )
+#: a served model's name that says its weights are narrower than 16 bits (KE606), and the
+#: precision each word names; not `gguf` (a GGUF repository holds f16 files too), not a
+#: setting (a `kv_cache_dtype: fp8` is the cache, not the weights)
+_NARROW_NAME = re.compile(
+    r"(?<![a-z0-9])(nvfp4|mxfp4|mxfp6|mxfp8|fp4|fp6|fp8|e4m3|e5m2|int4|int8|w4a16|w4a8|w8a8|"
+    r"w8a16|awq|gptq|nf4|bnb|4bit|8bit|exl2|marlin|smoothquant)"
+)
+_NARROW_WORD = {
+    "nvfp4": "fp4", "mxfp4": "fp4", "fp4": "fp4", "mxfp6": "fp6", "fp6": "fp6", "mxfp8": "fp8",
+    "fp8": "fp8", "e4m3": "fp8", "e5m2": "fp8", "int8": "int8", "w8a8": "int8", "w8a16": "int8",
+    "8bit": "int8", "smoothquant": "int8",
+}  # fmt: skip
+
+
+@lru_cache(maxsize=1024)
+def narrow_weights(model: str) -> str | None:
+    """The precision a served model's name gives its weights where it is narrower than 16
+    bits (`fp8`, `fp4`, `fp6`, `int8`, `int4` for AWQ/GPTQ/W4A16 and the like), else None."""
+    m = _NARROW_NAME.search(model.casefold())
+    if m is None:
+        return None
+    return _NARROW_WORD.get(m.group(1), "int4")
+
+
 _CLASS_BYTES = {"fp4": 0.5, "fp6": 0.75, "fp8": 1.0, "int8": 1.0, "bf16": 2.0, "fp16": 2.0, "fp32": 4.0}
 #: settings that make several tokens per decode step
 _SPECULATIVE = re.compile(r"specul|draft|eagle|medusa|mtp|ngram|lookahead|num_spec")
