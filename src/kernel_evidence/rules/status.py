@@ -111,7 +111,8 @@ declare(
     "mark the shape failed, or record the tolerance it was really judged with",
     "A shape marked passed MUST be within its own tolerance: `max_abs_error` at most "
     "`atol + rtol * reference_max_abs` (the bound of the element of largest magnitude; "
-    "checked when every element must match), and `matched_ratio` at least "
+    "checked when every element must match, or when `matched_ratio` is 1: an element off by "
+    "more than that bound did not match), and `matched_ratio` at least "
     "`required_matched_ratio` (the shape's, else the task's); a shape that states an atol "
     "or rtol looser than the task's (`task.tolerance`) MUST also be within the bound the "
     "task's tolerance gives.",
@@ -636,8 +637,10 @@ def _shapes_cover(p: Any, v: Any, claim: bool, add: Add) -> None:
                     )
                 )
         err = s.max_abs_error
-        if err is None or (req is not None and req < 1):
-            continue  # some elements may be out of bound
+        # some elements may be out of bound, unless matched_ratio says every one matched
+        some = req is not None and req < 1
+        if err is None or (some and (mr is None or mr < 1)):
+            continue
         atol = s.atol if s.atol is not None else (tol.atol if tol is not None else None)
         rtol = s.rtol if s.rtol is not None else (tol.rtol if tol is not None else None)
         if atol is None and rtol is None:
@@ -649,6 +652,16 @@ def _shapes_cover(p: Any, v: Any, claim: bool, add: Add) -> None:
         if ref is not None and ref <= bound:
             continue  # zeros would pass: KE701 says so
         if err > bound * _HI + 1e-300:
+            if some:  # an element off by more than the largest bound did not match
+                add(
+                    (
+                        "KE411",
+                        f"/validation/shapes/{i}/matched_ratio",
+                        f"shape `{s.shape_id}` says matched_ratio {mr:g} (every element within tolerance) beside "
+                        f"max error {err:g} above the largest bound {bound:g} (atol + rtol x reference_max_abs)",
+                    )
+                )
+                continue
             add(
                 (
                     "KE411",
