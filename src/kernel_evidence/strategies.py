@@ -320,7 +320,14 @@ def example_packet() -> EvidencePacket:
         "validation": {
             "verdict": "passed",
             "shapes": [
-                {"shape_id": "4096", "passed": True, "atol": 0.01, "rtol": 0.01, "reference_max_abs": 41.0}
+                {
+                    "shape_id": "4096",
+                    "passed": True,
+                    "atol": 0.01,
+                    "rtol": 0.01,
+                    "reference_max_abs": 41.0,
+                    "max_abs_error": 0.004,
+                }
             ],
         },
         "timing": {

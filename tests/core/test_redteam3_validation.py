@@ -182,3 +182,14 @@ def test_no_claim_no_warning() -> None:
     d = _no_tolerance(_base())
     d["timing"].pop("speedup")
     assert _hits(d, "KE702") == []
+
+
+def test_error_figures_dropped_behind_a_claim() -> None:
+    d = _base()
+    s = d["validation"]["shapes"][0]
+    s.pop("max_abs_error")
+    s.pop("max_rel_error")
+    assert _hits(d, "KE702") == ["/validation/shapes/0/max_abs_error"]
+    assert validate(d).grade.letter == "C"
+    s["max_rel_error"] = 0.002  # one figure recorded is enough
+    assert _hits(d, "KE702") == []

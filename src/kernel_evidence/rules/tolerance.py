@@ -30,7 +30,8 @@ declare(
     "claims a speedup, a passed shape of a floating-point output (the output tensor's dtype, "
     "else the task's dtypes; unknown counts as floating) SHOULD also be judged under some "
     "tolerance (its own atol/rtol or `task.tolerance`) unless it records an exact match "
-    "(`max_abs_error` 0): without one its pass cannot be checked. Graded C at best.",
+    "(`max_abs_error` 0), and SHOULD record its error (`max_abs_error` or `max_rel_error`): "
+    "without them its pass cannot be checked. Graded C at best.",
     caps="C",
 )
 declare("KE703", "warning", "the matched-ratio requirement checks the output",
@@ -108,6 +109,21 @@ def _tolerance(p: Any, v: Any, claim: bool, add: Add) -> None:
             continue
         atol = s.atol if s.atol is not None else (tol.atol if tol is not None else None)
         rtol = s.rtol if s.rtol is not None else (tol.rtol if tol is not None else None)
+        if (
+            claim
+            and (atol is not None or rtol is not None)
+            and s.max_abs_error is None
+            and s.max_rel_error is None
+            and _float_output(p.task, s.shape_id)
+        ):
+            add(
+                (
+                    "KE702",
+                    f"/validation/shapes/{i}/max_abs_error",
+                    f"shape `{s.shape_id}` of a floating-point output passed under atol {atol or 0.0:g} / rtol "
+                    f"{rtol or 0.0:g} with no max_abs_error or max_rel_error: its pass cannot be checked",
+                )
+            )
         if (
             claim
             and atol is None
