@@ -66,12 +66,35 @@ def test_plain_validate_loads_neither_pydantic_nor_typer() -> None:
         "import sys\n"
         "from kernel_evidence.cli import main\n"
         f"rc = main(['validate', {str(packet)!r}])\n"
-        "heavy = sorted(m for m in ('pydantic', 'typer', 'kernel_evidence.models') if m in sys.modules)\n"
+        "heavy = sorted(m for m in ('pydantic', 'typer', 'kernel_evidence.models', 'rich') if m in sys.modules)\n"
         "print(rc, heavy)\n"
     )
     proc = _python(code)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines()[-1] == "0 []"
+
+
+def test_plain_output_is_what_rich_prints_off_a_terminal(tmp_path: Path) -> None:
+    """Off a terminal, validate prints without rich: the same lines rich's console gives,
+    a packet's own brackets (`[dim]`, `[/]`) kept as written."""
+    d = json.loads((VALID / "nvidia_h100_gemm_vs_cublaslt.json").read_text())
+    d.pop("packet_id")
+    d["subject"]["name"] = "gemm [dim]x[/] [bold red]y"
+    d["timing"]["speedup"]["value"] = 9.0  # KE301, its message quoting numbers
+    (tmp_path / "a [b].json").write_text(json.dumps(d))
+    args = ["validate", "-v", str(tmp_path)]
+    code = (
+        "import sys\n"
+        "from rich.console import Console\n"
+        "from kernel_evidence.cli import main, validate\n"
+        "validate._output = lambda: Console(file=sys.stdout, soft_wrap=True, highlight=False)\n"
+        f"main({args!r})\n"
+    )
+    plain = subprocess.run([sys.executable, "-m", "kernel_evidence", *args], capture_output=True, text=True)
+    rich = _python(code)
+    strip = lambda out: [line.rsplit(" (", 1)[0] if line.startswith("FAILED") else line for line in out.splitlines()]  # noqa: E731
+    assert strip(plain.stdout) == strip(rich.stdout)
+    assert "a [b].json" in plain.stdout and "KE301" in plain.stdout
 
 
 def test_version_and_help_import_no_command_module() -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+import sys
 from typing import Any
 
 #: caches of values read from packets hold short strings only: a hostile batch must not pin
@@ -15,6 +17,35 @@ SLACK = 1.05  # boost clocks and rounding: reject only what is clearly above the
 
 #: the time statistics a speedup can be computed on (the others are serving throughputs)
 TIME_BASES = ("median", "mean", "min")
+
+
+class _LazyPattern:
+    """A regular expression compiled when first used, not when its module is imported: the
+    bands hold about a hundred, and a command line that validates one packet would spend
+    a tenth of its start-up compiling them. On first use it compiles, puts the compiled
+    pattern in place of itself among its module's globals (later lookups get the real
+    pattern) and keeps its methods (for references held elsewhere, such as tables)."""
+
+    def __init__(self, module_globals: dict[str, Any], pattern: str, flags: int) -> None:
+        self._globals = module_globals
+        self._pattern = pattern
+        self._flags = flags
+
+    def __getattr__(self, name: str) -> Any:
+        compiled = self.__dict__.get("_compiled")
+        if compiled is None:
+            compiled = self.__dict__["_compiled"] = re.compile(self._pattern, self._flags)
+            for key, value in list(self._globals.items()):
+                if value is self:
+                    self._globals[key] = compiled
+            for method in ("search", "match", "fullmatch", "findall", "finditer", "sub", "subn", "split"):
+                setattr(self, method, getattr(compiled, method))
+        return getattr(compiled, name)
+
+
+def lazy_re(pattern: str, flags: int = 0) -> re.Pattern[str]:
+    """``re.compile(pattern, flags)`` at first use (see :class:`_LazyPattern`)."""
+    return _LazyPattern(sys._getframe(1).f_globals, pattern, flags)  # type: ignore[return-value]
 
 
 def a(word: str) -> str:

@@ -3,7 +3,6 @@ table (``devices.toml``, read by :mod:`kernel_evidence.devices`)."""
 
 from __future__ import annotations
 
-import re
 import sys
 from dataclasses import dataclass
 from functools import lru_cache
@@ -12,6 +11,7 @@ from typing import Any
 
 from ..devices import DeviceEntry, _arch_id, _name_candidates, arch_agrees
 from ..devices import all_devices as _all_entries
+from ._common import lazy_re
 
 __all__ = ["BaselineEntry", "DevicePeaks", "baseline_entry", "device_peaks", "dtype_class", "peak_flops_for"]
 
@@ -37,7 +37,7 @@ class BaselineEntry:
     vendor: str | None
 
 
-_NORM = re.compile(r"[\s_.\-/]+")
+_NORM = lazy_re(r"[\s_.\-/]+")
 
 
 def _norm(s: str) -> str:
@@ -130,15 +130,15 @@ def _device_peaks(device: str | None, arch: str | None) -> DevicePeaks | None:
 _cached_device_peaks = lru_cache(maxsize=4096)(_device_peaks)
 
 _DTYPE_CLASSES = (
-    ("fp64", re.compile(r"^(float64|fp64|f64|double|torch\.float64)$")),
-    ("fp32", re.compile(r"^(float32|fp32|f32|float|torch\.float32)$")),
-    ("tf32", re.compile(r"^(tf32|tensorfloat32)$")),
-    ("bf16", re.compile(r"^(bfloat16|bf16|torch\.bfloat16)$")),
-    ("fp16", re.compile(r"^(float16|fp16|f16|half|torch\.float16)$")),
-    ("fp8", re.compile(r"^(float8.*|fp8.*|f8.*|e4m3.*|e5m2.*|mxfp8.*|nvfp8.*|torch\.float8.*)$")),
-    ("fp6", re.compile(r"^(fp6.*|mxfp6.*|nvfp6.*|float6.*|e2m3.*|e3m2.*)$")),
-    ("fp4", re.compile(r"^(fp4.*|nvfp4.*|mxfp4.*|float4.*|e2m1.*|torch\.float4.*)$")),
-    ("int8", re.compile(r"^(int8|i8|s8|uint8|u8|torch\.int8)$")),
+    ("fp64", lazy_re(r"^(float64|fp64|f64|double|torch\.float64)$")),
+    ("fp32", lazy_re(r"^(float32|fp32|f32|float|torch\.float32)$")),
+    ("tf32", lazy_re(r"^(tf32|tensorfloat32)$")),
+    ("bf16", lazy_re(r"^(bfloat16|bf16|torch\.bfloat16)$")),
+    ("fp16", lazy_re(r"^(float16|fp16|f16|half|torch\.float16)$")),
+    ("fp8", lazy_re(r"^(float8.*|fp8.*|f8.*|e4m3.*|e5m2.*|mxfp8.*|nvfp8.*|torch\.float8.*)$")),
+    ("fp6", lazy_re(r"^(fp6.*|mxfp6.*|nvfp6.*|float6.*|e2m3.*|e3m2.*)$")),
+    ("fp4", lazy_re(r"^(fp4.*|nvfp4.*|mxfp4.*|float4.*|e2m1.*|torch\.float4.*)$")),
+    ("int8", lazy_re(r"^(int8|i8|s8|uint8|u8|torch\.int8)$")),
 )
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ._common import CACHED_CHARS, cache_mode, cand, is_placeholder
+from ._common import CACHED_CHARS, cache_mode, cand, is_placeholder, lazy_re
 from ._context import Add, Ctx
 from ._engine import declare
 from ._tables import _load, baseline_entry, dtype_class
@@ -327,7 +327,7 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
         )
 
 
-_WILDCARD = re.compile(r"[?*<>]|(^|[.\-_ ])[xX]([.\-_ ]|$)")
+_WILDCARD = lazy_re(r"[?*<>]|(^|[.\-_ ])[xX]([.\-_ ]|$)")
 
 
 def _no_version(v: str) -> bool:
@@ -360,7 +360,7 @@ def _schemes() -> dict[str, tuple[re.Pattern[str] | None, re.Pattern[str] | None
     return _SCHEMES
 
 
-_NUMBERS = re.compile(r"\d+(?:\.\d+)*")
+_NUMBERS = lazy_re(r"\d+(?:\.\d+)*")
 _FOREIGN: dict[tuple[str, str], bool] = {}
 
 
@@ -455,7 +455,7 @@ def _no_workspace(v: str) -> bool:
     return bool(pairs) and all(int(a) * int(b) == 0 for a, b in pairs)
 
 
-_XLA_OFF = re.compile(r"--xla_(?:backend_optimization|gpu_autotune)_level(?:=|\s+)0(?![\d.])")
+_XLA_OFF = lazy_re(r"--xla_(?:backend_optimization|gpu_autotune)_level(?:=|\s+)0(?![\d.])")
 
 
 def _xla_off(v: str) -> bool:
@@ -484,7 +484,7 @@ _ENV: dict[str, tuple[Any, frozenset[str], str]] = {
 }  # fmt: skip
 _ENV_NAMES = frozenset(_ENV)
 #: AMD GPUs before the MI300 (gfx942): rocBLAS and torch do not use hipBLASLt there anyway
-_PRE_MI300 = re.compile(r"gfx(?:90[0-9a]|10|11|12)|\bmi\s?(?:[12]\d\d|50|60)\b|radeon", re.IGNORECASE)
+_PRE_MI300 = lazy_re(r"gfx(?:90[0-9a]|10|11|12)|\bmi\s?(?:[12]\d\d|50|60)\b|radeon", re.IGNORECASE)
 
 
 def _env_handicaps(p: Any, t: Any, entry: Any, env: dict[str, str], add: Add) -> None:
@@ -557,8 +557,8 @@ def _accelerator(name: str) -> bool:
     return bool(candidates(name)) if len(name) <= 256 else False
 
 
-_MIG = re.compile(r"(?:^|[\s_\-/(])mig(?:$|[\s_\-/)])|\b\d+g\.\d+gb\b")
-_SPACES = re.compile(r"\s+")
+_MIG = lazy_re(r"(?:^|[\s_\-/(])mig(?:$|[\s_\-/)])|\b\d+g\.\d+gb\b")
+_SPACES = lazy_re(r"\s+")
 
 
 def _other_device(a: str, b: str, aid: str | None, bid: str | None, same_session: bool) -> str | None:
@@ -771,24 +771,24 @@ def _narrow_set(dtypes: list[str]) -> frozenset[str]:
 _NARROW_SET: dict[tuple[str, ...], frozenset[str]] = {}
 
 
-_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_IDENT = lazy_re(r"[A-Za-z_][A-Za-z0-9_]*")
 #: a BLAS routine of one precision: (c|hip)blas<S|D|H>gemm, rocblas_<s|d|h>gemm, a bare
 #: sgemm/dgemm/hgemm (the batched forms too; not the `...Ex` forms, whose types are arguments)
-_ROUTINE = re.compile(
+_ROUTINE = lazy_re(
     r"(?:cublas|hipblas|rocblas_)?([sdh])gemm(?:_?strided_?batched|_?batched)?(?:_v2|_64)?", re.IGNORECASE
 )
 _ROUTINE_CLASS = {"s": "fp32", "d": "fp64", "h": "fp16"}
 #: m=, n=, k= in a call (chained: m=n=k=8192)
-_KW_DIMS = re.compile(r"(?<![A-Za-z0-9_])((?:[mnkMNK]\s*=\s*)+)(\d+)(?![\d.])")
+_KW_DIMS = lazy_re(r"(?<![A-Za-z0-9_])((?:[mnkMNK]\s*=\s*)+)(\d+)(?![\d.])")
 #: the m, n, k of a classic BLAS gemm call: (handle, opA, opB, m, n, k, ...)
-_POS_DIMS = re.compile(
+_POS_DIMS = lazy_re(
     r"(?<![A-Za-z0-9_])(?:cublas|hipblas|rocblas_)[A-Za-z0-9_]*gemm[A-Za-z0-9_]*\s*\(\s*[^,()]+,\s*[^,()]+,"
     r"\s*[^,()]+,\s*(\d+)\s*,\s*(\d+)\s*,\s*(\d+)\s*[,)]",
     re.IGNORECASE,
 )
 _CALL_CACHE: dict[str, tuple[str | None, tuple[int | None, int | None, int | None] | None, bool]] = {}
 #: a call run several times over parts of the problem (`2x cublasLtMatmul(...)`)
-_REPEATED = re.compile(r"(?<![A-Za-z0-9_.])\d+\s*[x\u00d7]\s+[A-Za-z]")
+_REPEATED = lazy_re(r"(?<![A-Za-z0-9_.])\d+\s*[x\u00d7]\s+[A-Za-z]")
 
 
 def _call_states(call: str) -> tuple[str | None, tuple[int | None, int | None, int | None] | None, bool]:
@@ -829,16 +829,16 @@ def _call_states(call: str) -> tuple[str | None, tuple[int | None, int | None, i
 
 
 #: dtype enums of the vendor APIs (CUDA_R_16BF, HIP_R_8F_E4M3_FNUZ, rocblas_datatype_f16_r)
-_ENUM_DTYPE = re.compile(
+_ENUM_DTYPE = lazy_re(
     r"(?:cuda|hip|hipblas)_r_(?:(16bf|16b)|(16f)|(8f_e[45]m[23](?:_fnuz)?)|(8i)|(4f_e2m1))"
     r"|rocblas_datatype_(?:(bf16)|(f16)|(b?f8)|(i8))_r",
 )
 _ENUM_CLASS = ("bf16", "fp16", "fp8", "int8", "fp4", "bf16", "fp16", "fp8", "int8")
 #: argument names whose dtype is not the inputs': accumulators, scales, bias, outputs
 _NOT_INPUT = ("comput", "accum", "scale", "prefer", "bias", "out", "dst", "epilog", "param")
-_KEY_BEFORE = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*[=:]\s*(?:[A-Za-z_][A-Za-z0-9_]*\.)*$")
+_KEY_BEFORE = lazy_re(r"([A-Za-z_][A-Za-z0-9_]*)\s*[=:]\s*(?:[A-Za-z_][A-Za-z0-9_]*\.)*$")
 #: a batch count in a call (`batch_count=2`, `batchCount=8`, `batch=4`)
-_BATCH = re.compile(
+_BATCH = lazy_re(
     r"(?<![A-Za-z0-9_])(?:batch(?:_?count|_?size)?|num_batches)\s*[=:]\s*(\d+)(?![\d.])", re.IGNORECASE
 )
 _CALL_MORE: dict[str, tuple[frozenset[str], int | None]] = {}

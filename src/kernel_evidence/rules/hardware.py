@@ -17,6 +17,7 @@ from ..devices import (
     units_agree,
 )
 from ._common import CACHED_CHARS as _CACHED_CHARS
+from ._common import lazy_re
 from ._context import Add, Ctx
 from ._engine import declare
 from ._units import FACTOR as _FACTOR
@@ -203,7 +204,7 @@ _VENDOR_WORDS = frozenset(
     {"nvidia", "amd", "ati", "google", "intel", "apple", "aws", "amazon", "huawei", "generic"}
 )
 _GENERIC_WORDS = _UNIDENTIFIED | {"npu", "xpu", "hpu", "mps", "gpus", "tpus", "unknown"}
-_WORD = re.compile(r"[a-z0-9]+")
+_WORD = lazy_re(r"[a-z0-9]+")
 
 
 def _names_no_model(device: str) -> bool:
@@ -349,9 +350,9 @@ def _odd_chars(name: str) -> str:
 
 #: a core count stated in a device name (`96-Core`, `64-core`, `16 Cores`) and what
 #: follows it (a GPU's or an NPU's cores are not the CPU's)
-_CORES = re.compile(r"(?<![\w.])(\d{1,4})[\s-]?cores?\b(\s*[-/(]?\s*[a-z]+)?", re.IGNORECASE)
+_CORES = lazy_re(r"(?<![\w.])(\d{1,4})[\s-]?cores?\b(\s*[-/(]?\s*[a-z]+)?", re.IGNORECASE)
 _NOT_CPU_CORES = frozenset({"gpu", "npu", "graphics", "neural", "tensor", "cuda", "rt", "xe", "compute"})
-_CPU_ARCH = re.compile(r"x86|amd64|aarch64|arm64|armv|ppc64|power|riscv|s390", re.IGNORECASE)
+_CPU_ARCH = lazy_re(r"x86|amd64|aarch64|arm64|armv|ppc64|power|riscv|s390", re.IGNORECASE)
 #: the core count a CPU's name states, by name (bounded)
 _CORES_CACHE: dict[str, int | None] = {}
 
@@ -591,11 +592,11 @@ def _devices_that_ran(p: Any) -> tuple[int | None, str]:
 
 #: NVIDIA targets (``sm_90a``, ``compute_80``, ``lto_89``, ``sm_100f``) and AMD ones
 #: (``gfx942``, ``gfx90a:xnack-``; not the generic ``gfx9-4-generic``)
-_NV_TARGET = re.compile(r"(?<![a-z0-9])(?:sm|compute|lto)_(\d{2,3})([af]?)(?![0-9a-z])")
-_AMD_TARGET = re.compile(r"(?<![a-z0-9])gfx([0-9a-f]{3,4})(?![0-9a-z_-])")
+_NV_TARGET = lazy_re(r"(?<![a-z0-9])(?:sm|compute|lto)_(\d{2,3})([af]?)(?![0-9a-z])")
+_AMD_TARGET = lazy_re(r"(?<![a-z0-9])gfx([0-9a-f]{3,4})(?![0-9a-z_-])")
 #: TORCH_CUDA_ARCH_LIST spellings (``8.0``, ``9.0a``, ``8.6+PTX``), as whole tokens only
-_CC_TARGET = re.compile(r"^(\d{1,2})\.(\d)([af]?)(?:\+ptx)?$")
-_SPLIT = re.compile(r"[\s,;]+")
+_CC_TARGET = lazy_re(r"^(\d{1,2})\.(\d)([af]?)(?:\+ptx)?$")
+_SPLIT = lazy_re(r"[\s,;]+")
 #: KE806 (target) by (target_arch, device, arch): the finding's pointer and message, or None
 _TARGET_CACHE: dict[tuple[str, str, str | None], tuple[str, str] | None] = {}
 

@@ -10,6 +10,7 @@ from typing import Any
 from ..devices import _arch_id, _mig, _name_candidates, all_devices, arch_agrees, device
 from ._common import CACHED_CHARS as _CACHED_CHARS
 from ._common import SLACK as _SLACK
+from ._common import lazy_re
 from ._context import Add, Ctx
 from ._engine import declare
 from ._tables import _peak_cache, device_peaks, dtype_class, peak_flops_for
@@ -160,12 +161,12 @@ _NOT_OPERAND_WORDS = frozenset({
     "bias", "alibi", "table", "tables", "mapping", "slots", "slot", "labels", "targets",
 })  # fmt: skip
 #: whole names (no separators) that end in one of those words: `attnmask`, `cuseqlens`
-_NOT_OPERAND_TAIL = re.compile(
+_NOT_OPERAND_TAIL = lazy_re(
     r"(mask|masks|ids|idx|indices|indptr|offsets|lengths|lens|seqlens|positions|bias)$"
 )
 _NOT_OPERAND_CACHE: dict[str, bool] = {}
 #: sub-byte integer spellings the peak table has no figure for (an int4 tensor-core GEMM)
-_SUBBYTE_INT = re.compile(r"^(torch\.)?(u?int[1-4]|[iusb][1-4]|int4b.*|quint4.*|uint4.*|int4.*|binary)$")
+_SUBBYTE_INT = lazy_re(r"^(torch\.)?(u?int[1-4]|[iusb][1-4]|int4b.*|quint4.*|uint4.*|int4.*|binary)$")
 
 
 def _not_operand(name: str) -> bool:
@@ -469,7 +470,7 @@ _CAPTURE_METRICS = {**_PCT_METRICS, **_RATE_METRICS}
 #: profilers whose FLOPs and bytes are a compiler's cost model over an op's time (XProf's
 #: HLO `flops` and `bytes_accessed`, on-chip traffic included), not counters: their rates
 #: are not held to the device's peaks
-_COST_MODEL_TOOL = re.compile(r"xprof|tensorboard|xla|jax|tpu", re.IGNORECASE)
+_COST_MODEL_TOOL = lazy_re(r"xprof|tensorboard|xla|jax|tpu", re.IGNORECASE)
 
 
 def _capture_metrics(p: Any, add: Add) -> None:
@@ -564,7 +565,7 @@ def _capture_limits(p: Any) -> tuple[float | None, float | None, str] | None:
 
 #: tools that flush the caches before each profiled kernel by default (ncu's
 #: `--cache-control all`): their kernel times are held to the DRAM bandwidth
-_FLUSHING_TOOL = re.compile(r"\bncu\b|nsight.?compute", re.IGNORECASE)
+_FLUSHING_TOOL = lazy_re(r"\bncu\b|nsight.?compute", re.IGNORECASE)
 
 
 def _capture_work(p: Any, task: Any, add: Add) -> None:
@@ -731,7 +732,7 @@ _GEMM_LIKE = frozenset({
 _ATTENTION_WORDS = frozenset({"attention", "attn", "sdpa", "mha", "fmha"})
 _NOT_PREFILL = frozenset({"decode", "decoding", "paged", "backward", "bwd", "grad", "varlen", "sparse"})
 _CONV_WORDS = frozenset({"conv", "conv2d", "convolution"})
-_OP_WORD = re.compile(r"[a-z0-9]+")
+_OP_WORD = lazy_re(r"[a-z0-9]+")
 
 _DIM = {
     "m": ("m",), "n": ("n",), "k": ("k",),
@@ -838,7 +839,7 @@ _PLAIN_GEMM = frozenset({
     "forward", "dense", "bias", "relu", "gelu", "silu", "epilogue", "alpha", "beta", "strided",
     "batched", "fp16", "bf16", "fp32", "fp8", "int8", "tf32", "half", "float", "e4m3", "e5m2",
 })  # fmt: skip
-_TILE = re.compile(r"^[0-9]+(x[0-9]+)*$")
+_TILE = lazy_re(r"^[0-9]+(x[0-9]+)*$")
 #: the dims keys of a plain GEMM: nothing else that could multiply the work
 _GEMM_DIMS = frozenset({"m", "n", "k", "M", "N", "K", "batch", "b", "batch_size", "bs"})
 #: a plain GEMM's stated FLOPs above 2mnk: 10%, plus an epilogue of this many FLOP per output
@@ -1189,7 +1190,7 @@ _CPU_FLOP_PER_CYCLE = {
     "fp8": 4096,
     "int8": 4096,
 }
-_CPU_ARCH = re.compile(r"x86|amd64|aarch64|arm64|armv|ppc64|power|riscv|s390", re.IGNORECASE)
+_CPU_ARCH = lazy_re(r"x86|amd64|aarch64|arm64|armv|ppc64|power|riscv|s390", re.IGNORECASE)
 
 
 def _cpu_peak(h: Any, task: Any) -> float | None:

@@ -8,10 +8,9 @@ candidate's kernel rather than, say, a library call it dispatched to.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
-from ._common import CACHED_CHARS
+from ._common import CACHED_CHARS, lazy_re
 from ._context import Add, Ctx
 from ._engine import declare
 from ._units import FACTOR
@@ -98,7 +97,7 @@ _DEFAULT_TOLERANCE = 0.5
 _MAX_TOLERANCE = 0.5
 #: the words of a kernel name: runs of letters split at case changes (`FillFunctor`: fill,
 #: functor), and runs of digits
-_WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+_WORDS = lazy_re(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 _UTILITY_WORDS = frozenset({
     "memset", "memcpy", "fill", "fills", "filled", "flush", "flushes", "zero", "zeros", "zeroes",
     "zeroing", "zeroed",
@@ -325,7 +324,7 @@ def _not_at_timed(i: int, caps: list[Any], timed: tuple[str, ...], add: Add) -> 
 
 #: vendor-library kernel names (cuBLAS, cuBLASLt, their CUTLASS instantiations, rocBLAS,
 #: hipBLASLt/Tensile), at the start of a word of the name; cuBLAS's `..._cublas` suffix
-_VENDOR = re.compile(
+_VENDOR = lazy_re(
     r"(?:^|[\s<:(,*&])(?:cublas|sm\d+_xmma|xmma_|ampere_|volta_|turing_|hopper_|nvjet|cutlass_\d+_|"
     r"cutlass3x_|cijk_|rocblas|hipblas|gemmsn_|gemv2[nt]_)|_cublas\b"
 )

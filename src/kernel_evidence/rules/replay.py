@@ -9,7 +9,7 @@ import shlex
 from collections.abc import Iterator
 from typing import Any
 
-from ._common import CACHED_CHARS
+from ._common import CACHED_CHARS, lazy_re
 from ._context import Add, Ctx
 from ._engine import declare
 
@@ -288,7 +288,7 @@ def _no_image(d: str) -> str | None:
 #: the value of each hexadecimal digit
 _HEX_VALUE = {c: int(c, 16) for c in _HEX_DIGITS}
 #: words people fill a hash with (hexspeak): a hash made of one of them repeated is made up
-_HEXSPEAK = re.compile(r"dead|beef|cafe|babe|face|feed|f00d|c0de|c0ffee|decaf|d00d|abad|1dea|b00b|0ff1ce")
+_HEXSPEAK = lazy_re(r"dead|beef|cafe|babe|face|feed|f00d|c0de|c0ffee|decaf|d00d|abad|1dea|b00b|0ff1ce")
 
 
 def _placeholder(h: str) -> str | None:
@@ -1135,7 +1135,7 @@ def _sh_words(script: str) -> Iterator[str | None]:
 
 
 #: the characters a shell script's words end or change at
-_SH_SPECIAL = re.compile(r"[ \t\r\n\\'\"#$`<>;&|()]")
+_SH_SPECIAL = lazy_re(r"[ \t\r\n\\'\"#$`<>;&|()]")
 
 
 def _sh_close(s: str, i: int) -> int:
@@ -1565,7 +1565,7 @@ _SERVING_FIELDS = (
     "num_prompts", "input_len", "output_len", "max_concurrency", "request_rate", "tensor_parallel_size",
 )  # fmt: skip
 #: what may be worth reading in a replay at all (a serving program, a workload flag)
-_WORKLOAD_MARKS = re.compile(
+_WORKLOAD_MARKS = lazy_re(
     r"vllm|sglang|guidellm|bench(?:mark)?_serving|benchmark_(?:throughput|latency)|--shape|--dtype"
     r"|(?<![\w-])--?[mnkMNK](?![\w-])"
     # the run's own flags (a dry run, stored results, checks skipped, its baseline, repeats,
@@ -2497,7 +2497,7 @@ def _shape_flags(timed: Any, shapes: list[Any], w: _Workload, add: Add) -> None:
 
 #: a shape spelled as its sizes: ``8192x8192x8192``, ``m8192n8192k8192``, ``b8_h32_s4096_d128``
 #: (one letter a size: ``bf16_4096`` is a name, not two sizes)
-_SHAPE_WORDS = re.compile(r"[a-z]?\d+(?:[x*,:_ ]?[a-z]?\d+){1,7}")
+_SHAPE_WORDS = lazy_re(r"[a-z]?\d+(?:[x*,:_ ]?[a-z]?\d+){1,7}")
 
 
 def _shape_matches(v: str, timed: Any, dims: dict[str, int], shapes: list[Any]) -> bool | None:

@@ -11,11 +11,10 @@ these identities, and that is what this band looks for, on the candidate's side
 from __future__ import annotations
 
 import math
-import re
 from functools import lru_cache
 from typing import Any
 
-from ._common import CACHED_CHARS
+from ._common import CACHED_CHARS, lazy_re
 from ._context import Add, Ctx
 from ._engine import declare
 from ._tables import device_peaks, dtype_class
@@ -588,9 +587,9 @@ def _exact_tpot(ptr: str, s: Any, decode: float, tokens: float, got: float, add:
         )
 
 
-_PARAMS = re.compile(r"(?<![a-z0-9.])(\d+(?:\.\d+)?)\s*([bm])(?![a-z0-9])")
-_ACTIVE = re.compile(r"(?<![a-z0-9])a(\d+(?:\.\d+)?)b(?![a-z0-9])")
-_MOE = re.compile(
+_PARAMS = lazy_re(r"(?<![a-z0-9.])(\d+(?:\.\d+)?)\s*([bm])(?![a-z0-9])")
+_ACTIVE = lazy_re(r"(?<![a-z0-9])a(\d+(?:\.\d+)?)b(?![a-z0-9])")
+_MOE = lazy_re(
     r"\d+x\d+(?:\.\d+)?[bm]|\bmoe\b|mixtral|deepseek|kimi|qwen3.?\d+b.?a\d|\bgpt.?oss|dbrx|grok|arctic"
 )
 
@@ -614,17 +613,17 @@ def _model_params(model: str) -> float | None:
 #: precision hints in a model name or a quantization setting, narrowest first: (pattern,
 #: the class its matmuls run in, bytes per weight)
 _PRECISION_HINTS = (
-    (re.compile(r"nvfp4|mxfp4|(?<![a-z])fp4"), "fp4", 0.5),
-    (re.compile(r"awq|gptq|int4|w4a16|(?<![a-z0-9])q4|nf4|4bit|bnb|gguf|exl2|marlin"), "bf16", 0.5),
-    (re.compile(r"mxfp6|(?<![a-z])fp6"), "fp6", 0.75),
-    (re.compile(r"fp8|e4m3|e5m2|mxfp8"), "fp8", 1.0),
-    (re.compile(r"int8|w8a8|w8a16|8bit|smoothquant"), "int8", 1.0),
-    (re.compile(r"fp32|float32"), "fp32", 4.0),
+    (lazy_re(r"nvfp4|mxfp4|(?<![a-z])fp4"), "fp4", 0.5),
+    (lazy_re(r"awq|gptq|int4|w4a16|(?<![a-z0-9])q4|nf4|4bit|bnb|gguf|exl2|marlin"), "bf16", 0.5),
+    (lazy_re(r"mxfp6|(?<![a-z])fp6"), "fp6", 0.75),
+    (lazy_re(r"fp8|e4m3|e5m2|mxfp8"), "fp8", 1.0),
+    (lazy_re(r"int8|w8a8|w8a16|8bit|smoothquant"), "int8", 1.0),
+    (lazy_re(r"fp32|float32"), "fp32", 4.0),
 )
 #: a served model's name that says its weights are narrower than 16 bits (KE606), and the
 #: precision each word names; not `gguf` (a GGUF repository holds f16 files too), not a
 #: setting (a `kv_cache_dtype: fp8` is the cache, not the weights)
-_NARROW_NAME = re.compile(
+_NARROW_NAME = lazy_re(
     r"(?<![a-z0-9])(nvfp4|mxfp4|mxfp6|mxfp8|fp4|fp6|fp8|e4m3|e5m2|int4|int8|w4a16|w4a8|w8a8|"
     r"w8a16|awq|gptq|nf4|bnb|4bit|8bit|exl2|marlin|smoothquant)"
 )
@@ -647,7 +646,7 @@ def narrow_weights(model: str) -> str | None:
 
 _CLASS_BYTES = {"fp4": 0.5, "fp6": 0.75, "fp8": 1.0, "int8": 1.0, "bf16": 2.0, "fp16": 2.0, "fp32": 4.0}
 #: settings that make several tokens per decode step
-_SPECULATIVE = re.compile(r"specul|draft|eagle|medusa|mtp|ngram|lookahead|num_spec")
+_SPECULATIVE = lazy_re(r"specul|draft|eagle|medusa|mtp|ngram|lookahead|num_spec")
 
 
 @lru_cache(maxsize=1024)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import re
 from operator import mul as _mul
 from typing import Any
 
@@ -11,7 +10,7 @@ from ._common import CACHED_CHARS as _CACHED_CHARS
 from ._common import HI as _HI
 from ._common import LO as _LO
 from ._common import TINY as _TINY
-from ._common import cache_mode, cand
+from ._common import cache_mode, cand, lazy_re
 from ._context import Add, Ctx
 from ._engine import declare
 from ._units import FACTOR as _FACTOR
@@ -97,7 +96,7 @@ declare("KE508", "warning", "a claim rests on warmed, repeated timings",
      "measures compilation, autotuning and noise, and the median of two calls is their mean, "
      "which one cold call moves. Graded C at best.", caps="C")  # fmt: skip
 
-_PCT = re.compile(r"^p(\d+(?:\.\d+)?)$")
+_PCT = lazy_re(r"^p(\d+(?:\.\d+)?)$")
 _LATENCIES = ("ttft", "tpot", "itl", "e2el")
 #: the pointers of the latency blocks, in the order of ``_LATENCIES`` (ttft, tpot, itl, e2el)
 _SERVING_PTRS = tuple(f"/timing/serving/{k}" for k in _LATENCIES)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ._common import CACHED_CHARS
+from ._common import CACHED_CHARS, lazy_re
 from ._common import HI as _HI
 from ._common import LO as _LO
 from ._common import a as _a
@@ -358,7 +358,7 @@ def _candidate_fault(ds: Any, v: Any, fc: str, add: Add) -> None:
 
 
 #: a message that says the reference broke (NaN in the reference, the reference crashed)
-_REFERENCE_BROKE = re.compile(
+_REFERENCE_BROKE = lazy_re(
     r"\breferences?(?:'s)?\s+(?:\w+\s+){0,6}?(?:nan|inf|infinit\w*|non-?finite|broken|invalid|wrong|crash\w*|"
     r"failed|fails|unusable|diverged|overflow\w*|raised|exception|unstable)\b|\b(?:nan|inf|infinit\w*|"
     r"non-?finite|overflow)\b[^.;:]{0,40}?\b(?:in|of|from|by)\s+(?:the\s+)?references?\b",
@@ -382,7 +382,7 @@ _CONTRADICTABLE = frozenset({"fresh_inputs", "cache_flush", "unseen_inputs", "ti
 #: optional `check`/`defence` subject) that ends there or at punctuation (`skipped: ...`,
 #: `Not run (no GPU)`, `check was skipped.`); `not run`, `not applicable`, `n/a` and the
 #: like may go on (`not applicable to this kernel`)
-_NOT_RUN = re.compile(
+_NOT_RUN = lazy_re(
     r"^\W*(?:(?:the\s+|this\s+)?(?:check|defen[cs]e|test)\s+(?:was\s+|is\s+|has\s+been\s+)?)?"
     r"(?:(?:not\s+run|never\s+run|did\s+not\s+run|didn'?t\s+run|not\s+performed|not\s+executed|"
     r"not\s+applicable|n/a|n\.a\.)(?!\w)|(?:skipped|skip|skipping|disabled|unavailable|not\s+available)"
@@ -393,7 +393,7 @@ _NOT_RUN_CACHE: dict[str, bool] = {}
 
 #: ... or a detail that begins by taking the check on trust (`assumed (same harness)`,
 #: `trusted`, `unverified`)
-_TAKEN_ON_TRUST = re.compile(
+_TAKEN_ON_TRUST = lazy_re(
     r"^\W*(?:assumed|presumed|trusted|taken\s+on\s+trust|unchecked|unverified|untested|not\s+checked|"
     r"not\s+verified|not\s+validated|not\s+tested)(?!\w)",
     re.IGNORECASE,
@@ -402,7 +402,7 @@ _TAKEN_ON_TRUST = re.compile(
 #: trusted`), taken on assumption or trust, or itself skipped (`the check was skipped`);
 #: a clause that negates it (`no shape was not checked`, `none skipped`) or counts what
 #: it left out (`8 sets checked, 2 not verified`) is no such statement
-_NOT_CHECKED = re.compile(
+_NOT_CHECKED = lazy_re(
     r"(?<![\w-])(?:"
     r"not\s+(?:been\s+|actually\s+|yet\s+|really\s+|ever\s+)?(?:checked|verified|validated|tested)"
     r"(?!\s+(?:before|earlier|previously|during|by\s+the\s+candidate))"
@@ -418,13 +418,13 @@ _NOT_CHECKED = re.compile(
     re.IGNORECASE,
 )
 #: a clause's words before a match that negate or count it
-_NEGATED = re.compile(
+_NEGATED = lazy_re(
     r"(?<![\w-])(?:no|none|nothing|never|zero|without|if|whether|unless|otherwise|or)(?!\w)|\d", re.I
 )
 #: a clause that lists what was skipped, and it is nothing (`skipped: none`)
-_NONE_SKIPPED = re.compile(r"\W*skipped\s*[:=]\s*(?:none|nothing|0|zero)\W*$", re.IGNORECASE)
+_NONE_SKIPPED = lazy_re(r"\W*skipped\s*[:=]\s*(?:none|nothing|0|zero)\W*$", re.IGNORECASE)
 #: where a clause starts
-_CLAUSE = re.compile(r"[;,.:!?()\[\]\n\u2013\u2014]|\s-\s")
+_CLAUSE = lazy_re(r"[;,.:!?()\[\]\n\u2013\u2014]|\s-\s")
 
 
 def _says_not_run(detail: str) -> bool:
@@ -459,7 +459,7 @@ def _not_checked(text: str) -> bool:
 
 #: preloaded libraries that are memory allocators (they replace malloc, not the clock), and
 #: the vendors' profiler libraries a profiled run loads (Nsight's injection, CUPTI, rocprof)
-_ALLOCATOR = re.compile(
+_ALLOCATOR = lazy_re(
     r"(?:^|/)lib(?:tcmalloc|jemalloc|mimalloc|hoard|tbbmalloc|ToolsInjection|TreeLauncher|InterceptorInjection|"
     r"cupti|rocprofiler|roctracer|rocprof)[\w.\-]*$"
 )
@@ -545,7 +545,7 @@ def _contradicted(p: Any, d: Any) -> str | tuple[str, str] | None:
     return None
 
 
-_NUMBERS = re.compile(r"\d+")
+_NUMBERS = lazy_re(r"\d+")
 
 
 def _unseen_contradicted(p: Any, d: Any) -> str | None:

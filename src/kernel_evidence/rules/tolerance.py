@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
+from ._common import lazy_re
 from ._context import Add, Ctx
 from ._engine import declare
 from ._tables import dtype_class
@@ -51,8 +51,8 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
 
 
 #: identifier-like names (an underscore or a digit): a generic `gemm` may name an operator
-_SPECIFIC = re.compile(r"[_0-9]")
-_HEAD = re.compile(r"[\s(\[,;:]")
+_SPECIFIC = lazy_re(r"[_0-9]")
+_HEAD = lazy_re(r"[\s(\[,;:]")
 
 
 def _self_reference(p: Any, name: str, add: Add) -> None:
@@ -81,7 +81,7 @@ def _self_reference(p: Any, name: str, add: Add) -> None:
 
 
 _FLOAT_CLASSES = frozenset({"fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "fp6", "fp4"})
-_INT_DTYPE = re.compile(r"^(u?int\d*|[isu]\d+|bool|torch\.u?int\d*|torch\.bool)$")
+_INT_DTYPE = lazy_re(r"^(u?int\d*|[isu]\d+|bool|torch\.u?int\d*|torch\.bool)$")
 
 
 def _float_output(task: Any, shape_id: str) -> bool:
