@@ -245,7 +245,9 @@ def _print_text(out, rep: Report, good: bool, verbose: bool) -> None:  # type: i
         ):
             f = rep.findings[0]
             at = f" at {f.pointer}" if f.pointer else ""
-            out.print(f"{where}: [{_style(f.severity)}]{f.rule_id} {f.severity}[/]{at}: {_esc(f.message, out)}")
+            out.print(
+                f"{where}: [{_style(f.severity)}]{f.rule_id} {f.severity}[/]{at}: {_esc(f.message, out)}"
+            )
             return
         out.print(f"{where}: {tag} (grade {rep.grade.letter})")
         for f in shown:
