@@ -527,10 +527,41 @@ def _capture_limits(p: Any) -> tuple[float | None, float | None, str] | None:
     """The FLOP/s and B/s one kernel record may reach on the device that ran: the table's
     peaks (FLOP/s for the task's precisions, the device's highest where none is known; a
     share of it on a partition or MIG slice), else the packet's declared ones; None where
-    neither is known."""
+    neither is known. Cached by what they depend on (a batch repeats a few devices and
+    tasks)."""
     h = p.hardware
     if h is None or len(h.device) + len(h.arch or "") > _CACHED_CHARS:
         return None
+    task = p.task
+    dtypes = tuple(task.dtypes[:64]) if task is not None and task.dtypes else ()
+    tensors = (
+        tuple(tn.dtype for sh in task.shapes or () for tn in sh.tensors or ()) if task is not None else ()
+    )
+    rf, rb = h.peak_flop_rate, h.peak_bandwidth
+    key = (
+        h.device,
+        h.arch,
+        h.device_id,
+        h.compute_units,
+        (rf.value, rf.unit) if rf is not None else None,
+        (rb.value, rb.unit) if rb is not None else None,
+        dtypes,
+        tensors,
+    )
+    hit = _LIMITS_CACHE.get(key, _UNSET)
+    if hit is _UNSET:
+        hit = _capture_limits_of(p, h)
+        chars = sum(map(len, dtypes)) + sum(map(len, tensors)) + len(h.device_id or "")
+        if len(_LIMITS_CACHE) < 1024 and chars <= _CACHED_CHARS:
+            _LIMITS_CACHE[key] = hit
+    return hit  # type: ignore[no-any-return]
+
+
+#: :func:`_capture_limits` by device, declared peaks and the task's dtypes
+_LIMITS_CACHE: dict[tuple[Any, ...], Any] = {}
+
+
+def _capture_limits_of(p: Any, h: Any) -> tuple[float | None, float | None, str] | None:
     peaks = _hw_peaks(h)
     if peaks is None:
         rf, rb = h.peak_flop_rate, h.peak_bandwidth
