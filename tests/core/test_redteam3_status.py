@@ -83,12 +83,14 @@ def test_a_correctness_failure_beside_no_failed_defence_or_a_failed_flush() -> N
     assert "KE403" not in rules(p)
 
 
-def test_a_runtime_error_raised_after_a_defence_failed_is_left_alone() -> None:
-    # the recorder files an exception's class before a failed defence's reward_hack
-    p = control(HACK)
-    p["failure"]["failure_class"] = "runtime_error"
-    p.pop("validation")
-    assert "KE403" not in rules(p)
+def test_a_runtime_error_or_compile_error_beside_a_failed_defence_is_a_reward_hack() -> None:
+    # the recorder files a failed defence's reward_hack before the exception the block
+    # raised after it: any other class beside it is a relabel
+    for fc in ("runtime_error", "compile_error", "timeout"):
+        p = control(HACK)
+        p["failure"]["failure_class"] = fc
+        p.pop("validation")
+        assert ("KE403", "/failure/failure_class") in found(p), fc
 
 
 # ---------------------------------------------------------------- KE403: the candidate's fault filed as error

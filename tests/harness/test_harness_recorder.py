@@ -379,3 +379,14 @@ def test_an_infra_error_after_a_failed_defence_is_the_candidates_fault() -> None
         c.defence("cache_flush", "failed", detail="the flush buffer could not be allocated")
         raise InfraError("device lost")
     assert c.packet is not None and c.packet.status.value == "error"
+
+
+def test_an_exception_after_a_failed_defence_is_filed_as_the_reward_hack() -> None:
+    rec = _rec()
+    with rec.candidate("crash-after-caught") as c:
+        c.defence("unseen_inputs", "failed", detail="outputs repeat across inputs")
+        raise RuntimeError("segfault in the candidate")
+    p = c.packet
+    assert p is not None and p.failure is not None and p.failure.failure_class is FailureClass.REWARD_HACK
+    assert "segfault" in (p.failure.message or "")
+    _ok(p)

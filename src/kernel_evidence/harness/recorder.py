@@ -746,9 +746,9 @@ class CandidateRecord:
         failed = [d for d in self._defences.values() if d.outcome == "failed"]
         if exc is not None:
             fc = classify_exception(exc)
-            if status_for(fc) is Status.ERROR and any(d.check != "cache_flush" for d in failed):
-                # a defence failed before the infrastructure did: the candidate's fault comes
-                # first (an error packet beside a failed defence is laundering, KE403)
+            if fc is not FC.REWARD_HACK and any(d.check != "cache_flush" for d in failed):
+                # a defence failed before the block raised: the candidate was caught gaming
+                # first (any other class beside a failed defence is laundering, KE403)
                 return Failure(
                     failure_class=FC.REWARD_HACK,
                     message=_head(

@@ -141,7 +141,10 @@ declare(
     "`HIPBLASLT_LOG_LEVEL`/`HIPBLASLT_LOG_MASK` above 0 (hipBLASLt, hipBLAS, rocBLAS), "
     "`XLA_FLAGS` with `--xla_backend_optimization_level=0` or `--xla_gpu_autotune_level=0` "
     "(XLA, jax), `CUDA_LAUNCH_BLOCKING=1` / `HIP_LAUNCH_BLOCKING=1` (any baseline on that "
-    "vendor's GPU).",
+    "vendor's GPU), `LIBTPU_INIT_ARGS` with an optimisation level 0 (XLA, jax), "
+    "`DISABLE_ADDMM_CUDA_LT=1` / `TORCH_BLAS_PREFER_CUBLASLT=0` (cuBLASLt, torch), and "
+    "`OMP_NUM_THREADS` / `OPENBLAS_NUM_THREADS` / `MKL_NUM_THREADS` of 1 (OpenBLAS, oneMKL, "
+    "oneDNN).",
 )
 declare(
     "KE209",
@@ -455,11 +458,17 @@ def _no_workspace(v: str) -> bool:
     return bool(pairs) and all(int(a) * int(b) == 0 for a, b in pairs)
 
 
-_XLA_OFF = lazy_re(r"--xla_(?:backend_optimization|gpu_autotune)_level(?:=|\s+)0(?![\d.])")
+#: an XLA or libtpu optimisation or autotuning level set to 0 (`--xla_backend_optimization_level`,
+#: `--xla_gpu_autotune_level`, libtpu's `--xla_llo_opt_level`...)
+_XLA_OFF = lazy_re(r"--xla_\w*(?:optimization|opt|autotune)\w*_level(?:=|\s+)0(?![\d.])")
 
 
 def _xla_off(v: str) -> bool:
     return bool(_XLA_OFF.search(v[:4000]))
+
+
+def _one(v: str) -> bool:
+    return v.strip() == "1"
 
 
 _NV_BLAS = frozenset({"cublas", "cublaslt"})
@@ -479,6 +488,12 @@ _ENV: dict[str, tuple[Any, frozenset[str], str]] = {
     "HIPBLASLT_LOG_LEVEL": (_positive, _AMD_BLAS, "hipBLASLt logs every call it serves"),
     "HIPBLASLT_LOG_MASK": (_positive, _AMD_BLAS, "hipBLASLt logs every call it serves"),
     "XLA_FLAGS": (_xla_off, frozenset({"xla", "jax", "pallas_reference"}), "XLA compiles the baseline without its optimisations or autotuning"),
+    "LIBTPU_INIT_ARGS": (_xla_off, frozenset({"xla", "jax", "pallas_reference"}), "libtpu compiles the baseline without its optimisations"),
+    "DISABLE_ADDMM_CUDA_LT": (_on, frozenset({"cublaslt", "torch_eager", "torch_compile"}), "PyTorch's addmm kept off cuBLASLt"),
+    "TORCH_BLAS_PREFER_CUBLASLT": (_off, frozenset({"cublaslt", "torch_eager", "torch_compile"}), "PyTorch's GEMMs kept off cuBLASLt"),
+    "OMP_NUM_THREADS": (_one, frozenset({"openblas", "onemkl", "onednn"}), "the CPU library runs on one thread"),
+    "OPENBLAS_NUM_THREADS": (_one, frozenset({"openblas"}), "OpenBLAS runs on one thread"),
+    "MKL_NUM_THREADS": (_one, frozenset({"onemkl"}), "oneMKL runs on one thread"),
     "CUDA_LAUNCH_BLOCKING": (_on, frozenset({"*nvidia"}), "every launch waits for the kernel before it: a baseline of several launches pays a host round trip each"),
     "HIP_LAUNCH_BLOCKING": (_on, frozenset({"*amd"}), "every launch waits for the kernel before it: a baseline of several launches pays a host round trip each"),
 }  # fmt: skip

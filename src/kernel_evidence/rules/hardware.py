@@ -254,7 +254,7 @@ def _identity_findings(
 ) -> list[tuple[str, str, str]]:
     out: list[tuple[str, str, str]] = []
     cands = list(_name_candidates(name))
-    if not cands and not name.isascii():
+    if not cands and (not name.isascii() or _LETTER_DIGITS.search(name)):
         seen = _lookalike(name)
         if seen is not None:
             # `NVIDIA Н100` (a Cyrillic En) reads as an H100 to people while the table, and
@@ -264,7 +264,8 @@ def _identity_findings(
                     "KE806",
                     "/hardware/device",
                     f"`{name[:80]}` spells `{seen[:80]}` with look-alike characters "
-                    f"({_odd_chars(name)}): the device table, and the checks of what it can do, do not see it",
+                    f"({_odd_chars(name) or 'letters for digits'}): the device table, and the checks of "
+                    "what it can do, do not see it",
                 )
             ]
     if device_id is not None:
@@ -335,11 +336,29 @@ def _fold_char(ch: str) -> str:
 
 def _lookalike(name: str) -> str | None:
     """The table device name that ``name`` spells with look-alike characters (Cyrillic or
-    Greek letters, fullwidth forms, invisible characters), or None."""
+    Greek letters, fullwidth forms, invisible characters; the letters O, o, I and l among
+    the digits of a model number: `H1OO`), or None."""
     folded = "".join(map(_fold_char, name))
-    if folded == name or not _name_candidates(folded):
-        return None
-    return folded
+    if folded != name and _name_candidates(folded):
+        return folded
+    digits = _LETTER_DIGITS.sub(_as_digits, folded)
+    if digits != folded and _name_candidates(digits):
+        return digits
+    return None
+
+
+#: a model number written with letters for digits: a word of a digit and O/o/I/l (`H1OO`)
+_LETTER_DIGITS = lazy_re(r"\b[A-Za-z]{0,3}(?=[A-Za-z]{0,3}[0-9OoIl]*[0-9])[0-9OoIl]{2,}[A-Za-z]{0,3}\b")
+_AS_DIGIT = str.maketrans({"O": "0", "o": "0", "I": "1", "l": "1"})
+
+
+def _as_digits(m: Any) -> str:
+    """The word with its look-alike letters read as digits, its letter prefix kept."""
+    word: str = m.group(0)
+    i = 0
+    while i < len(word) and word[i].isalpha() and word[i] not in "OoIl":
+        i += 1
+    return word[:i] + word[i:].translate(_AS_DIGIT)
 
 
 def _odd_chars(name: str) -> str:

@@ -37,8 +37,8 @@ declare(
     "`failed` takes compile_error, runtime_error, timeout, incorrect_shape, incorrect_dtype, "
     "incorrect_numerical, nan_inf, reward_hack; `error` takes infra_error, invalid_reference, "
     "timeout, runtime_error. The packet's own record MUST NOT contradict the class: a "
-    "correctness class (incorrect_*, nan_inf) beside a failed anti-gaming defence (any but "
-    "`cache_flush`) MUST be `reward_hack` (the harness caught the candidate); an `error` "
+    "failed packet's class beside a failed anti-gaming defence (any but `cache_flush`) MUST "
+    "be `reward_hack` (the harness caught the candidate); an `error` "
     "packet MUST NOT carry a failed defence, nor a validation whose verdict failed or that "
     "saw NaN/Inf (the candidate's outputs failed: status `failed`), unless it is "
     "`invalid_reference` and the validation's message says the reference is what broke; a "
@@ -192,7 +192,7 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
                         f"failure class `{fc}` is not a fault of the candidate; use status `error`",
                     )
                 )
-            elif fc in _NEEDS_VALIDATION and p.defences:
+            elif fc != "reward_hack" and p.defences:
                 _relabelled_hack(p.defences, fc, add)
         elif status == "error":
             if fc not in _ERROR_CLASSES:
@@ -298,9 +298,10 @@ def _hack_defence(ds: Any) -> tuple[int, Any] | None:
 
 
 def _relabelled_hack(ds: Any, fc: str, add: Add) -> None:
-    """KE403: a correctness class beside a failed defence: the harness caught the candidate
-    gaming it, and that failure is ``reward_hack`` (the recorder files it so; reward gives
-    it the penalty a correctness class escapes)."""
+    """KE403: another failure class beside a failed defence (a correctness class, or a
+    compile error, run-time error or timeout filed after the defence failed): the harness
+    caught the candidate gaming it, and that failure is ``reward_hack`` (the recorder files
+    it so; reward gives it the penalty the other classes escape)."""
     hit = _hack_defence(ds)
     if hit is not None:
         i, d = hit
