@@ -1256,53 +1256,36 @@ def _declared_peaks(h: Any, task: Any, add: Add) -> None:
                 )
             )
         return
-    rec = h.peak_flop_rate
-    if rec is not None and peaks.flops:
-        top = max(peaks.flops.values())
-        declared = rec.value * _FACTOR[rec.unit]
-        if declared > top * _SLACK:
-            add(
-                (
-                    "KE607",
-                    "/hardware/peak_flop_rate",
-                    f"declared peak {rec.value:g} {rec.unit} exceeds the {peaks.key} table's {top / 1e12:.4g} TFLOP/s",
-                )
+    if h.peak_flop_rate is not None and peaks.flops:
+        _declared_against(h, task, h.peak_flop_rate, max(peaks.flops.values()), peaks.key, True, add)
+    if h.peak_bandwidth is not None:
+        _declared_against(h, task, h.peak_bandwidth, peaks.bandwidth, peaks.key, False, add)
+
+
+def _declared_against(h: Any, task: Any, rec: Any, top: float, key: str, flops: bool, add: Add) -> None:
+    """KE607: a declared peak (FLOP/s or B/s) above the table's, or below half of its floor."""
+    field, scale, unit = ("peak_flop_rate", 1e12, "TFLOP/s") if flops else ("peak_bandwidth", 1e9, "GB/s")
+    declared = rec.value * _FACTOR[rec.unit]
+    if declared > top * _SLACK:
+        add(
+            (
+                "KE607",
+                f"/hardware/{field}",
+                f"declared peak {rec.value:g} {rec.unit} exceeds the {key} table's {top / scale:.4g} {unit}",
             )
-        else:
-            low = _declared_floor(h, task, True)
-            if low is not None and declared < low[0]:
-                add(
-                    (
-                        "KE607",
-                        "/hardware/peak_flop_rate",
-                        f"declared peak {rec.value:g} {rec.unit} is below half of the table's "
-                        f"{low[1] / 1e12:.4g} TFLOP/s{low[2]}: an understated peak inflates the "
-                        "speed-of-light fraction",
-                    )
-                )
-    rec = h.peak_bandwidth
-    if rec is not None:
-        declared = rec.value * _FACTOR[rec.unit]
-        if declared > peaks.bandwidth * _SLACK:
-            add(
-                (
-                    "KE607",
-                    "/hardware/peak_bandwidth",
-                    f"declared peak {rec.value:g} {rec.unit} exceeds the {peaks.key} table's {peaks.bandwidth / 1e9:.4g} GB/s",
-                )
+        )
+        return
+    low = _declared_floor(h, task, flops)
+    if low is not None and declared < low[0]:
+        add(
+            (
+                "KE607",
+                f"/hardware/{field}",
+                f"declared peak {rec.value:g} {rec.unit} is below half of the table's "
+                f"{low[1] / scale:.4g} {unit}{low[2]}: an understated peak inflates the "
+                "speed-of-light fraction",
             )
-        else:
-            low = _declared_floor(h, task, False)
-            if low is not None and declared < low[0]:
-                add(
-                    (
-                        "KE607",
-                        "/hardware/peak_bandwidth",
-                        f"declared peak {rec.value:g} {rec.unit} is below half of the table's "
-                        f"{low[1] / 1e9:.4g} GB/s{low[2]}: an understated peak inflates the "
-                        "speed-of-light fraction",
-                    )
-                )
+        )
 
 
 #: a declared peak below this share of the table's lowest figure for the device (and the

@@ -857,9 +857,10 @@ def _in_container(argv: list[str], limits: list[tuple[float, str]] | None) -> st
     return f"runs `{_short(' '.join(argv))}` in its container"
 
 
-def _shell(cmd: list[str], i: int, limits: list[tuple[float, str]] | None) -> str | None:
-    """Why a shell at ``cmd[i]`` runs nothing: its ``-c`` script runs nothing, or it is asked
-    for its help or version. A script file (or standard input) may run anything."""
+def _shell_options(cmd: list[str], i: int) -> tuple[bool, int, str | None]:
+    """Read the options of a shell at ``cmd[i]``: whether one of them is ``-c`` (a script
+    follows), the index of the first argument after them (the script, or a script file),
+    and the help or version flag it is asked for, if any."""
     n = len(cmd)
     j = i + 1
     script = False
@@ -871,7 +872,7 @@ def _shell(cmd: list[str], i: int, limits: list[tuple[float, str]] | None) -> st
         if a[:1] not in "-+" or len(a) < 2:
             break
         if a in _NOTHING_FLAGS:
-            return f"asks `{cmd[i]}` for `{a}`"
+            return script, j, a
         if a in ("--rcfile", "--init-file"):
             j += 2
             continue
@@ -880,6 +881,16 @@ def _shell(cmd: list[str], i: int, limits: list[tuple[float, str]] | None) -> st
             if "o" in a[1:] or "O" in a[1:]:
                 j += 1  # `-o pipefail`, `-euo pipefail`: the option's name follows
         j += 1
+    return script, j, None
+
+
+def _shell(cmd: list[str], i: int, limits: list[tuple[float, str]] | None) -> str | None:
+    """Why a shell at ``cmd[i]`` runs nothing: its ``-c`` script runs nothing, or it is asked
+    for its help or version. A script file (or standard input) may run anything."""
+    script, j, flag = _shell_options(cmd, i)
+    if flag is not None:
+        return f"asks `{cmd[i]}` for `{flag}`"
+    n = len(cmd)
     if not script:  # a script file runs (given its arguments), or standard input
         return _idle(cmd[j], cmd, j + 1) if j < n else None
     why = _noop_script(cmd[j] if j < n else "", limits)
@@ -1790,27 +1801,10 @@ def _argv_runs(cmd: list[str], out: list[list[str]], depth: int) -> bool:
 
 def _shell_script(cmd: list[str], i: int) -> str | None:
     """The ``-c`` script of a shell at ``cmd[i]`` (``bash -lc SCRIPT``), None for a script file."""
-    n = len(cmd)
-    j = i + 1
-    script = False
-    while j < n:
-        a = cmd[j]
-        if a in ("--", "-"):
-            j += 1
-            break
-        if a[:1] not in "-+" or len(a) < 2:
-            break
-        if a in ("--rcfile", "--init-file"):
-            j += 2
-            continue
-        if a[:2] != "--":
-            script = script or "c" in a[1:]
-            if "o" in a[1:] or "O" in a[1:]:
-                j += 1
-        j += 1
-    if not script:
+    script, j, flag = _shell_options(cmd, i)
+    if not script or flag is not None:  # a script file, or only its help or version
         return None
-    return cmd[j] if j < n else ""
+    return cmd[j] if j < len(cmd) else ""
 
 
 def _script_runs(script: str, out: list[list[str]], depth: int) -> bool:
