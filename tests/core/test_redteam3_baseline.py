@@ -398,7 +398,9 @@ def test_call_more() -> None:
         frozenset({"bf16"}),
         None,
     )
-    assert _call_more("x.to(torch.float32)") == (frozenset(), None)  # 32 bits: not judged
+    # a 32-bit type named is not judged (a compute or scale type), an operand cast to it is
+    assert _call_more("gemm(a, b, CUDA_R_32F)") == (frozenset(), None)
+    assert _call_more("x.to(torch.float32)") == (frozenset({"fp32"}), None)
     assert _call_more("gemm(batch_count=2, batchCount=2)")[1] == 2
     assert _call_more("gemm(batch_count=2, batchCount=4)")[1] is None  # two counts: not judged
     assert _call_more("cudnn sdpa forward (bf16, b=4, h=32)") == (frozenset({"bf16"}), None)

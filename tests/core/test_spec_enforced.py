@@ -1076,6 +1076,12 @@ WARNINGS: list[tuple[str, Callable[[dict[str, Any]], None], str, str]] = [
         "/replay/container/digest",
     ),
     (
+        "7 KE107 a source digest of one repeated digit",
+        _set("compile", value={"succeeded": True, "source_digest": "sha256:" + "0" * 64}),
+        "KE107",
+        "/compile/source_digest",
+    ),
+    (
         "7 KE211 baseline measured in the packet",
         _all(_set(*_B, "packet_id", value="sha256:" + "1" * 64), _set(*_B, "stats")),
         "KE211",

@@ -82,7 +82,9 @@ declare(
     "names with two values, on either side); no engine capacity that handicaps it against the "
     "candidate's `task.serving.settings` (`max_num_seqs`/`max_running_requests`, "
     "`max_num_batched_tokens`, `gpu_memory_utilization`/`mem_fraction_static` below the "
-    "candidate's; `enforce_eager`/`disable_cuda_graph` true on the baseline only) and no "
+    "candidate's; `enforce_eager`/`disable_cuda_graph` true on the baseline only; where the "
+    "candidate states none, a baseline `gpu_memory_utilization` below 0.8 (vLLM's default is "
+    "0.9) or `max_num_seqs`/`max_running_requests` below `task.serving.max_concurrency`) and no "
     "setting of its own that slows it (a `dtype` wider than the candidate's narrowest, "
     "`cpu_offload_gb` or `best_of` above the candidate's, `use_beam_search` on the baseline "
     "only, a fallback `attention_backend` such as `TORCH_SDPA` forced where the candidate sets none); its input "
@@ -97,8 +99,9 @@ declare(
     "`call`, where it states them unambiguously, MUST agree too: a BLAS routine of one "
     "precision (`cublasSgemm`, `hgemm`, `dgemm`; not the `...Ex` forms, and `sgemm` not "
     "against a tf32 candidate) is that dtype; the 16-bit and narrower dtypes it names for its "
-    "operands (`bf16`, `fp8_e4m3`, `CUDA_R_16BF`; not a compute, scale, bias or output type) "
-    "include the candidate's narrowest class or are narrower; a batch count it names "
+    "operands (`bf16`, `fp8_e4m3`, `CUDA_R_16BF`; not a compute, scale, bias or output type), "
+    "and the types it casts its operands to (`a.float()`, `b.to(torch.float32)`: fp32, not "
+    "against a tf32 candidate), include the candidate's narrowest class or are narrower; a batch count it names "
     "(`batch_count=2`) is one of the timed shape's dimensions; and the `m=`, `n=`, `k=` it names (or the "
     "`m, n, k` of a `cublas<t>gemm(handle, opA, opB, m, n, k, ...)` call) are the timed "
     "shape's (m and n in either order: column-major calls swap them). A kernel baseline with "
@@ -850,6 +853,12 @@ _BATCH = lazy_re(
     r"(?<![A-Za-z0-9_])(?:batch(?:_?count|_?size)?|num_batches)\s*[=:]\s*(\d+)(?![\d.])", re.IGNORECASE
 )
 _CALL_MORE: dict[str, tuple[frozenset[str], int | None]] = {}
+#: an operand cast to a wider float type inside a call (after a name or an index: a cast of
+#: the call's result, `f(a, b).float()`, follows a parenthesis and is not one)
+_UPCAST = lazy_re(
+    r"(?<=[\w\]])\.(?:float|double)\(\s*\)"
+    r"|(?<=[\w\]])\.(?:to|type)\(\s*(?:dtype\s*=\s*)?torch\.(?:float32|float64|float|double|FloatTensor|DoubleTensor)\s*\)"
+)
 
 
 def _call_more(call: str) -> tuple[frozenset[str], int | None]:
@@ -880,6 +889,11 @@ def _call_more(call: str) -> tuple[frozenset[str], int | None]:
             if key in ("c", "d") or any(x in key for x in _NOT_INPUT):
                 continue
         named.add(c)
+    if "." in text:
+        # operands cast up before the call (`a.float()`, `b.to(torch.float32)`): the call
+        # then runs in that precision, whatever the tensors were
+        for m in _UPCAST.finditer(text):
+            named.add("fp64" if "64" in m.group() or "ouble" in m.group() else "fp32")
     batches = {int(x) for x in _BATCH.findall(text)}
     hit = (frozenset(named), batches.pop() if len(batches) == 1 else None)
     if len(_CALL_MORE) < 1024 and len(call) <= 4 * CACHED_CHARS:
@@ -934,7 +948,7 @@ def _call_problem(p: Any, t: Any, call: str, add: Add) -> None:
             said = None
             if dtype is not None and dtype not in na and not (dtype == "fp32" and "tf32" in na):
                 said = dtype
-            elif named and not (named & na):
+            elif named and not (named & na) and not ("fp32" in named and "tf32" in na):
                 w = min(_WIDTH[c] for c in named)
                 if w >= _WIDTH[next(iter(na))]:
                     said = ", ".join(sorted(c for c in named if _WIDTH[c] == w))
@@ -1458,6 +1472,26 @@ def _handicaps(p: Any, st: Any, settings: dict[str, Any], theirs_by: dict[str, s
         mk = mine_by.get("use_beam_search")
         if mk is None or not _truthy(ms[mk]):
             return flag(key, ", the candidate without: several beams decoded per request")
+    # capacity the candidate does not state is the engine's default (the comparison of two
+    # stated values is _same_workload's): vLLM's gpu_memory_utilization is 0.9 in every
+    # release; sequences in flight below the benchmark's own concurrency queue its requests
+    key = theirs_by.get("gpu_memory_utilization")
+    if key is not None and mine_by.get("gpu_memory_utilization") is None:
+        vb = _number(settings[key])
+        if vb is not None and 0 < vb < _GPU_MEMORY_FLOOR:
+            return flag(key, ", the candidate at the engine's default 0.9: less memory for its KV cache")
+    key = theirs_by.get("max_num_seqs") or theirs_by.get("max_running_requests")
+    if (
+        key is not None
+        and mine_by.get("max_num_seqs") is None
+        and mine_by.get("max_running_requests") is None
+    ):
+        vb = _number(settings[key])
+        conc = st.max_concurrency
+        if vb is not None and isinstance(conc, (int, float)) and 0 < vb < conc:
+            return flag(
+                key, f", below the benchmark's max_concurrency {conc:g}: its requests queued in the engine"
+            )
     for n in _BACKEND_SETTINGS:
         key = theirs_by.get(n)
         if key is None or str(settings[key]).strip().casefold() in _NO_BACKEND:
@@ -1539,9 +1573,13 @@ def _same_workload(p: Any, st: Any, settings: dict[str, Any], add: Add) -> None:
 
 
 _SETTINGS = "/timing/baseline/settings/"
-_HANDICAP_NAMES = frozenset(
-    {*_DTYPE_SETTINGS, *_BACKEND_SETTINGS, "cpu_offload_gb", "best_of", "use_beam_search"}
-)
+_HANDICAP_NAMES = frozenset({
+    *_DTYPE_SETTINGS, *_BACKEND_SETTINGS, "cpu_offload_gb", "best_of", "use_beam_search",
+    "gpu_memory_utilization", "max_num_seqs", "max_running_requests",
+})  # fmt: skip
+#: a baseline-only gpu_memory_utilization below this is less than vLLM's default 0.9 by more
+#: than a careful user's own setting (0.85) would be
+_GPU_MEMORY_FLOOR = 0.8
 
 
 def _esc(key: str) -> str:

@@ -473,6 +473,35 @@ _CAPTURE_METRICS = {**_PCT_METRICS, **_RATE_METRICS}
 _COST_MODEL_TOOL = lazy_re(r"xprof|tensorboard|xla|jax|tpu", re.IGNORECASE)
 
 
+#: a profiler's own metric names (Nsight Compute's `unit__counter.rollup.submetric`) read
+#: as the canonical metric they measure: device-memory bytes per second, and percentages of
+#: a peak or hit rates (memory units' as memory throughput, the rest as compute)
+_RAW_DRAM_RATE = lazy_re(
+    r"^(?:dram|fbpa|hbm|gpu__dram)__bytes(?:_read|_write)?\.(?:sum|avg|max)\.per_second$", re.IGNORECASE
+)
+_RAW_PCT = lazy_re(r"(?:pct_of_peak|\.pct$|_pct$|hit_rate)", re.IGNORECASE)
+_RAW_MEMORY_UNIT = lazy_re(r"^(?:dram|gpu__dram|fbpa|hbm|lts|l1tex|gpu__compute_memory|mem)", re.IGNORECASE)
+_RAW_METRIC_CACHE: dict[str, str | None] = {}
+
+
+def _raw_metric(name: str) -> str | None:
+    """The canonical metric a profiler's own metric name measures (``dram__bytes.sum.per_second``
+    is ``dram_bandwidth``; ``sm__throughput.avg.pct_of_peak_sustained_elapsed`` a percentage
+    of a compute peak), None for one not held to a limit (cached, bounded)."""
+    hit = _RAW_METRIC_CACHE.get(name, _UNSET)
+    if hit is not _UNSET:
+        return hit  # type: ignore[no-any-return]
+    canon: str | None = None
+    if "__" in name and len(name) <= _CACHED_CHARS:
+        if _RAW_DRAM_RATE.match(name):
+            canon = "dram_bandwidth"
+        elif _RAW_PCT.search(name):
+            canon = "memory_throughput" if _RAW_MEMORY_UNIT.match(name) else "sm_throughput"
+    if len(_RAW_METRIC_CACHE) < 4096 and len(name) <= _CACHED_CHARS:
+        _RAW_METRIC_CACHE[name] = canon
+    return canon
+
+
 def _capture_metrics(p: Any, add: Add) -> None:
     """KE601/KE602 on the profiler's own figures: a kernel record's canonical percentages
     (of peak compute or memory throughput, of occupancy, a hit rate) at most 100, its
@@ -490,11 +519,12 @@ def _capture_metrics(p: Any, add: Add) -> None:
             if not m:
                 continue
             for name, q in m.items():
-                rule = _CAPTURE_METRICS.get(name)
-                if rule is None or name in seen:
+                canon = name if name in _CAPTURE_METRICS else _raw_metric(name)
+                if canon is None or canon in seen:
                     continue
+                rule = _CAPTURE_METRICS[canon]
                 msg = None
-                if name in _PCT_METRICS:
+                if canon in _PCT_METRICS:
                     if q.unit == "%" and q.value > _PCT_MOST:
                         msg = f"capture metric {name} is {q.value:g} %: above 100% of the device's maximum"
                 else:
@@ -510,7 +540,7 @@ def _capture_metrics(p: Any, add: Add) -> None:
                         continue
                     fl, bw, src = limits
                     v = q.value * f
-                    if name == "achieved_flop_rate":
+                    if canon == "achieved_flop_rate":
                         if fl and v > fl * _SLACK:
                             msg = f"capture metric {name} {q.value:g} {q.unit} is above {src} {fl / 1e12:.4g} TFLOP/s"
                     elif bw and v > bw * _SLACK:
@@ -520,7 +550,7 @@ def _capture_metrics(p: Any, add: Add) -> None:
                         )
                 if msg is not None:
                     add((rule, f"/profiler/{i}/kernels/{j}/metrics/{name}", msg))
-                    seen.add(name)
+                    seen.add(canon)
 
 
 def _capture_limits(p: Any) -> tuple[float | None, float | None, str] | None:

@@ -131,7 +131,24 @@ declare(
 )
 
 
+declare(
+    "KE107",
+    "warning",
+    "every recorded digest is a hash of something",
+    "record the SHA-256 of the file itself (`sha256sum FILE`), or leave the digest out",
+    "A SHA-256 digest the packet records beside the replay's container (`compile.source_digest`, "
+    "`compile.artifacts[].sha256`, `replay.inputs[].sha256`, `task.reference.source.sha256`, "
+    "`profiler[].source.sha256`, `profiler[].raw_table.sha256`, "
+    "`timing.serving.samples_artifact.sha256` and the baseline's) SHOULD be the hash of "
+    "content: one digit repeated, a placeholder (as KE104's: a counting run, a hexspeak word or "
+    "a short unit repeated) or the SHA-256 of empty input names no file, and a packet that "
+    "carries one fabricated its record.",
+    caps="C",
+)
+
+
 def check(p: Any, ctx: Ctx, add: Add) -> None:
+    _digests(p, add)
     r = p.replay
     if r is not None:
         cmd = r.command
@@ -228,6 +245,58 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
         ):
             return
     _replay(r, add)
+
+
+def _digests(p: Any, add: Add) -> None:
+    """KE107: each SHA-256 the packet records outside the replay's container (that one is
+    KE105's) against :func:`_no_content`. Cheap on the common path: the digests are few and
+    their verdicts cached."""
+    c = p.compile
+    if c is not None:
+        d = c.source_digest
+        if d is not None:
+            _digest(d, "/compile/source_digest", add)
+        for i, a in enumerate(c.artifacts or ()):
+            if a.sha256 is not None:
+                _digest(a.sha256, f"/compile/artifacts/{i}/sha256", add)
+    r = p.replay
+    if r is not None and r.inputs:
+        for i, x in enumerate(r.inputs):
+            if x.sha256 is not None:
+                _digest(x.sha256, f"/replay/inputs/{i}/sha256", add)
+    t = p.task
+    ref = t.reference if t is not None else None
+    if ref is not None and ref.source is not None and ref.source.sha256 is not None:
+        _digest(ref.source.sha256, "/task/reference/source/sha256", add)
+    for i, cap in enumerate(p.profiler or ()):
+        src = cap.source
+        if src is not None and src.sha256 is not None:
+            _digest(src.sha256, f"/profiler/{i}/source/sha256", add)
+        raw = cap.raw_table
+        if raw is not None and raw.sha256 is not None:
+            _digest(raw.sha256, f"/profiler/{i}/raw_table/sha256", add)
+    tm = p.timing
+    if tm is not None:
+        for side, ptr in ((tm, "/timing"), (tm.baseline, "/timing/baseline")):
+            sv = side.serving if side is not None else None
+            art = sv.samples_artifact if sv is not None else None
+            if art is not None and art.sha256 is not None:
+                _digest(art.sha256, f"{ptr}/serving/samples_artifact/sha256", add)
+
+
+def _digest(d: str, ptr: str, add: Add) -> None:
+    why = _HASH_VERDICTS.get(d, _MISS)
+    if why is _MISS:
+        why = _remember(d, _no_image(d))
+    if why:
+        # the same reading as a container's, said of a file
+        add(
+            (
+                "KE107",
+                ptr,
+                f"digest `{_short(d)}` is {why.replace('an image', 'a file').replace('no image', 'no file')}",
+            )
+        )
 
 
 def _replay(r: Any, add: Add) -> None:

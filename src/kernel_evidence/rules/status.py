@@ -136,7 +136,8 @@ declare(
     "`CUDA_INJECTION32_PATH`, ROCm's `HSA_TOOLS_LIB`/`ROCP_TOOL_LIBRARIES`) other than a "
     "memory allocator or a vendor profiler's own library: it can patch the clock) or whose "
     "own `detail` says it was not run or not checked (begins `skipped`, `not run`, `not "
-    "applicable`, `n/a`, `disabled`, `assumed`, `trusted`...; or says anywhere, in a "
+    "applicable`, `n/a`, `disabled`, `turned off`, `bypassed`, `waived`, `assumed`, `trusted`..., "
+    "`disabled via --no-unseen` too; or says anywhere, in a "
     "clause that neither negates nor counts it, `not checked`/`not verified`, `is assumed`/"
     "`is trusted`, `on assumption`, `the check was skipped`).",
 )
@@ -386,8 +387,10 @@ _CONTRADICTABLE = frozenset({"fresh_inputs", "cache_flush", "unseen_inputs", "ti
 _NOT_RUN = lazy_re(
     r"^\W*(?:(?:the\s+|this\s+)?(?:check|defen[cs]e|test)\s+(?:was\s+|is\s+|has\s+been\s+)?)?"
     r"(?:(?:not\s+run|never\s+run|did\s+not\s+run|didn'?t\s+run|not\s+performed|not\s+executed|"
-    r"not\s+applicable|n/a|n\.a\.)(?!\w)|(?:skipped|skip|skipping|disabled|unavailable|not\s+available)"
-    r"(?:\s*$|\s*[:;,.(\u2013\u2014]|\s+-|\s+(?:because|since|as|due|for|on|in|here)(?!\w)))",
+    r"not\s+applicable|n/a|n\.a\.)(?!\w)|(?:skipped|skip|skipping|disabled|unavailable|not\s+available|"
+    r"turned\s+off|switched\s+off|bypassed|omitted|waived|deactivated|not\s+enabled)"
+    r"(?:\s*$|\s*[:;,.(\u2013\u2014]|\s+-|\s+(?:because|since|as|due|for|on|in|here|via|by(?!\s+default)|with|through|"
+    r"using|per|from|under|at|until|when|while)(?!\w)))",
     re.IGNORECASE,
 )
 _NOT_RUN_CACHE: dict[str, bool] = {}
