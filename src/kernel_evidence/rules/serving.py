@@ -106,7 +106,9 @@ declare(
     "= completed x `output_len`, no `range_ratio` setting), that identity is exact: the mean TPOT "
     "MUST lie within 15% (plus the rounding of the figures as written) of the span from (mean "
     "e2el - mean TTFT) / tokens to the larger of (mean e2el - mean TTFT) / (tokens - 1) and mean "
-    "e2el / tokens (the definitions clients use).",
+    "e2el / tokens (the definitions clients use). A request's TPOT is the mean of its gaps "
+    "between tokens (or less, where a chunk carries several tokens), so the largest ITL MUST be "
+    "at least the largest TPOT (5%, plus rounding).",
 )
 declare(
     "KE1008",
@@ -175,6 +177,8 @@ def _side(ptr: str, s: Any, st: Any, baseline: bool, ctx: Ctx, add: Add) -> None
         _e2el_contains_ttft(ptr, ttft, e2el, add)
         if s.tpot is not None:
             _tpot(ptr, s, st, add)
+            if s.tpot.max is not None:
+                _tails(ptr, s, add)
     if ttft is not None:
         typical = ttft.median if ttft.median is not None else ttft.mean
         if typical is not None and typical * FACTOR[ttft.unit] < _TTFT_FLOOR_S:
@@ -546,6 +550,26 @@ def _tpot(ptr: str, s: Any, st: Any, add: Add) -> None:
                 f"gives {want * 1e3:.4g} ms",
             )
         )
+
+
+def _tails(ptr: str, s: Any, add: Add) -> None:
+    """KE1007: the largest TPOT against the largest ITL (a TPOT is the mean of a request's
+    gaps, or less where a chunk carries several tokens)."""
+    tpot = s.tpot
+    ft = FACTOR[tpot.unit]
+    top = tpot.max * ft
+    itl = s.itl
+    if itl is not None and itl.max is not None:
+        fi = FACTOR[itl.unit]
+        if itl.max * fi * 1.05 + (_rounding(itl.max) * fi + _rounding(tpot.max) * ft) < top:
+            add(
+                (
+                    "KE1007",
+                    f"{ptr}/itl/max",
+                    f"max ITL {itl.max:g} {itl.unit} is below max TPOT {tpot.max:g} {tpot.unit}: a request's "
+                    "TPOT is the mean of its gaps between tokens, never above the largest gap",
+                )
+            )
 
 
 #: TPOT against the latencies when every request produced the same number of tokens

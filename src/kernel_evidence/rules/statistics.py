@@ -27,7 +27,14 @@ declare(
     "interval of the median (order statistics n/2 -+ z sqrt(n)/2), or, without, each "
     "percentile's, the min's and the max's distance from the median over its normal quantile "
     "(sqrt(2 ln n) for min and max); z is the normal quantile of `ci_level` (1.96 from 95% up) "
-    "and the interval's ends are widened by one unit of their last digit. A narrower one is made up.",
+    "and the interval's ends are widened by one unit of their last digit. A narrower one is made up. "
+    "Where a block gives its mean, min, max, `n` (or samples) and percentiles, the mean MUST lie "
+    "within the bounds those percentiles allow: at most the mass below each percentile level at "
+    "that percentile's value and the rest at the max (sum of (p_i+1 - p_i) x q_i+1 + (1 - "
+    "p_last) x max), at least the mass below the first level at the min and each further share "
+    "at the percentile below it; each level is moved by 1/n for the discrete definitions, each "
+    "value by half a unit of its last digit, with 0.2% slack. A mean above the upper bound is a "
+    "cut tail.",
 )
 declare(
     "KE502",
@@ -87,7 +94,11 @@ declare(
     "resolution over many runs; a constant is a patched or copied timing. Nor ten or more "
     "that differ but all lie within 1e-4 of their median of each other (device event timers: "
     "`cuda_events`, `hip_events`, `triton_do_bench`, whose launches jitter by more) or within "
-    "1e-5 (any other timer): a constant nudged to look measured.",
+    "1e-5 (any other timer): a constant nudged to look measured. Nor ten or more samples, "
+    "written with 4 or more significant digits, holding a run of 5 or more values that recurs "
+    "elsewhere in the series, where so long a repeat is not chance (the product of its values' "
+    "shares of the series, times the number of places it could recur, below 1e-6): a block "
+    "pasted again, not measured.",
 )
 declare("KE508", "warning", "a claim rests on warmed, repeated timings",
      "warm up and time each side many times (e.g. 10 warmup calls and 50 timed ones)",
@@ -432,8 +443,13 @@ def _stats(ptr: str, s: Any, add: Add, near: float = _NEAR) -> float | None:
             smean = total / count
             if abs(smean - mean) > 0.01 * (smean if smean > mean else mean):
                 _sample_mean(ptr, mean, smean, add)
-        if count >= 10 and ys[-1] - ys[0] < near * ys[mid]:
-            _constant(ptr, s.unit, ys, near, add)
+        if count >= 10:
+            if ys[-1] - ys[0] < near * ys[mid]:
+                _constant(ptr, s.unit, ys, near, add)
+            else:
+                _made_up(ptr, s.unit, xs, ys, add)
+    if pcts and mean is not None and lo is not None and hi is not None and lo <= mean <= hi:
+        _mean_bounds(ptr, s, pcts, med, mean, lo, hi, add)
     if cl is not None and ch is not None and med <= ch and cl <= med:
         _ci_width(ptr, s, med, ys, add)
     return total
@@ -528,6 +544,10 @@ def _stats_without_median(ptr: str, s: Any, add: Add, near: float = _NEAR) -> fl
             ys = sorted(xs)
             if ys[-1] - ys[0] < near * ys[len(ys) // 2]:
                 _constant(ptr, s.unit, ys, near, add)
+            else:
+                _made_up(ptr, s.unit, xs, ys, add)
+    if s.percentiles and mean is not None and lo is not None and hi is not None and lo <= mean <= hi:
+        _mean_bounds(ptr, s, s.percentiles, None, mean, lo, hi, add)
     if s.ci_low is not None and s.ci_high is not None and s.ci_low <= s.ci_high:
         _ci_width(ptr, s, None, ys if ys is not None or not s.samples else sorted(s.samples), add)
     return total
@@ -673,3 +693,141 @@ def _z(level: float) -> float:
         else:
             hi = mid
     return (lo + hi) / 2
+
+
+# ---------------------------------------------------------------- made-up series (KE507)
+
+#: KE507: a repeated run of samples is pasted when chance would give it less often than this
+_CHANCE = 1e-6
+#: the shortest repeated run, and the fewest significant digits its values are written with
+_RUN = 5
+_SIG = 1000.0
+
+
+def _made_up(ptr: str, unit: str, xs: list[float], ys: list[float], add: Add) -> None:
+    """KE507: ten or more samples (``xs`` as kept, ``ys`` sorted) that hold a pasted block."""
+    count = len(xs)
+    # a block pasted again repeats at least _RUN values (a set is cheap)
+    if len(set(xs)) <= count - _RUN:
+        _pasted(ptr, unit, xs, add)
+
+
+def _pasted(ptr: str, unit: str, xs: list[float], add: Add) -> None:
+    """KE507: a run of _RUN or more values that recurs elsewhere in ``xs``, not by chance: the
+    product of its values' shares of the series times the places it could recur is below
+    _CHANCE (a steady timer's few levels repeat runs by chance; finely written ones do not)."""
+    n = len(xs)
+    counts: dict[float, int] = {}
+    for x in xs:
+        counts[x] = counts.get(x, 0) + 1
+    first: dict[tuple[float, ...], int] = {}
+    for i in range(n - _RUN + 1):
+        key = tuple(xs[i : i + _RUN])
+        j = first.get(key)
+        if j is None:
+            first[key] = i
+            continue
+        if i - j < _RUN:
+            continue  # overlapping: a level held over a stretch
+        run = _RUN
+        while i + run < n and j + run < i and xs[j + run] == xs[i + run]:
+            run += 1
+        block = xs[j : j + run]
+        if any(not x > 0 or x < _SIG * _quantum(x) for x in block):
+            continue  # written with fewer than 4 significant digits: levels repeat
+        chance = (n - run + 1) ** 2 / 2
+        for x in block:
+            chance *= counts[x] / n
+        if chance < _CHANCE:
+            add(
+                (
+                    "KE507",
+                    f"{ptr}/samples",
+                    f"samples {j}..{j + run - 1} ({', '.join(f'{x:g}' for x in block[:3])}, ...) recur "
+                    f"exactly as samples {i}..{i + run - 1} {unit}: a pasted block, not {n} measurements",
+                )
+            )
+            return
+
+
+# ---------------------------------------------------------------- mean against percentiles (KE501)
+
+_LEVELS: dict[tuple[str, ...], tuple[float, ...] | None] = {}
+
+
+def _levels(keys: tuple[str, ...]) -> tuple[float, ...] | None:
+    """The levels (0..1) of percentile keys already in level order, else None (cached)."""
+    try:
+        return _LEVELS[keys]
+    except KeyError:
+        qs = [_pct(k) for k in keys]
+        out = None
+        if all(q is not None for q in qs) and qs == sorted(qs):  # type: ignore[type-var]
+            out = tuple(q / 100 for q in qs)  # type: ignore[operator]
+        if len(_LEVELS) < 1024 and sum(map(len, keys)) <= _CACHED_CHARS:
+            _LEVELS[keys] = out
+        return out
+
+
+def _mean_bounds(
+    ptr: str, s: Any, pcts: dict[str, float], med: float | None, mean: float, lo: float, hi: float, add: Add
+) -> None:
+    """KE501: the mean within the bounds the percentiles, the min and the max allow."""
+    n = s.n if s.n is not None else (len(s.samples) if s.samples else None)
+    if not n or n < 1:
+        return
+    keys = tuple(pcts)
+    levels = _levels(keys)
+    if levels is None:
+        return
+    vals = list(pcts.values())
+    points = list(zip(levels, vals, strict=True))
+    if med is not None and 0.5 not in levels:
+        points.append((0.5, med))
+        points.sort()
+    prev = lo
+    for _, v in points:
+        if not prev <= v:
+            return  # KE501's order checks say so
+        prev = v
+    if not prev <= hi:
+        return
+    step = 1.0 / n
+    up = down = 0.0  # the upper and lower bounds
+    pu = 0.0  # the level reached (upper: levels moved down 1/n; lower: up)
+    pd = 0.0
+    below = lo
+    r = _quantum(lo) / 2  # the rounding of the values, weighted by the mass they carry
+    for p, v in points:
+        p_up = p - step if p > step else 0.0
+        p_dn = p + step if p + step < 1 else 1.0
+        half = _quantum(v) / 2
+        if p_up > pu:
+            up += (p_up - pu) * (v + half)
+            pu = p_up
+        if p_dn > pd:
+            down += (p_dn - pd) * (below - r)
+            pd = p_dn
+        r = half
+        below = v
+    up += (1 - pu) * (hi + _quantum(hi) / 2)
+    down += (1 - pd) * (below - r)
+    half = _quantum(mean) / 2
+    if mean - half > up * 1.002:
+        add(
+            (
+                "KE501",
+                f"{ptr}/mean",
+                f"mean {mean:g} {s.unit} is above the {up:.4g} its percentiles and max {hi:g} allow "
+                f"(each share of the {n} values at most the next percentile): a cut tail",
+            )
+        )
+    elif mean + half < down * 0.998:
+        add(
+            (
+                "KE501",
+                f"{ptr}/mean",
+                f"mean {mean:g} {s.unit} is below the {down:.4g} its percentiles and min {lo:g} allow "
+                f"(each share of the {n} values at least the percentile below it)",
+            )
+        )
