@@ -6,9 +6,11 @@ limit for long; accelerator time summed over devices covers at least the timed c
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from ..devices import identify
+from ._common import CACHED_CHARS
 from ._context import Add, Ctx
 from ._engine import declare
 from ._units import FACTOR
@@ -33,8 +35,15 @@ declare(
     "Energy over its window SHOULD be at least 3% of one device's board power (the device "
     "table's, else `hardware.power_limit`): an accelerator that is on draws more than that "
     "idle, so less is an energy figure cut down to flatter efficiency (or one of another "
-    "unit or window). A source that says it measures energy above idle (`above idle`, "
-    "`dynamic`, `incremental`) is not bounded this way.",
+    "unit or window). Only a source that says it measures energy above idle (`above idle`, "
+    "`idle-subtracted`, `net of idle`) is not bounded this way (`dynamic` or `incremental` "
+    "alone does not say so). The window SHOULD NOT be longer than `cost.wall_time` (10% "
+    "slack): energy averaged over time the run did not take is not the run's, and hides a "
+    "figure cut down below the floor. On a run of more than one device (the larger of "
+    "`hardware.count` and `timing.conditions.device_count`), a source naming a single device "
+    "(`GPU 0`, `device 0`, `rank 0`, `cuda:0`) SHOULD NOT be recorded: the energy of one "
+    "device is not the run's. The finding points at `cost.energy.energy` (at "
+    "`cost.energy.window` for the window).",
     caps="C",
 )
 declare(
@@ -51,16 +60,42 @@ declare(
     "at most the whole wall time; the finding then points at `cost.wall_time`.",
 )
 
+declare(
+    "KE1204",
+    "warning",
+    "money is not below what the device time costs",
+    "record the price of the accelerator time the run used, or say in `cost.money.price_source` "
+    "that the amount is the electricity (or a free allocation) only",
+    "`cost.money.amount` in USD, EUR, GBP or CHF, over the accelerator-hours of the run "
+    "(`cost.gpu_time`, else `cost.wall_time` x device count), SHOULD be at least 0.05 per "
+    "device-hour on a data-centre accelerator (one the device table knows with at least 40 GB "
+    "of memory, or a TPU): no rental, list, spot or reserved price of such a device is that "
+    "low, so less inflates every cost-per-work figure. A `price_source` that names "
+    "electricity, power or energy, or a free or granted allocation, is not bounded this way.",
+    caps="C",
+)
+
 _SLACK = 1.10
 #: the least share of its board power a device that is on draws (an H100 SXM idles near
 #: 10% of its 700 W, consumer cards near 5%)
 _IDLE_SHARE = 0.03
-#: sources that measure energy above the idle draw (no lower bound then)
-_ABOVE_IDLE = ("above idle", "dynamic", "incremental")
+#: sources that say they measure energy above the idle draw (no lower bound then); a bare
+#: `dynamic` or `incremental` does not say what the energy is above
+_ABOVE_IDLE = re.compile(
+    r"above[\s_-]*(?:the\s+)?idle|(?:minus|net\s+of|excluding|less)\s+(?:the\s+)?idle|idle[\s_-]*subtracted"
+)
 _NODE_WIDE = ("ipmi", "pdu", "wall", "node", "system", "bmc", "rack")
-#: by source text (short ones only): whether an energy source measures a whole node, and
-#: whether it measures energy above idle
-_SOURCE_CACHE: dict[str, tuple[bool, bool]] = {}
+#: a source naming one device by its index (`GPU 0`, `device 1`, `rank 0`, `cuda:0`), not
+#: followed by another index (`GPU 0-1`, `GPUs 0,1`, `device 0 and 1`)
+_ONE_DEVICE = re.compile(
+    r"\b(?:(?:gpu|device|dev|rank|card|accelerator|npu)\s*[#_]?\s*|(?:cuda|hip|xpu|gpu):)\d+\b(?![.\d])"
+    r"(?!\s*(?:[-,+&/]|and\b|to\b|through\b|\.\.)\s*\d)"
+)
+#: words of a source that speaks of several devices (a sum or a list of them)
+_SEVERAL = re.compile(r"\b(?:gpus|devices|ranks|cards|all|sum|summed|total|aggregate|each|every)\b")
+#: by source text (short ones only): whether an energy source measures a whole node,
+#: whether it measures energy above idle, and the single device it names (else "")
+_SOURCE_CACHE: dict[str, tuple[bool, bool, str]] = {}
 #: :func:`identify` by (device, arch) (short ones only): a batch repeats a few devices
 _DEVICE_CACHE: dict[tuple[str, str | None], Any] = {}
 _UNSET: Any = object()
@@ -72,6 +107,10 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
         return
     if c.energy is not None and c.energy.window is not None:
         _energy(p, c.energy, add)
+        if c.wall_time is not None:
+            _window(c.energy.window, c.wall_time, add)
+    if c.money is not None:
+        _money(p, c, add)
     if c.wall_time is not None and c.gpu_time is not None:
         _wall_time(p, c.gpu_time, c.wall_time, add)
     t = p.timing
@@ -93,13 +132,40 @@ def _devices(p: Any) -> int:
     return int(h.count) if h is not None and h.count else 1
 
 
+def _source_kind(src: str) -> tuple[bool, bool, str]:
+    """Whether an energy source measures a whole node, whether it says it measures energy
+    above idle, and the one device it names ("" when none, or several)."""
+    folded = src.casefold()
+    one = _ONE_DEVICE.findall(folded)
+    single = one[0] if len(one) == 1 and not _SEVERAL.search(folded) else ""
+    return (
+        any(w in folded for w in _NODE_WIDE),
+        _ABOVE_IDLE.search(folded) is not None,
+        single,
+    )
+
+
+def _window(win: Any, wall: Any, add: Add) -> None:
+    """KE1203: energy measured over more time than the run took is not the run's."""
+    window = win.value * FACTOR[win.unit]
+    w = wall.value * FACTOR[wall.unit]
+    if window > w * _SLACK:
+        add(
+            (
+                "KE1203",
+                "/cost/energy/window",
+                f"energy window {win.value:g} {win.unit} is longer than wall_time {wall.value:g} {wall.unit}: "
+                "energy averaged over time the run did not take is not the run's",
+            )
+        )
+
+
 def _energy(p: Any, e: Any, add: Add) -> None:
     src = e.source
     kind = _SOURCE_CACHE.get(src)
     if kind is None:
-        folded = src.casefold()
-        kind = (any(w in folded for w in _NODE_WIDE), any(w in folded for w in _ABOVE_IDLE))
-        if len(_SOURCE_CACHE) < 1024 and len(src) <= 256:
+        kind = _source_kind(src[:4096])
+        if len(_SOURCE_CACHE) < 1024 and len(src) <= CACHED_CHARS:
             _SOURCE_CACHE[src] = kind
     window = e.window.value * FACTOR[e.window.unit]
     if window <= 0:
@@ -107,7 +173,23 @@ def _energy(p: Any, e: Any, add: Add) -> None:
     h = p.hardware
     if h is None:
         return
-    node, above_idle = kind
+    node, above_idle, single = kind
+    if single:
+        t = p.timing
+        cond = t.conditions if t is not None else None
+        n = max(
+            int(cond.device_count) if cond is not None and cond.device_count else 1,
+            int(h.count) if h.count else 1,
+        )
+        if n > 1:
+            add(
+                (
+                    "KE1203",
+                    "/cost/energy/energy",
+                    f"energy source {src[:80]!r} names one device ({single}) of a {n}-device run: the "
+                    "energy of one device is not the run's",
+                )
+            )
     key = (h.device, h.arch)
     entry = _DEVICE_CACHE.get(key, _UNSET)
     if entry is _UNSET:
@@ -227,5 +309,67 @@ def _wall_time(p: Any, g: Any, w: Any, add: Add) -> None:
                 "/cost/wall_time",
                 f"wall_time {w.value:g} {w.unit} x {n} device(s) is below gpu_time {g.value:g} {g.unit}: "
                 "a device is busy at most the whole wall time",
+            )
+        )
+
+
+#: the least price of a device-hour of a data-centre accelerator (rental, list, spot or
+#: reserved, in a currency worth about a US dollar or more): a sixth of the cheapest spot
+#: rate of an A100-class device
+_MONEY_FLOOR = 0.05
+_DOLLAR_LIKE = frozenset({"USD", "EUR", "GBP", "CHF"})
+#: a price_source that says the amount is not a price of device time
+_NOT_RENTAL = re.compile(r"electric|power|energy|kwh|\bfree\b|no[\s-]charge|grant|allocation|credits?\b")
+_PRICE_CACHE: dict[str, bool] = {}
+#: the least memory of a device the floor holds for (A100 40 GB and up)
+_DC_MEMORY = 40e9
+
+
+def _money(p: Any, c: Any, add: Add) -> None:
+    """KE1204: a price per device-hour no data-centre accelerator is rented for."""
+    m = c.money
+    if m.currency not in _DOLLAR_LIKE:
+        return
+    src = m.price_source
+    if src is not None:
+        exempt = _PRICE_CACHE.get(src)
+        if exempt is None:
+            exempt = _NOT_RENTAL.search(src[:4096].casefold()) is not None
+            if len(_PRICE_CACHE) < 1024 and len(src) <= CACHED_CHARS:
+                _PRICE_CACHE[src] = exempt
+        if exempt:
+            return
+    if c.gpu_time is not None:
+        hours = c.gpu_time.value * FACTOR[c.gpu_time.unit] / 3600
+        how = f"gpu_time {c.gpu_time.value:g} {c.gpu_time.unit}"
+    elif c.wall_time is not None:
+        n = _devices(p)
+        hours = c.wall_time.value * FACTOR[c.wall_time.unit] * n / 3600
+        how = f"wall_time {c.wall_time.value:g} {c.wall_time.unit} x {n} device(s)"
+    else:
+        return
+    if hours <= 0:
+        return
+    h = p.hardware
+    if h is None:
+        return
+    key = (h.device, h.arch)
+    entry = _DEVICE_CACHE.get(key, _UNSET)
+    if entry is _UNSET:
+        entry = identify(h.device, arch=h.arch) if len(h.device) <= 256 else None
+        if len(_DEVICE_CACHE) < 1024 and len(h.device) + len(h.arch or "") <= 256:
+            _DEVICE_CACHE[key] = entry
+    if entry is None:
+        return
+    if not (entry.id.startswith("google-tpu") or max(entry.memory_bytes or (0.0,)) >= _DC_MEMORY):
+        return
+    rate = m.amount / hours
+    if rate < _MONEY_FLOOR:
+        add(
+            (
+                "KE1204",
+                "/cost/money/amount",
+                f"money {m.amount:g} {m.currency} over {how} is {rate:.3g} {m.currency} per "
+                f"device-hour, below {_MONEY_FLOOR:g}: no {entry.id} is rented for that",
             )
         )

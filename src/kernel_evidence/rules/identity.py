@@ -89,8 +89,12 @@ declare(
     "`grade`, `verified`, `valid`, `verdict` or `status` (any case, `-`/`_` ignored): the "
     "validator does not check extensions, so a claim there (a speedup on a slowdown, a "
     "grade the packet did not earn) is taken on its producer's word by whoever reads it. "
-    "The project's own namespaces (`kevidence:*`, the replay verdict) are exempt. Graded C "
-    "at best.",
+    "The project's own namespace, `kevidence:replay` (the verdict the harness's replay writes), "
+    "is exempt only on a replay: beside `lineage.relation` `replay` or `rerun` and a "
+    "`lineage.parent_packet_id`, as an object whose `verdict` is `reproduced`, `drifted` or "
+    "`failed`; elsewhere it is a forged verdict. Any other `kevidence:*` namespace is reserved "
+    "to the project, which writes none: a producer's member there SHOULD NOT be recorded. "
+    "Graded C at best.",
     caps="C",
 )
 
@@ -115,7 +119,7 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
         _measured_at(m, ts, future, add)
     ext = p.extensions
     if ext:
-        _extension_claims(ext, add)
+        _extension_claims(p, ext, add)
 
 
 #: member names of an extension that restate a claim of the packet's own fields
@@ -137,11 +141,60 @@ def _claim_key(key: str) -> bool:
     return hit
 
 
-def _extension_claims(ext: Any, add: Add) -> None:
-    """KE009: extension members that restate a speedup, grade, verdict or status."""
+#: the namespace the project writes itself (:func:`kernel_evidence.harness.execute_replay`)
+_REPLAY_NS = "kevidence:replay"
+#: the verdicts the harness's replay writes
+_REPLAY_VERDICTS = frozenset({"reproduced", "drifted", "failed"})
+
+
+def _project_namespace(p: Any, ns: str, body: Any, add: Add) -> None:
+    """KE009 for a ``kevidence:*`` namespace: only the replay verdict, and only on a replay."""
+    esc = ns.replace("~", "~0").replace("/", "~1")
+    if ns != _REPLAY_NS:
+        add(
+            (
+                "KE009",
+                f"/extensions/{esc}",
+                f"extension `{ns[:80]}` is in the project's reserved `kevidence:` namespace, where "
+                "the project writes only `kevidence:replay`: a producer's claim there is not the validator's",
+            )
+        )
+        return
+    lin = p.lineage
+    relation = lin.relation if lin is not None else None
+    if relation not in ("replay", "rerun") or lin.parent_packet_id is None:
+        add(
+            (
+                "KE009",
+                f"/extensions/{esc}",
+                f"extension `{ns}` is a replay verdict on a packet that is no replay (lineage.relation "
+                f"{relation!r}, parent_packet_id {'set' if lin is not None and lin.parent_packet_id else 'missing'}): "
+                "only the harness's replay of a parent writes it",
+            )
+        )
+        return
+    verdict = body.get("verdict") if isinstance(body, dict) else None
+    if verdict not in _REPLAY_VERDICTS:
+        shown = repr(verdict[:60]) if isinstance(verdict, str) else type(verdict).__name__
+        add(
+            (
+                "KE009",
+                f"/extensions/{esc}",
+                f"extension `{ns}` has verdict {shown}, not one the harness's replay writes "
+                "(reproduced, drifted, failed)",
+            )
+        )
+
+
+def _extension_claims(p: Any, ext: Any, add: Add) -> None:
+    """KE009: extension members that restate a speedup, grade, verdict or status, and
+    members of the project's own namespace that the project did not write."""
     for ns, body in ext.items():
-        if ns.startswith("kevidence:") or not isinstance(body, dict):
-            continue  # the project's own (the replay verdict)
+        if ns.startswith("kevidence:"):
+            _project_namespace(p, ns, body, add)
+            continue
+        if not isinstance(body, dict):
+            continue
         for key in body:
             if isinstance(key, str) and _claim_key(key):
                 value = body[key]
