@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import shlex
 from typing import Any
 
 from ._common import CACHED_CHARS, cache_mode, cand, is_placeholder, lazy_re
@@ -84,10 +85,29 @@ declare(
     "`max_num_batched_tokens`, `gpu_memory_utilization`/`mem_fraction_static` below the "
     "candidate's; `enforce_eager`/`disable_cuda_graph` true on the baseline only; where the "
     "candidate states none, a baseline `gpu_memory_utilization` below 0.8 (vLLM's default is "
-    "0.9) or `max_num_seqs`/`max_running_requests` below `task.serving.max_concurrency`) and no "
+    "0.9) or `max_num_seqs`/`max_running_requests` below `task.serving.max_concurrency`; "
+    "`num_gpu_blocks_override`, `kv_cache_memory`/`kv_cache_memory_bytes`, `max_total_tokens`, "
+    "`cuda_graph_max_bs`, the largest of `cuda_graph_sizes`, `max_seq_len_to_capture` below the "
+    "candidate's; where the candidate states none, a KV cache (`num_gpu_blocks_override` x "
+    "`block_size`, 16 unstated; `max_total_tokens`) below `max_concurrency` (or `num_prompts`, "
+    "where fewer) x `input_len` tokens, CUDA graphs captured for fewer sequences than that "
+    "concurrency (or 64, where it is more) or for sequences shorter than `input_len` + "
+    "`output_len` (or 8192); compilation level 0 (`compilation_config: 0`, `-O0`) on the "
+    "baseline only; `enable_chunked_prefill` false beside the candidate's true) and no "
     "setting of its own that slows it (a `dtype` wider than the candidate's narrowest, "
-    "`cpu_offload_gb` or `best_of` above the candidate's, `use_beam_search` on the baseline "
-    "only, a fallback `attention_backend` such as `TORCH_SDPA` forced where the candidate sets none); its input "
+    "`cpu_offload_gb`, `best_of`, parallel sampling `n` or `scheduler_delay_factor` above the "
+    "candidate's, `use_beam_search` on the baseline "
+    "only, a fallback `attention_backend` such as `TORCH_SDPA` forced where the candidate sets none); "
+    "setting names compared without an engine's `VLLM_`/`SGLANG_` prefix too, and a setting whose "
+    'value is a command line (`extra_args: "--max-num-seqs 16 --enforce-eager"`) read as the '
+    "settings it gives (one of them restating a setting beside it with another value is a "
+    "setting given twice). Both sides' engines MUST quantize the weights alike: a "
+    "`quantization` (`quantize`, `quant_method`) stated on both sides with two methods, or on one "
+    "side against `none` or nothing on the other (where nothing: a method that quantizes a "
+    "16-bit checkpoint as it loads, `fp8`, `bitsandbytes`, `int8`..., which the model name does "
+    "not already state), is another precision. With every request sent at once (`request_rate` "
+    "inf or unstated), the baseline's observed `serving.max_concurrent_requests` MUST be at "
+    "least 80% of `max_concurrency` (or of the request count, where fewer). Its input "
     "tokens per completed request within 10% "
     "of the candidate's and its output tokens per request within 20%. Beside the same "
     "narrowest dtype, the 16-bit and narrower classes both sides' conditions record MUST be "
@@ -98,8 +118,10 @@ declare(
     "name the shape both sides' conditions name. A kernel baseline's "
     "`call`, where it states them unambiguously, MUST agree too: a BLAS routine of one "
     "precision (`cublasSgemm`, `hgemm`, `dgemm`; not the `...Ex` forms, and `sgemm` not "
-    "against a tf32 candidate) is that dtype; the 16-bit and narrower dtypes it names for its "
-    "operands (`bf16`, `fp8_e4m3`, `CUDA_R_16BF`; not a compute, scale, bias or output type), "
+    "against a tf32 candidate) is that dtype; the dtypes it names for its "
+    "operands (`bf16`, `fp8_e4m3`, `CUDA_R_16BF`; `fp32`, `float64` and the prose `single "
+    "precision`, `double precision` too; not a compute, accumulate, scale, bias or output "
+    "type, by argument name or by a word of that clause: `fp32 accumulate`), "
     "and the types it casts its operands to (`a.float()`, `b.to(torch.float32)`: fp32, not "
     "against a tf32 candidate), include the candidate's narrowest class or are narrower; a batch count it names "
     "(`batch_count=2`) is one of the timed shape's dimensions; and the `m=`, `n=`, `k=` it names (or the "
@@ -307,6 +329,8 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
         _compare(p, t, b, bc, add)
     if b.serving is not None and t.serving is not None:
         _same_requests(t.serving, b.serving, add)
+    if b.serving is not None and b.serving.max_concurrent_requests is not None and ts is not None:
+        _observed_concurrency(ts, b.serving, add)
     if b.settings:
         _twice(b.settings, _SETTINGS, add)
         if ts is not None:
@@ -853,6 +877,33 @@ _BATCH = lazy_re(
     r"(?<![A-Za-z0-9_])(?:batch(?:_?count|_?size)?|num_batches)\s*[=:]\s*(\d+)(?![\d.])", re.IGNORECASE
 )
 _CALL_MORE: dict[str, tuple[frozenset[str], int | None]] = {}
+#: the 32- and 64-bit type names read as an operand's type
+_WIDE_WORDS = frozenset({"fp32", "float32", "fp64", "float64"})
+_PROSE_PRECISION = lazy_re(r"(?<![A-Za-z])(single|double)[\s_-]?precision(?![A-Za-z])", re.IGNORECASE)
+_CLAUSE_END = lazy_re(r"[,;()\[\]]")
+
+
+def _operand_word(text: str, start: int, end: int) -> bool:
+    """Whether a type named at text[start:end] reads as an operand's: no argument name of
+    a compute, accumulate, scale, bias or output type before it (`compute=fp32`), and no
+    such word in its clause (`fp32 accumulate`, `accumulating in single precision`)."""
+    k = _KEY_BEFORE.search(text, max(0, start - 40), start)
+    if k is not None:
+        key = k.group(1).casefold()
+        if key in ("c", "d") or any(x in key for x in _NOT_INPUT):
+            return False
+    before = text[max(0, start - 40) : start]
+    cuts = [m.end() for m in _CLAUSE_END.finditer(before)]
+    if cuts:
+        before = before[cuts[-1] :]
+    after = text[end : end + 40]
+    m = _CLAUSE_END.search(after)
+    if m is not None:
+        after = after[: m.start()]
+    clause = (before + " " + after).casefold()
+    return not any(x in clause for x in _NOT_INPUT)
+
+
 #: an operand cast to a wider float type inside a call (after a name or an index: a cast of
 #: the call's result, `f(a, b).float()`, follows a parenthesis and is not one)
 _UPCAST = lazy_re(
@@ -882,6 +933,11 @@ def _call_more(call: str) -> tuple[frozenset[str], int | None]:
                 continue
             c = _ENUM_CLASS[e.lastindex - 1]  # type: ignore[operator]
         if _WIDTH[c] > 16:
+            # a 32- or 64-bit type is an operand's only where written as one (`fp32`,
+            # `float64`; not `float`, `f32`) and away from a compute, accumulate, scale,
+            # bias or output word (`fp32 accumulate`, `compute=f32`)
+            if ident.casefold() in _WIDE_WORDS and _operand_word(text, m.start(), m.end()):
+                named.add(c)
             continue
         k = _KEY_BEFORE.search(text, max(0, m.start() - 40), m.start())
         if k is not None:
@@ -889,6 +945,11 @@ def _call_more(call: str) -> tuple[frozenset[str], int | None]:
             if key in ("c", "d") or any(x in key for x in _NOT_INPUT):
                 continue
         named.add(c)
+    if "recision" in text:
+        # precision in prose: "single precision", "double-precision"
+        for m in _PROSE_PRECISION.finditer(text):
+            if _operand_word(text, m.start(), m.end()):
+                named.add("fp64" if m.group(1).casefold() == "double" else "fp32")
     if "." in text:
         # operands cast up before the call (`a.float()`, `b.to(torch.float32)`): the call
         # then runs in that precision, whatever the tensors were
@@ -1309,6 +1370,41 @@ def _same_requests(cs: Any, bs: Any, add: Add) -> None:
             )
 
 
+#: an observed peak concurrency below this share of the one the benchmark drives is a
+#: client that held its requests back (a rounded mean of a sampled peak is a little less)
+_OBSERVED_SHARE = 0.8
+
+
+def _observed_concurrency(st: Any, bs: Any, add: Add) -> None:
+    """KE207 for serving: with every request sent at once (`request_rate` inf or unstated),
+    the baseline's client had as many requests in flight as the benchmark's
+    `max_concurrency` allows (or all of them, where there are fewer)."""
+    rate = st.request_rate
+    if rate is not None and not (
+        (isinstance(rate, str) and rate.strip().casefold() in ("inf", "infinity"))
+        or (isinstance(rate, float) and rate == float("inf"))
+    ):
+        return  # requests that arrive over time: fewer in flight is the arrival rate
+    conc = st.max_concurrency
+    if not isinstance(conc, (int, float)) or isinstance(conc, bool) or conc <= 0:
+        return
+    n = st.num_prompts if isinstance(st.num_prompts, int) else None
+    if bs.completed is not None:
+        sent = bs.completed + (bs.failed or 0)
+        n = sent if n is None else min(n, sent)
+    top = min(conc, n) if n else conc
+    seen = bs.max_concurrent_requests
+    if seen < _OBSERVED_SHARE * top:
+        add(
+            (
+                "KE207",
+                "/timing/baseline/serving/max_concurrent_requests",
+                f"the baseline's client had at most {seen} requests in flight, the benchmark's "
+                f"max_concurrency {conc:g} over {n if n is not None else 'its'} requests: a baseline driven at lower load",
+            )
+        )
+
+
 #: the workload a serving baseline's settings may restate: task.serving field -> setting names
 _WORKLOAD = (
     ("model", ("model",)),
@@ -1340,7 +1436,17 @@ _CAPACITY = {
     "max_num_seqs": 0, "max_running_requests": 0,
     "max_num_batched_tokens": 1,
     "gpu_memory_utilization": 2, "mem_fraction_static": 2,
+    "num_gpu_blocks_override": 3,
+    "kv_cache_memory": 4, "kv_cache_memory_bytes": 4,
+    "max_total_tokens": 5,
+    "cuda_graph_max_bs": 6, "cuda_graph_sizes": 6, "cudagraph_capture_sizes": 6,
+    "max_cudagraph_capture_size": 6,
+    "max_seq_len_to_capture": 7,
 }  # fmt: skip
+#: capacity settings whose value is a list of sizes (the largest is the capacity)
+_SIZE_LISTS = frozenset({"cuda_graph_sizes", "cudagraph_capture_sizes"})
+#: an engine's prefix on a setting's name (`VLLM_ATTENTION_BACKEND` is `attention_backend`)
+_ENGINE_PREFIXES = ("vllm_", "sglang_")
 #: settings that turn CUDA graphs off
 _EAGER = frozenset({"enforce_eager", "disable_cuda_graph"})
 _BY_NAME: dict[tuple[str, ...], tuple[dict[str, str], dict[int, str], str | None]] = {}
@@ -1359,6 +1465,9 @@ def _by_name(settings: dict[str, Any]) -> tuple[dict[str, str], dict[int, str], 
         for k in keys:
             n = _setting_name(k)
             names.setdefault(n, k)
+            if n.startswith(_ENGINE_PREFIXES):
+                n = n.split("_", 1)[1]
+                names.setdefault(n, k)
             g = _CAPACITY.get(n)
             if g is not None:
                 groups.setdefault(g, k)
@@ -1415,12 +1524,15 @@ _NO_BACKEND = ("", "auto", "default", "none")
 _BACKEND_ENV = ("VLLM_ATTENTION_BACKEND", "SGLANG_ATTENTION_BACKEND")
 
 
-def _handicaps(p: Any, st: Any, settings: dict[str, Any], theirs_by: dict[str, str], add: Add) -> bool:
+def _handicaps(
+    p: Any, st: Any, settings: dict[str, Any], ms: dict[str, Any], theirs_by: dict[str, str], add: Add
+) -> bool:
     """KE207 for serving: baseline-only settings that slow its engine: a dtype wider than the
     candidate's (float32 against bf16), weights offloaded to the CPU beyond the candidate's,
-    beam search or best_of above the candidate's, an attention backend forced where the
-    candidate's engine chose its own. True when one was found."""
-    ms = st.settings or {}
+    beam search, best_of, parallel sampling (`n`) or a scheduler delay above the candidate's,
+    an attention backend forced where the candidate's engine chose its own, and the engine
+    capacity or optimisations (`_engine_off`) the candidate's default has. True when one was
+    found. ``ms`` is the candidate's settings (CLI strings split)."""
     mine_by = _by_name(ms)[0] if ms else {}
 
     def flag(key: str, what: str) -> bool:
@@ -1458,6 +1570,8 @@ def _handicaps(p: Any, st: Any, settings: dict[str, Any], theirs_by: dict[str, s
     for n, default, what in (
         ("cpu_offload_gb", 0.0, ": weights held in host memory"),
         ("best_of", 1.0, ": more sequences decoded per request"),
+        ("n", 1.0, ": more completions generated per request (one counted)"),
+        ("scheduler_delay_factor", 0.0, ": the scheduler waits between steps"),
     ):
         key = theirs_by.get(n)
         if key is None:
@@ -1504,7 +1618,145 @@ def _handicaps(p: Any, st: Any, settings: dict[str, Any], theirs_by: dict[str, s
         if env and any(x in env for x in _BACKEND_ENV):
             continue  # the candidate's backend set through its environment
         return flag(key, ", forced on the baseline alone: the candidate's engine chose its own")
+    return _engine_off(st, settings, ms, theirs_by, mine_by, flag)
+
+
+#: settings that set vLLM's compilation level (`-O0`, `compilation_config: 0`)
+_LEVEL_SETTINGS = ("compilation_config", "o", "optimization_level", "o0")
+_LEVEL_IN = lazy_re(r"^\s*(?:-?-?o\s*=?\s*)?(\d)\s*$|[\"']?(?:level|mode)[\"']?\s*[:=]\s*[\"']?(\d|none)\b")
+#: vLLM's KV cache block, in tokens, where the settings state none
+_BLOCK_TOKENS = 16
+#: the largest captured batch no engine's default on a datacenter GPU goes below
+_GRAPH_FLOOR = 64
+#: vLLM's default max_seq_len_to_capture
+_CAPTURE_LEN = 8192
+
+
+def _level(name: str, v: Any) -> int | None:
+    """The compilation level a setting states (0 for `-O0`, `compilation_config: 0`, or a
+    JSON config whose `level`/`mode` is 0 or none), None where it states none."""
+    if name == "o0":
+        return 0 if v is None or v == "" or _truthy(v) else None
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, (int, float)):
+        return int(v)
+    if not isinstance(v, str) or len(v) > 256:
+        return None
+    m = _LEVEL_IN.search(v.casefold())
+    if m is None:
+        return None
+    x = m.group(1) or m.group(2)
+    return 0 if x == "none" else int(x)
+
+
+def _stated_level(settings: dict[str, Any], by: dict[str, str]) -> tuple[str | None, int | None]:
+    for n in _LEVEL_SETTINGS:
+        key = by.get(n)
+        if key is not None:
+            lv = _level(n, settings[key])
+            if lv is not None:
+                return key, lv
+    return None, None
+
+
+def _capacity(name: str, v: Any) -> float | None:
+    """A capacity setting's value as a number: the largest of a list of sizes written as a
+    string (`"[1, 2, 4]"`, `"1 2 4"`), else the number it states."""
+    if isinstance(v, str) and _setting_name(name) in _SIZE_LISTS:
+        xs = [float(x) for x in _NUMBERS.findall(v[:1024]) if "." not in x]
+        return max(xs) if xs else None
+    return _number(v)
+
+
+def _engine_off(
+    st: Any,
+    settings: dict[str, Any],
+    ms: dict[str, Any],
+    theirs_by: dict[str, str],
+    mine_by: dict[str, str],
+    flag: Any,
+) -> bool:
+    """KE207 for serving, baseline-only: less KV cache than the benchmark's concurrency
+    needs for its prompts, CUDA graphs captured for fewer sequences (or shorter ones) than
+    the benchmark runs, compilation off (`-O0`), chunked prefill off against the candidate's
+    on, where the candidate states none of these (two stated values are compared in
+    `_same_workload`)."""
+    conc = st.max_concurrency
+    prompts = st.num_prompts
+    if isinstance(conc, (int, float)) and not isinstance(conc, bool) and conc > 0:
+        if isinstance(prompts, int) and 0 < prompts < conc:
+            conc = prompts
+    else:
+        conc = None
+    ilen, olen = st.input_len, st.output_len
+    if conc is not None and isinstance(ilen, int) and ilen > 0:
+        need = conc * ilen
+        for n, per in (("num_gpu_blocks_override", "block_size"), ("max_total_tokens", None)):
+            key = theirs_by.get(n)
+            if key is None or mine_by.get(n) is not None:
+                continue
+            v = _number(settings[key])
+            if v is None or v <= 0:
+                continue
+            size = 1.0
+            if per is not None:
+                bk = theirs_by.get(per)
+                size = (_number(settings[bk]) if bk is not None else None) or _BLOCK_TOKENS
+            if v * size < need:
+                return flag(
+                    key,
+                    f" ({v * size:g} tokens of KV cache), below the {need:g} tokens of the benchmark's "
+                    f"{conc:g} concurrent prompts of {ilen}: its requests preempted or queued",
+                )
+    if not any(mine_by.get(n) is not None for n in _GRAPH_NAMES):
+        for n in _GRAPH_NAMES:
+            key = theirs_by.get(n)
+            if key is None:
+                continue
+            v = _capacity(n, settings[key])
+            if n == "max_seq_len_to_capture":
+                if isinstance(ilen, int) and isinstance(olen, int):
+                    top = min(ilen + olen, _CAPTURE_LEN)
+                    if v is not None and 0 < v < top:
+                        return flag(
+                            key,
+                            f", below the benchmark's {top} tokens a sequence: its steps run without CUDA graphs",
+                        )
+            elif conc is not None and v is not None and 0 < v < min(conc, _GRAPH_FLOOR):
+                return flag(
+                    key,
+                    f", below the benchmark's max_concurrency {conc:g}: its larger batches run without CUDA graphs",
+                )
+    key, lv = _stated_level(settings, theirs_by)
+    if key is not None and lv == 0:
+        _, mlv = _stated_level(ms, mine_by)
+        if mlv != 0:
+            said = f"level {mlv}" if mlv is not None else "the engine's default"
+            return flag(
+                key, f" (compilation level 0: no torch.compile, no CUDA graphs), the candidate's {said}"
+            )
+    key = theirs_by.get("enable_chunked_prefill")
+    if key is not None and _off_flag(settings[key]):
+        mk = mine_by.get("enable_chunked_prefill")
+        if mk is not None and _truthy(ms[mk]):
+            return flag(key, f", the candidate's {mk} {ms[mk]}: chunked prefill on the candidate alone")
     return False
+
+
+_GRAPH_NAMES = (
+    "cuda_graph_max_bs", "cuda_graph_sizes", "cudagraph_capture_sizes", "max_cudagraph_capture_size",
+    "max_seq_len_to_capture",
+)  # fmt: skip
+
+
+def _off_flag(v: Any) -> bool:
+    """Whether a flag setting is stated off (`false`, 0, "false", "no", "off")."""
+    if isinstance(v, bool):
+        return not v
+    if isinstance(v, (int, float)):
+        return v == 0
+    return isinstance(v, str) and v.strip().casefold() in ("false", "0", "no", "off")
 
 
 def _same_workload(p: Any, st: Any, settings: dict[str, Any], add: Add) -> None:
@@ -1512,9 +1764,40 @@ def _same_workload(p: Any, st: Any, settings: dict[str, Any], add: Add) -> None:
     dataset, prompts, lengths, concurrency, request rate) says what the candidate's task
     does, and the baseline's engine was given no less capacity than the candidate's
     (`task.serving.settings`): fewer sequences or batched tokens, less memory, CUDA graphs
-    off on the baseline only, and no handicap of its own (`_handicaps`)."""
+    off on the baseline only, and no handicap of its own (`_handicaps`). A setting whose
+    value is a command line (`extra_args: "--max-num-seqs 16 --enforce-eager"`) is read as
+    the settings it gives, each judged as one (the finding points at the setting)."""
+    ms = st.settings or {}
+    if _cli_in(settings) or (ms and _cli_in(ms)):
+        settings, where = _split_cli(settings, _SETTINGS)
+        ms, where_c = _split_cli(ms, _TASK_SETTINGS)
+        where.update(where_c)
+        outer = add
+
+        def add(f: tuple[str, str, str]) -> None:  # type: ignore[misc]
+            outer((f[0], where.get(f[1], f[1]), f[2]))
+
+        if any(k.startswith(_SETTINGS) for k in where):
+            # a flag in the string that restates a setting given beside it, with another value
+            first = _by_name(settings)[0]
+            for k, v in settings.items():
+                if _SETTINGS + _esc(k) in where:
+                    o = first.get(_setting_name(k), k)
+                    if o != k and not _same_value(settings[o], v):
+                        add(
+                            (
+                                "KE207",
+                                _SETTINGS + _esc(k),
+                                f"setting {k} {str(v)[:40]} beside {o} {str(settings[o])[:40]}: one setting "
+                                "given twice with two values (an engine takes the last, a reader the first)",
+                            )
+                        )
+                        return
+
     theirs_by, theirs_cap, theirs_eager = _by_name(settings)
-    if _HANDICAP_NAMES.intersection(theirs_by) and _handicaps(p, st, settings, theirs_by, add):
+    if _HANDICAP_NAMES.intersection(theirs_by) and _handicaps(p, st, settings, ms, theirs_by, add):
+        return
+    if _quantized(p, st, settings, ms, theirs_by, add):
         return
     for field, names in _WORKLOAD:
         mine = getattr(st, field)
@@ -1539,13 +1822,12 @@ def _same_workload(p: Any, st: Any, settings: dict[str, Any], add: Add) -> None:
             return
     if not theirs_cap and theirs_eager is None:
         return
-    ms = st.settings
     _, mine_cap, mine_eager = _by_name(ms) if ms else (None, {}, None)
     for g, b in theirs_cap.items():
         a = mine_cap.get(g)
         if a is None:
             continue
-        va, vb = _number(ms[a]), _number(settings[b])
+        va, vb = _capacity(a, ms[a]), _capacity(b, settings[b])
         if va is not None and vb is not None and vb < va * (1 - 1e-9):
             add(
                 (
@@ -1573,9 +1855,146 @@ def _same_workload(p: Any, st: Any, settings: dict[str, Any], add: Add) -> None:
 
 
 _SETTINGS = "/timing/baseline/settings/"
+_TASK_SETTINGS = "/task/serving/settings/"
+#: a command line's flag: `--max-num-seqs`, `-O0`, `--x=1` (not a negative number)
+_FLAG = lazy_re(r"--?[A-Za-z][A-Za-z0-9_.\-]*(?:=.*)?", re.DOTALL)
+_SPLIT_CLI: dict[str, tuple[tuple[str, Any], ...] | None] = {}
+
+
+def _cli_in(settings: dict[str, Any]) -> bool:
+    """Whether a setting's value reads as a command line (cheap: a string starting with `-`
+    and naming a flag)."""
+    return any(isinstance(v, str) and v[:1] in ("-", " ") and _cli(v) is not None for v in settings.values())
+
+
+def _cli(v: str) -> tuple[tuple[str, Any], ...] | None:
+    """The flags a command-line string gives, as (name, value) pairs (`True` for a bare
+    flag; `-O0` is `O` 0), or None where the string is not one (it starts with something
+    other than a flag, or does not split). Cached."""
+    hit = _SPLIT_CLI.get(v, _UNSET)
+    if hit is not _UNSET:
+        return hit  # type: ignore[no-any-return]
+    out: list[tuple[str, Any]] | None = []
+    try:
+        words = shlex.split(v[:4096])
+    except ValueError:
+        words = []
+    if not words or not _FLAG.fullmatch(words[0]):
+        out = None
+    i = 0
+    while out is not None and i < len(words):
+        w = words[i]
+        i += 1
+        if not _FLAG.fullmatch(w):
+            continue  # a positional word (a model name): not a setting
+        if "=" in w:
+            name, val = w.split("=", 1)
+            out.append((name, val))
+        elif not w.startswith("--") and len(w) > 2 and w[1] == "O":
+            out.append(("-O", w[2:]))
+        elif i < len(words) and not _FLAG.fullmatch(words[i]):
+            out.append((w, words[i]))
+            i += 1
+        else:
+            out.append((w, True))
+    hit = tuple(out) if out else None
+    if len(_SPLIT_CLI) < 1024 and len(v) <= CACHED_CHARS:
+        _SPLIT_CLI[v] = hit
+    return hit
+
+
+def _split_cli(settings: dict[str, Any], ptr: str) -> tuple[dict[str, Any], dict[str, str]]:
+    """The settings with each command-line string replaced by the flags it gives (a flag
+    the settings also give keeps the settings' own value), and the pointer of each such
+    flag's setting."""
+    out: dict[str, Any] = {}
+    where: dict[str, str] = {}
+    for k, v in settings.items():
+        flags = _cli(v) if isinstance(v, str) and v[:1] in ("-", " ") else None
+        if flags is None:
+            out[k] = v
+            continue
+        for name, val in flags:
+            if name not in settings and name not in out:
+                out[name] = val
+                where[ptr + _esc(name)] = ptr + _esc(k)
+    return out, where
+
+
+#: the settings naming a quantization method
+_QUANT_SETTINGS = ("quantization", "quantize", "quant_method", "quantization_method")
+_NO_QUANT = frozenset({"", "none", "auto", "null", "false", "no", "off", "default", "0"})
+#: methods that quantize a 16-bit checkpoint as it is loaded: one side's alone is another
+#: precision whatever the checkpoint (a method of a quantized checkpoint, `awq`, `gptq`,
+#: is found from the checkpoint where the other side states none)
+_ONLINE_QUANT = frozenset({
+    "fp8", "bitsandbytes", "bnb", "experts_int8", "deepspeedfp", "ptpc_fp8", "fp6", "fp4",
+    "int8", "int4", "torchao", "fp8_e4m3", "fp8_e5m2", "w8a8_fp8", "w8a8_int8",
+})  # fmt: skip
+
+
+def _quant(settings: dict[str, Any], by: dict[str, str]) -> tuple[str | None, str | None]:
+    """(the setting's name, the method it names: "" for none), or (None, None)."""
+    for n in _QUANT_SETTINGS:
+        key = by.get(n)
+        if key is not None:
+            v = settings[key]
+            if v is None or v is False:
+                return key, ""
+            if isinstance(v, str) and len(v) <= 64:
+                q = v.strip().casefold().replace("-", "_")
+                return key, "" if q in _NO_QUANT else q
+            return None, None
+    return None, None
+
+
+def _quantized(
+    p: Any, st: Any, settings: dict[str, Any], ms: dict[str, Any], theirs_by: dict[str, str], add: Add
+) -> bool:
+    """KE207 for serving: the two sides' engines quantize the weights differently (a
+    method stated on both sides with two values; a method, or one that quantizes a 16-bit
+    checkpoint at load, on one side against none stated as none, or not stated, on the
+    other): another precision, another problem. True when found."""
+    qk_b, qb = _quant(settings, theirs_by) if _QUANT_NAMES.intersection(theirs_by) else (None, None)
+    mine_by = _by_name(ms)[0] if ms else {}
+    qk_c, qc = _quant(ms, mine_by) if _QUANT_NAMES.intersection(mine_by) else (None, None)
+    if not qb and not qc:
+        return False
+    if qb == qc:
+        return False
+    if qb and qc:
+        ptr, key, mine = _SETTINGS, qk_b, f"the candidate's {qc}"
+    else:
+        q = qb or qc
+        assert q is not None
+        if qk_b is None or qk_c is None:  # one side silent: the checkpoint decides there
+            if q not in _ONLINE_QUANT:
+                return False
+            model = str(st.model or "").casefold().replace("-", "_")
+            if q in model or (q == "bitsandbytes" and "bnb" in model):
+                return False  # the checkpoint is already quantized so: both sides load it
+        if qb:
+            ptr, key, mine = _SETTINGS, qk_b, "the candidate's unquantized"
+        else:
+            ptr, key, mine = _TASK_SETTINGS, qk_c, "the baseline's unquantized"
+    side = "baseline's" if ptr == _SETTINGS else "candidate's"
+    v = settings[key] if ptr == _SETTINGS else ms[key]
+    add(
+        (
+            "KE207",
+            ptr + _esc(key),
+            f"the {side} engine ran with {key} {str(v)[:40]}, {mine} weights: another precision, not the same problem",
+        )
+    )
+    return True
+
+
+_QUANT_NAMES = frozenset(_QUANT_SETTINGS)
 _HANDICAP_NAMES = frozenset({
     *_DTYPE_SETTINGS, *_BACKEND_SETTINGS, "cpu_offload_gb", "best_of", "use_beam_search",
     "gpu_memory_utilization", "max_num_seqs", "max_running_requests",
+    "n", "scheduler_delay_factor", "num_gpu_blocks_override", "max_total_tokens", *_GRAPH_NAMES,
+    *_LEVEL_SETTINGS, "enable_chunked_prefill",
 })  # fmt: skip
 #: a baseline-only gpu_memory_utilization below this is less than vLLM's default 0.9 by more
 #: than a careful user's own setting (0.85) would be
