@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from ._common import HI, TIME_BASES, TINY, cand
@@ -21,7 +22,10 @@ declare(
     "candidate/baseline (for throughputs) within `speedup.tolerance` (relative to the computed "
     "speedup, default 0.02, at most 0.05: a wider stated tolerance counts as 0.05, since the "
     "claim and the statistics it is checked against are in the same packet and only rounding "
-    "separates them; a claim exactly at the tolerance matches).",
+    "separates them; a claim exactly at the tolerance matches). Whatever the tolerance, a claim "
+    "of 1 or more MUST NOT stand on timings that give a slowdown (below 1) by more than the "
+    "rounding of the digits written: the claim's, read to at most 3 significant digits, and "
+    "the statistics', plus 0.2%.",
 )
 declare(
     "KE302",
@@ -50,7 +54,11 @@ declare("KE304", "warning", "the claim's basis is what the samples support",
      "of the fastest tenth after it and over two units of the digits the samples are written "
      "with; so are sides whose samples were handled differently (`sample_handling`, "
      "samples `dropped` on one side only, or one side's `n` below its `repeats` beside another "
-     "that kept all of its own). Graded C at best.", caps="C")  # fmt: skip
+     "that kept all of its own). Nor SHOULD a claim sit above the speedup its statistics "
+     "give by more than the default tolerance (0.02 of it) plus the rounding of the digits "
+     "written (the claim's, read to at most 3 significant digits, and the statistics'): a "
+     "wider stated `tolerance` covers a claim below the timings, not an inflated one. Graded "
+     "C at best.", caps="C")  # fmt: skip
 declare("KE305", "warning", "a speedup over a tuned library is within what tuning gives",
      "check both sides' units and conditions; a gain of 10x over a vendor library or serving engine is "
      "almost always a measurement error, and is graded as one until a reviewer has reproduced it",
@@ -163,6 +171,26 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
                     ),
                 )
             )
+        elif s.value >= 1.0 > computed and _beyond_rounding(t, b, basis, s.value, computed, _FLIP_SLACK):
+            add(
+                (
+                    "KE301",
+                    "/timing/speedup/value",
+                    f"claimed speedup {s.value:g} says faster, but {basis} gives {computed:.4g} (a slowdown): "
+                    "no tolerance turns a slowdown into a speedup",
+                )
+            )
+        elif s.value > computed * (1 + _UP_SLACK) and _beyond_rounding(
+            t, b, basis, s.value, computed, _UP_SLACK
+        ):
+            add(
+                (
+                    "KE304",
+                    "/timing/speedup/value",
+                    f"claimed speedup {s.value:g} is {s.value / computed - 1:.1%} above what {basis} gives "
+                    f"({computed:.4g}): the tolerance {tol if stated is None else stated:g} covers rounding, not a larger gain",
+                )
+            )
         elif basis != "median" and basis in TIME_BASES:
             _basis_supported(t, b, basis, computed, add)
     if s.value >= _HUGE:
@@ -184,6 +212,43 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
 
 
 _INF = float("inf")
+
+#: how far above the computed speedup a claim may sit beyond the rounding of its digits (the
+#: default tolerance: a wider stated one covers a claim below the timings, not above)
+_UP_SLACK = 0.02
+#: ... and how far a claim of 1 or more may sit above a slowdown
+_FLIP_SLACK = 0.002
+
+
+def _half_unit(x: float, cap_rel: bool) -> float:
+    """Half a unit in the last digit of ``x`` as written; with ``cap_rel``, read to at most 3
+    significant digits (``1.0`` is not taken as rounded to its units)."""
+    if not x > 0 or x == _INF:
+        return 0.0
+    q = _quantum(x)
+    if cap_rel:
+        q = min(q, 10.0 ** (math.floor(math.log10(x)) - 2))
+    return q / 2
+
+
+def _beyond_rounding(t: Any, b: Any, basis: str, claim: float, computed: float, slack: float) -> bool:
+    """Whether ``claim`` sits above ``computed`` by more than ``slack`` of it plus the rounding
+    of the digits written: the claim's (to at most 3 significant digits) and, relative, the two
+    statistics' it is computed from."""
+    if basis in TIME_BASES:
+        cs, bs = t.stats, b.stats
+        c = getattr(cs, basis) if cs is not None else None
+        r = getattr(bs, basis) if bs is not None else None
+    else:
+        cq = getattr(t.serving, basis) if t.serving is not None else None
+        rq = getattr(b.serving, basis) if b.serving is not None else None
+        c = cq.value if cq is not None else None
+        r = rq.value if rq is not None else None
+    rel = slack
+    for x in (c, r):
+        if x is not None and x > 0:
+            rel += _half_unit(float(x), False) / x
+    return claim - computed > (_half_unit(claim, True) + computed * rel) * HI + TINY
 
 
 def _zero_baseline_rate(t: Any, b: Any, basis: str) -> bool:

@@ -17,7 +17,7 @@ from ..devices import (
     units_agree,
 )
 from ._common import CACHED_CHARS as _CACHED_CHARS
-from ._common import lazy_re
+from ._common import cand, lazy_re
 from ._context import Add, Ctx
 from ._engine import declare
 from ._units import FACTOR as _FACTOR
@@ -69,7 +69,25 @@ declare(
     "times its data-parallel replicas where `task.serving.settings` records them "
     "(`data_parallel_size`, `data-parallel-size`, `dp_size`; not under SGLang, whose dp "
     "attention splits the tensor-parallel group), MUST NOT exceed `hardware.count`, and "
-    "`conditions.device_count` MUST NOT exceed it either.",
+    "`conditions.device_count` MUST NOT exceed it either. From below, the candidate's "
+    "`conditions.device_count` (else the flat `timing.device_count`), where given, MUST be at "
+    "least the distinct `device` values of a candidate capture's kernel records (those of its "
+    "`of.expected_kernels`, when it names them), and at least the processes a launcher in "
+    "`replay.command` starts (`torchrun`/`torch.distributed.run --nproc_per_node`, "
+    "`mpirun`/`mpiexec -np`/`-n`, `srun -n`/`--ntasks`, `accelerate launch --num_processes`), "
+    "each on its own device, up to the devices the replay exposes and `hardware.count`.",
+)
+declare(
+    "KE808",
+    "warning",
+    "the candidate's device count covers the devices the run exposed",
+    "record in conditions.device_count the devices the candidate's timed work used, and expose only those (`CUDA_VISIBLE_DEVICES=3`)",
+    "Where `hardware.count` and the devices the replay exposes (`CUDA_VISIBLE_DEVICES`, "
+    "`HIP_VISIBLE_DEVICES`, `ROCR_VISIBLE_DEVICES`, `TPU_VISIBLE_CHIPS`, as KE805 reads them) "
+    "both exceed the candidate's `conditions.device_count`, the candidate SHOULD NOT be "
+    "compared per device: it may have used every device it could see against a baseline on "
+    "the count the conditions state. Graded C at best.",
+    caps="C",
 )
 declare(
     "KE806",
@@ -505,6 +523,10 @@ def _device_count(p: Any, h: Any, add: Add) -> None:
     cond = t.conditions if t is not None else None
     cc = cond.device_count if cond is not None else None
     count = h.count
+    if t is not None:
+        low, lowp = (cc, "/timing/conditions/device_count") if cc is not None else cand(t, "device_count")
+        if isinstance(low, int) and low >= 1:
+            _devices_below(p, h, low, lowp, add)
     if cc is None and (count is None or count == 1) and (p.task is None or p.task.serving is None):
         return  # one device, nothing that says otherwise (the common case)
     if cc is not None and count is not None and cc > count:
@@ -532,6 +554,111 @@ def _device_count(p: Any, h: Any, add: Add) -> None:
                     f"{what} parallel size {need} needs {need} devices, hardware.count is {count}",
                 )
             )
+
+
+def _devices_below(p: Any, h: Any, cc: int, ptr: str, add: Add) -> None:
+    """KE805 (from below), KE808: the candidate used more devices than its device_count."""
+    for i, cap in enumerate(p.profiler or ()):
+        of = cap.of
+        ks = cap.kernels
+        if of is None or of.side != "candidate" or not ks or len(ks) < cc + 1:
+            continue
+        d0 = ks[0].device
+        if all(k.device == d0 for k in ks):
+            continue  # one device (the common case)
+        want = of.expected_kernels
+        devs = {
+            k.device
+            for k in ks
+            if k.device is not None and (not want or any(w in k.name or k.name in w for w in want))
+        }
+        if len(devs) > cc:
+            shown = ", ".join(str(d) for d in sorted(devs)[:8])
+            add(
+                (
+                    "KE805",
+                    ptr,
+                    f"device_count {cc}, but the candidate's capture /profiler/{i} shows its kernels on "
+                    f"{len(devs)} devices ({shown})",
+                )
+            )
+            return
+    r = p.replay
+    env = r.env if r is not None else None
+    seen = _visible_devices(env) if env else None
+    cmd = r.command if r is not None else None
+    if cmd:
+        line = " ".join(cmd) if isinstance(cmd, list) else str(cmd)
+        if len(line) <= 4096 and any(w in line for w in _LAUNCHER_WORDS):
+            n, how = _launched(line)
+            if n is not None:
+                # each process on its own device, as far as the devices it could see go
+                for cap_n in (seen, h.count):
+                    if cap_n is not None:
+                        n = min(n, cap_n)
+                if n > cc:
+                    add(
+                        (
+                            "KE805",
+                            ptr,
+                            f"device_count {cc}, but the replay's {how} starts {n} processes, one per device",
+                        )
+                    )
+                    return
+    count = h.count
+    if seen is not None and count is not None and seen > cc and count > cc:
+        add(
+            (
+                "KE808",
+                ptr,
+                f"device_count {cc}, but hardware.count is {count} and the replay exposes {seen} devices: "
+                "the candidate may have used them all",
+            )
+        )
+
+
+_LAUNCHER_WORDS = ("torchrun", "torch.distributed", "mpirun", "mpiexec", "orterun", "srun", "accelerate")
+#: a launcher's option giving its processes (per node for torchrun), by launcher
+_PROC_OPTS = {
+    "torchrun": ("--nproc_per_node", "--nproc-per-node"),
+    "torch.distributed.run": ("--nproc_per_node", "--nproc-per-node"),
+    "torch.distributed.launch": ("--nproc_per_node", "--nproc-per-node"),
+    "mpirun": ("-np", "-n", "--np", "--n", "-c"),
+    "mpiexec": ("-np", "-n", "--np", "--n", "-c"),
+    "orterun": ("-np", "-n", "--np", "--n", "-c"),
+    "srun": ("-n", "--ntasks"),
+    "launch": ("--num_processes", "--num-processes"),  # accelerate launch
+}
+
+
+def _launched(line: str) -> tuple[int | None, str]:
+    """The processes a launcher in a replay command starts (its own options, before the
+    program it runs), and how it says so; (None, "") when none is named."""
+    toks = line.split()
+    for j, tok in enumerate(toks):
+        name = tok.rsplit("/", 1)[-1]
+        if name == "launch" and (j == 0 or toks[j - 1].rsplit("/", 1)[-1] != "accelerate"):
+            continue
+        opts = _PROC_OPTS.get(name)
+        if opts is None:
+            continue
+        may_be_value = False  # a bare word right after the launcher is the program it runs
+        for k in range(j + 1, len(toks)):
+            x = toks[k]
+            if not x.startswith("-"):
+                if not may_be_value:
+                    break  # the program: its options are not the launcher's
+                may_be_value = False
+                continue
+            key, eq, val = x.partition("=")
+            if key in opts:
+                v = val if eq else (toks[k + 1] if k + 1 < len(toks) else "")
+                if v.isdigit() and int(v) >= 1:
+                    return int(v), f"`{name} {key} {v}`"
+                return None, ""
+            may_be_value = not eq
+        return None, ""
+    return None, ""
 
 
 #: the settings that give a serving engine's data-parallel replicas, each of tensor x

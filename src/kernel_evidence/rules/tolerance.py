@@ -31,7 +31,14 @@ declare(
     "else the task's dtypes; unknown counts as floating) SHOULD also be judged under some "
     "tolerance (its own atol/rtol or `task.tolerance`) unless it records an exact match "
     "(`max_abs_error` 0), and SHOULD record its error (`max_abs_error` or `max_rel_error`): "
-    "without them its pass cannot be checked. Graded C at best.",
+    "without them its pass cannot be checked. Nor SHOULD a passed shape's bound at the "
+    "reference's largest magnitude, (atol + rtol * reference_max_abs) / reference_max_abs, "
+    "exceed its floating-point output's ceiling (the loosest class among the output tensor's "
+    "dtype, else the task's dtypes; long reductions allowed for: 0.05 for fp64/fp32/tf32, 0.1 "
+    "for bf16/fp16, 0.25 for fp8/fp6/fp4) where the error it passed is above that ceiling too "
+    "(`max_abs_error` over that share of `reference_max_abs`, and `max_rel_error`, when "
+    "recorded, over the ceiling): outputs that wrong passed only because the tolerance was "
+    "widened. Graded C at best.",
     caps="C",
 )
 declare("KE703", "warning", "the matched-ratio requirement checks the output",
@@ -39,6 +46,20 @@ declare("KE703", "warning", "the matched-ratio requirement checks the output",
      "A shape passed under a `required_matched_ratio` (its own, else the task's) below 0.99 "
      "SHOULD NOT back a result: that share of wrong elements (half, for 0.5) passes. Graded "
      "C at best.", caps="C")  # fmt: skip
+declare(
+    "KE704",
+    "warning",
+    "an exact match of a floating-point reduction is believable",
+    "record the tolerance the output was checked under, and its error",
+    "A passed shape that records an exact match (`max_abs_error` 0) with no tolerance (neither "
+    "its atol/rtol nor `task.tolerance`) SHOULD NOT be a floating-point output of a reduction "
+    "(`task.operator` naming a GEMM, matmul, linear, convolution, attention, norm, softmax, "
+    "sum, mean or other reduction; without an operator, a shape with a `k` dim) when the packet "
+    "claims a speedup: another implementation's accumulation order does not match the "
+    "reference bit for bit, so the exact match is unchecked (a copy, gather or permute, or an "
+    "integer or boolean output, is not judged). Graded C at best.",
+    caps="C",
+)
 
 
 def check(p: Any, ctx: Ctx, add: Add) -> None:
@@ -124,22 +145,27 @@ def _tolerance(p: Any, v: Any, claim: bool, add: Add) -> None:
                     f"{rtol or 0.0:g} with no max_abs_error or max_rel_error: its pass cannot be checked",
                 )
             )
-        if (
-            claim
-            and atol is None
-            and rtol is None
-            and s.max_abs_error != 0
-            and _float_output(p.task, s.shape_id)
-        ):
-            err = "" if s.max_abs_error is None else f" (max_abs_error {s.max_abs_error:g})"
-            add(
-                (
-                    "KE702",
-                    f"/validation/shapes/{i}",
-                    f"shape `{s.shape_id}` of a floating-point output passed with no tolerance (neither its "
-                    f"atol/rtol nor task.tolerance) and no exact match{err}: its pass cannot be checked",
+        if claim and atol is None and rtol is None and _float_output(p.task, s.shape_id):
+            if s.max_abs_error != 0:
+                err = "" if s.max_abs_error is None else f" (max_abs_error {s.max_abs_error:g})"
+                add(
+                    (
+                        "KE702",
+                        f"/validation/shapes/{i}",
+                        f"shape `{s.shape_id}` of a floating-point output passed with no tolerance (neither its "
+                        f"atol/rtol nor task.tolerance) and no exact match{err}: its pass cannot be checked",
+                    )
                 )
-            )
+            elif (op := _reduction(p.task, s.shape_id)) is not None:
+                add(
+                    (
+                        "KE704",
+                        f"/validation/shapes/{i}",
+                        f"shape `{s.shape_id}` records an exact match (max_abs_error 0) with no tolerance for a "
+                        f"floating-point {op}: another implementation's accumulation order does not match bit "
+                        "for bit; record the tolerance it was checked under",
+                    )
+                )
         req = s.required_matched_ratio
         if req is None and tol is not None:
             req = tol.required_matched_ratio
@@ -189,3 +215,98 @@ def _tolerance(p: Any, v: Any, claim: bool, add: Add) -> None:
                     f"shape `{s.shape_id}`: largest reference magnitude {ref:g} is within atol {atol or 0.0:g} + rtol {rtol or 0.0:g} of zero; an all-zeros output would pass",
                 )
             )
+        elif (
+            (ref := s.reference_max_abs) is not None
+            and ref > 0
+            and (bound := ((atol or 0.0) + (rtol or 0.0) * ref) / ref) > _LOOSEST_TIGHT
+        ):
+            _loose(p, i, s, atol, rtol, ref, bound, add)
+
+
+#: the bound at the reference's largest magnitude ((atol + rtol * ref) / ref) a passed shape's
+#: floating-point output may have, by precision class (long reductions allowed for)
+_CEILING = {
+    "fp64": 0.05,
+    "fp32": 0.05,
+    "tf32": 0.05,
+    "bf16": 0.1,
+    "fp16": 0.1,
+    "fp8": 0.25,
+    "fp6": 0.25,
+    "fp4": 0.25,
+}
+_LOOSEST_TIGHT = min(_CEILING.values())
+
+
+def _output_dtypes(task: Any, shape_id: str) -> list[str]:
+    """The output tensor's dtypes of a shape, else the task's dtypes."""
+    dts: list[str] = []
+    if task is None:
+        return dts
+    for sh in task.shapes or ():
+        if sh.id == shape_id:
+            for t in sh.tensors or ():
+                if _is_output(t.name) and t.dtype:
+                    dts.append(t.dtype)
+            break
+    if not dts and task.dtypes:
+        dts = list(task.dtypes)
+    return dts
+
+
+def _loose(p: Any, i: int, s: Any, atol: Any, rtol: Any, ref: float, bound: float, add: Add) -> None:
+    """KE702: a tolerance that passes outputs wrong by a large share of their range."""
+    ceiling = None
+    for d in _output_dtypes(p.task, s.shape_id):
+        c = _CEILING.get(dtype_class(d) or "") if len(d) <= 64 else None
+        if c is None:
+            return  # an integer or unknown output: not judged
+        ceiling = c if ceiling is None else max(ceiling, c)
+    if ceiling is None or bound <= ceiling * 1.000001:
+        return
+    # judged by what it let through: the error recorded is itself above the ceiling (a loose
+    # bound an accurate kernel did not need harms nothing)
+    err = s.max_abs_error
+    if err is None or err <= ceiling * ref * 1.000001:
+        return
+    rel = s.max_rel_error
+    if rel is not None and rel <= ceiling:
+        return
+    # point at the term that makes the bound (the shape's own, else the task's)
+    a = (atol or 0.0) / ref
+    field = "atol" if a >= (rtol or 0.0) else "rtol"
+    own = s.atol if field == "atol" else s.rtol
+    ptr = f"/validation/shapes/{i}/{field}" if own is not None else f"/task/tolerance/{field}"
+    add(
+        (
+            "KE702",
+            ptr,
+            f"shape `{s.shape_id}` passed under atol {atol or 0.0:g} + rtol {rtol or 0.0:g} * |ref|: at the "
+            f"reference's largest magnitude {ref:g} that is {bound:.3g} of it, above the {ceiling:g} its "
+            f"precision needs, and it passed a max_abs_error of {err:g} ({err / ref:.3g} of it)",
+        )
+    )
+
+
+#: operators whose output element sums many inputs (not a copy, gather or permute)
+_REDUCING = lazy_re(
+    r"gemm|matmul|(?<![a-z])b?mm(?![a-z])|addmm|linear|dense|conv|attention|attn|sdpa|norm|softmax|"
+    r"reduc|(?<![a-z])sum|mean|einsum|dot|cumsum|scan|moe|mlp|ffn"
+)
+
+
+def _reduction(task: Any, shape_id: str) -> str | None:
+    """What names a shape's operator a reduction (a GEMM's `k` dim, or the operator), or None."""
+    if task is None:
+        return None
+    op = task.operator
+    if op:
+        # a named operator decides (a top-k's `k` is no reduction)
+        return f"`{op}` reduction" if len(op) <= 128 and _REDUCING.search(op.casefold()) else None
+    for sh in task.shapes or ():
+        if sh.id == shape_id:
+            dims = sh.dims
+            if dims and ("k" in dims or "K" in dims):
+                return "reduction over k"
+            break
+    return None
