@@ -8,11 +8,15 @@ candidate's kernel rather than, say, a library call it dispatched to.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
+from math import prod
 from typing import Any
 
 from ._common import CACHED_CHARS, lazy_re
 from ._context import Add, Ctx
 from ._engine import declare
+from ._tables import device_peaks, dtype_class
 from ._units import FACTOR
 
 declare(
@@ -34,7 +38,13 @@ declare(
     "cache flush: a word of the name, split at separators and case changes, so "
     "`FillFunctor` is one and `attn_fwd_prefill` is not; a record is one only when its "
     "`raw_name`, where given, is one too; a kernel the capture expects never "
-    "is). A capture that names no shape is of the timed one when the task has one shape. "
+    "is; and, unless the name is a profiler's own memset/memcpy form (`[CUDA memset]`, "
+    "`[CUDA memcpy ...]`, `Memset`, `Memcpy...`, `__amd_rocclr_fillBuffer...`, "
+    "`fillBufferAligned`), only when its duration is at most what writing the largest of the "
+    "task's tensors or the side's cache flush (`conditions.cache.flush_bytes`) twice over at "
+    "the device's peak memory bandwidth takes, plus 20 us: a `memset_partials` kernel "
+    "slower than that does work, and where only counting it makes the claim too short the "
+    "finding points at its name). A capture that names no shape is of the timed one when the task has one shape. "
     "A record's canonical `duration` MUST agree within 1% with the raw ncu metric it was "
     "converted from (`gpu__time_duration.sum`, else `.avg`, in the record's `raw` or the "
     "capture's `raw_columns`, in the unit the source spelled): a canonical time edited with "
@@ -51,7 +61,18 @@ declare(
     "expected name that does not itself name a vendor library and matches only vendor-library "
     "kernels of the capture (cuBLAS/cuBLASLt `sm90_xmma_...`, `ampere_...`, `nvjet_...`, "
     "`cutlass_80_...`, rocBLAS/hipBLASLt `Cijk_...`), `gemm` matching cuBLAS's kernel, does not "
-    "show the candidate's own kernel either.",
+    "show the candidate's own kernel either; nor one that matches only kernels of the baseline "
+    "provider's own library (FlashAttention `flash::`, `flash_fwd_kernel`, `flash_fwd_splitkv`, "
+    "`flash_bwd...`; FlashInfer `flashinfer::`; cuDNN `cudnn...`; Composable Kernel `ck::`, "
+    "`kernel_gemm_xdl...`, `DeviceGemm_Xdl...`; xFormers `fmha_cutlass...`; Transformer Engine "
+    "`transformer_engine::`; AITER `aiter::`), a library measured against itself, unless the "
+    "subject's name names that library (a candidate built on another library, a FlashAttention "
+    "variant against cuDNN, passes). A record whose `raw_name` is a vendor library's (or the "
+    "baseline library's) kernel is one whatever its `name` says; and a record an expected name "
+    "matches by its `name` MUST carry the name of its `raw_name` (the demangled form, or a part "
+    "of it: every identifier of the name, but C++ keywords, found in the raw name), except in "
+    "a cost-model tool's capture (XProf: an op and its kernel): a name edited over the "
+    "profiler's is not the profiler's.",
 )
 
 declare(
@@ -122,6 +143,89 @@ def _utility(name: str) -> bool:
     return hit
 
 
+#: a profiler's own name for a memory operation (not a kernel anyone named): nsys
+#: `[CUDA memset]`, `[CUDA memcpy Host-to-Device]`; torch/XProf `Memset (Device)`,
+#: `MemcpyHtoD`; ROCclr's blit kernels `__amd_rocclr_fillBufferAligned`, `..._copyBuffer`
+_TOOL_FILL = lazy_re(
+    r"\[(?:cuda|hip|hsa) (?:memset|memcpy)[^\]]*\]$|(?:memset|memcpy)(?:$|[\s(:-]|[hd]to[hd])"
+    r"|__amd_rocclr_(?:fill|copy)|fillbufferaligned$"
+)
+_TOOL_FILL_CACHE: dict[str, bool] = {}
+
+
+def _tool_fill(name: str) -> bool:
+    """Whether a kernel name is a profiler's own memset/memcpy form (cached)."""
+    hit = _TOOL_FILL_CACHE.get(name)
+    if hit is None:
+        hit = bool(_TOOL_FILL.match(name[:256].strip().casefold()))
+        if len(_TOOL_FILL_CACHE) < 4096 and len(name) <= CACHED_CHARS:
+            _TOOL_FILL_CACHE[name] = hit
+    return hit
+
+
+#: bytes per element of a dtype class (an unknown one counts as 8: the fill bound is generous)
+_CLASS_BYTES = {"fp64": 8, "fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2, "fp8": 1, "int8": 1}
+#: a fill kernel may take this many times the time of writing its bytes at peak bandwidth
+#: (a memset reaches most of the peak), plus a launch's worth
+_FILL_SLACK = 2.0
+_FILL_FLOOR = 20e-6
+_BW_CACHE: dict[tuple[Any, ...], float | None] = {}
+
+
+def _peak_bandwidth(h: Any) -> float | None:
+    """The device's peak memory bandwidth in B/s: the table's (by device id, else name and
+    arch), else the recorded one. Cached by device."""
+    key = (h.device_id, h.device, h.arch)
+    bw = _BW_CACHE.get(key, _UNSET)
+    if bw is _UNSET:
+        peaks = (device_peaks(h.device_id) if h.device_id else None) or device_peaks(h.device, h.arch)
+        bw = peaks.bandwidth if peaks is not None else None
+        if (
+            len(_BW_CACHE) < 1024
+            and len(h.device) + len(h.arch or "") + len(h.device_id or "") <= CACHED_CHARS
+        ):
+            _BW_CACHE[key] = bw
+    if bw is None and h.peak_bandwidth is not None:
+        rb = h.peak_bandwidth
+        bw = rb.value * FACTOR[rb.unit]
+    return bw  # type: ignore[no-any-return]
+
+
+_UNSET: Any = object()
+
+
+def _fill_limit(p: Any, side: str) -> float | None:
+    """The longest a harness's fill or memset kernel of a call may take, in seconds: writing
+    the largest tensor of the task, or the side's cache flush, twice over at the device's
+    peak memory bandwidth, plus 20 us (None where neither size or no bandwidth is known)."""
+    h = p.hardware
+    if h is None:
+        return None
+    size = 0.0
+    task = p.task
+    for sh in (task.shapes if task is not None else None) or ():
+        for tn in sh.tensors or ():
+            c = dtype_class(tn.dtype) if len(tn.dtype) <= 64 else None
+            size = max(size, prod(tn.shape) * _CLASS_BYTES.get(c or "", 8))
+    t = p.timing
+    if t is not None:
+        c = (
+            t.conditions
+            if side == "candidate"
+            else (t.baseline.conditions if t.baseline is not None else None)
+        )
+        cache = c.cache if c is not None else None
+        fb = cache.flush_bytes if cache is not None else None
+        if fb is not None:
+            size = max(size, fb.value * FACTOR[fb.unit])
+    if size <= 0:
+        return None
+    bw = _peak_bandwidth(h)
+    if not bw:
+        return None
+    return _FILL_SLACK * size / bw + _FILL_FLOOR
+
+
 def check(p: Any, ctx: Ctx, add: Add) -> None:
     caps = p.profiler
     if not caps:
@@ -165,7 +269,7 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
         if not cap.kernels:
             continue
         if of.side == "candidate" and of.expected_kernels:
-            _expected_present(i, cap, of.expected_kernels, add)
+            _expected_present(p, i, cap, of.expected_kernels, add)
         if of.side in ("candidate", "baseline"):
             _fits_claim(p, i, cap, of, add)
     if (
@@ -446,33 +550,70 @@ def _listed(shape_id: str, shapes: list[Any]) -> bool:
     return False
 
 
-def _expected_present(i: int, cap: Any, expected: list[str], add: Add) -> None:
+def _expected_present(p: Any, i: int, cap: Any, expected: list[str], add: Add) -> None:
     wanted = [w.casefold() for w in expected]
-    vendor = None  # the first vendor-library kernel an expected name matched
-    for rec in cap.kernels:
-        # matched by its name or its raw name; the candidate's own unless the name that
-        # matched is a vendor library's
+    vendor = None  # the first library kernel an expected name matched: (index, what library)
+    family: str | None = _UNSET  # the baseline library's kernel family, read when needed
+    for j, rec in enumerate(cap.kernels):
+        # matched by its name or its raw name; the candidate's own unless the record is a
+        # vendor library's (by either name: a raw name is the profiler's) or the baseline
+        # library's own
         name = rec.name
-        hit = _named(name, wanted)
-        if hit and not _vendor(name):
-            return
         raw = rec.raw_name
-        if raw and _named(raw, wanted):
-            if not _vendor(raw):
+        hit = _named(name, wanted)
+        if not hit and not (raw and _named(raw, wanted)):
+            continue
+        if _vendor(name) or (raw is not None and _vendor(raw)):
+            lib = "vendor-library"
+        else:
+            if family is _UNSET:
+                family = _baseline_family(p)
+            if family is not None and (
+                _family(name) == family or (raw is not None and _family(raw) == family)
+            ):
+                lib = f"the baseline's own {_FAMILY_NAMES[family]}"
+            else:
+                if hit and raw and not _agree(name, raw) and not _COST_MODEL_TOOL.search(cap.tool[:64]):
+                    add(
+                        (
+                            "KE1102",
+                            f"/profiler/{i}/kernels/{j}/name",
+                            f"the record's name `{name[:60]}` (an expected kernel) is not its raw_name "
+                            f"`{raw[:80]}` demangled nor a part of it: the name is not the profiler's",
+                        )
+                    )
                 return
-            hit = True
-        if hit and vendor is None:
-            vendor = name
+        if vendor is None:
+            vendor = (j, lib)
     if vendor is not None:
-        for w in wanted:
-            if _names_vendor(w):
-                return  # the capture expects a library's kernel by name: KE1102 holds
+        j, lib = vendor
+        subject = p.subject.name[:256].casefold()
+        if lib == "vendor-library":
+            for w in wanted:
+                if _names_vendor(w):
+                    return  # the capture expects a library's kernel by name: KE1102 holds
+            if _names_vendor(subject):
+                return  # the subject is the library's call
+        elif _provider_family(subject) == family:
+            return  # the subject says it is (built on) the baseline's library
+        rec = cap.kernels[j]
+        if rec.raw_name is not None and not _agree(rec.name, rec.raw_name):
+            # a library's kernel by its raw name, under another name
+            add(
+                (
+                    "KE1102",
+                    f"/profiler/{i}/kernels/{j}/name",
+                    f"the record's name `{rec.name[:60]}` (an expected kernel) is not its raw_name "
+                    f"`{rec.raw_name[:80]}`, a {lib} kernel: the candidate's own kernel is not shown",
+                )
+            )
+            return
         add(
             (
                 "KE1102",
                 f"/profiler/{i}/of/expected_kernels",
-                f"the expected kernel name(s) {', '.join(f'`{e}`' for e in expected)} match only vendor-library "
-                f"kernels of the capture ({vendor[:80]}): the candidate's own kernel is not shown",
+                f"the expected kernel name(s) {', '.join(f'`{e}`' for e in expected)} match only {lib} "
+                f"kernels of the capture ({rec.name[:80]}): the candidate's own kernel is not shown",
             )
         )
         return
@@ -484,6 +625,109 @@ def _expected_present(i: int, cap: Any, expected: list[str], add: Add) -> None:
             f"a capture of the candidate without any expected kernel ({', '.join(expected)}); it shows {shown}",
         )
     )
+
+
+#: the kernels of libraries a candidate may be built on (templates and generators it can
+#: instantiate itself), by family: held against a candidate only where the baseline is
+#: that library (the library measured against itself); at the start of a word or after a
+#: mangled name's length digits
+_FAMILY_KERNELS = lazy_re(
+    r"(?:^|[\s<:(,*&0-9])(?:"
+    r"(?P<flashattn>(?:pytorch_)?flash::|flash_fwd_kernel|flash_fwd_splitkv|flash_bwd|flashattn(?:fwd|bwd))"
+    r"|(?P<flashinfer>flashinfer)"
+    r"|(?P<cudnn>cudnn)"
+    r"|(?P<ck>ck(?:_tile)?(?:::|[0-9])|kernel_gemm_xdl|devicegemm_xdl|device_gemm_xdl)"
+    r"|(?P<xformers>fmha_cutlass|xformers)"
+    r"|(?P<te>transformer_engine)"
+    r"|(?P<aiter>aiter(?:::|[0-9]))"
+    r")"
+)
+_FAMILY_NAMES = {
+    "flashattn": "FlashAttention", "flashinfer": "FlashInfer", "cudnn": "cuDNN",
+    "ck": "Composable Kernel", "xformers": "xFormers", "te": "Transformer Engine", "aiter": "AITER",
+}  # fmt: skip
+_FAMILY_CACHE: dict[str, str | None] = {}
+
+
+def _family(name: str) -> str | None:
+    """The library family of a kernel name (:data:`_FAMILY_KERNELS`), or None. Cached."""
+    hit = _FAMILY_CACHE.get(name, _UNSET)
+    if hit is _UNSET:
+        m = _FAMILY_KERNELS.search(name[:4096].casefold())
+        hit = m.lastgroup if m is not None else None
+        if len(_FAMILY_CACHE) < 4096 and len(name) <= CACHED_CHARS:
+            _FAMILY_CACHE[name] = hit
+    return hit  # type: ignore[no-any-return]
+
+
+_PROVIDER_FAMILY = lazy_re(
+    r"(?P<flashinfer>flashinfer)|(?P<cudnn>cudnn)|(?P<te>transformer[\s_-]?engine)|(?P<aiter>\baiter\b)"
+    r"|(?P<xformers>xformers)|(?P<ck>composable[\s_-]?kernel|\bck(?:[\s_-]?tile)?\b)"
+    r"|(?P<flashattn>flash[\s_-]?(?:attn|attention))"
+)
+_PROVIDER_CACHE: dict[str, str | None] = {}
+
+
+def _provider_family(s: str) -> str | None:
+    """The library family a (casefolded) provider or subject name names, or None; the first
+    of cuDNN, TE... before FlashAttention (`cuDNN flash attention` is cuDNN's). Cached."""
+    hit = _PROVIDER_CACHE.get(s, _UNSET)
+    if hit is _UNSET:
+        m = _PROVIDER_FAMILY.search(s)
+        hit = m.lastgroup if m is not None else None
+        if len(_PROVIDER_CACHE) < 4096 and len(s) <= CACHED_CHARS:
+            _PROVIDER_CACHE[s] = hit
+    return hit  # type: ignore[no-any-return]
+
+
+def _baseline_family(p: Any) -> str | None:
+    """The kernel family of the packet's baseline provider (FlashAttention...), or None."""
+    t = p.timing
+    b = t.baseline if t is not None else None
+    if b is None or not b.provider:
+        return None
+    return _provider_family(b.provider[:256].casefold())
+
+
+#: a tool whose records are ops of a cost model (XProf: an HLO op named `fusion.3`, its
+#: kernel the raw name), not kernels under two spellings
+_COST_MODEL_TOOL = lazy_re(r"xprof|tensorboard|xla|jax|tpu", re.IGNORECASE)
+#: identifiers of a demangled name that its mangled form spells otherwise (`std` is `St`,
+#: builtin types are letters, `(anonymous namespace)` is `_GLOBAL__N_1`)
+_CXX_WORDS = frozenset({
+    "void", "const", "volatile", "unsigned", "signed", "char", "short", "int", "long", "float",
+    "double", "bool", "true", "false", "std", "anonymous", "namespace", "lambda", "operator",
+    "struct", "class", "enum", "union", "unnamed", "type", "clone", "auto", "decltype", "wchar_t",
+    "char8_t", "char16_t", "char32_t", "__int128", "__half", "nullptr", "nullptr_t", "sizeof",
+    "restrict", "__restrict", "__restrict__", "typename", "template", "this", "kd", "constprop",
+    "isra", "part", "cold", "abi", "cxx11", "_float16", "__fp16", "__bf16", "_bitint",
+    # typedefs a tool may print though the mangled name spells the builtin type
+    "size_t", "ssize_t", "ptrdiff_t", "intptr_t", "uintptr_t", "int8_t", "int16_t", "int32_t",
+    "int64_t", "uint8_t", "uint16_t", "uint32_t", "uint64_t", "index_t", "long_index_t",
+})  # fmt: skip
+_IDENT = lazy_re(r"[a-z_][a-z0-9_]*")
+_AGREE_CACHE: dict[tuple[str, str], bool] = {}
+
+
+def _agree(name: str, raw: str) -> bool:
+    """Whether a record's name is its raw name's: a part of it, or its demangled form (every
+    identifier of the name, but C++ keywords and builtin types, found in the raw name).
+    Cached."""
+    key = (name, raw)
+    hit = _AGREE_CACHE.get(key)
+    if hit is None:
+        n = name[:4096].casefold()
+        r = raw[:8192].casefold()
+        hit = n in r
+        if not hit:
+            hit = True
+            for w in _IDENT.findall(n):
+                if len(w) >= 3 and w not in _CXX_WORDS and w not in r:
+                    hit = False
+                    break
+        if len(_AGREE_CACHE) < 4096 and len(name) + len(raw) <= CACHED_CHARS:
+            _AGREE_CACHE[key] = hit
+    return hit
 
 
 def _fits_claim(p: Any, i: int, cap: Any, of: Any, add: Add) -> None:
@@ -510,7 +754,8 @@ def _fits_claim(p: Any, i: int, cap: Any, of: Any, add: Add) -> None:
     claimed = getattr(stats, which)
     if claimed is None:
         return
-    floor = _kernel_time_per_call(cap, of.expected_kernels)
+    side = of.side
+    floor, worked = _per_call(cap, of.expected_kernels, lambda: _fill_limit(p, side))
     if floor is None:
         return
     stated = of.claim_tolerance if of.claim_tolerance is not None else _DEFAULT_TOLERANCE
@@ -528,6 +773,20 @@ def _fits_claim(p: Any, i: int, cap: Any, of: Any, add: Add) -> None:
                     f"per call {floor * 1e6:.4g} us",
                 )
             )
+        elif worked is not None and sec * (1 + tol) >= (_per_call(cap, of.expected_kernels, None)[0] or 0.0):
+            # only a kernel named a fill, counted as the work it is, makes the claim too short:
+            # its name is what hides it
+            j, took, limit = worked
+            add(
+                (
+                    "KE1101",
+                    f"/profiler/{i}/kernels/{j}/name",
+                    f"`{cap.kernels[j].name[:60]}` is named a fill but takes {took * 1e6:.4g} us, above the "
+                    f"{limit * 1e6:.4g} us a fill of the task's largest tensor or the cache flush takes: counted as "
+                    f"work, the {of.side}'s kernel time per call is {floor * 1e6:.4g} us, above its claimed {which} "
+                    f"{sec * 1e6:.4g} us (tolerance {tol:g})",
+                )
+            )
         else:
             add(
                 (
@@ -541,20 +800,34 @@ def _fits_claim(p: Any, i: int, cap: Any, of: Any, add: Add) -> None:
             )
 
 
-def _kernel_time_per_call(cap: Any, expected: list[str] | None) -> float | None:
+def _kernel_time_per_call(
+    cap: Any, expected: list[str] | None, fill_limit: Callable[[], float | None] | None = None
+) -> float | None:
     """Seconds of kernel time in one call (the longest stream), or None when the capture
     gives no durations.
 
     Every kernel of the capture counts but a harness's memset, memcpy and fill (cache
     flush) kernels; the calls the capture holds are the launches of the least-launched
     expected kernel (else of the least-launched kernel), so a kernel launched fewer times
-    (a one-off set-up) counts only its share."""
+    (a one-off set-up) counts only its share. With ``fill_limit`` (called once, where
+    needed: the longest a fill may take, in seconds, or None), a kernel named a fill but
+    not a profiler's own memset/memcpy counts as work when it takes longer."""
+    return _per_call(cap, expected, fill_limit)[0]
+
+
+def _per_call(
+    cap: Any, expected: list[str] | None, fill_limit: Callable[[], float | None] | None
+) -> tuple[float | None, tuple[int, float, float] | None]:
+    """:func:`_kernel_time_per_call`, and the first kernel named a fill that counted as work
+    for its duration (its index, its duration and the limit, in seconds), or None."""
     wanted = [w.casefold() for w in expected] if expected else None
     launches: dict[str, int] = {}
     durations: dict[str, list[float]] = {}
     stream_of: dict[str, str | None] = {}
     calls_of: list[int] = []
-    for rec in cap.kernels:
+    limit: float | None = -1.0  # not asked yet
+    worked = None
+    for j, rec in enumerate(cap.kernels):
         m = rec.metrics
         d = m.get("duration") if m else None
         if d is None or d.unit not in FACTOR:
@@ -564,7 +837,17 @@ def _kernel_time_per_call(cap: Any, expected: list[str] | None) -> float | None:
             and (not rec.raw_name or _utility(rec.raw_name))
             and not (wanted is not None and _named(rec.name, wanted))
         ):
-            continue  # a harness's flush or fill (by both names), unless it is a kernel the capture expects
+            # a harness's flush or fill (by both names), unless it is a kernel the capture
+            # expects, or one too slow to be a fill (a profiler's own memset/memcpy is one)
+            if fill_limit is None or _tool_fill(rec.name):
+                continue
+            if limit is not None and limit < 0:
+                limit = fill_limit()
+            sec = d.value * FACTOR[d.unit]
+            if limit is None or sec <= limit:
+                continue
+            if worked is None:
+                worked = (j, sec, limit)
         n = rec.invocations if rec.invocations is not None else 1
         if n <= 0:
             continue
@@ -573,7 +856,7 @@ def _kernel_time_per_call(cap: Any, expected: list[str] | None) -> float | None:
         durations.setdefault(name, []).append(d.value * FACTOR[d.unit])
         stream_of.setdefault(name, rec.stream)
     if not launches:
-        return None
+        return None, None
     if wanted is not None:
         for name, n in launches.items():
             folded = name.casefold()
@@ -589,4 +872,4 @@ def _kernel_time_per_call(cap: Any, expected: list[str] | None) -> float | None:
         med = ds[k // 2] if k % 2 else (ds[k // 2 - 1] + ds[k // 2]) / 2
         s = stream_of[name]
         per_stream[s] = per_stream.get(s, 0.0) + med * launches[name] / calls
-    return max(per_stream.values())
+    return max(per_stream.values()), worked
