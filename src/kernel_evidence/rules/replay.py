@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import ipaddress
 import itertools
 import operator
 import re
 import shlex
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
+from urllib.parse import urlsplit
 
 from ._common import CACHED_CHARS, lazy_re
 from ._context import Add, Ctx
@@ -70,21 +72,30 @@ declare(
     "record the full commit hash (`git rev-parse HEAD`), not a branch, tag or `HEAD`",
     "`replay.repository.commit`, when given, MUST be a commit hash (7 to 64 hexadecimal "
     "digits): a branch (`main`), a tag (`v1.4.0`) or `HEAD` moves, and pins nothing; one "
-    "digit repeated, or the id of git's empty tree or empty blob "
-    "(`4b825dc642cb6eb9a060e54bf8d69288fbee4904`, or its SHA-256 form; an id sharing their "
-    "first 12 digits), is a hash of nothing; nor MAY it be a placeholder over its whole length: "
-    "a counting run (`0123456789abcdef0123...`, `fedcba98...`) or a unit repeated at least "
-    "twice that counts (`abcd` x 10, `abcdef...`), is a hexspeak word (`deadbeef` x 5, "
-    "`cafebabe...`) or two digits (`ab` x 20).",
+    "digit repeated, the id of git's empty tree or empty blob "
+    "(`4b825dc642cb6eb9a060e54bf8d69288fbee4904`, or its SHA-256 form), or the SHA-1, SHA-256 "
+    "or MD5 of empty input or of a single newline (`da39a3ee5e6b...`, `adc83b19e793...`, "
+    "`e3b0c44298fc...`, `01ba4719c80b...`; an id sharing the first 12 digits of any of these), "
+    "is a hash of nothing; nor MAY it be a placeholder over its whole length: one digit "
+    "repeated but at one or two positions (`000...0001`, 16 digits or more), a counting run "
+    "(`0123456789abcdef0123...`, `fedcba98...`) or a unit repeated at least twice that counts, "
+    "in hexadecimal order or in the order people write the digits (`abcd` x 10, `abcdef...`, "
+    "`1234567890abcdef` x 4, `1234567890` x 4, `fedcba0987654321...`), is a hexspeak word "
+    "(`deadbeef` x 5, `cafebabe...`) or two digits (`ab` x 20).",
 )
 declare("KE105", "warning", "a container is pinned by its digest",
      "record /replay/container/digest (`docker inspect --format '{{.RepoDigests}}'`)",
      "A container image SHOULD carry its digest: a tag, moving (`latest`, none, `nightly`, "
      "`main`...) or versioned (`24.05-py3`, rebuilt in place), may name other bits tomorrow; "
-     "a digest of one repeated digit (`sha256:000...`), a placeholder (as KE104's: a counting "
-     "run, `sha256:` + `deadbeef` x 8, `abcd` x 16), or the hash of empty input "
-     "(`sha256:e3b0c442...b855`), in `digest` or in the image reference (`image@sha256:...`), "
-     "names no image.", caps="C")  # fmt: skip
+     "a digest of one repeated digit (`sha256:000...`), a placeholder (as KE104's: one digit "
+     "repeated but at two positions or fewer, a counting run, `sha256:` + `deadbeef` x 8, "
+     "`abcd` x 16, `1234567890abcdef` x 4), or the hash of empty input or of a single newline "
+     "(`sha256:e3b0c442...b855`, `sha256:01ba4719...546b`), in `digest` or in the image "
+     "reference (`image@sha256:...`), names no image; a digest in the image reference other "
+     "than `digest` names a second image (pointer `/replay/container`); and a `docker`/"
+     "`podman`/`nerdctl run` in `replay.command` of another image than `replay.container."
+     "image` (by name and tag; `docker.io/`, `library/` aside) that does not carry its digest "
+     "runs a container no pin names (pointer `/replay/command`).", caps="C")  # fmt: skip
 declare(
     "KE106",
     "error",
@@ -105,8 +116,14 @@ declare(
     "`--shape 8192x8192x8192` (or a shape id) against the dims of the timed shape "
     "(`timing.shape_id`), `--dtype` against `task.dtypes` (pointer: `/replay/command`). A flag "
     "given several values (repeated, or `--request-rate 1 2 4`: a sweep) needs the packet's "
-    "among them; a value the shell fills in (`$N`) and a replay with no such flag (a suite, "
-    "`--shapes all`) contradict nothing. The run's own flags (pointer: `/replay/command`): a "
+    "among them, but a serving flag given again in one program's argv counts by its last "
+    "value (argparse keeps it: `--num-prompts 1000 ... --num-prompts 100` runs 100), and a "
+    "serving flag's unique prefix is that flag (`--max-conc 256`, as argparse reads it; a "
+    "prefix of two flags is none); a `$NAME` is read as `replay.env` gives it, or as a plain "
+    "`NAME=value` or `export NAME=value` before it in a `sh -c` script of simple commands sets "
+    "it (not a `NAME=value CMD` prefix, nor inside `if`, a loop, or after `read`/`source`/"
+    "`eval`); a value the shell fills in otherwise (`$N`, `$(...)`) and a replay with no such "
+    "flag (a suite, `--shapes all`) contradict nothing. The run's own flags (pointer: `/replay/command`): a "
     "check turned off (`--no-verify`, `--skip-verify`, `--no-check`, `--skip-correctness`, "
     "`--no-validate`, `--verify false`...) MUST NOT run beside a passed `validation.verdict`; a "
     "`--baseline` (`--baseline-provider`, `--baseline-impl`...) MUST NOT name another baseline "
@@ -122,7 +139,9 @@ declare(
     "milliseconds, as Triton's `do_bench` reads it; Triton's `--rep` is not read) not 0. And "
     "a replay MUST run the code `replay.repository` pins: with a commit and `dirty` not true, "
     "no command before the benchmark may change the checked-out code (`git apply`, `git am`, "
-    "`patch`, `git pull`/`merge`/`rebase`/`cherry-pick`/`revert`, `git stash pop`/`apply`, "
+    "`patch`, `sed -i`/`perl -pi` on a source file of its folder (`.py`, `.cu`, `.cpp`...; "
+    "not a configuration file, nor a path outside it), "
+    "`git pull`/`merge`/`rebase`/`cherry-pick`/`revert`, `git stash pop`/`apply`, "
     "`git checkout`/`switch`/`reset --hard`/`restore --source` to a ref other than the pinned "
     "commit or a prefix of it); `git submodule update`, `git fetch`, a checkout of the pinned "
     "commit (in the replay's folder, or in a clone of `replay.repository.url` it `cd`s into), "
@@ -143,6 +162,25 @@ declare(
     "content: one digit repeated, a placeholder (as KE104's: a counting run, a hexspeak word or "
     "a short unit repeated) or the SHA-256 of empty input names no file, and a packet that "
     "carries one fabricated its record.",
+    caps="C",
+)
+declare(
+    "KE108",
+    "warning",
+    "the replay runs fetchable, pinned code on the machine it records",
+    "record the remote URL of the repository, install only pinned code, and run the client against "
+    "the server on the recorded machine",
+    "A replay SHOULD run code another machine can fetch, and only that, on the hardware the packet "
+    "records: `replay.repository.url` names a remote repository (not a `file:` URL, a local path "
+    "or `localhost`, nor a template: `<owner>/<repo>`, `{repo}`, `your-org/your-repo`, "
+    "`user/repo`); no command before the benchmark fetches and runs code no pin names (`curl "
+    "URL | bash`, `wget -O- URL | sh`, `... | python -`) or installs a repository at a moving "
+    "ref (`pip install git+URL`, `git+URL@main`: a ref other than a commit hash); and a "
+    "serving client (`vllm bench serve`, `benchmark_serving.py`, SGLang `bench_serving`, "
+    "guidellm) is not pointed (`--base-url`, `--host`, guidellm's `--target`) at a public host "
+    "(a domain name or a public address: not loopback, a private or link-local address, a "
+    "bare name, `*.local`, `*.internal`, `*.svc`, `*.lan`...): that measures another "
+    "machine than the one the packet records.",
     caps="C",
 )
 
@@ -190,7 +228,7 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
                         f"commit `{commit}` is a hash of nothing (one digit repeated)",
                     )
                 )
-            elif h[0] in "46eE" and h[:12].lower() in _GIT_EMPTY:  # (their first digits)
+            elif h[0] in _GIT_EMPTY_FIRST and h[:12].lower() in _GIT_EMPTY:  # (their first digits)
                 add(
                     (
                         "KE104",
@@ -226,11 +264,36 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
                 empty = _remember(c.digest, _no_image(c.digest))
             if empty:
                 add(("KE105", "/replay/container/digest", f"digest `{_short(c.digest)}` is {empty}"))
+            at = c.image.find("@")
+            if at >= 0 and c.image[at + 1 :].strip().casefold() != c.digest.strip().casefold():
+                add(
+                    (
+                        "KE105",
+                        "/replay/container",
+                        f"image `{_short(c.image)}` carries the digest `{_short(c.image[at + 1 :])}`, but "
+                        f"replay.container.digest is `{_short(c.digest)}`: two images, neither pinned",
+                    )
+                )
+        if repo is not None and repo.url:
+            local = _URL_VERDICTS.get(repo.url, _MISS)
+            if local is _MISS:
+                local = _unfetchable(repo.url)
+                if len(_URL_VERDICTS) < 1024 and len(repo.url) <= CACHED_CHARS:
+                    _URL_VERDICTS[repo.url] = local
+            if local:
+                add(
+                    (
+                        "KE108",
+                        "/replay/repository/url",
+                        f"replay.repository.url `{_short(repo.url)}` {local}: nobody else can fetch the "
+                        "commit it pins",
+                    )
+                )
         # KE106: the workload flags the replay gives against the packet (cached per argv;
         # nothing to read in most replays)
         t = p.task
         if cmd and t is not None:
-            w, run = _readings(cmd, r.shell)
+            w, run = _readings(cmd, r.shell, r.env)
             if w is not None:
                 _runs_what_it_records(p, t, w, add)
             if run is not None:
@@ -332,13 +395,64 @@ _GIT_EMPTY = {
     "6ef19b41225c": "git's empty tree object",  # 6ef19b41225c5369f1c104d45d8d85efa9b057b53b14b4b9b939dd74decc5321
     "e69de29bb2d1": "git's empty blob object",  # e69de29bb2d1d6434b8b29ae775ad8c2e48c5391
     "473a0f4c3be8": "git's empty blob object",  # 473a0f4c3be8a93681a267e3b1e9a7dcda1185436fe141f7749120a303721813
+    "da39a3ee5e6b": "the SHA-1 of empty input",  # da39a3ee5e6b4b0d3255bfef95601890afd80709
+    "adc83b19e793": "the SHA-1 of a single newline",  # adc83b19e793491b1c6ea0fd8b46cd9f32e592fc
+    "e3b0c44298fc": "the SHA-256 of empty input",
+    "01ba4719c80b": "the SHA-256 of a single newline",
+    "d41d8cd98f00": "the MD5 of empty input",  # d41d8cd98f00b204e9800998ecf8427e
+    "68b329da9893": "the MD5 of a single newline",  # 68b329da9893e34099c7d8ad5cb9c940
 }
+#: the first digits of those ids (the quick test before the look-up)
+_GIT_EMPTY_FIRST = frozenset(c for k in _GIT_EMPTY for c in (k[0], k[0].upper()))
 #: digests of empty input: they name no image
 _EMPTY_DIGESTS = {
     "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855": "the SHA-256 of empty input",
     "cf83e1357eefb8bdf1542850d66d8007d620e4050b5715dc83f4a921d36ce9ce"
     "47d0d13c5d85f2b0ff8318d2877eec2f63b931bd47417a81a538327af927da3e": "the SHA-512 of empty input",
+    "01ba4719c80b6fe911b091a7c05124b64eeece964e09c058ef8f9805daca546b": "the SHA-256 of a single newline",
+    "da39a3ee5e6b4b0d3255bfef95601890afd80709": "the SHA-1 of empty input",
+    "adc83b19e793491b1c6ea0fd8b46cd9f32e592fc": "the SHA-1 of a single newline",
 }
+
+
+#: what is wrong with a repository URL (None: nothing), by the URL (bounded)
+_URL_VERDICTS: dict[str, str | None] = {}
+#: an owner or repository name that a template leaves to fill in (``your-org``, ``yourname``)
+_YOUR = lazy_re(
+    r"your[-_.]?(?:org|organi[sz]ation|user(?:name)?|name|team|company|repo(?:sitory)?|project|account"
+    r"|handle|fork|github|gh|namespace|group|id|login)s?"
+)
+#: ``owner/name`` pairs that templates hold (``github.com/user/repo``)
+_TEMPLATE_PAIRS = frozenset({
+    ("user", "repo"), ("owner", "repo"), ("org", "repo"), ("username", "repo"), ("username", "repository"),
+    ("owner", "repository"), ("org", "project"), ("user", "project"), ("organization", "repository"),
+    ("organisation", "repository"), ("namespace", "project"), ("group", "project"), ("owner", "name"),
+    ("user", "repository"), ("org", "repository"),
+})  # fmt: skip
+
+
+def _unfetchable(url: str) -> str | None:
+    """Why a repository URL names nothing another machine can fetch: a ``file:`` URL, a local
+    path, ``localhost``, or a template; None otherwise."""
+    u = url.strip()
+    low = u.casefold()
+    if low.startswith("file:"):
+        return "is a `file:` URL on the producer's machine"
+    if low[:1] in ("/", "~", ".", "\\") or (len(u) > 2 and u[0].isalpha() and u[1] == ":" and u[2] in "\\/"):
+        return "is a local path"
+    if any(ch in u for ch in "<>{}"):
+        return "is a template (`<owner>`, `{repo}`)"
+    key = _url_key(u)
+    parts = [x for x in key.split("/") if x]
+    host = parts[0].rsplit("@", 1)[-1].split(":", 1)[0] if parts else ""
+    if host in ("localhost", "127.0.0.1", "[::1]", "::1") or host.startswith("127."):
+        return "names this machine (`localhost`)"
+    names = parts[1:]
+    if any(_YOUR.fullmatch(x) for x in names):
+        return "is a template (`your-org/your-repo`)"
+    if len(names) >= 2 and (names[-2], names[-1]) in _TEMPLATE_PAIRS:
+        return f"is a template (`{names[-2]}/{names[-1]}`)"
+    return None
 
 
 def _no_image(d: str) -> str | None:
@@ -347,7 +461,7 @@ def _no_image(d: str) -> str | None:
     k = d.rfind(":") + 1  # the digits after the algorithm (all of it without one)
     if k < len(d) and d[k] == d[-1] and d.count(d[k], k) == len(d) - k:
         return "a hash of nothing (one digit repeated)"
-    what = _EMPTY_DIGESTS.get(d[k:].lower()) if d[-1] in "5eE" else None
+    what = _EMPTY_DIGESTS.get(d[k:].lower()) if d[-1] in "5eEbBcC9" else None
     if what:
         return f"{what}: it names no image"
     fill = _placeholder(d[k:])
@@ -367,8 +481,18 @@ def _placeholder(h: str) -> str | None:
     of three digits or more (``abcd`` x 10, ``abcdef...``), a hexspeak word (``deadbeef`` x 8,
     ``cafebabe...``) or two digits (``ab`` x 32). None otherwise (a hash of something: its
     digits repeat no unit, nor count); a unit of other digits (``7d2f`` x 16) is let
-    through. Costs one substring search on a real hash."""
-    if len(h) < 7 or (h.find(h[:4], 1) < 0 and h[:3] not in _RUNS_OF_3):
+    through. An id of 16 digits or more that is one digit repeated but at one or two
+    positions (``000...0001``) is one too. Costs one substring search on a real hash."""
+    n = len(h)
+    if n < 7:
+        return None
+    if n >= 16:
+        head = h[:4]
+        for c in head:
+            if head.count(c) >= 2 and h.count(c) >= n - 2:  # (2 of the first 4: the digit repeated)
+                off = n - h.count(c)
+                return f"`{c}` repeated" + (f" but at {off} position{'s' if off > 1 else ''}" if off else "")
+    if h.find(h[:4], 1) < 0 and h[:3] not in _RUNS_OF_3:
         return None  # (a hash: its start neither comes back nor counts)
     return _find_placeholder(h)
 
@@ -422,10 +546,18 @@ def _find_placeholder(h: str) -> str | None:
     return None
 
 
+#: the order people count hexadecimal digits in by hand (the digits, then the letters), up
+#: and down, twice over (a run may wrap): a unit read in it is a placeholder
+_HUMAN_ORDER = ("1234567890abcdef" * 2, "fedcba0987654321" * 2)
+
+
 def _placeholder_run(unit: str) -> bool:
-    """True for a unit of three digits or more counting up or down (``abcd``, ``3210``)."""
+    """True for a unit of three digits or more counting up or down (``abcd``, ``3210``), or
+    counting in the order people write the digits (``1234567890abcdef``, ``fedcba0987...``)."""
     if len(unit) < 3:
         return False
+    if any(unit in o for o in _HUMAN_ORDER):
+        return True
     vals = [_HEX_VALUE[c] for c in unit if c in _HEX_VALUE]
     if len(vals) != len(unit):
         return False
@@ -1623,9 +1755,24 @@ _SERVING_FLAGS = {
     "--max-concurrency": "max_concurrency", "--request-rate": "request_rate",
     "--tensor-parallel-size": "tensor_parallel_size", "-tp": "tensor_parallel_size",
     "--tp-size": "tensor_parallel_size", "--tp": "tensor_parallel_size",
+    # where a client sends its requests (guidellm's `--target`)
+    "--base-url": "endpoint", "--host": "endpoint", "--target": "endpoint",
 }  # fmt: skip
+#: a unique prefix of a serving flag (argparse reads `--max-conc` as `--max-concurrency`),
+#: by the prefix (``-`` for ``_``), to the flag: prefixes of flags of one field only, of 6
+#: characters or more, not a flag itself (``--dataset``, an old flag of its own, is none)
+_SERVING_PREFIXES: dict[str, str] = {}
+for _f in _SERVING_FLAGS:
+    if _f[:2] == "--" and _SERVING_FLAGS[_f] != "dataset":
+        for _k in range(6, len(_f)):
+            _p = _f[:_k]
+            if _p in _SERVING_FLAGS:
+                continue
+            _SERVING_PREFIXES[_p] = _f if _p not in _SERVING_PREFIXES else ""  # ("": ambiguous)
+_SERVING_PREFIXES = {k: v for k, v in _SERVING_PREFIXES.items() if v}
+del _f, _k, _p
 #: the flags that take one word (a name), not one number or several
-_ONE_WORD = frozenset({"model", "alias", "dataset", "baseline", "reload", "check"})
+_ONE_WORD = frozenset({"model", "alias", "dataset", "baseline", "reload", "check", "endpoint"})
 #: a kernel benchmark's workload flags: the GEMM dims (short ones: numbers only), its shape, its dtype
 _KERNEL_FLAGS = {
     "--m": "m", "--n": "n", "--k": "k", "--M": "m", "--N": "n", "--K": "k",
@@ -1652,6 +1799,8 @@ _WORKLOAD_MARKS = lazy_re(
     # warm-up), and git or patch changing the code before it runs
     r"|--[\w-]*(?:dry|result|timing|measurement|verif|validat|check|correct|baseline|rep|iter|warmup|run|bench)"
     r"|(?:^|[\0\s;&|/(])(?:git|patch)(?=[\0\s]|$)"
+    # files edited in place, code fetched or installed, a container run
+    r"|(?:^|[\0\s;&|/(])(?:g?sed|perl|curl|wget|pip3?|uv|docker|podman|nerdctl)(?=[\0\s]|$)"
 )
 #: a shell word the shell (or the harness) fills in: its value is not in the replay
 _FILLED = ("$", "`", "%(", "{{")
@@ -1678,6 +1827,7 @@ class _Workload:
     __slots__ = (
         "serving", "model", "mnk", "shape", "dtype", "getter", "expect", "mnk_expect",
         "run", "dry", "nocheck", "baseline", "repeats", "iters", "warmup", "warmup_bare", "git",
+        "unpinned", "remote", "images",
     )  # fmt: skip
 
     def __init__(self, flags: _Flags) -> None:
@@ -1727,9 +1877,12 @@ class _Workload:
         self.warmup = entry("warmup")
         self.warmup_bare = entry("warmup_bare")
         self.git: list[tuple[str, str | None, str]] | None = flags.get("git") or None  # type: ignore[assignment]
+        self.unpinned = flags.get("unpinned") or None
+        self.remote = flags.get("remote") or None
+        self.images = flags.get("image") or None
         self.run = bool(
             self.dry or self.nocheck or self.baseline or self.repeats or self.iters or self.warmup
-            or self.warmup_bare or self.git
+            or self.warmup_bare or self.git or self.unpinned or self.remote or self.images
         )  # fmt: skip
 
     def __bool__(self) -> bool:
@@ -1745,40 +1898,80 @@ def _as_field(x: Any) -> Any:
 _Readings = tuple["_Workload | None", "_Workload | None"]
 _WORKLOAD_CACHE: dict[tuple[Any, ...], _Readings] = {}
 _NOTHING: _Readings = (None, None)
+_BY_ENV: Any = object()  # (a cache entry: read the argv again with its environment)
 
 
-def _workload(cmd: list[str], shell: bool | None) -> _Workload | None:
+def _workload(cmd: list[str], shell: bool | None, env: Mapping[str, str] | None = None) -> _Workload | None:
     """The workload flags the replay gives the programs it runs (cached per argv), None
     when it gives none (or gives only values it does not hold: ``$N``)."""
-    return _readings(cmd, shell)[0]
+    return _readings(cmd, shell, env)[0]
 
 
-def _readings(cmd: list[str], shell: bool | None) -> _Readings:
-    """What the replay gives the programs it runs, read once (cached per argv): its workload
-    flags (None when it gives none, or only values it does not hold: ``$N``), and its run's
-    own flags and code changes (None when none: ``_Workload.run``)."""
-    key = tuple(cmd) if not shell else ("\0sh", *cmd)
-    hit = _WORKLOAD_CACHE.get(key)
+def _readings(cmd: list[str], shell: bool | None, env: Mapping[str, str] | None = None) -> _Readings:
+    """What the replay gives the programs it runs, read once (cached per argv, and per
+    ``replay.env`` where a word names a variable): its workload flags (None when it gives
+    none, or only values it does not hold: ``$N``), and its run's own flags and code changes
+    (None when none: ``_Workload.run``)."""
+    base: tuple[Any, ...] = tuple(cmd) if not shell else ("\0sh", *cmd)
+    hit = _WORKLOAD_CACHE.get(base)
+    key = base
+    if hit is _BY_ENV:  # (an argv that names a variable: read per environment)
+        key = (*base, "\0env", *sorted(env.items())) if env else (*base, "\0env")
+        hit = _WORKLOAD_CACHE.get(key)
     if hit is None:
-        flags = _read_workload(cmd, bool(shell)) if _WORKLOAD_MARKS.search("\0".join(cmd)) else None
+        joined = "\0".join(cmd)
+        named = "$" in joined
+        flags = (
+            _read_workload(cmd, bool(shell), env if named else None)
+            if _WORKLOAD_MARKS.search(joined)
+            else None
+        )
         w = _Workload(flags) if flags else None
         hit = (w if w else None, w if w is not None and w.run else None) if w is not None else _NOTHING
-        if len(_WORKLOAD_CACHE) < 4096 and sum(map(len, cmd)) <= CACHED_CHARS:
-            _WORKLOAD_CACHE[key] = hit
+        size = sum(map(len, cmd)) + (sum(len(k) + len(v) for k, v in env.items()) if env else 0)
+        if len(_WORKLOAD_CACHE) < 4096 and size <= CACHED_CHARS:
+            if named and flags is not None:
+                # the argv's entry says: read it with its environment (kept under both)
+                _WORKLOAD_CACHE[base] = _BY_ENV
+                _WORKLOAD_CACHE[(*base, "\0env", *sorted(env.items())) if env else (*base, "\0env")] = hit
+            else:
+                _WORKLOAD_CACHE[base] = hit
     return hit
 
 
-def _read_workload(cmd: list[str], shell: bool) -> _Flags | None:
+def _read_workload(cmd: list[str], shell: bool, env: Mapping[str, str] | None = None) -> _Flags | None:
     """Field -> ``[(flag, value), ...]`` for each workload flag of the programs the replay
-    runs; None for a field whose value the replay does not hold (``$N``)."""
+    runs; None for a field whose value the replay does not hold (``$N``). A ``$NAME`` is
+    read as ``replay.env`` (``env``) or the script before it sets it."""
     argvs: list[list[str]] = []
-    if not (_script_runs(" ".join(cmd), argvs, 0) if shell else _argv_runs(cmd, argvs, 0)):
+    if not (_script_runs(" ".join(cmd), argvs, 0, env) if shell else _argv_runs(cmd, argvs, 0, env, env)):
         return None  # a script not read to its end may run the workload elsewhere
     out: _Flags = {}
     dry: dict[str, tuple[int, tuple[str, str]]] = {}  # program -> (when, how) it is told not to measure
     clean: dict[str, int] = {}  # program -> when it last runs told nothing of the kind
     git = _GitReader()
+    unpinned: list[tuple[str, str]] = []  # code fetched and run, or installed at a moving ref
+    pending: list[tuple[str, str]] = []  # ... before a program that runs
     for i, argv in enumerate(argvs):
+        if argv[:1] == [_MARK]:
+            if argv[1] == "image":
+                got = out.setdefault("image", [])
+                if got is not None:
+                    got.append(("run", argv[2]))
+            else:
+                pending.append((argv[1], argv[2]))
+            continue
+        if argv:
+            b = _base_name(argv[0])
+            if b in _SED_PERL:
+                edit = _edits_in_place(argv)
+                if edit is not None:
+                    git.edit(edit)
+                    continue
+            elif b in ("pip", "pip3", "uv"):
+                moving = _pip_moving(argv)
+                if moving is not None:
+                    pending.append(("install", moving))
         at = _serving_at(argv)
         if at is not None:
             _read_serving(argv, at[0], at[1], out)
@@ -1786,10 +1979,12 @@ def _read_workload(cmd: list[str], shell: bool) -> _Flags | None:
             _read_kernel(argv, out)
         if not argv:
             continue
-        if _base_name(argv[0]) in _UTILITIES:
+        if _base_name(argv[0]) in _UTILITIES or (argv[0] == "uv" and argv[1:2] == ["pip"]):
             git.read(argv)
             continue
         git.runs()
+        unpinned.extend(pending)
+        pending.clear()
         told = _read_run_flags(argv, out)
         if told is None:
             clean[argv[0]] = i
@@ -1804,6 +1999,8 @@ def _read_workload(cmd: list[str], shell: bool) -> _Flags | None:
         out["dry"] = idle
     if git.ops:
         out["git"] = git.ops  # type: ignore[assignment]
+    if unpinned:
+        out["unpinned"] = unpinned
     if "alias" in out:  # a client's --model that names the server's alias is no model
         aliases = out.pop("alias")
         models = out.get("model")
@@ -1816,10 +2013,150 @@ def _read_workload(cmd: list[str], shell: bool) -> _Flags | None:
     return {k: v for k, v in out.items() if v} or None
 
 
-def _argv_runs(cmd: list[str], out: list[list[str]], depth: int) -> bool:
+#: the head of a note :func:`_argv_runs` adds to its argvs (no program is named so): ``[_MARK,
+#: "image", IMAGE]`` a container run from IMAGE, ``[_MARK, "fetch", WHAT]`` code fetched and run
+_MARK = "\0mark"
+#: editors that may change files in place
+_SED_PERL = frozenset({"sed", "gsed", "perl"})
+#: the files an in-place edit changes the code in (by extension): source, not configuration
+_CODE_FILES = frozenset({
+    "py", "pyx", "pxd", "pyi", "cu", "cuh", "c", "cc", "cpp", "cxx", "h", "hh", "hpp", "hxx", "inl",
+    "triton", "mojo", "rs", "jl", "sh", "bash", "cl", "metal", "hip", "mlir", "ptx", "s", "go", "java",
+})  # fmt: skip
+_SED_VALUED = frozenset({"-e", "--expression", "-f", "--file", "-l", "--line-length"})
+
+
+def _edits_in_place(argv: list[str]) -> str | None:
+    """``sed -i ... FILE`` or ``perl -pi -e ... FILE`` that edits a source file of the
+    replay's folder (a relative path, not ``../``): the command (shortened); None otherwise."""
+    b = _base_name(argv[0])
+    inplace = False
+    script = False  # the code given with -e/-f (else the first positional is it)
+    files: list[str] = []
+    k = 1
+    n = len(argv)
+    while k < n:
+        a = argv[k]
+        k += 1
+        if a == "--":
+            files.extend(argv[k:])
+            break
+        if a[:2] == "--":
+            name = a.partition("=")[0]
+            if name == "--in-place":
+                inplace = True
+            elif name in ("--expression", "--file"):
+                script = True
+                k += 0 if "=" in a else 1
+            elif name in _SED_VALUED:
+                k += 0 if "=" in a else 1
+            continue
+        if a[:1] == "-" and len(a) > 1:
+            opts = a[1:]
+            if b == "perl":
+                # -i[ext], -e CODE, -p, -n, -l[oct], -0[oct], -M/-m module, -I dir
+                if "i" in opts.split("e", 1)[0].lstrip("pnlaswWtTcCuUdDxXE0123456789"):
+                    inplace = True
+                if opts[:1] in "MmI" and opts[:1]:
+                    k += 0 if len(opts) > 1 else 1
+                    continue
+                if "e" in opts or "E" in opts:
+                    script = True
+                    k += 1  # the code
+                continue
+            # sed: -i[SUFFIX] (a suffix ends the run), -e SCRIPT, -f FILE, -n -E -r -s -z -u
+            for j, c in enumerate(opts):
+                if c == "i":
+                    inplace = True
+                    break
+                if c in "efl":
+                    if c != "l":
+                        script = True
+                    if j == len(opts) - 1:
+                        k += 1
+                    break
+            continue
+        files.append(a)
+    if not inplace:
+        return None
+    if not script and b != "perl":
+        files = files[1:]  # the script
+    elif not script:
+        files = files[1:]  # perl: a program file
+    for x in files:
+        ext = x.rsplit(".", 1)[-1].casefold() if "." in x.rsplit("/", 1)[-1] else ""
+        if (
+            ext in _CODE_FILES
+            and x[:1] not in ("/", "~", "$", "-")
+            and not x.startswith("..")
+            and not any(f in x for f in _FILLED)
+        ):
+            return _short(" ".join(argv))
+    return None
+
+
+#: what a ``pip install`` argument pins: ``git+URL@REF`` (or ``NAME @ git+URL@REF``)
+_VCS_REF = lazy_re(r"(?:git|hg|svn|bzr)\+[a-z]+://[^\s#]*")
+
+
+def _pip_moving(argv: list[str]) -> str | None:
+    """The argument of ``pip install`` (``uv pip install``) that installs a repository at a
+    moving ref (a branch, a tag or none: not a commit hash), or None."""
+    try:
+        k = argv.index("install")
+    except ValueError:
+        return None
+    for a in argv[k + 1 :]:
+        m = _VCS_REF.search(a)
+        if m is None:
+            continue
+        url = m.group(0)
+        path = url.split("://", 1)[1]
+        path = path.split("/", 1)[1] if "/" in path else ""
+        ref = path.rsplit("@", 1)[1] if "@" in path else ""
+        if any(f in ref for f in _FILLED):
+            continue
+        if not (7 <= len(ref) <= 64 and not ref.strip(_HEX_DIGITS)):
+            return _short(a)
+    return None
+
+
+#: a variable a shell word names: ``$NAME`` or ``${NAME}``
+_VAR_REF = lazy_re(r"\$(?:\{([A-Za-z_]\w*)\}|([A-Za-z_]\w*))")
+
+
+def _expand(word: str, known: Mapping[str, str] | None) -> str:
+    """A word with the variables it names whose values are ``known`` filled in (the rest,
+    and a word that runs a command, left as they are)."""
+    if not known or "$" not in word or "$(" in word or "`" in word:
+        return word
+
+    def value(m: re.Match[str]) -> str:
+        v = known.get(m.group(1) or m.group(2))
+        return m.group(0) if v is None else v
+
+    return _VAR_REF.sub(value, word)
+
+
+#: builtins that set or drop variables this reader cannot follow: after one, none is known
+_SH_UNKNOWN = frozenset({"read", "mapfile", "readarray", "getopts", "eval", "source", ".", "let"})
+#: builtins that set the variables their ``NAME=value`` arguments name
+_SH_SETTERS = frozenset({"export", "declare", "typeset", "local", "readonly"})
+
+
+def _argv_runs(
+    cmd: list[str],
+    out: list[list[str]],
+    depth: int,
+    env: Mapping[str, str] | None = None,
+    fill: Mapping[str, str] | None = None,
+) -> bool:
     """Add to ``out`` the argv of the program ``cmd`` runs (past wrappers, interpreters and
     containers; each command of a shell script); False when a script in it cannot be read
-    to its end."""
+    to its end. ``env``: the variables a script it runs starts with; ``fill``: those filled
+    into the argv it adds (a harness expands ``$NAME`` in a replay's argv from its env)."""
+    if fill and depth == 0:
+        out = _Filled(out, fill)
     if depth > 8:
         return False
     i = 0
@@ -1831,7 +2168,7 @@ def _argv_runs(cmd: list[str], out: list[list[str]], depth: int) -> bool:
                 seen: dict[str, str] = {}
                 _skip_opts(cmd, i + 1, _WRAP_SPECS["sbatch"], seen)
                 wrap = seen.get("--wrap")
-                return True if wrap is None else _script_runs(wrap, out, depth + 1)
+                return True if wrap is None else _script_runs(wrap, _unfilled(out), depth + 1, env)
             j, _why = _past_wrapper(cmd, i, prog, None)
             if j is None:
                 return True  # a no-op (KE103's) or out of sight: no flags to read
@@ -1845,7 +2182,7 @@ def _argv_runs(cmd: list[str], out: list[list[str]], depth: int) -> bool:
             if script is None:
                 out.append(cmd[i + 1 :])  # a script file and its arguments
                 return True
-            return _script_runs(script, out, depth + 1)
+            return _script_runs(script, _unfilled(out), depth + 1, env)
         if prog in _PYTHONS:
             mode, j = _python_mode(cmd, i)
             if mode == "-m" and j < n:
@@ -1854,6 +2191,9 @@ def _argv_runs(cmd: list[str], out: list[list[str]], depth: int) -> bool:
                 out.append(cmd[i + 1 :])  # the script (after the interpreter's options)
             return True
         if prog in _CONTAINERS:
+            image = _run_image(cmd, i, prog)
+            if image is not None:
+                out.append([_MARK, "image", image])
             _why, argv, own = _container_target(cmd, i, prog)
             if argv is None:
                 return True
@@ -1862,7 +2202,7 @@ def _argv_runs(cmd: list[str], out: list[list[str]], depth: int) -> bool:
                 head = "vllm.entrypoints.openai.api_server" if image.startswith("vllm-openai") else argv[0]
                 out.append([head, *argv[1:]])
                 return True
-            return _argv_runs(argv, out, depth + 1)
+            return _argv_runs(argv, out, depth + 1, env)
         out.append(cmd[i:])
         return True
     return True
@@ -1876,25 +2216,117 @@ def _shell_script(cmd: list[str], i: int) -> str | None:
     return cmd[j] if j < len(cmd) else ""
 
 
-def _script_runs(script: str, out: list[list[str]], depth: int) -> bool:
+def _script_runs(script: str, out: list[list[str]], depth: int, env: Mapping[str, str] | None = None) -> bool:
     """Add to ``out`` the programs each command of a shell script runs; False when the
-    script holds what this reader does not follow (subshells, here-documents)."""
+    script holds what this reader does not follow (subshells, here-documents). A ``$NAME``
+    is read as the value ``env`` gives it, or that a plain ``NAME=value`` (``export
+    NAME=value``) sets before it, in a script of simple commands only (no ``if``, loop or
+    ``read``: what those set is not known)."""
     if depth > 8 or len(script) > 65536:
         return False
+    words = list(_sh_words(script))
+    if None in words:
+        return False
+    known: dict[str, str] | None = dict(env) if env else {}
+    if "$" not in script or "=" not in script and not known:
+        known = None  # (nothing to fill in)
     argv: list[str] = []
-    for t in itertools.chain(_sh_words(script), (";",)):
-        if t is None:
-            return False
+    before = ";"  # the operator before the command read
+    prev: list[str] = []  # the command before it
+    for t in itertools.chain(words, (";",)):
+        assert t is not None
         if t not in _SH_OPS:
             argv.append(t)
             continue
         k = 0
         while k < len(argv) and (argv[k] in _SH_COMPOUND or _sh_assignment(argv[k])):
             k += 1  # `do CMD`, `then CMD`, `VAR=1 CMD`
-        if k < len(argv) and not _argv_runs(argv[k:], out, depth + 1):
-            return False
+        if known is not None:
+            if any(a in _SH_COMPOUND for a in argv[:k]) or (k < len(argv) and argv[k] in _SH_UNKNOWN):
+                known = None  # a branch or a loop, or a builtin that sets what it reads: no more known
+            elif k == len(argv) or (k < len(argv) and argv[k] in _SH_SETTERS):
+                # `NAME=value` alone (it sets the shell's), `export NAME=value`
+                names = argv[:k] if k == len(argv) else argv[k + 1 :]
+                setter = argv[k] if k < len(argv) else ""
+                plain = before in (";", "&&") and not (setter and any(a[:1] in "-+" for a in names))
+                for a in names:
+                    name, eq, v = a.partition("=")
+                    if not eq:
+                        continue
+                    if plain and not any(x in v for x in _FILLED):
+                        known[name] = v
+                    else:
+                        known.pop(name, None)
+            elif k < len(argv) and argv[k] == "unset":
+                for a in argv[k + 1 :]:
+                    known.pop(a, None)
+            if known is not None and k < len(argv):
+                argv = argv[:k] + [_expand(a, known) for a in argv[k:]]
+        if k < len(argv):
+            cmd = argv[k:]
+            if before == "|" and prev and _base_name(prev[0]) in ("curl", "wget") and _runs_stdin(cmd):
+                out.append([_MARK, "fetch", _short(" ".join(prev)) + " | " + _short(" ".join(cmd))])
+            if not _argv_runs(cmd, out, depth + 1, env):
+                return False
+            prev = cmd
+        else:
+            prev = []
+        before = t
         argv = []
     return True
+
+
+class _Filled(list):  # type: ignore[type-arg]
+    """A list of argvs that fills the variables it knows into each argv appended to it
+    (and appends to the list it stands for)."""
+
+    def __init__(self, into: list[list[str]], fill: Mapping[str, str]) -> None:
+        super().__init__()
+        self.into = into
+        self.fill = fill
+
+    def append(self, argv: list[str]) -> None:  # type: ignore[override]
+        self.into.append(argv if argv[:1] == [_MARK] else [_expand(a, self.fill) for a in argv])
+
+
+def _unfilled(out: list[list[str]]) -> list[list[str]]:
+    """The list a :class:`_Filled` stands for (a script fills in its own variables)."""
+    return out.into if isinstance(out, _Filled) else out
+
+
+def _runs_stdin(cmd: list[str]) -> bool:
+    """True for a shell or an interpreter that runs the code it reads on standard input
+    (``bash``, ``sh -s``, ``python -``, ``python3``), as ``curl URL | bash`` does."""
+    b = _base_name(cmd[0])
+    if b in _SHELLS:
+        script, j, flag = _shell_options(cmd, 0)
+        if script or flag is not None:
+            return False
+        return j >= len(cmd) or cmd[j - 1] == "-" or any(a[:1] == "-" and "s" in a[1:] for a in cmd[1:j])
+    if b in _PYTHONS or b in ("perl", "ruby", "node"):
+        rest = [a for a in cmd[1:] if a[:1] != "-" or a == "-"]
+        if any(a in ("-c", "-m", "-e") or a[:2] in ("-c", "-m", "-e") for a in cmd[1:]):
+            return False
+        return not rest or rest[0] == "-"
+    return False
+
+
+def _run_image(cmd: list[str], i: int, prog: str) -> str | None:
+    """The image ``docker``/``podman``/``nerdctl run`` at ``cmd[i]`` runs, None for none (or
+    another container runner, or an image the replay does not hold: ``$IMAGE``)."""
+    if prog not in ("docker", "podman", "nerdctl"):
+        return None
+    n = len(cmd)
+    seen: dict[str, str] = {}
+    j = _skip_opts(cmd, i + 1, _DOCKER_GLOBAL, seen)
+    if j < n and cmd[j] == "container":
+        j += 1
+    if j >= n or cmd[j] != "run":
+        return None
+    j = _skip_opts(cmd, j + 1, _DOCKER_RUN, seen)
+    if j >= n or any(f in cmd[j] for f in _FILLED):
+        return None
+    return cmd[j]
 
 
 def _serving_at(argv: list[str]) -> tuple[str, int] | None:
@@ -1930,9 +2362,12 @@ def _number(v: str) -> float | None:
     return None if x != x else x
 
 
-def _flag_values(args: list[str], table: dict[str, str]) -> Iterator[tuple[str, str, list[str]]]:
+def _flag_values(
+    args: list[str], table: dict[str, str], prefixes: Mapping[str, str] | None = None
+) -> Iterator[tuple[str, str, list[str]]]:
     """``(field, flag, values)`` for each flag of ``table`` in ``args`` (``--flag=value``,
-    ``--flag value``, ``--flag 1 2 4``; a long flag's `_` read as `-`)."""
+    ``--flag value``, ``--flag 1 2 4``; a long flag's `_` read as `-`; with ``prefixes``, a
+    unique prefix of a flag read as it, as argparse reads it: ``--max-conc``)."""
     n = len(args)
     k = 0
     while k < n:
@@ -1941,7 +2376,10 @@ def _flag_values(args: list[str], table: dict[str, str]) -> Iterator[tuple[str, 
         if a[:1] != "-" or len(a) < 2:
             continue
         name, eq, v = a.partition("=")
-        field = table.get(name.replace("_", "-") if name[1] == "-" and "_" in name else name)
+        key = name.replace("_", "-") if name[1] == "-" and "_" in name else name
+        field = table.get(key)
+        if field is None and prefixes is not None and key in prefixes:
+            field = table[prefixes[key]]
         if field is None:
             continue
         if eq:
@@ -1978,15 +2416,32 @@ def _read_serving(argv: list[str], kind: str, start: int, out: _Flags) -> None:
         found.append(("model", "vllm serve", [args[0]]))  # `vllm serve MODEL`
         args = args[1:]
     dataset = None
-    for field, flag, vals in _flag_values(args, _SERVING_FLAGS):
-        if kind == "guidellm" and field != "model":
+    last: dict[str, int] = {}  # flag (in full) -> its last occurrence (argparse keeps the last value)
+    # (guidellm reads its options with click: no prefixes)
+    for field, flag, vals in _flag_values(
+        args, _SERVING_FLAGS, None if kind == "guidellm" else _SERVING_PREFIXES
+    ):
+        if kind == "guidellm" and field not in ("model", "endpoint"):
             continue  # its rates and lengths are read other ways
+        if field == "endpoint":
+            if kind in ("client", "guidellm") and vals:
+                host = _public_host(vals[0])
+                if host is not None:
+                    got = out.setdefault("remote", [])
+                    if got is not None:
+                        got.append((flag, vals[0]))
+            continue
         if field == "dataset":
             dataset = vals[0].casefold() if vals else None
+        key = flag.replace("_", "-")
+        last[_SERVING_PREFIXES.get(key, key)] = len(found)
         found.append((field, flag, vals))
-    for field, flag, vals in found:
-        # a dataset's own lengths count only where that dataset runs
+    for at, (field, flag, vals) in enumerate(found):
         f = flag.replace("_", "-")
+        f = _SERVING_PREFIXES.get(f, f)
+        if last.get(f, at) != at:
+            continue  # a value given again later: argparse keeps that one
+        # a dataset's own lengths count only where that dataset runs
         if f.startswith("--random-") and dataset is not None and not dataset.startswith("random"):
             continue
         if f.startswith("--sonnet-") and dataset != "sonnet":
@@ -1994,6 +2449,42 @@ def _read_serving(argv: list[str], kind: str, start: int, out: _Flags) -> None:
         if f.startswith("--sharegpt-") and dataset != "sharegpt":
             continue
         _put(out, field, flag, vals, field not in _ONE_WORD)
+
+
+#: host names that stay inside a site (no public DNS name): a client sending to one of them
+#: reaches a machine of the run's own
+_SITE_SUFFIXES = (
+    ".local", ".localhost", ".internal", ".lan", ".home.arpa", ".localdomain", ".svc", ".intranet",
+    ".corp", ".private", ".home", ".test", ".example", ".invalid", ".cluster",
+)  # fmt: skip
+
+
+def _public_host(v: str) -> str | None:
+    """The host a client's ``--base-url``/``--host`` names when it is a public one: a domain
+    name, or a global address; None for loopback, private and link-local addresses, a bare
+    name (``server``, a container's), a site's own names (``*.local``, ``*.internal``,
+    ``*.svc``...), or a value the replay does not hold (``$HOST``)."""
+    u = v.strip()
+    if not u or any(f in u for f in _FILLED):
+        return None
+    try:
+        host = urlsplit(u if "://" in u else "//" + u).hostname or ""
+    except ValueError:
+        return None
+    host = host.rstrip(".").casefold()
+    if not host:
+        return None
+    try:
+        ip = ipaddress.ip_address(host)
+    except ValueError:
+        ip = None
+    if ip is not None:
+        return host if ip.is_global else None
+    if "." not in host or host == "localhost" or host.endswith(_SITE_SUFFIXES):
+        return None
+    if host.replace(".", "").isdigit():
+        return None  # (not an address: nothing to say)
+    return host
 
 
 def _read_kernel(argv: list[str], out: _Flags) -> None:
@@ -2154,6 +2645,11 @@ class _GitReader:
             return self.where
         url = self.clones.get(d)
         return None if url is None else "clone:" + url
+
+    def edit(self, what: str) -> None:
+        """A file of the folder the replay is in is edited in place (``sed -i``, ``perl -pi``)."""
+        if self.where is not None:
+            self.pending.append((what, None, self.where))
 
     def read(self, argv: list[str]) -> None:
         b = _base_name(argv[0])
@@ -2427,6 +2923,70 @@ def _run_flags(p: Any, r: Any, w: _Workload, add: Add, idle: bool) -> None:
                     break
     if w.git:
         _pinned_code(r, w.git, add)
+    if w.unpinned:
+        how, what = w.unpinned[0]
+        add(
+            (
+                "KE108",
+                "/replay/command",
+                f"the replay runs `{what}` before the benchmark: "
+                + (
+                    "it runs code fetched from a URL, which no pin names"
+                    if how == "fetch"
+                    else "it installs a repository at a moving ref (not a commit hash)"
+                )
+                + ", so the code that ran may not be the code pinned",
+            )
+        )
+    if w.remote:
+        flag, url = w.remote[0]
+        hw = p.hardware
+        add(
+            (
+                "KE108",
+                "/replay/command",
+                f"the replay's serving client sends its requests to `{flag} {_short(url)}`, a public host "
+                f"({_public_host(url)}): it measures that service, not the "
+                f"{_short(hw.device) if hw is not None else 'hardware'} "
+                "the packet records",
+            )
+        )
+    c = r.container
+    if w.images and c is not None:
+        pinned = c.image.partition("@")[0].strip()
+        digest = (c.digest or c.image.partition("@")[2]).strip().casefold()
+        for _, image in w.images:
+            if _image_key(image.partition("@")[0]) == _image_key(pinned) and (
+                "@" not in image or not digest or image.partition("@")[2].strip().casefold() == digest
+            ):
+                continue  # the image pinned (by its name, or with its digest)
+            if digest and image.casefold().endswith("@" + digest):
+                continue  # the digest pinned, under another name
+            add(
+                (
+                    "KE105",
+                    "/replay/command",
+                    f"the replay runs the image `{_short(image)}`, but replay.container pins `{_short(c.image)}`"
+                    + (f" (digest `{_short(c.digest)}`)" if c.digest else "")
+                    + ": the container that ran is not the one pinned",
+                )
+            )
+            break
+
+
+def _image_key(image: str) -> str:
+    """An image reference compared: Docker Hub's default registry and ``library/`` dropped,
+    ``:latest`` for no tag, lower case."""
+    x = image.strip().casefold()
+    for pre in ("docker.io/", "index.docker.io/", "registry-1.docker.io/"):
+        if x.startswith(pre):
+            x = x[len(pre) :]
+            break
+    if x.startswith("library/"):
+        x = x[8:]
+    if ":" not in x.rsplit("/", 1)[-1]:
+        x += ":latest"
+    return x
 
 
 #: libraries one of which calls, or stands for, the other (cuBLAS runs cuBLASLt's kernels,
