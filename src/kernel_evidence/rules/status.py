@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import unicodedata
 from typing import Any
 
 from ._common import CACHED_CHARS, lazy_re
@@ -44,7 +45,11 @@ declare(
     "`invalid_reference` and the validation's message says the reference is what broke; a "
     "`skipped` packet's class, if any, is a reason the run did not happen (`infra_error`, "
     "`invalid_reference`), and it MUST NOT record a failed compile (`compile.succeeded: "
-    "false`): a candidate that was built and failed is `failed`.",
+    "false`): a candidate that was built and failed is `failed`. A `failed` or `error` packet "
+    "of another class MUST NOT say, in `failure.message` or `failure.log_excerpt`, that the "
+    "harness caught the candidate (a defence check named beside failed/caught, `timer_integrity "
+    "FAILED`; the clock replaced, patched or monkeypatched; `reward hack`), in a clause that does "
+    "not deny it, unless the packet records that check passed: that failure is `reward_hack`.",
 )
 declare(
     "KE404",
@@ -134,12 +139,21 @@ declare(
     "`replay.env` loads a library into the timed process (`LD_PRELOAD`, "
     "`DYLD_INSERT_LIBRARIES`, `LD_AUDIT`, the CUDA driver's `CUDA_INJECTION64_PATH`/"
     "`CUDA_INJECTION32_PATH`, ROCm's `HSA_TOOLS_LIB`/`ROCP_TOOL_LIBRARIES`) other than a "
-    "memory allocator or a vendor profiler's own library: it can patch the clock) or whose "
-    "own `detail` says it was not run or not checked (begins `skipped`, `not run`, `not "
-    "applicable`, `n/a`, `disabled`, `turned off`, `bypassed`, `waived`, `assumed`, `trusted`..., "
-    "`disabled via --no-unseen` too; or says anywhere, in a "
+    "memory allocator or a vendor profiler's own library: it can patch the clock; "
+    "`unseen_inputs` passed while its detail names as its seeds only the replay's public ones, "
+    "a `replay.seeds` value or the replay command's `--seed`) or whose "
+    "own `detail` (NFKC-folded, casefolded) says it was not run or not checked (begins `skipped`, "
+    "`not run`, `never executed`/`never ran`, `did not`/`was not`/`has not been` run or executed, "
+    "`not applicable`, `n/a`, `TODO`, `TBD`, `FIXME`, `pending`, `deferred`, `will run`/`to be run`, "
+    "`disabled`, `turned off`, `bypassed`, `waived`, `assumed`, `trusted`..., "
+    "`disabled via --no-unseen` too, the same after a `;`; or says anywhere, in a "
     "clause that neither negates nor counts it, `not checked`/`not verified`, `is assumed`/"
-    "`is trusted`, `on assumption`, `the check was skipped`).",
+    "`is trusted`, `on assumption`, `the check was skipped`; or counts zero items checked, "
+    "`on 0 of 1000 requests`, `0 unseen input sets`, in a clause that counts no faults). A "
+    "packet with timing MUST NOT be replayed under a clock-warping tool, with or without a "
+    "`timer_integrity` record: a `faketime`/`datefudge`/`libfaketime` wrapper or `FAKETIME=` in "
+    "`replay.command`, a `FAKETIME` variable in `replay.env`, or (where no `timer_integrity` "
+    "record exists) a preloaded clock library (`LD_PRELOAD=/opt/libfastclock.so`).",
 )
 declare("KE413", "warning", "validation covered the output",
      "compare every element of the output (or record the elements compared and why)",
@@ -193,8 +207,12 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
                         f"failure class `{fc}` is not a fault of the candidate; use status `error`",
                     )
                 )
-            elif fc != "reward_hack" and p.defences:
-                _relabelled_hack(p.defences, fc, add)
+            elif (
+                fc != "reward_hack"
+                and not (p.defences and _relabelled_hack(p.defences, fc, add))
+                and (f.message or f.log_excerpt)
+            ):
+                _hack_text(f, fc, "", _passed_checks(p.defences), add)
         elif status == "error":
             if fc not in _ERROR_CLASSES:
                 add(
@@ -204,8 +222,10 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
                         f"failure class `{fc}` is a fault of the candidate; use status `failed`",
                     )
                 )
-            elif p.defences or v is not None:
-                _candidate_fault(p.defences, v, fc, add)
+            elif not ((p.defences or v is not None) and _candidate_fault(p.defences, v, fc, add)) and (
+                f.message or f.log_excerpt
+            ):
+                _hack_text(f, fc, "; use status `failed`", _passed_checks(p.defences), add)
         elif status == "skipped":
             if fc not in _SKIP_REASONS:
                 add(
@@ -245,17 +265,32 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
                     env = r.env if r is not None else None
                     if env and not _PRELOAD_VARS.isdisjoint(env):
                         why = _contradicted(p, d)
-                elif c == "unseen_inputs" and v is not None and v.inputs_regenerated is False:
-                    why = _contradicted(p, d)
+                elif c == "unseen_inputs":
+                    if v is not None and v.inputs_regenerated is False:
+                        why = _contradicted(p, d)
+                    if why is None and d.detail and p.replay is not None:
+                        why = _public_seed(p.replay, d.detail)
                 if why is None:
                     det = d.detail
-                    if det is None or _NOT_RUN_CACHE.get(det) is False or not _says_not_run(det):
+                    if det is None or _NOT_RUN_CACHE.get(det) == "":
                         continue
-                    why = f"its detail says it did not run (`{det.strip()[:80]}`)"
+                    said = _says_not_run(det)
+                    if not said:
+                        continue
+                    why = (
+                        f"its detail counts zero items checked (`{det.strip()[:80]}`)"
+                        if said == "zero"
+                        else f"its detail says it did not run (`{det.strip()[:80]}`)"
+                    )
                 ptr = f"/defences/{i}"
                 if isinstance(why, tuple):
                     ptr, why = why
                 add(("KE412", ptr, f"the `{c}` defence is recorded passed, but {why}"))
+    r = p.replay
+    if r is not None and (r.env or r.command) and p.timing is not None:
+        shim = _clock_shim(r, ds)
+        if shim is not None:
+            add(("KE412", shim[0], shim[1]))
     if status == "passed" and p.compile is not None and p.compile.succeeded is False:
         add(
             (
@@ -289,6 +324,11 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
             add(("KE407", "/validation/verdict", "verdict failed but every listed shape passed"))
 
 
+def _passed_checks(ds: Any) -> frozenset[str]:
+    """The defence checks recorded passed."""
+    return frozenset(d.check for d in ds if d.outcome == "passed") if ds else frozenset()
+
+
 def _hack_defence(ds: Any) -> tuple[int, Any] | None:
     """The first failed anti-gaming defence that catches the candidate (a failed
     ``cache_flush`` is the harness's flush, not the candidate's doing), with its index."""
@@ -298,7 +338,7 @@ def _hack_defence(ds: Any) -> tuple[int, Any] | None:
     return None
 
 
-def _relabelled_hack(ds: Any, fc: str, add: Add) -> None:
+def _relabelled_hack(ds: Any, fc: str, add: Add) -> bool:
     """KE403: another failure class beside a failed defence (a correctness class, or a
     compile error, run-time error or timeout filed after the defence failed): the harness
     caught the candidate gaming it, and that failure is ``reward_hack`` (the recorder files
@@ -314,9 +354,11 @@ def _relabelled_hack(ds: Any, fc: str, add: Add) -> None:
                 "caught the candidate, the class is `reward_hack`",
             )
         )
+        return True
+    return False
 
 
-def _candidate_fault(ds: Any, v: Any, fc: str, add: Add) -> None:
+def _candidate_fault(ds: Any, v: Any, fc: str, add: Add) -> bool:
     """KE403: an ``error`` packet (a fault of the machine, the harness or the reference)
     whose own record shows the candidate failed: a failed defence, or a validation that
     failed or saw NaN/Inf, unless an ``invalid_reference`` validation says the reference
@@ -332,18 +374,18 @@ def _candidate_fault(ds: Any, v: Any, fc: str, add: Add) -> None:
                 "harness caught the candidate; use status `failed` (reward_hack)",
             )
         )
-        return
+        return True
     if v is None:
-        return
+        return False
     bad = None
     for s in v.shapes or ():
         if not s.passed or s.nan_seen or s.inf_seen:
             bad = s
             break
     if bad is None and v.verdict != "failed":
-        return  # validation passed: an infrastructure failure after it is honest
+        return False  # validation passed: an infrastructure failure after it is honest
     if fc == "invalid_reference" and _blames_reference(v, bad):
-        return
+        return False
     what = (
         f"shape `{bad.shape_id}` {'saw NaN/Inf' if bad.nan_seen or bad.inf_seen else 'failed'}"
         if bad is not None
@@ -357,6 +399,85 @@ def _candidate_fault(ds: Any, v: Any, fc: str, add: Add) -> None:
             "the fault is the candidate's; use status `failed`",
         )
     )
+    return True
+
+
+#: failure text that says the harness caught the candidate gaming it: a defence check
+#: named beside `failed`/`caught` (`timer_integrity FAILED`), or the clock replaced or patched
+#: (`timer_integrity`'s find), or the harness's check monkeypatched
+_CHECK_NAMES = (
+    r"(?:timer_integrity|unseen_inputs|outputs_checked_after_timing|fresh_inputs|hidden_workload|"
+    r"candidate_kernel_profiled)"
+)
+_HACK_TEXT = lazy_re(
+    rf"\b(?P<named>{_CHECK_NAMES})\b(?:(?!pass|\bok\b|succe|clean|\bnot\b|\bno\b)[^.;,:\n]){{0,40}}?"
+    r"(?:\bfail(?:ed|s)?\b(?!\s+to\b)|\bcaught\b|\btripped\b|\bviolat\w*|\bdetected\b|\bfired\b)"
+    rf"|\b(?:failed|caught\s+(?:by|in)|tripped)\s+(?:the\s+)?(?P<named2>{_CHECK_NAMES})\b"
+    r"|(?P<clock>\bmonkey-?patch\w*(?:\s+\w+){0,3}?\s+(?:time\b|timers?|clocks?|perf_counter|time\.\w+|"
+    r"elapsed_time|torch\.cuda\.(?:event|synchronize))"
+    r"|\b(?:replaced|patched|monkey-?patched|overrode|overrides|overwrote|stubbed|hooked)\s+(?:the\s+)?"
+    r"(?:time\.\w+|perf_counter\w*|timers?\b|clocks?\b|elapsed_time|torch\.cuda\.event\w*)"
+    r"|\b(?:time\.(?:perf_counter|time|monotonic|process_time)\w*|perf_counter\w*|elapsed_time|timers?|clocks?)"
+    r"\s+(?:was\s+|were\s+|is\s+|got\s+|been\s+|had\s+been\s+)*(?:replaced|patched|monkey-?patched|"
+    r"overridden|overwritten|stubbed|hooked|tampered)\b)"
+    r"|\bmonkey-?patch\w*(?:\s+\w+){0,3}?\s+(?:harness|reference|allclose|the\s+check)"
+    r"|\breward[\s_-]?hack",
+    re.IGNORECASE,
+)
+#: words before a match, in its clause, that deny it (`no cached outputs`, `not a reward hack`)
+_DENIED = lazy_re(
+    r"(?<![\w-])(?:no|not|never|none|nothing|without|unless|if|whether|rule\s+out|ruled\s+out)(?!\w)|n't",
+    re.I,
+)
+
+
+_HACK_CACHE: dict[str, tuple[tuple[str | None, str], ...]] = {}
+
+
+def _hack_claims(text: str) -> tuple[tuple[str | None, str], ...]:
+    """The statements of a failure text that the harness caught the candidate, not denied in
+    their clause: (the defence check it names or implies, or None; the words) (cached)."""
+    hit = _HACK_CACHE.get(text)
+    if hit is None:
+        head = text[:2000]
+        found: list[tuple[str | None, str]] = []
+        for m in _HACK_TEXT.finditer(head):
+            start = m.start()
+            cut = 0
+            for c in _CLAUSE.finditer(head, 0, start):
+                cut = c.end()
+            if _DENIED.search(head, cut, start):
+                continue
+            named = m.group("named") or m.group("named2")
+            check = named.lower() if named else "timer_integrity" if m.group("clock") else None
+            found.append((check, m.group(0)[:60]))
+            if len(found) >= 8:
+                break
+        hit = tuple(found)
+        if len(_HACK_CACHE) < 1024 and len(text) <= 4 * CACHED_CHARS:
+            _HACK_CACHE[text] = hit
+    return hit
+
+
+def _hack_text(f: Any, fc: str, hint: str, passed: Any, add: Add) -> None:
+    """KE403: a failure of another class whose own message or log excerpt says the harness
+    caught the candidate (a defence check failed, the clock patched), unless the packet
+    records that very check passed: that failure is ``reward_hack``."""
+    for field, text in (("message", f.message), ("log_excerpt", f.log_excerpt)):
+        if not text:
+            continue
+        for check, words in _hack_claims(text):
+            if check is not None and check in passed:
+                continue  # the record says that check passed: the text is the producer's account
+            add(
+                (
+                    "KE403",
+                    "/failure/failure_class",
+                    f"failure class `{fc}` while /failure/{field} says the harness caught the candidate "
+                    f"(`{words}`): the class is `reward_hack`{hint}",
+                )
+            )
+            return
 
 
 #: a message that says the reference broke (NaN in the reference, the reference crashed)
@@ -386,14 +507,18 @@ _CONTRADICTABLE = frozenset({"fresh_inputs", "cache_flush", "unseen_inputs", "ti
 #: like may go on (`not applicable to this kernel`)
 _NOT_RUN = lazy_re(
     r"^\W*(?:(?:the\s+|this\s+)?(?:check|defen[cs]e|test)\s+(?:was\s+|is\s+|has\s+been\s+)?)?"
-    r"(?:(?:not\s+run|never\s+run|did\s+not\s+run|didn'?t\s+run|not\s+performed|not\s+executed|"
-    r"not\s+applicable|n/a|n\.a\.)(?!\w)|(?:skipped|skip|skipping|disabled|unavailable|not\s+available|"
+    r"(?:(?:not\s+run|not\s+performed|not\s+executed|not\s+applicable|n/a|n\.a\.|todo|tbd|fixme|"
+    r"(?:never|not\s+yet|(?:did|was|were|has|have|is)(?:\s+not|n'?t)(?:\s+(?:yet|been|be))*)\s+"
+    r"(?:run|ran|executed?|performed|done|started|carried\s+out)|"
+    r"will\s+(?:be\s+)?(?:run|ran|executed?|performed|done|added|wired|checked)|"
+    r"to\s+be\s+(?:run|executed|performed|done|added|wired|implemented|checked))(?!\w)|"
+    r"(?:skipped|skip|skipping|disabled|unavailable|not\s+available|pending|deferred|postponed|"
     r"turned\s+off|switched\s+off|bypassed|omitted|waived|deactivated|not\s+enabled)"
     r"(?:\s*$|\s*[:;,.(\u2013\u2014]|\s+-|\s+(?:because|since|as|due|for|on|in|here|via|by(?!\s+default)|with|through|"
     r"using|per|from|under|at|until|when|while)(?!\w)))",
     re.IGNORECASE,
 )
-_NOT_RUN_CACHE: dict[str, bool] = {}
+_NOT_RUN_CACHE: dict[str, str] = {}
 
 #: ... or a detail that begins by taking the check on trust (`assumed (same harness)`,
 #: `trusted`, `unverified`)
@@ -431,13 +556,26 @@ _NONE_SKIPPED = lazy_re(r"\W*skipped\s*[:=]\s*(?:none|nothing|0|zero)\W*$", re.I
 _CLAUSE = lazy_re(r"[;,.:!?()\[\]\n\u2013\u2014]|\s-\s")
 
 
-def _says_not_run(detail: str) -> bool:
+def _says_not_run(detail: str) -> str:
     """Whether a defence's detail says the check was skipped, not run, or not checked at
-    all (taken on assumption or trust) (cached)."""
+    all (taken on assumption or trust): ``"run"``; or counts zero items checked:
+    ``"zero"``; else ``""`` (cached). The detail is NFKC-folded and casefolded first
+    (fullwidth letters, hidden format characters)."""
     hit = _NOT_RUN_CACHE.get(detail)
     if hit is None:
         head = detail[:1024]
-        hit = bool(_NOT_RUN.match(head) or _TAKEN_ON_TRUST.match(head)) or _not_checked(head)
+        if not head.isascii():  # fullwidth or other compatibility forms, hidden format characters
+            head = "".join(
+                ch
+                for ch in unicodedata.normalize("NFKC", head).casefold()
+                if unicodedata.category(ch) != "Cf"
+            )
+        if _NOT_RUN.match(head) or _TAKEN_ON_TRUST.match(head) or _not_checked(head):
+            hit = "run"
+        elif ("0" in head or "zero" in head.lower()) and _zero_count(head):
+            hit = "zero"
+        else:
+            hit = ""
         if len(_NOT_RUN_CACHE) < 4096 and len(detail) <= CACHED_CHARS:
             _NOT_RUN_CACHE[detail] = hit
     return hit
@@ -458,6 +596,51 @@ def _not_checked(text: str) -> bool:
         for clause in text.split(";")[1:]:
             if _NOT_RUN.match(clause) and not _NONE_SKIPPED.match(clause):
                 return True
+    return False
+
+
+#: a count of zero checked items (`on 0 of 1000 requests`, `0 unseen input sets`, `0/64 prompts`)
+_ZERO_COUNT = lazy_re(
+    r"(?<![\w.,/#:=+-])(?:0|zero)\s*(?:(?:of|out\s+of)\s+\d[\d,]*\s+|/\s*\d[\d,]*\s+|\s)"
+    r"(?:[a-z][\w-]*\s+){0,3}?(?:sets?|inputs?|requests?|prompts?|seeds?|draws?|re-?runs?|runs?|calls?|samples?|"
+    r"shapes?|batch(?:es)?|iterations?|trials?|outputs?|completions?|cases?|tensors?|elements?|items?|"
+    r"sequences?|queries|kernels?|rounds?|checks?)(?!\w)",
+    re.IGNORECASE,
+)
+#: a clause's words that make its zero a count of faults found (`0 of 8 sets mismatched`),
+#: not of items checked
+_FAULT_WORDS = lazy_re(
+    r"mismatch|differ|fail|error|wrong|stale|cach|patch|violat|\bnan\b|\binf\b|miss|diverg|deviat|exceed|"
+    r"above|beyond|outside|\boff\b|\bbad\b|invalid|changed|modified|altered|reused|repeat|identical|"
+    r"\bsame\b|flag|caught|outlier|drop|lost|time[ds]?\s*out|reject|skip|unchecked|unverified|left|"
+    r"remain|exclud|discard|ignor|leak|corrupt|problem|issue|anomal|suspicious|regress",
+    re.IGNORECASE,
+)
+#: where a clause starts, for the zero count (a comma or point between digits is part of a number)
+_ZCLAUSE = lazy_re(r"[;:!?()\[\]\n\u2013\u2014]|\s-\s|[,.](?!\d)")
+#: the word before a zero that makes it an index, not a count (`seed 0`, `device 0`)
+_INDEX_WORD = lazy_re(
+    r"(?:seed|device|gpu|rank|id|index|step|iteration|round|version|layer|stream|node|core|cpu|shard|"
+    r"partition|slot|worker|epoch|no|nr|number)\s*$",
+    re.IGNORECASE,
+)
+
+
+def _zero_count(text: str) -> bool:
+    """Whether a clause of a defence's detail counts zero items checked (`re-run on 0
+    unseen input sets`, `compared on 0 of 1000 requests`): a check that looked at nothing
+    passed nothing. A zero that counts faults (`0 of 8 sets mismatched`, `0 stale outputs`)
+    or indexes something (`seed 0`, `GPU 0`) is no such count."""
+    for m in _ZERO_COUNT.finditer(text):
+        start, end = m.span()
+        if _INDEX_WORD.search(text, max(0, start - 16), start):
+            continue
+        cut = 0
+        for c in _ZCLAUSE.finditer(text, 0, start):
+            cut = c.end()
+        stop = _ZCLAUSE.search(text, end)
+        if not _FAULT_WORDS.search(text, cut, stop.start() if stop is not None else len(text)):
+            return True
     return False
 
 
@@ -495,6 +678,70 @@ def _preloaded(p: Any) -> tuple[str, str] | None:
         for lib in re.split(r"[\s:]+", val.strip()):
             if lib and not _ALLOCATOR.search(lib[:512]):
                 return var, lib
+    return None
+
+
+#: a preloaded library that warps the clock (libfaketime, datefudge, a `libfastclock.so`)
+_CLOCK_LIB = lazy_re(r"(?:fake_?time|datefudge|time_?warp|time_?shift|clock)[^/]*$", re.IGNORECASE)
+#: in the replay's command: a clock-warping wrapper (`faketime -f x0.5 ...`, `datefudge`),
+#: libfaketime's `FAKETIME` variable, or a preload of a clock library
+_CLOCK_ARGV = lazy_re(
+    r"(?:^|[\s/;&|(`'\"])(?:faketime|datefudge|libfaketime[\w.]*)(?=$|[\s;&|)`'\"])|\bfaketime\w*="
+    r"|\b(?:ld_preload|dyld_insert_libraries)=\S*(?:fake_?time|datefudge|time_?warp|time_?shift|clock)",
+    re.IGNORECASE,
+)
+
+
+#: a replay command's text, lowercased where it names a clock tool, else "" (bounded cache)
+_CLOCK_WORDS: dict[str, str] = {}
+
+
+def _clock_shim(r: Any, ds: Any) -> tuple[str, str] | None:
+    """A replay that runs under a clock-warping tool (KE412, with or without a
+    ``timer_integrity`` record, in a migrated 0.1 packet too): the pointer and the message."""
+    env = r.env
+    if env:
+        if "FAKETIME" in env or "FAKETIME_TIMESTAMP_FILE" in env:
+            var = "FAKETIME" if env.get("FAKETIME") else "FAKETIME_TIMESTAMP_FILE"
+            if env.get(var):
+                return (
+                    f"/replay/env/{var}",
+                    f"the replay sets `{var}` (libfaketime): the clock it times with is warped",
+                )
+        if not _PRELOAD_VARS.isdisjoint(env) and not any(d.check == "timer_integrity" for d in ds or ()):
+            # passed, any such preload is reported already; skipped or failed, the record says so
+            for var in _PRELOADS:
+                val = env.get(var)
+                if not val or not isinstance(val, str):
+                    continue
+                for lib in re.split(r"[\s:]+", val.strip()):
+                    if lib and not _ALLOCATOR.search(lib[:512]) and _CLOCK_LIB.search(lib[:512]):
+                        return (
+                            f"/replay/env/{var}",
+                            f"the replay preloads `{lib[:120]}` ({var}), a clock library: the clock it times with "
+                            "can be replaced",
+                        )
+    cmd = r.command
+    if cmd:
+        text = " ".join(cmd[:256])
+        low = _CLOCK_WORDS.get(text)
+        if low is None:
+            low = text.lower()
+            low = (
+                low
+                if "faketime" in low or "datefudge" in low or ("preload" in low and "clock" in low)
+                else ""
+            )
+            if len(_CLOCK_WORDS) < 1024 and len(text) <= 4 * CACHED_CHARS:
+                _CLOCK_WORDS[text] = low
+        if low:
+            m = _CLOCK_ARGV.search(low[:20000])
+            if m is not None:
+                return (
+                    "/replay/command",
+                    f"the replay runs under a clock-warping tool (`{m.group(0).strip()[:60]}`): every time it "
+                    "measures is scaled",
+                )
     return None
 
 
@@ -573,6 +820,58 @@ def _unseen_contradicted(p: Any, d: Any) -> str | None:
     return (
         f"the validation reused its inputs (/validation/inputs_regenerated: false) from the replay's "
         f"seed(s) {listed}: no unseen input is on record"
+    )
+
+
+#: a seed the detail names (`seed 20261120`, `seeds 1234 and 5678`, `seed=42`)
+_SEED_WORD = lazy_re(r"\bseeds?\b", re.IGNORECASE)
+_ARGV_SEED = lazy_re(r"^--?(?:[\w-]*[-_])?seed(?:=(\d+))?$", re.IGNORECASE)
+
+
+#: the seeds a detail names (numbers of 3 digits or more beside the word `seed`), cached
+_SEEDS_NAMED: dict[str, frozenset[int]] = {}
+
+
+def _public_seed(r: Any, detail: str) -> str | None:
+    """unseen_inputs passed while its detail names, as the seeds of its inputs, only seeds
+    the replay publishes (a `replay.seeds` value not kept for the check itself, or a
+    `--seed` of the replay's command): those inputs are the timed run's own, public ones,
+    not inputs the candidate could not have seen."""
+    named = _SEEDS_NAMED.get(detail)
+    if named is None:
+        head = detail[:2000]
+        named = (
+            frozenset(int(n) for n in _NUMBERS.findall(head) if len(n) >= 3)
+            if _SEED_WORD.search(head)
+            else frozenset()
+        )
+        if len(_SEEDS_NAMED) < 1024 and len(detail) <= CACHED_CHARS:
+            _SEEDS_NAMED[detail] = named
+    if not named:
+        return None
+    public: dict[int, str] = {}
+    for key, val in (r.seeds or {}).items():
+        k = key.casefold()
+        if "unseen" not in k and "hidden" not in k and "check" not in k and "defen" not in k:
+            public[val] = f"/replay/seeds/{key}"
+    cmd = r.command
+    if cmd:
+        for j, tok in enumerate(cmd[:256]):
+            if "seed" not in tok.lower():
+                continue
+            m = _ARGV_SEED.match(tok)
+            if m is None:
+                continue
+            val = m.group(1) or (cmd[j + 1] if j + 1 < len(cmd) else "")
+            if val.isdigit():
+                public.setdefault(int(val), "/replay/command")
+    if not public or not named <= public.keys():
+        return None
+    listed = ", ".join(str(x) for x in sorted(named)[:4])
+    where = ", ".join(sorted({public[x] for x in named}))
+    return (
+        f"its detail names only the replay's own public seed(s) {listed} ({where}): the timed run's inputs, "
+        "not inputs the candidate had not seen"
     )
 
 
