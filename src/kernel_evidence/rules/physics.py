@@ -24,11 +24,13 @@ declare(
     "achieved FLOP/s within the device peak",
     "check the FLOP count, the time unit and the device; a result above the peak is a measurement error or a cheat",
     "Where the work (`task.work.flops`, or the timed shape's) and the device are known, FLOPs / median time MUST NOT exceed the device's peak FLOP/s for the precision the work runs in (times the device count), with 5% slack; a block without a median is checked on its mean. That precision is the operand tensors' dtypes where the shapes list tensors (not masks, indices, positions, lengths, offsets or biases, nor tensors under 1% of the largest one's elements), else the task's dtype labels; a dtype the table does not know never raises the peak above the known ones (only a sub-byte integer such as int4, which the table has no figure for, allows the device's highest). The peak comes from the shipped table (docs/peaks.md), else from `hardware.peak_flop_rate`; a device that records fewer SMs/CUs (`hardware.compute_units`) than the table's model has (a partition, a MIG slice) is held to that share of the peak. "
-    "A profiler capture's kernel records (profile-only packets too) MUST NOT state a canonical `achieved_flop_rate` above that peak "
+    "A profiler capture's kernel records and its `summary` (profile-only packets too) MUST NOT state a canonical "
+    "`achieved_flop_rate`, nor any metric in a FLOP/s unit whatever its name (`tflops`), above that peak "
     "(for the task's precisions, labels and tensors, the fastest of them; the device's highest where none is known; 5% slack; "
-    "not a capture of a cost-model tool such as XProf, whose FLOPs are the compiler's), nor a compute percentage "
+    "a summary x the device count; a capture of a cost-model tool such as XProf, whose FLOPs are the compiler's, is "
+    "not held on a TPU and is held to the device's highest peak in any precision elsewhere), nor a compute percentage "
     "(`sm_throughput`, `tensor_pipe_utilization`, `valu_utilization`, `achieved_occupancy`) above 101 %; the finding "
-    "points at `/profiler/i/kernels/j/metrics/<name>`. "
+    "points at `/profiler/i/kernels/j/metrics/<name>` or `/profiler/i/summary/<name>`. "
     "A capture clearly of one task shape's kernel (`of.shape_id` naming a shape with work, or no "
     "shape named on a task of one shape; a single kernel name in the capture, or "
     "`of.expected_kernels` matching its records; one stream; not `of.side: other`) MUST NOT "
@@ -42,10 +44,11 @@ declare(
     "achieved bandwidth within the device peak",
     "check the byte count and the time unit; flush caches between repeats (cache_policy: flushed)",
     "Where the bytes moved (`task.work.bytes`) and the device are known, bytes / median time (the mean when there is no median) MUST NOT exceed the device's peak memory bandwidth (5% slack), unless the timing says caches were warm (then KE603 warns instead): `timing.conditions.cache.mode` where recorded (not `unknown`) decides, so a flat `cache_policy: warm` beside conditions that say flushed, rotating or cold_start is held to the peak. "
-    "A profiler capture's kernel records (profile-only packets too) MUST NOT state a canonical `dram_bandwidth` above "
-    "the device's peak memory bandwidth (5% slack; device-memory traffic, so warm caches are no excuse; not a capture "
-    "of a cost-model tool such as XProf), nor a `memory_throughput` or `l2_hit_rate` above 101 %; the finding points "
-    "at `/profiler/i/kernels/j/metrics/<name>`. Likewise a capture by a tool that flushes the "
+    "A profiler capture's kernel records and its `summary` (profile-only packets too) MUST NOT state a canonical "
+    "`dram_bandwidth` above the device's peak memory bandwidth (5% slack; a summary x the device count; device-memory "
+    "traffic, so warm caches are no excuse; not a capture of a cost-model tool such as XProf, whose bytes count "
+    "on-chip traffic), nor a `memory_throughput` or `l2_hit_rate` above 101 %; the finding points "
+    "at `/profiler/i/kernels/j/metrics/<name>` or `/profiler/i/summary/<name>`. Likewise a capture by a tool that flushes the "
     "caches (ncu, Nsight Compute) clearly of one task shape's kernel (as for KE601) MUST NOT give "
     "that shape's bytes over its kernel time per call above the peak memory bandwidth (x the "
     "device count, 5% slack; not judged where the timing says caches were warm), at "
@@ -91,7 +94,12 @@ declare(
     "dtype, layout or forward words, no projection, module or block word; its dims only "
     "batch, heads, kv heads, head_dim, lengths and a causal flag) MUST NOT state more than "
     "1.25x 4 x batch x heads x q_len x kv_len x head_dim (the softmax's few FLOP per score "
-    "fit in that; a GQA count uses the query heads).",
+    "fit in that; a GQA count uses the query heads). A GEMM-like shape's tensors named as its "
+    "operands and output (A, B, C, D; a, b, c, d, lhs, rhs, mat1, mat2, out, output) of 2 or 3 "
+    "dims and an unpacked precision (fp8 or wider) MUST hold the dims' problem: A's last two "
+    "extents m and k, B's k and n, C's m and n (either order, padding may make them larger, "
+    "never smaller), and a 3-D A or C at least `batch` matrices; the finding points at "
+    "`/task/shapes/i/tensors/j/shape`.",
 )
 declare(
     "KE606",
@@ -108,7 +116,17 @@ declare(
     "INT4, AWQ, GPTQ, W4A16, NF4, 4bit/8bit, bnb, EXL2, Marlin; not GGUF, nor a setting such "
     "as `kv_cache_dtype`) MUST NOT have `task.dtypes` or `timing.conditions.dtypes` that are "
     "all 16-bit or wider (bf16, fp16, fp32): the precision recorded is not the one that ran; "
-    "the finding points at the list.",
+    "the finding points at the list. Likewise a `quantization` (`quantize`, `quant_method`) "
+    "setting naming such a format (fp8, int8, AWQ, GPTQ, bitsandbytes...) MUST NOT stand in "
+    "`task.serving.settings` beside such dtypes (at `/task/serving/settings/<key>`), nor in "
+    "the baseline's settings beside its conditions' dtypes, else the task's (at "
+    "`/timing/baseline/settings/<key>`). Outside serving, where `task.dtypes` are given, no "
+    "dtype narrower than every one the task names (labels and tensors) may be named as a "
+    "token (`e4m3`, `e5m2`, `fp8`, `f8`, `int8`, `i8`, `fp4`, `nvfp4`, `mxfp4`, `int4`, "
+    "`w4a16`...; whole tokens, not `uint8` nor a hex id) by a candidate capture's kernel "
+    "names or raw names, its `of.expected_kernels`, or a `compile.flags` entry (not one "
+    "that disables it or only enables support for it); the finding points at that name or "
+    "flag.",
 )
 declare(
     "KE607",
@@ -277,8 +295,11 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
         _capture_metrics(p, add)
         if task is not None and (task.shapes or task.work is not None):
             _capture_work(p, task, add)
-    if task is not None and task.serving is not None and task.serving.model:
-        _served_precision(p, task, task.serving.model, add)
+    if task is not None:
+        if task.serving is not None:
+            _served_precision(p, task, task.serving, add)
+        elif task.dtypes and (p.profiler or (p.compile is not None and p.compile.flags)):
+            _narrow_kernels(p, task, add)
     spelled = _work_figures(p, task, add) if task is not None and task.shapes else None
     h = p.hardware
     if h is not None and (h.peak_flop_rate is not None or h.peak_bandwidth is not None):
@@ -502,25 +523,48 @@ def _raw_metric(name: str) -> str | None:
     return canon
 
 
+#: FLOP-rate units: a metric in one, whatever its name (`tflops`), is a FLOP/s figure
+_FLOP_RATE_UNITS = frozenset({"FLOP/s", "GFLOP/s", "TFLOP/s", "PFLOP/s"})
+
+
+def _tpu(h: Any) -> bool:
+    """Whether the device is a TPU (XProf's home: its cost-model rates are the norm there)."""
+    if h is None:
+        return False
+    return h.vendor == "google" or "tpu" in f"{h.device} {h.arch or ''}".casefold()
+
+
 def _capture_metrics(p: Any, add: Add) -> None:
-    """KE601/KE602 on the profiler's own figures: a kernel record's canonical percentages
-    (of peak compute or memory throughput, of occupancy, a hit rate) at most 100, its
-    `achieved_flop_rate` and `dram_bandwidth` within the device's peaks (5% slack); the
-    first record over per capture and metric."""
+    """KE601/KE602 on the profiler's own figures: a kernel record's (and the capture's
+    ``summary``'s) canonical percentages (of peak compute or memory throughput, of occupancy,
+    a hit rate) at most 100, its `achieved_flop_rate` (or any metric in a FLOP/s unit) and
+    `dram_bandwidth` within the device's peaks (5% slack); the first record over per capture
+    and metric. A cost-model tool's (XProf's) rates are not held on a TPU; elsewhere its
+    FLOP/s are held to the device's highest peak (its bytes count on-chip traffic)."""
     limits: Any = _UNSET
     for i, cap in enumerate(p.profiler):
         ks = cap.kernels
-        if not ks:
+        summ = cap.summary
+        if not ks and not summ:
             continue
-        rates: bool | None = None  # whether this capture's rates are held (not a cost model)
+        # whether this capture's rates are held: 1 all of them, 2 FLOP/s only and to the
+        # device's highest peak (a cost model off a TPU), 0 none
+        mode: int | None = None
         seen: set[str] = set()  # metrics already reported for this capture
-        for j, rec in enumerate(ks):
-            m = rec.metrics
+        records: Any = enumerate(ks) if ks else ()
+        if summ:
+            records = (*records, (-1, summ))  # the summary: a dict, not a record
+        for j, rec in records:
+            m = rec if j < 0 else rec.metrics
             if not m:
                 continue
             for name, q in m.items():
                 canon = name if name in _CAPTURE_METRICS else _raw_metric(name)
-                if canon is None or canon in seen:
+                if canon is None:
+                    if q.unit not in _FLOP_RATE_UNITS:
+                        continue
+                    canon = "achieved_flop_rate"  # a FLOP/s figure under another name
+                if canon in seen:
                     continue
                 rule = _CAPTURE_METRICS[canon]
                 msg = None
@@ -531,14 +575,29 @@ def _capture_metrics(p: Any, add: Add) -> None:
                     f = _FACTOR.get(q.unit)
                     if f is None or not q.unit.endswith("/s"):
                         continue
-                    if rates is None:
-                        rates = not (len(cap.tool) > _CACHED_CHARS or _COST_MODEL_TOOL.search(cap.tool))
-                        if rates and limits is _UNSET:
+                    if mode is None:
+                        if len(cap.tool) > _CACHED_CHARS:
+                            mode = 0
+                        elif _COST_MODEL_TOOL.search(cap.tool):
+                            mode = 0 if _tpu(p.hardware) else 2
+                        else:
+                            mode = 1
+                        if mode and limits is _UNSET:
                             limits = _capture_limits(p)
-                        rates = rates and limits is not None
-                    if not rates:
+                        if limits is None:
+                            mode = 0
+                    if not mode:
                         continue
                     fl, bw, src = limits
+                    if mode == 2:
+                        if canon != "achieved_flop_rate":
+                            continue
+                        fl, src = _device_top(p.hardware)
+                    if j < 0:
+                        # a summary can add up the devices' work
+                        n = p.hardware.count or 1
+                        fl = fl * n if fl else fl
+                        bw = bw * n if bw else bw
                     v = q.value * f
                     if canon == "achieved_flop_rate":
                         if fl and v > fl * _SLACK:
@@ -549,8 +608,27 @@ def _capture_metrics(p: Any, add: Add) -> None:
                             "(device-memory traffic: caches do not raise it)"
                         )
                 if msg is not None:
-                    add((rule, f"/profiler/{i}/kernels/{j}/metrics/{name}", msg))
+                    base = f"/profiler/{i}/summary" if j < 0 else f"/profiler/{i}/kernels/{j}/metrics"
+                    add((rule, f"{base}/{name}", msg))
                     seen.add(canon)
+
+
+def _device_top(h: Any) -> tuple[float | None, str]:
+    """The device's highest FLOP/s in any precision (its share on a partition), for a
+    cost model's FLOPs, whose precision the labels may not say; (None, '') where the table
+    does not know the device."""
+    peaks = _hw_peaks(h)
+    if peaks is None:
+        return None, ""
+    fl = peak_flops_for(peaks, ())
+    share = ""
+    units = h.compute_units
+    if units and fl:
+        whole = _whole_units(peaks.key)
+        if whole and units < whole:
+            fl = fl * units / whole
+            share = f" for {units} of its {whole} SMs/CUs"
+    return fl, f"the {peaks.key} highest peak (any precision){share}"
 
 
 def _capture_limits(p: Any) -> tuple[float | None, float | None, str] | None:
@@ -736,31 +814,81 @@ def _all_wide(dtypes: tuple[str, ...]) -> bool:
     return hit
 
 
-def _served_precision(p: Any, task: Any, model: str, add: Add) -> None:
+#: serving settings that choose the weights' format (vLLM's `quantization`, TGI's `quantize`)
+_QUANT_KEYS = frozenset({"quantization", "quantize", "quant_method", "quantization_method"})
+
+
+def _quant_setting(settings: Any) -> tuple[str, str, str] | None:
+    """(key, value, precision) of a quantization setting naming a format narrower than 16
+    bits (`fp8`, `awq`, `gptq`, `bitsandbytes`...), else None."""
+    if not settings:
+        return None
+    for key, v in settings.items():
+        if type(v) is not str or key.casefold() not in _QUANT_KEYS or len(v) > 256:
+            continue
+        narrow = narrow_weights(v)
+        if narrow is None and "bitsandbytes" in v.casefold():
+            narrow = "int8/int4"
+        if narrow is not None:
+            return key, v, narrow
+    return None
+
+
+def _served_precision(p: Any, task: Any, serving: Any, add: Add) -> None:
     """KE606 on a served model: a name that says its weights are narrower than 16 bits (FP8,
-    NVFP4, AWQ...) beside dtype labels (the task's, the candidate's conditions') that are all
-    16-bit or wider: the precision recorded is not the one that ran."""
+    NVFP4, AWQ...), or a `quantization` setting naming such a format, beside dtype labels
+    (the task's, the side's conditions') that are all 16-bit or wider: the precision
+    recorded is not the one that ran."""
     t = p.timing
     cond = t.conditions if t is not None else None
+    b = t.baseline if t is not None else None
+    if b is not None and b.settings and (q := _quant_setting(b.settings)) is not None:
+        # the baseline's own: its conditions' dtypes, else the task's it inherits
+        bc = b.conditions
+        dts = bc.dtypes if bc is not None and bc.dtypes else task.dtypes
+        if dts and _all_wide(tuple(dts)):
+            key, v, narrow = q
+            add(
+                (
+                    "KE606",
+                    f"/timing/baseline/settings/{key}",
+                    f"baseline setting {key} `{v}` serves {narrow} weights, but its dtypes ({', '.join(dts)}) "
+                    "are all 16-bit or wider: the precision recorded is not the one that ran",
+                )
+            )
     lists = (
         (task.dtypes, "/task/dtypes"),
         (cond.dtypes if cond is not None else None, "/timing/conditions/dtypes"),
     )
     if not lists[0][0] and not lists[1][0]:
         return
-    narrow = narrow_weights(model) if len(model) <= 256 else None
-    if narrow is None:
+    wide = [dts for dts, _ in lists if dts and _all_wide(tuple(dts))]
+    if not wide:
         return
-    for dts, ptr in lists:
-        if dts and _all_wide(tuple(dts)):
-            add(
-                (
-                    "KE606",
-                    ptr,
-                    f"dtypes {', '.join(dts)} are all 16-bit or wider, but the served model `{model}` "
-                    f"is a {narrow} checkpoint by its name: the precision recorded is not the one that ran",
+    model = serving.model
+    narrow = narrow_weights(model) if model and len(model) <= 256 else None
+    if narrow is not None:
+        for dts, ptr in lists:
+            if dts and _all_wide(tuple(dts)):
+                add(
+                    (
+                        "KE606",
+                        ptr,
+                        f"dtypes {', '.join(dts)} are all 16-bit or wider, but the served model `{model}` "
+                        f"is a {narrow} checkpoint by its name: the precision recorded is not the one that ran",
+                    )
                 )
+    q = _quant_setting(serving.settings)
+    if q is not None:
+        key, v, narrow = q
+        add(
+            (
+                "KE606",
+                f"/task/serving/settings/{key}",
+                f"setting {key} `{v}` serves {narrow} weights, but the dtypes ({', '.join(wide[0])}) are all "
+                "16-bit or wider: the precision recorded is not the one that ran",
             )
+        )
 
 
 # ---------------------------------------------------------------- KE605-KE607: work figures
@@ -1050,6 +1178,8 @@ def _work_figures(p: Any, task: Any, add: Add) -> set[str]:
     # known (a contraction seen in the tensors of an operator not named as one)
     derived: dict[str, tuple[tuple[float, float], Any]] = {}
     for i, sh in enumerate(task.shapes):
+        if (kind == "gemm" or kind == "dims") and sh.tensors and sh.dims:
+            _gemm_extents(i, sh, add)
         rng = _derived_flops(kind, sh) if kind is not None else None
         if rng is None:
             tn = sh.tensors
@@ -1083,6 +1213,75 @@ def _work_figures(p: Any, task: Any, add: Add) -> set[str]:
     if task.dtypes:
         _dtype_labels(task, spelled, add)
     return spelled
+
+
+#: GEMM tensor names whose role is clear (0 the first operand, 1 the second, 2 the
+#: output), in the spellings they come in (no casefold on the common path)
+_GEMM_ROLES = {
+    v: r
+    for k, r in (
+        ("a", 0), ("lhs", 0), ("mat1", 0), ("b", 1), ("rhs", 1), ("mat2", 1),
+        ("c", 2), ("d", 2), ("out", 2), ("output", 2),
+    )
+    for v in (k, k.upper(), k.capitalize())
+}  # fmt: skip
+_ROLE_WHAT = ("m x k", "k x n", "m x n")
+#: tensor precisions whose extents are the logical ones (not packed: an int4 pair in an int8,
+#: an fp4 pair in a uint8 hold half the extent)
+_UNPACKED = frozenset({"fp64", "fp32", "tf32", "bf16", "fp16", "fp8"})
+
+
+def _gemm_extents(i: int, sh: Any, add: Add) -> None:
+    """KE605: a GEMM's tensors named as its operands and output (A, B, C; a, b, out...) of 2
+    or 3 dims MUST hold the dims' problem: A's last two extents m and k (either order), B's k
+    and n, C's m and n (padding may make them larger, never smaller), and a batched A or C
+    at least `batch` matrices: a tensor smaller than the dims runs a smaller problem than
+    the work is counted for."""
+    dims = sh.dims
+    g = dims.get
+    m, n, k = g("m") or g("M"), g("n") or g("N"), g("k") or g("K")
+    if not (m and n and k and m > 0 and n > 0 and k > 0):
+        return
+    batch = None
+    for j, tn in enumerate(sh.tensors):
+        role = _GEMM_ROLES.get(tn.name)
+        if role is None:
+            continue
+        shape = tn.shape
+        rank = len(shape)
+        if rank == 2:
+            e0, e1 = shape
+        elif rank == 3:
+            e0, e1 = shape[1], shape[2]
+        else:
+            continue
+        x, y = (m, k) if role == 0 else (k, n) if role == 1 else (m, n)
+        if batch is None:
+            batch = g("batch") or g("b") or g("batch_size") or g("bs") or 0
+        if ((e0 == x and e1 == y) or (e0 == y and e1 == x)) and (
+            rank == 2 or role == 1 or batch <= 1 or shape[0] >= batch
+        ):
+            continue  # the common case: the dims' extents exactly
+        if (dtype_class(tn.dtype) if len(tn.dtype) <= 64 else None) not in _UNPACKED:
+            continue  # packed sub-byte values hold a fraction of the extent
+        what = _ROLE_WHAT[role]
+        lo, hi = sorted((x, y))
+        e_lo, e_hi = sorted((e0, e1))
+        short = e_lo < lo or e_hi < hi
+        if not short and batch > 1 and rank == 3 and role != 1 and shape[0] < batch:
+            short = True
+            what = f"batch {batch} of {what}"
+        if short:
+            add(
+                (
+                    "KE605",
+                    f"/task/shapes/{i}/tensors/{j}/shape",
+                    f"tensor `{tn.name}` {list(shape)} does not hold the GEMM dims' {what} "
+                    f"(m={m}, n={n}, k={k}{f', batch={batch}' if batch else ''}): the problem run is "
+                    "smaller than the one the work is counted for",
+                )
+            )
+            return
 
 
 def _flops_check(
@@ -1238,6 +1437,130 @@ def _dtype_labels(task: Any, spelled: set[str], add: Add) -> None:
                 )
             )
             return
+
+
+#: a dtype narrower than 16 bits named in a kernel name or a compile flag: the distinctive
+#: spellings anywhere a letter does not run into them (`gemm_e4m3_tn`, `__nv_fp8`,
+#: `-DGEMM_INPUT_E4M3`), the short ones only as whole words (`_f8_`, `i8`, `int8_t`; not
+#: `uint8`, not a hex id)
+_NARROW_TOKEN = lazy_re(
+    r"(?<![a-z])(nvfp4|mxfp4|mxfp6|mxfp8|fp8|fp6|fp4|e4m3|e5m2|e2m1|e3m2|e2m3)(?![0-9])"
+    r"|(?<![a-z0-9])(f8|i8|int8|int4|w4a16|w4a8|w8a8|w8a16)(?![a-z0-9])"
+)
+_TOKEN_CLASS = {
+    "nvfp4": "fp4", "mxfp4": "fp4", "fp4": "fp4", "e2m1": "fp4", "mxfp6": "fp6", "fp6": "fp6",
+    "e3m2": "fp6", "e2m3": "fp6", "mxfp8": "fp8", "fp8": "fp8", "e4m3": "fp8", "e5m2": "fp8",
+    "f8": "fp8", "i8": "int8", "int8": "int8", "w8a8": "int8", "w8a16": "int8", "int4": "int4",
+    "w4a16": "int4", "w4a8": "int4",
+}  # fmt: skip
+#: how fast each narrow class runs, beside :data:`_SPEED` (an int4 GEMM as an fp4 one)
+_TOKEN_SPEED = {**_SPEED, "int4": 6}
+#: words that say a flag turns a precision off or only builds support for it (`-DDISABLE_FP8`,
+#: `-DENABLE_FP8_SUPPORT`): not that the inputs run in it
+_FLAG_TOGGLE = lazy_re(
+    r"(?<![a-z])(?:disable|disabled|enable|enabled|no|without|support|supported|has|allow|"
+    r"skip|off|false)(?![a-z])|=0$"
+)
+_TOKEN_CACHE: dict[str, tuple[str, str] | None] = {}
+
+
+def _narrow_token(text: str) -> tuple[str, str] | None:
+    """The first narrow-dtype token in a name or flag and its class (cached, bounded)."""
+    hit = _TOKEN_CACHE.get(text, _UNSET)
+    if hit is _UNSET:
+        m = _NARROW_TOKEN.search(text[:4096].casefold())
+        hit = None
+        if m is not None:
+            tok = m.group(1) or m.group(2)
+            hit = (tok, _TOKEN_CLASS[tok])
+        if len(_TOKEN_CACHE) < 4096 and len(text) <= _CACHED_CHARS:
+            _TOKEN_CACHE[text] = hit
+    return hit  # type: ignore[no-any-return]
+
+
+#: the task's classes (labels and tensors) and the fastest of them, by its dtypes
+_ALLOWED_CACHE: dict[tuple[str, ...], tuple[frozenset[str], int] | None] = {}
+
+
+def _allowed_narrow(task: Any) -> tuple[frozenset[str], int] | None:
+    """The precision classes the task names (labels, tensors; a sub-byte integer as int4) and
+    the fastest one's speed; None where no label is known."""
+    names = tuple(task.dtypes[:64]) + tuple(tn.dtype for sh in task.shapes or () for tn in sh.tensors or ())
+    hit = _ALLOWED_CACHE.get(names, _UNSET)
+    if hit is _UNSET:
+        classes: set[str] = set()
+        for d in names:
+            c = dtype_class(d) if len(d) <= 64 else None
+            if c is not None:
+                classes.add(c)
+            elif _SUBBYTE_INT.match(d.strip().casefold()):
+                classes.add("int4")
+        hit = (frozenset(classes), max(_TOKEN_SPEED.get(c, 0) for c in classes)) if classes else None
+        if len(_ALLOWED_CACHE) < 1024 and sum(map(len, names)) <= _CACHED_CHARS:
+            _ALLOWED_CACHE[names] = hit
+    return hit  # type: ignore[no-any-return]
+
+
+def _narrow_kernels(p: Any, task: Any, add: Add) -> None:
+    """KE606: a dtype narrower than every one the task names (`e4m3`, `fp8`, `int8`, `nvfp4`,
+    `int4`...) in the candidate capture's kernel names, its expected kernels or the compile
+    flags: the kernel that ran is not in the precision recorded (an fp8 GEMM has twice a bf16
+    one's peak). The names are scanned first (cached per name): the task's precisions are
+    only worked out where one names a narrow dtype."""
+    cache = _TOKEN_CACHE
+    found: list[tuple[str, str, tuple[str, str]]] = []  # candidates: (pointer, text, token)
+    for i, cap in enumerate(p.profiler or ()):
+        of = cap.of
+        if of is not None and of.side != "candidate":
+            continue
+        for j, rec in enumerate(cap.kernels or ()):
+            name = rec.name
+            hit = cache.get(name, _UNSET)
+            if hit is _UNSET:
+                hit = _narrow_token(name)
+            if hit is not None:
+                found.append((f"/profiler/{i}/kernels/{j}/name", name, hit))
+            raw = rec.raw_name
+            if raw:
+                hit = cache.get(raw, _UNSET)
+                if hit is _UNSET:
+                    hit = _narrow_token(raw)
+                if hit is not None:
+                    found.append((f"/profiler/{i}/kernels/{j}/raw_name", raw, hit))
+        if of is not None and of.expected_kernels:
+            for k, e in enumerate(of.expected_kernels):
+                if (hit := _narrow_token(e)) is not None:
+                    found.append((f"/profiler/{i}/of/expected_kernels/{k}", e, hit))
+    co = p.compile
+    if co is not None and co.flags:
+        for k, fl in enumerate(co.flags):
+            if (
+                len(fl) <= 512
+                and (hit := _narrow_token(fl)) is not None
+                and not _FLAG_TOGGLE.search(fl.casefold())
+            ):
+                found.append((f"/compile/flags/{k}", fl, hit))
+    if not found:
+        return
+    allowed = _allowed_narrow(task)
+    if allowed is None:
+        return
+    classes, fastest = allowed
+    seen: set[str] = set()  # one finding per capture, one for the flags
+    for ptr, text, (tok, c) in found:
+        where = ptr[: ptr.index("/", 10)]
+        if c in classes or _TOKEN_SPEED[c] <= fastest or where in seen:
+            continue
+        seen.add(where)
+        what = "compile flag" if where == "/compile/flags" else "kernel"
+        add(
+            (
+                "KE606",
+                ptr,
+                f"{what} `{text[:120]}` names `{tok}` ({c}), narrower than every dtype the task "
+                f"records ({', '.join(task.dtypes)}): the precision recorded is not the one that ran",
+            )
+        )
 
 
 #: the most FLOP one CPU core can retire per cycle, by the widest-vector unit any core has
