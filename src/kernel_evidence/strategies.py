@@ -104,7 +104,10 @@ def _envelope(draw: Any, kind: str, status: str) -> dict[str, Any]:
 def _stats(draw: Any, unit: str, center: float, with_samples: bool) -> dict[str, Any]:
     n = draw(st.integers(3, 30))
     spread = draw(st.floats(0.005, 0.2))  # timers never repeat one value to the ns (KE507)
-    samples = sorted(center * (1 + spread * (i / n - 0.5)) for i in range(n))
+    # each side its own jitter: a timer's readings are neither evenly spaced nor the other
+    # side's scaled (KE507)
+    rng = draw(st.randoms(use_true_random=False))
+    samples = sorted(center * (1 + spread * (rng.betavariate(2.0, 2.0) - 0.5)) for _ in range(n))
     mid = n // 2
     median = samples[mid] if n % 2 else (samples[mid - 1] + samples[mid]) / 2
     s: dict[str, Any] = {

@@ -148,8 +148,11 @@ def test_cost_model_capture_rates_are_not_held() -> None:
     p = control(ONLY)
     p["profiler"][0]["tool"] = "xprof"
     metric(p, "dram_bandwidth", 9.0e6, "GB/s")
-    metric(p, "achieved_flop_rate", 3.0e15, "FLOP/s")
     assert not [f for f in report(p).findings if f.pointer.startswith("/profiler")]
+    # off a TPU its FLOP rate is still held to the device's highest peak (an ncu capture
+    # relabelled xprof: test_redteam5_physics.py); 3 PFLOP/s is above an H100's any precision
+    metric(p, "achieved_flop_rate", 3.0e15, "FLOP/s")
+    assert ("KE601", "/profiler/0/kernels/0/metrics/achieved_flop_rate") in found(p)
     p["profiler"][0]["tool"] = "ncu"
     assert {"KE601", "KE602"} <= {r for r, q in found(p) if q.startswith("/profiler/0/kernels/0/metrics/")}
 

@@ -300,6 +300,8 @@ def test_an_extension_that_impersonates_the_validator(key: str) -> None:
 
 def test_extensions_with_other_members_and_the_projects_own() -> None:
     p = control(GEMM)
+    # the project's replay verdict stands on a replay of a parent (KE009)
+    p["lineage"] = {"relation": "replay", "parent_packet_id": "sha256:" + "3f" * 32}
     p["extensions"] = {
         "https://acme.example/bench/v3": {"scheduler": "slurm", "job": 881273, "queue_wait_s": 41.2},
         # a claim word below the top level is the tool's own data, not a restated claim

@@ -101,8 +101,11 @@ def test_repeated_launches_and_streams() -> None:
 def test_a_cache_flush_kernel_is_not_the_candidates_time() -> None:
     d = honest(expected_kernels=None)
     del d["profiler"][0]["of"]["expected_kernels"]
+    d["timing"]["conditions"] = {"cache": {"mode": "flushed", "flush_bytes": {"value": 256, "unit": "MiB"}}}
     d["profiler"][0]["kernels"].append(
-        launch("void at::native::vectorized_elementwise_kernel<FillFunctor>", 900_000.0)
+        # zeroing a 256 MiB flush buffer on an H100 (a fill that took longer than writing the
+        # task's tensors or the flush could take would be work: test_redteam5_profile.py)
+        launch("void at::native::vectorized_elementwise_kernel<FillFunctor>", 90_000.0)
     )
     assert found(d) == set()
 
@@ -119,7 +122,9 @@ def test_the_expected_kernel_is_absent() -> None:
     d = honest()
     d["profiler"][0]["kernels"][0]["name"] = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x256x64"
     assert ("KE1102", "/profiler/0/kernels") in found(d)
-    # matched on the raw (mangled) name too, case-insensitively
+    # matched on the raw (mangled) name too, case-insensitively, under a display name the
+    # raw name holds (a name that is a library's kernel over another raw name is edited)
+    d["profiler"][0]["kernels"][0]["name"] = "GEMM_BF16_TN_128x256_kernel"
     d["profiler"][0]["kernels"][0]["raw_name"] = "_Z30GEMM_BF16_TN_128x256_kernelPKvS0_Pv"
     assert not {r for r, _ in found(d)} & {"KE1102"}
 

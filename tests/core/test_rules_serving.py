@@ -230,7 +230,8 @@ def test_tpot_that_the_latencies_do_not_give() -> None:
     d["timing"]["serving"]["tpot"].update(
         mean=146.0, median=142.0, min=98.0, max=310.0, percentiles={"p50": 142.0, "p99": 249.0}
     )
-    assert found(d) == {("KE1007", "/timing/serving/tpot/mean")}
+    # 127 steps at the largest TPOT are also longer than the largest e2el
+    assert found(d) == {("KE1007", "/timing/serving/tpot/mean"), ("KE1007", "/timing/serving/e2el/max")}
 
 
 def test_ttft_faster_than_the_prefill() -> None:

@@ -1082,6 +1082,50 @@ WARNINGS: list[tuple[str, Callable[[dict[str, Any]], None], str, str]] = [
         "/compile/source_digest",
     ),
     (
+        "7 KE108 a repository URL nobody else can fetch",
+        _set("replay", "repository", "url", value="file:///home/alice/kernels"),
+        "KE108",
+        "/replay/repository/url",
+    ),
+    (
+        "7 KE704 exact match of a float reduction",
+        _all(
+            _set("validation", "shapes", 0, "atol"),
+            _set("validation", "shapes", 0, "rtol"),
+            _set("validation", "shapes", 0, "max_abs_error", value=0.0),
+        ),
+        "KE704",
+        "/validation/shapes/0",
+    ),
+    (
+        "7 KE808 more devices counted and exposed than the conditions state",
+        _all(
+            _set("hardware", "count", value=4),
+            _set("timing", "conditions", value={"device_count": 1}),
+            _set("replay", "env", value={"CUDA_VISIBLE_DEVICES": "0,1,2,3"}),
+        ),
+        "KE808",
+        "/timing/conditions/device_count",
+    ),
+    (
+        "7 KE1204 money not below what the device time costs",
+        _set(
+            "cost",
+            value={
+                "gpu_time": {"value": 3600.0, "unit": "s"},
+                "money": {"amount": 0.01, "currency": "USD", "price_source": "on-demand list price"},
+            },
+        ),
+        "KE1204",
+        "/cost/money/amount",
+    ),
+    (
+        "7 KE009 a kevidence namespace the project does not write",
+        _set("extensions", value={"kevidence:grade": {"grade": "A"}}),
+        "KE009",
+        "/extensions/kevidence:grade",
+    ),
+    (
         "7 KE211 baseline measured in the packet",
         _all(_set(*_B, "packet_id", value="sha256:" + "1" * 64), _set(*_B, "stats")),
         "KE211",

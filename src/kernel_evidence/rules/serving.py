@@ -107,8 +107,11 @@ declare(
     "MUST lie within 15% (plus the rounding of the figures as written) of the span from (mean "
     "e2el - mean TTFT) / tokens to the larger of (mean e2el - mean TTFT) / (tokens - 1) and mean "
     "e2el / tokens (the definitions clients use). A request's TPOT is the mean of its gaps "
-    "between tokens (or less, where a chunk carries several tokens), so the largest ITL MUST be "
-    "at least the largest TPOT (5%, plus rounding).",
+    "between tokens, so the largest ITL MUST be at least the largest TPOT (5%, plus rounding). "
+    "Where every request produced exactly `output_len` tokens, the request with the largest "
+    "TPOT took at least its (tokens - 1) decode steps and a first token, so the largest e2el "
+    "MUST be at least (tokens - 1) x max TPOT + the lesser of min TTFT and max TPOT, within the "
+    "15% the clients' definitions of TPOT differ by (plus rounding).",
 )
 declare(
     "KE1008",
@@ -178,7 +181,7 @@ def _side(ptr: str, s: Any, st: Any, baseline: bool, ctx: Ctx, add: Add) -> None
         if s.tpot is not None:
             _tpot(ptr, s, st, add)
             if s.tpot.max is not None:
-                _tails(ptr, s, add)
+                _tails(ptr, s, st, add)
     if ttft is not None:
         typical = ttft.median if ttft.median is not None else ttft.mean
         if typical is not None and typical * FACTOR[ttft.unit] < _TTFT_FLOOR_S:
@@ -552,9 +555,10 @@ def _tpot(ptr: str, s: Any, st: Any, add: Add) -> None:
         )
 
 
-def _tails(ptr: str, s: Any, add: Add) -> None:
+def _tails(ptr: str, s: Any, st: Any, add: Add) -> None:
     """KE1007: the largest TPOT against the largest ITL (a TPOT is the mean of a request's
-    gaps, or less where a chunk carries several tokens)."""
+    gaps, or less where a chunk carries several tokens) and, with every request the same
+    length, against the largest e2el (that request's decode steps plus a first token)."""
     tpot = s.tpot
     ft = FACTOR[tpot.unit]
     top = tpot.max * ft
@@ -568,6 +572,31 @@ def _tails(ptr: str, s: Any, add: Add) -> None:
                     f"{ptr}/itl/max",
                     f"max ITL {itl.max:g} {itl.unit} is below max TPOT {tpot.max:g} {tpot.unit}: a request's "
                     "TPOT is the mean of its gaps between tokens, never above the largest gap",
+                )
+            )
+    olen = st.output_len if st is not None else None
+    e2el, ttft = s.e2el, s.ttft
+    if (
+        olen
+        and olen >= 2
+        and e2el.max is not None
+        and ttft.min is not None
+        and s.completed
+        and s.total_output_tokens == s.completed * olen
+        and not _range_ratio(st)
+    ):
+        fe = FACTOR[e2el.unit]
+        first = min(ttft.min * FACTOR[ttft.unit], top)
+        least = (olen - 1) * top + first
+        slack = (olen - 1) * _rounding(tpot.max) * ft + _rounding(ttft.min) * FACTOR[ttft.unit]
+        if e2el.max * fe * _TPOT_SLACK + _rounding(e2el.max) * fe + slack < least:
+            add(
+                (
+                    "KE1007",
+                    f"{ptr}/e2el/max",
+                    f"max e2el {e2el.max:g} {e2el.unit} is below {olen - 1} x max TPOT {tpot.max:g} {tpot.unit} + "
+                    f"a first token ({least * 1e3:.5g} ms): every request produced {olen} tokens, so the "
+                    "request with the largest TPOT took longer than the largest e2el",
                 )
             )
 

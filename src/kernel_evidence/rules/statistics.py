@@ -94,11 +94,16 @@ declare(
     "resolution over many runs; a constant is a patched or copied timing. Nor ten or more "
     "that differ but all lie within 1e-4 of their median of each other (device event timers: "
     "`cuda_events`, `hip_events`, `triton_do_bench`, whose launches jitter by more) or within "
-    "1e-5 (any other timer): a constant nudged to look measured. Nor ten or more samples, "
-    "written with 4 or more significant digits, holding a run of 5 or more values that recurs "
-    "elsewhere in the series, where so long a repeat is not chance (the product of its values' "
-    "shares of the series, times the number of places it could recur, below 1e-6): a block "
-    "pasted again, not measured.",
+    "1e-5 (any other timer): a constant nudged to look measured. Nor a series made up rather "
+    "than measured: the candidate's ten or more samples equal to the baseline's, in the same "
+    "order or both sorted, times one constant or plus one constant (each within the rounding "
+    "of the digits both are written with, over a spread of at least 50 times that); ten or "
+    "more samples, written with 4 or more significant digits, holding a run of 5 or more "
+    "values that recurs elsewhere in the series, where so long a repeat is not chance (the "
+    "product of its values' shares of the series, times the number of places it could recur, "
+    "below 1e-6); or ten or more samples whose sorted gaps are all equal (within 1% of their "
+    "mean gap, plus the rounding of the digits written, the mean gap at least 5 units of "
+    "that rounding): an arithmetic progression, shuffled or not.",
 )
 declare("KE508", "warning", "a claim rests on warmed, repeated timings",
      "warm up and time each side many times (e.g. 10 warmup calls and 50 timed ones)",
@@ -157,6 +162,13 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
         _degenerate("/timing/stats", st, m, cc, add, total)
     if bs is not None:
         _degenerate("/timing/baseline/stats", bs, bm, bc, add, btotal)
+        # KE507: one side's series the other's times or plus a constant (a cheap test of the
+        # stated extremes and medians first; KE503 holds them to the samples)
+        if st is not None:
+            xs = st.samples
+            ys = bs.samples
+            if xs and ys and len(xs) == len(ys) >= 10:
+                _copied(st, bs, xs, ys, add)
     if ctx.claim and st is not None:
         _warmed(t, st, b, add)
 
@@ -705,11 +717,22 @@ _SIG = 1000.0
 
 
 def _made_up(ptr: str, unit: str, xs: list[float], ys: list[float], add: Add) -> None:
-    """KE507: ten or more samples (``xs`` as kept, ``ys`` sorted) that hold a pasted block."""
+    """KE507: ten or more samples (``xs`` as kept, ``ys`` sorted) that hold a pasted block or
+    form an arithmetic progression."""
     count = len(xs)
     # a block pasted again repeats at least _RUN values (a set is cheap)
     if len(set(xs)) <= count - _RUN:
         _pasted(ptr, unit, xs, add)
+    # an arithmetic progression: the first, last and middle gaps near the mean gap first
+    g = (ys[-1] - ys[0]) / (count - 1)
+    mid = count // 2
+    if (
+        g > 0
+        and abs(ys[1] - ys[0] - g) <= 0.5 * g
+        and abs(ys[-1] - ys[-2] - g) <= 0.5 * g
+        and abs(ys[mid] - ys[0] - mid * g) <= 0.5 * g
+    ):
+        _progression(ptr, unit, ys, g, add)
 
 
 def _pasted(ptr: str, unit: str, xs: list[float], add: Add) -> None:
@@ -748,6 +771,82 @@ def _pasted(ptr: str, unit: str, xs: list[float], add: Add) -> None:
                 )
             )
             return
+
+
+def _progression(ptr: str, unit: str, ys: list[float], g: float, add: Add) -> None:
+    """KE507: sorted samples ``ys`` whose gaps all equal the mean gap ``g`` (1%, plus the
+    rounding of the digits written, itself at most a fifth of the gap); all exactly equal
+    (a timer's ticks, each level hit once) only from 20 samples."""
+    q = min(_quantum(y) for y in ys[:8])
+    if g < 5 * q:
+        return
+    tol = 0.01 * g + q
+    lo = hi = ys[1] - ys[0]
+    for a, b in zip(ys, ys[1:], strict=False):
+        d = b - a
+        if abs(d - g) > tol:
+            return
+        lo = min(lo, d)
+        hi = max(hi, d)
+    n = len(ys)
+    if hi - lo <= 1e-6 * g and n < 20:
+        return
+    add(
+        (
+            "KE507",
+            f"{ptr}/samples",
+            f"the {n} samples, sorted, are evenly spaced {g:.4g} {unit} apart (every gap within "
+            f"{tol:.2g} of it): an arithmetic progression, not timer readings",
+        )
+    )
+
+
+def _copied(st: Any, bs: Any, xs: list[float], ys: list[float], add: Add) -> None:
+    """KE507: the candidate's samples ``xs`` equal the baseline's ``ys`` times or plus one
+    constant, in the order kept or both sorted, within the rounding of their digits."""
+    xlo, xhi, xmed = st.min, st.max, st.median
+    ylo, yhi, ymed = bs.min, bs.max, bs.median
+    if None in (xlo, xhi, xmed, ylo, yhi, ymed) or not (ylo > 0 and xhi > xlo):
+        return
+    # cheap: extremes and medians in one ratio, or one difference (1e-3 of the values)
+    k = xlo / ylo
+    scaled = abs(xhi - k * yhi) <= 1e-3 * xhi and abs(xmed - k * ymed) <= 1e-3 * xmed
+    c = xlo - ylo
+    top = xhi if xhi > yhi else yhi
+    shifted = abs(xhi - yhi - c) <= 1e-3 * top and abs(xmed - ymed - c) <= 1e-3 * top
+    if not (scaled or shifted):
+        return
+    qx = min(_quantum(x) for x in xs[:8])
+    qy = min(_quantum(y) for y in ys[:8])
+    n = len(xs)
+    for a, b in ((xs, ys), (sorted(xs), sorted(ys))):
+        if scaled:
+            k = sum(a) / sum(b)
+            tol = qx + k * qy + 1e-9 * xhi
+            if xhi - xlo >= 50 * tol and all(abs(x - k * y) <= tol for x, y in zip(a, b, strict=True)):
+                how = f"times {k:.6g}"
+                break
+        if shifted:
+            c = (sum(a) - sum(b)) / n
+            tol = qx + qy + 1e-9 * top
+            if xhi - xlo >= 50 * tol and all(abs(x - y - c) <= tol for x, y in zip(a, b, strict=True)):
+                how = f"plus {c:.6g} {st.unit}"
+                break
+    else:
+        return
+    order = "in the same order" if a is xs else "sorted"
+    for ptr, who, other in (
+        ("/timing/stats", "candidate", "baseline"),
+        ("/timing/baseline/stats", "baseline", "candidate"),
+    ):
+        add(
+            (
+                "KE507",
+                f"{ptr}/samples",
+                f"the candidate's {n} samples are the baseline's, {order}, {how} (each within {tol:.2g} "
+                f"{st.unit}): one series made from the other, not two measurements ({who} side; see the {other})",
+            )
+        )
 
 
 # ---------------------------------------------------------------- mean against percentiles (KE501)
