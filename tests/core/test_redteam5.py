@@ -188,3 +188,17 @@ def test_a_serving_baseline_that_cannot_hold_the_benchmarks_concurrency() -> Non
     p = control(SERV)
     p["timing"]["baseline"].setdefault("settings", {})["max_num_seqs"] = conc * 4
     assert "KE207" not in rules(p)
+
+
+# ---------------------------------------------------------------- grades: a pass no tool ran
+
+
+def test_a_defence_passed_by_no_tool_is_the_producers_word() -> None:
+    p = control()
+    _defence(p, "timer_integrity")["tool"] = "none (self-reported)"
+    r = validate(finalize(copy.deepcopy(p)))
+    assert r.ok and r.grade.letter == "B"
+    assert any("timer_integrity" in reason for reason in r.grade.reasons), r.grade.reasons
+    p = control()
+    _defence(p, "timer_integrity")["tool"] = "kernel-evidence Recorder"
+    assert grade(p) == "A"

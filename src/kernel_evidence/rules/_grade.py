@@ -124,9 +124,13 @@ def _claim_caps(p: Any, t: Any, caps: list[tuple[str, str]]) -> None:
         outcome: dict[str, Any] = {}
         for d in ds:
             # a check listed twice counts by its worst outcome: a passed copy does not
-            # shadow a skipped or failed one
+            # shadow a skipped or failed one; a pass that names no tool as having run it
+            # (`none`, `self-reported`, `manual`) is the producer's word, not a run
+            o = d.outcome
+            if o == "passed" and d.tool is not None and _no_tool(d.tool):
+                o = "skipped"
             if outcome.get(d.check, "passed") == "passed":
-                outcome[d.check] = d.outcome
+                outcome[d.check] = o
         core = CORE_DEFENCES if kernel else SERVING_CORE
         weak: list[str] = []
         for c in core:
@@ -158,6 +162,29 @@ def _claim_caps(p: Any, t: Any, caps: list[tuple[str, str]]) -> None:
         caps.append(("B", "replay pins no container digest"))
     if not _captured(p.profiler) and not _work(p.task):
         caps.append(("B", "no profiler capture or work figures: the speed-of-light fraction is unknown"))
+
+
+#: what a defence's `tool` says when no tool ran it
+_NO_TOOL = (
+    "none", "n/a", "na", "manual", "manually", "self-reported", "self reported", "selfreported",
+    "by hand", "unknown", "nobody", "not run", "-",
+)  # fmt: skip
+_NO_TOOL_CACHE: dict[str, bool] = {}
+
+
+def _no_tool(tool: str) -> bool:
+    """Whether a defence's ``tool`` says no tool ran it: `none`, `self-reported`, `manual`
+    (read NFKC-folded and casefolded; `none (self-reported)` too). Cached, short names only."""
+    hit = _NO_TOOL_CACHE.get(tool)
+    if hit is None:
+        import unicodedata
+
+        t = unicodedata.normalize("NFKC", tool).casefold().strip()
+        head = t.split("(", 1)[0].strip(" .;:,")
+        hit = head in _NO_TOOL or "self-report" in t or "self report" in t
+        if len(_NO_TOOL_CACHE) < 1024 and len(tool) <= 256:
+            _NO_TOOL_CACHE[tool] = hit
+    return hit
 
 
 #: cache modes under which no flush is due
