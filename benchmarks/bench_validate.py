@@ -53,6 +53,9 @@ def recorded_templates() -> list[dict]:
     amd.pop("packet_id")
     amd["measured_at"] = h100["measured_at"]
     amd["defences"] = copy.deepcopy(h100["defences"])
+    for d in amd["defences"]:  # the MI300X's flush, as its conditions below record it
+        if d["check"] == "cache_flush":
+            d["detail"] = "512 MiB written between calls (Infinity Cache 256 MiB)"
     t = amd["timing"]
     shape = (
         next(s for s in amd["task"]["shapes"] if s["id"] == t.get("shape_id")) if t.get("shape_id") else None

@@ -1064,7 +1064,9 @@ def goodput_file(tmp_path: Path, **keys: Any) -> Path:
     rec = {
         "model_id": "m", "duration": 2.0, "completed": 4, "failed": 1,
         "ttfts": ttfts, "latencies": lats, "output_lens": olens, "errors": errors,
-        "input_lens": [10] * 5, "itls": [[0.01] * max(o - 1, 0) for o in olens], **keys,
+        "input_lens": [10] * 5, **keys,
+        # each request's gaps as its TPOT gives them (a TPOT is the mean of a request's gaps)
+        "itls": [[(lat - t) / (o - 1)] * (o - 1) if o > 1 else [] for t, lat, o in zip(ttfts, lats, olens)],
     }  # fmt: skip
     f = tmp_path / f"run{len(list(tmp_path.glob('run*.json')))}.json"
     f.write_text(json.dumps(rec))
