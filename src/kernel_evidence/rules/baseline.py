@@ -126,7 +126,19 @@ declare(
     "against a tf32 candidate), include the candidate's narrowest class or are narrower; a batch count it names "
     "(`batch_count=2`) is one of the timed shape's dimensions; and the `m=`, `n=`, `k=` it names (or the "
     "`m, n, k` of a `cublas<t>gemm(handle, opA, opB, m, n, k, ...)` call) are the timed "
-    "shape's (m and n in either order: column-major calls swap them). A kernel baseline with "
+    "shape's (m and n in either order: column-major calls swap them). The call MUST NOT "
+    "handicap the baseline: cuBLAS's pedantic compute type or math mode (`CUBLAS_COMPUTE_32F_PEDANTIC`, "
+    "`CUBLAS_PEDANTIC_MATH`) under a tf32 or narrower candidate, a zero workspace "
+    "(`workspaceSizeInBytes=0`, `workspace=NULL` with no size), a heuristic result past the first "
+    "forced (`heuristicResult[7]`, `algo index 7 of 8`; not one chosen as the fastest), an operand "
+    "copied inside the call (`b.t().contiguous()`, `.clone()` as an argument or said to be in the "
+    "timed call), attention `dropout_p` above 0 or probabilities returned (`return_attn_probs=True`, "
+    "`return_softmax=True`, `need_weights=True`), XLA's `Precision.HIGHEST` (or "
+    "`jax_default_matmul_precision` `highest`) under a 16-bit or narrower candidate; and on one "
+    "device, what it states of the problem MUST be the candidate's timed dims: `causal=` against "
+    "the dims' `causal`, head counts (`num_kv_heads=`, `num_heads=`, `head_dim=`) and the extents "
+    "of `q[...]`/`k[...]`/`v[...]` against batch, seq, heads, kv_heads and head_dim, the extents of "
+    "a tensor it allocates (`torch.randn(32768, 8192)`) against a norm's rows and cols. A kernel baseline with "
     "a `packet_id` that is the candidate's `lineage.parent_packet_id` (relation mutation, "
     "replay or rerun) under a library's name (cuBLAS, hipBLASLt, XLA...; not one whose "
     "kernels a search loop rewrites, such as CUTLASS) is the candidate's own ancestor. A "
@@ -167,7 +179,14 @@ declare(
     "`XLA_FLAGS` with `--xla_backend_optimization_level=0` or `--xla_gpu_autotune_level=0` "
     "(XLA, jax), `CUDA_LAUNCH_BLOCKING=1` / `HIP_LAUNCH_BLOCKING=1` (any baseline on that "
     "vendor's GPU), `LIBTPU_INIT_ARGS` with an optimisation level 0 (XLA, jax), "
-    "and `DISABLE_ADDMM_CUDA_LT=1` / `TORCH_BLAS_PREFER_CUBLASLT=0` (cuBLASLt, torch). "
+    "`DISABLE_ADDMM_CUDA_LT=1` / `TORCH_BLAS_PREFER_CUBLASLT=0` (cuBLASLt, torch), "
+    "`ONEDNN_MAX_CPU_ISA`/`DNNL_MAX_CPU_ISA` below the host CPU's best ISA (from `hardware.device` "
+    "and `arch`: AMX on Sapphire Rapids and later Xeons under a 16-bit or narrower candidate, "
+    "AVX-512 on Skylake-SP to Ice Lake Xeons and Zen 4 and later EPYCs) and `ONEDNN_VERBOSE`/"
+    "`DNNL_VERBOSE` that logs each execution (`1`, `all`, `profile_exec`) (oneDNN), "
+    "`MKL_ENABLE_INSTRUCTIONS` below that ISA, `MKL_CBWR` other than `AUTO` and `MKL_VERBOSE` "
+    "above 0 (oneMKL), and `OPENBLAS_CORETYPE` naming a core without AVX-512 (Haswell, Zen, "
+    "Sandybridge...) on an AVX-512 host (OpenBLAS). "
     "(Thread counts such as `OMP_NUM_THREADS=1` are not judged: the replay's environment "
     "holds for the candidate too.)",
 )
@@ -196,7 +215,11 @@ declare(
     "version's numbers MUST fit it (cuBLASLt `2.5.1` is torch's version), and a version of "
     "three parts or more MUST agree (one a prefix of the other) with the version "
     "`replay.packages` records for a package of that library (`nvidia-cublas-cu12`, "
-    "`hipblaslt`, `rocblas`...) where it records one.",
+    "`hipblaslt`, `rocblas`...) where it records one. A cuBLAS or cuBLASLt version MUST be of "
+    "the CUDA major `hardware.runtime` records (cuBLAS 11.x ships with CUDA 11, 12.x with CUDA 12; "
+    "not where the candidate's nvcc is of the library's major), and `replay.env` "
+    "`LD_LIBRARY_PATH` MUST NOT name only CUDA toolkit directories (`/usr/local/cuda-11.0/lib64`) "
+    "of another major than that version (cuDNN, with its own numbering, is not read so).",
 )
 declare("KE211", "warning", "the baseline is measured in the packet",
      "record the baseline's statistics (or serving metrics) and conditions beside its packet_id",
@@ -257,8 +280,15 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
                         f"baseline {field} `{val.strip()[:80]}` is a placeholder",
                     )
                 )
-            elif field == "version" and val and entry is not None and entry.key in _schemes():
-                _version_agrees(p, entry, val, add)
+            elif (
+                field == "version"
+                and val
+                and entry is not None
+                and entry.key in _schemes()
+                and not _version_agrees(p, entry, val, add)
+                and entry.key in _NV_BLAS
+            ):
+                _toolkit_major(p, entry, val, add)
     elif (
         b.engine is not None
         and b.engine.version
@@ -322,6 +352,17 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
                 )
             )
     r = p.replay
+    if (
+        kernel
+        and entry is not None
+        and entry.key in _NV_BLAS
+        and r is not None
+        and r.env
+        and b.version
+        and isinstance(lp := r.env.get("LD_LIBRARY_PATH"), str)
+        and "cuda-" in lp
+    ):
+        _library_path(p, entry, b.version, lp, add)
     if entry is not None and r is not None and r.env and not _ENV_NAMES.isdisjoint(r.env):
         _env_handicaps(p, t, entry, r.env, add)
     bc = b.conditions
@@ -339,6 +380,7 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
         _twice(ts.settings, "/task/serving/settings/", add)
     if kernel and b.call:
         _call_problem(p, t, b.call, add)
+        _handicapped_call(p, t, b.call, add)
     if entry is not None and entry.kind == "reference":
         add(
             (
@@ -412,7 +454,7 @@ def _parts(v: str) -> tuple[int, ...]:
     return tuple(int(x) for x in v.split("."))
 
 
-def _version_agrees(p: Any, entry: Any, version: str, add: Add) -> None:
+def _version_agrees(p: Any, entry: Any, version: str, add: Add) -> bool:
     """KE210: a baseline version that fits the library's scheme, and that agrees with the
     version `replay.packages` records for a package of that library (one a prefix of the
     other, compared where the baseline's names three parts or more: `12.4.5` and
@@ -425,15 +467,15 @@ def _version_agrees(p: Any, entry: Any, version: str, add: Add) -> None:
                 f"baseline version `{version.strip()[:40]}` is no {entry.name} version: it names another package",
             )
         )
-        return
+        return True
     r = p.replay
     pk = r.packages if r is not None else None
     pat = _schemes()[entry.key][1]
     if not pk or pat is None:
-        return
+        return False
     mine = [_parts(x) for x in _NUMBERS.findall(version[:200]) if x.count(".") >= 2 and len(x) <= 40]
     if not mine:
-        return
+        return False
     seen = None
     for name, ver in pk.items():
         if len(name) > 128 or not pat.fullmatch(name.strip().casefold().replace("_", "-").replace(".", "-")):
@@ -443,7 +485,7 @@ def _version_agrees(p: Any, entry: Any, version: str, add: Add) -> None:
             continue
         theirs = _parts(m.group())
         if any(a[: len(theirs)] == theirs[: len(a)] for a in mine):
-            return
+            return False
         seen = seen or (name, ver)
     if seen is not None:
         add(
@@ -452,6 +494,90 @@ def _version_agrees(p: Any, entry: Any, version: str, add: Add) -> None:
                 "/timing/baseline/version",
                 f"baseline version `{version.strip()[:40]}`, but replay.packages records {seen[0][:40]} "
                 f"{seen[1].strip()[:40]}: the {entry.name} that ran is another",
+            )
+        )
+        return True
+    return False
+
+
+#: the major of a CUDA version (`12.4`, `12.4.131`; `12040` as cudaRuntimeGetVersion gives it)
+_CUDA_MAJOR = lazy_re(r"(?<![\d.])(\d{1,2})(?:\.\d+)+(?![\d.])|(?<![\d.])(\d{2})0\d0(?![\d.])")
+#: cuBLAS's version as cublasGetVersion gives it (120405: 12.4.5)
+_CUBLAS_INT = lazy_re(r"(?<![\d.])(1[0-3])\d{4}(?![\d.])")
+#: a CUDA toolkit directory (`/usr/local/cuda-11.0/lib64`)
+_TOOLKIT_DIR = lazy_re(r"cuda-(\d{1,2})(?:\.\d+)*(?![\d.])", re.IGNORECASE)
+
+
+def _major(v: str | None, pat: re.Pattern[str]) -> int | None:
+    """The first major ``pat`` finds in ``v`` (None where none)."""
+    if not v:
+        return None
+    m = pat.search(v[:200])
+    if m is None:
+        return None
+    return int(next(g for g in m.groups() if g is not None))
+
+
+def _cublas_major(version: str) -> int | None:
+    """The major of a cuBLAS version: the first of its dotted numbers that fits the
+    registry's scheme (9 to 13), else its integer form (120405)."""
+    for x in _NUMBERS.findall(version[:200]):
+        if "." in x:
+            head = x.split(".", 1)[0]
+            if head.isdigit() and 9 <= int(head) <= 13:
+                return int(head)
+    return _major(version, _CUBLAS_INT)
+
+
+def _toolkit_major(p: Any, entry: Any, version: str, add: Add) -> None:
+    """KE210: cuBLAS (and cuBLASLt, which ships in it) ships with the CUDA toolkit of its
+    own major (cuBLAS 11.x with CUDA 11.x, 12.x with 12.x): a baseline version of another
+    major than the CUDA runtime the hardware records (and than the nvcc the candidate was
+    built with, where recorded) is an older or newer toolkit's library than the one that ran."""
+    mine = _cublas_major(version)
+    if mine is None:
+        return
+    h = p.hardware
+    rt = h.runtime if h is not None else None
+    if rt is None or not rt.name or "cuda" not in rt.name.casefold():
+        return
+    theirs = _major(rt.version, _CUDA_MAJOR)
+    if theirs is None or theirs == mine:
+        return
+    c = p.compile
+    cc = c.compiler if c is not None else None
+    if (
+        cc is not None
+        and cc.name
+        and "nvcc" in cc.name.casefold()
+        and _major(cc.version, _CUDA_MAJOR) == mine
+    ):
+        return  # built with that toolkit: the runtime recorded may be the driver's
+    add(
+        (
+            "KE210",
+            "/timing/baseline/version",
+            f"baseline version `{version.strip()[:40]}` is a CUDA {mine} {entry.name}, but hardware.runtime is "
+            f"CUDA {rt.version.strip()[:20] if rt.version else ''}: cuBLAS ships with the toolkit of its own major",
+        )
+    )
+
+
+def _library_path(p: Any, entry: Any, version: str, path: str, add: Add) -> None:
+    """KE210: an LD_LIBRARY_PATH whose CUDA toolkit directories (`/usr/local/cuda-11.0/lib64`)
+    are all of another major than the baseline's cuBLAS version: the cuBLAS that loaded is
+    that toolkit's, not the one the version names."""
+    mine = _cublas_major(version)
+    if mine is None:
+        return
+    majors = {int(x) for x in _TOOLKIT_DIR.findall(path[:2000])}
+    if majors and mine not in majors:
+        add(
+            (
+                "KE210",
+                "/replay/env/LD_LIBRARY_PATH",
+                f"replay.env LD_LIBRARY_PATH names CUDA {', '.join(map(str, sorted(majors)))} toolkit directories "
+                f"(`{path.strip()[:60]}`), the baseline version `{version.strip()[:40]}` is CUDA {mine}'s {entry.name}",
             )
         )
 
@@ -494,6 +620,92 @@ def _xla_off(v: str) -> bool:
     return bool(_XLA_OFF.search(v[:4000]))
 
 
+#: the best vector/matrix ISA of a host CPU, read from hardware.device and hardware.arch:
+#: AMX (Sapphire Rapids and later Xeons), AVX-512 (Skylake-SP to Ice Lake Xeons, Zen 4 and
+#: later EPYCs)
+_HOST_AMX = lazy_re(
+    r"sapphire\s*rapids|emerald\s*rapids|granite\s*rapids|diamond\s*rapids"
+    r"|xeon(?:\(r\))?\s*(?:platinum|gold|silver|bronze)\s*[3-9][45]\d\d|xeon(?:\(r\))?\s*(?:6\d\d\dp|max\s*9\d\d\d)",
+    re.IGNORECASE,
+)
+_HOST_AVX512 = lazy_re(
+    r"znver[45]|\bzen\s*[45]\b|epyc\s*(?:9\d\d[45]|8\d\d4|4\d\d4)|skylake[-_ ]?avx512|\bskx\b|cascade\s*lake"
+    r"|cooper\s*lake|ice\s*lake|xeon(?:\(r\))?\s*(?:platinum|gold|silver|bronze)\s*\d[1-3]\d\d",
+    re.IGNORECASE,
+)
+_HOST_ISA: dict[str, int] = {}
+
+
+def _host_isa(h: Any) -> int:
+    """The host CPU's best ISA level: 3 AMX, 2 AVX-512, 0 not known. Cached per name."""
+    if h is None:
+        return 0
+    key = f"{h.device} {h.arch or ''}"
+    hit = _HOST_ISA.get(key)
+    if hit is None:
+        text = key[:512]
+        hit = 3 if _HOST_AMX.search(text) else 2 if _HOST_AVX512.search(text) else 0
+        if len(_HOST_ISA) < 256 and len(key) <= CACHED_CHARS:
+            _HOST_ISA[key] = hit
+    return hit
+
+
+_NO_CAP = ("", "all", "default", "auto")
+
+
+def _onednn_isa(v: str) -> int | None:
+    """The ISA level a oneDNN ISA cap allows (3 AMX, 2 AVX-512/AVX10, 1 AVX2 or older; None
+    for no cap or a name not known)."""
+    v = v.strip().casefold()
+    if v in _NO_CAP:
+        return None
+    if "amx" in v:
+        return 3
+    if "avx512" in v or "avx10" in v:
+        return None if "mic" in v else 2
+    return 1 if v in ("sse41", "avx", "avx2", "avx2_vnni", "avx2_vnni_2") else None
+
+
+def _mkl_isa(v: str) -> int | None:
+    """The ISA level MKL_ENABLE_INSTRUCTIONS allows (AVX512_E4 and later: AMX)."""
+    v = v.strip().casefold()
+    if v in _NO_CAP:
+        return None
+    if v.startswith("avx512"):
+        return 3 if re.fullmatch(r"avx512_e[4-9]", v) else 2
+    return 1 if v in ("sse4_2", "sse42", "avx", "avx2", "avx2_e1") else None
+
+
+def _capped(v: str) -> bool:
+    return v.strip().casefold() not in _NO_CAP
+
+
+def _verbose(v: str) -> bool:
+    """A oneDNN/MKL verbosity that prints at each execution (`1`, `2`, `all`, `profile_exec`)."""
+    for x in v.strip().casefold().split(","):
+        x = x.strip()
+        if (x.isdigit() and int(x) > 0) or x in ("all", "exec", "profile", "profile_exec"):
+            return True
+    return False
+
+
+def _cbwr(v: str) -> bool:
+    """MKL_CBWR pinned to a code path (anything but AUTO)."""
+    return not v.strip().casefold().startswith("auto") and bool(v.strip())
+
+
+#: OpenBLAS cores without AVX-512
+_OLD_CORES = frozenset({
+    "haswell", "zen", "sandybridge", "nehalem", "core2", "penryn", "dunnington", "prescott", "atom",
+    "barcelona", "bulldozer", "piledriver", "steamroller", "excavator", "opteron", "opteron_sse3",
+    "katmai", "coppermine", "northwood", "banias", "athlon", "nano",
+})  # fmt: skip
+
+
+def _old_core(v: str) -> bool:
+    return v.strip().casefold() in _OLD_CORES
+
+
 _NV_BLAS = frozenset({"cublas", "cublaslt"})
 _AMD_BLAS = frozenset({"hipblaslt", "hipblas", "rocblas"})
 #: replay.env variables that handicap a baseline library: name -> (the value that does,
@@ -516,8 +728,21 @@ _ENV: dict[str, tuple[Any, frozenset[str], str]] = {
     "TORCH_BLAS_PREFER_CUBLASLT": (_off, frozenset({"cublaslt", "torch_eager", "torch_compile"}), "PyTorch's GEMMs kept off cuBLASLt"),
     "CUDA_LAUNCH_BLOCKING": (_on, frozenset({"*nvidia"}), "every launch waits for the kernel before it: a baseline of several launches pays a host round trip each"),
     "HIP_LAUNCH_BLOCKING": (_on, frozenset({"*amd"}), "every launch waits for the kernel before it: a baseline of several launches pays a host round trip each"),
+    "ONEDNN_MAX_CPU_ISA": (_capped, frozenset({"onednn"}), "oneDNN kept below the host CPU's best instructions"),
+    "DNNL_MAX_CPU_ISA": (_capped, frozenset({"onednn"}), "oneDNN kept below the host CPU's best instructions"),
+    "ONEDNN_VERBOSE": (_verbose, frozenset({"onednn"}), "oneDNN logs every primitive it executes"),
+    "DNNL_VERBOSE": (_verbose, frozenset({"onednn"}), "oneDNN logs every primitive it executes"),
+    "MKL_VERBOSE": (_verbose, frozenset({"onemkl"}), "MKL logs every call it serves"),
+    "MKL_ENABLE_INSTRUCTIONS": (_capped, frozenset({"onemkl"}), "MKL kept below the host CPU's best instructions"),
+    "MKL_CBWR": (_cbwr, frozenset({"onemkl"}), "MKL pinned to one reproducible code path"),
+    "OPENBLAS_CORETYPE": (_old_core, frozenset({"openblas"}), "OpenBLAS's kernels for an older core than the host's, without AVX-512"),
 }  # fmt: skip
 _ENV_NAMES = frozenset(_ENV)
+_ISA_CAPS = {
+    "ONEDNN_MAX_CPU_ISA": _onednn_isa,
+    "DNNL_MAX_CPU_ISA": _onednn_isa,
+    "MKL_ENABLE_INSTRUCTIONS": _mkl_isa,
+}
 #: AMD GPUs before the MI300 (gfx942): rocBLAS and torch do not use hipBLASLt there anyway
 _PRE_MI300 = lazy_re(r"gfx(?:90[0-9a]|10|11|12)|\bmi\s?(?:[12]\d\d|50|60)\b|radeon", re.IGNORECASE)
 
@@ -540,9 +765,26 @@ def _env_handicaps(p: Any, t: Any, entry: Any, env: dict[str, str], add: Add) ->
                 continue
         if not test(value):
             continue
+        if name == "OPENBLAS_CORETYPE" and _host_isa(h) < 2:
+            continue  # the host's own best core is not known to have AVX-512
         if name == "NVIDIA_TF32_OVERRIDE":
             cd, _ = cand(t, "dtypes")
             if not cd or "tf32" not in _narrowest(cd):
+                continue
+        elif name in _ISA_CAPS:
+            host = _host_isa(h)
+            allowed = _ISA_CAPS[name](value)
+            if allowed is None or host == 0:
+                continue
+            if host == 3:
+                # AMX multiplies 16-bit and 8-bit types only: an fp32 candidate loses nothing
+                cd, _ = cand(t, "dtypes")
+                if not cd and p.task is not None and p.task.dtypes:
+                    cd = p.task.dtypes
+                na = _narrowest(cd) if cd else frozenset()
+                if not (na and na <= _WIDTH.keys() and max(_WIDTH[c] for c in na) <= 16):
+                    host = 2
+            if allowed >= host:
                 continue
         elif (
             name in ("ROCBLAS_USE_HIPBLASLT", "TORCH_BLAS_PREFER_HIPBLASLT")
@@ -1077,6 +1319,271 @@ def _call_problem(p: Any, t: Any, call: str, add: Add) -> None:
                 why = f"{x}={v}, the candidate's timed shape m={cm}, n={cn}"
     if why:
         add(("KE207", "/timing/baseline/call", f"the baseline call runs {why}: not the candidate's problem"))
+
+
+# ---------------------------------------------------------------- handicaps in the call
+
+#: cuBLAS's pedantic compute types and math mode: no tensor cores, no reduced precision
+_PEDANTIC = lazy_re(r"cublas\w*?pedantic", re.IGNORECASE)
+#: a workspace of zero bytes or a null workspace pointer (`workspaceSizeInBytes=0`,
+#: `workspace=NULL`)
+_WS_ZERO = lazy_re(
+    r"(?<![A-Za-z0-9])(workspace\w*)\s*[=:]\s*(?:0x0+|0+|null|nullptr|none)(?![\w.])", re.IGNORECASE
+)
+_WS_SIZE = lazy_re(r"(?<![A-Za-z0-9])workspace\w*(?:size|bytes)\w*\s*[=:]\s*[1-9]", re.IGNORECASE)
+#: a heuristic result other than the first forced (`heuristicResult[7]`, `algo index 7 of 8`)
+_ALGO_AT = lazy_re(r"heuristic_?results?\s*\[\s*(\d+)\s*\]", re.IGNORECASE)
+_ALGO_OF = lazy_re(
+    r"algo(?:rithm)?s?\s*(?:index|idx|#|no\.?|number)\s*(\d+)\s*(?:of|/)\s*(\d+)", re.IGNORECASE
+)
+#: words of a baseline that chose its algorithm by timing them (the fastest is not the first)
+_TUNED = lazy_re(r"fastest|autotun|auto-tun|best|tuned|sweep|search", re.IGNORECASE)
+#: a copy made of an operand: a transpose made contiguous, a clone
+_COPY = lazy_re(
+    r"(?:\.t\(\s*\)|\.T\b|\.mT\b|\.(?:transpose|permute|swapaxes)\([^()]*\))\s*\.contiguous\(\s*\)|\.clone\(\s*\)"
+)
+#: words that put a copy outside the timed call
+_OUTSIDE = lazy_re(
+    r"before|outside|\bonce\b|pre-?comput|prepar|set-?up|untimed|not timed|ahead|exclud", re.IGNORECASE
+)
+#: words that put it inside
+_INSIDE = lazy_re(
+    r"inside the (?:timed|call)|in the timed|(?:each|every|per) (?:call|iteration|run|rep)|timed (?:region|loop|window)",
+    re.IGNORECASE,
+)
+_DROPOUT = lazy_re(
+    r"(?<![A-Za-z0-9_])(?:dropout_p|p_dropout|attn_dropout|dropout_rate|dropout)\s*[=:]\s*(\d*\.?\d+(?:e-?\d+)?)(?![\w.])",
+    re.IGNORECASE,
+)
+#: attention probabilities materialised and returned (S written out)
+_PROBS = lazy_re(
+    r"(?<![A-Za-z0-9_])(return_attn_probs|return_softmax|need_weights|output_attentions)\s*[=:]\s*(?:true|1)(?![\w.])",
+    re.IGNORECASE,
+)
+_CAUSAL = lazy_re(r"(?<![A-Za-z0-9_])(?:is_)?causal\s*[=:]\s*(true|false|1|0)(?![\w.])", re.IGNORECASE)
+#: head counts and head sizes named as arguments
+_HEAD_ARG = lazy_re(
+    r"(?<![A-Za-z0-9_])(num_kv_heads|n_kv_heads|kv_heads|num_key_value_heads|nheads_k|num_heads_k|nheads_kv"
+    r"|num_heads|n_heads|nheads|num_attention_heads|num_qo_heads|head_dim|headdim|head_size)\s*[=:]\s*(\d+)(?![\d.])",
+    re.IGNORECASE,
+)
+_HEAD_KIND = {
+    "num_kv_heads": "kv", "n_kv_heads": "kv", "kv_heads": "kv", "num_key_value_heads": "kv", "nheads_k": "kv",
+    "num_heads_k": "kv", "nheads_kv": "kv", "num_heads": "q", "n_heads": "q", "nheads": "q",
+    "num_attention_heads": "q", "num_qo_heads": "q", "head_dim": "d", "headdim": "d", "head_size": "d",
+}  # fmt: skip
+#: the extents written for q, k, v (`k[8,4096,32,128]`, `q: [8, 4096, 32, 128]`)
+_QKV = lazy_re(
+    r"(?<![A-Za-z0-9_.])(q|k|v|query|key|value)\s*[:=]?\s*\[\s*(\d+(?:\s*,\s*\d+){3})\s*\]", re.IGNORECASE
+)
+#: the extents of a tensor the call allocates or names (`torch.randn(32768, 8192)`, `x of [R, C]`)
+_ALLOC = lazy_re(
+    r"(?<![A-Za-z0-9_])(?:randn|rand|empty|zeros|ones|full|normal)\s*\(\s*[\[(]?\s*(\d+(?:\s*,\s*\d+){1,3})(?![\d.])"
+    r"|(?<![A-Za-z0-9_.])(?:x|inp|input|hidden_states|hidden)\s*(?:of|:|=)?\s*(?:shape\s*)?\[\s*(\d+(?:\s*,\s*\d+){1,3})\s*\]",
+    re.IGNORECASE,
+)
+#: XLA's six-pass fp32 matmul precision (`precision=jax.lax.Precision.HIGHEST`,
+#: `jax_default_matmul_precision="highest"`)
+_HIGHEST = lazy_re(
+    r"precision\w*['\"]?\s*(?:[=:,]|\()\s*\(?\s*(?:[\w.]*precision\.|['\"])(?:highest|float32)(?![\w.])",
+    re.IGNORECASE,
+)
+
+_HANDICAP_CACHE: dict[str, tuple[tuple[Any, ...], ...]] = {}
+
+
+def _ints(s: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in s.split(","))
+
+
+def _call_handicaps(call: str) -> tuple[tuple[Any, ...], ...]:
+    """What a kernel baseline's call says that slows it whatever the problem, or sets its
+    problem: cuBLAS's pedantic modes, a zero workspace, a forced heuristic result past the
+    first, an operand copied inside the call, attention dropout, returned probabilities, its
+    causal flag, head counts and q/k/v extents, the extents of a tensor it allocates, XLA's
+    HIGHEST precision. Cached per call."""
+    hit = _HANDICAP_CACHE.get(call)
+    if hit is not None:
+        return hit
+    text = call[:2000]
+    out: list[tuple[Any, ...]] = []
+    m = _PEDANTIC.search(text)
+    if m:
+        out.append(("pedantic", m.group()))
+    for m in _WS_ZERO.finditer(text):
+        name = m.group(1).casefold()
+        if "size" in name or "bytes" in name or not _WS_SIZE.search(text):
+            out.append(("workspace", m.group()))
+            break
+    if not _TUNED.search(text):
+        for m in _ALGO_AT.finditer(text):
+            if int(m.group(1)) > 0:
+                out.append(("algo", m.group()))
+                break
+        for m in _ALGO_OF.finditer(text):
+            # 0- or 1-based: an index of 2 or more is past the first either way
+            if int(m.group(1)) >= 2:
+                out.append(("algo", m.group()))
+                break
+    if "." in text and not _OUTSIDE.search(text):
+        inside = bool(_INSIDE.search(text))
+        for m in _COPY.finditer(text):
+            depth = text.count("(", 0, m.start()) - text.count(")", 0, m.start())
+            if inside or depth > 0:
+                out.append(("copy", m.group()))
+                break
+    for m in _DROPOUT.finditer(text):
+        if float(m.group(1)) > 0:
+            out.append(("dropout", m.group()))
+            break
+    m = _PROBS.search(text)
+    if m:
+        out.append(("probs", m.group()))
+    flags = {x.casefold() in ("true", "1") for x in _CAUSAL.findall(text)}
+    if len(flags) == 1:
+        out.append(("causal", flags.pop()))
+    for m in _HEAD_ARG.finditer(text):
+        out.append(("head", _HEAD_KIND[m.group(1).casefold()], int(m.group(2)), m.group()))
+    for m in _QKV.finditer(text):
+        out.append(("qkv", m.group(1).casefold()[0], _ints(m.group(2)), m.group()))
+    for m in _ALLOC.finditer(text):
+        out.append(("alloc", _ints(m.group(1) or m.group(2)), m.group()))
+    m = _HIGHEST.search(text)
+    if m:
+        out.append(("highest", m.group()))
+    hit = tuple(out)
+    if len(_HANDICAP_CACHE) < 1024 and len(call) <= 4 * CACHED_CHARS:
+        _HANDICAP_CACHE[call] = hit
+    return hit
+
+
+#: the names a shape's dims give attention's extents
+_ATT_DIM = {
+    "batch": "b", "b": "b", "batch_size": "b",
+    "heads": "h", "h": "h", "num_heads": "h", "n_heads": "h", "nheads": "h", "q_heads": "h", "num_qo_heads": "h",
+    "kv_heads": "hk", "num_kv_heads": "hk", "n_kv_heads": "hk", "nheads_k": "hk", "kv_head": "hk",
+    "seq": "s", "s": "s", "seq_len": "s", "seqlen": "s", "seq_q": "s", "q_len": "s", "seqlen_q": "s",
+    "seq_kv": "sk", "kv_seq": "sk", "seqlen_k": "sk", "seq_k": "sk", "kv_len": "sk", "seq_len_kv": "sk",
+    "head_dim": "d", "d": "d", "headdim": "d", "dim_head": "d", "head_size": "d",
+}  # fmt: skip
+#: the names a norm's shape gives its rows and its normalised columns
+_NORM_DIMS = (("rows", "cols"), ("tokens", "hidden"), ("rows", "hidden"), ("n_rows", "n_cols"), ("m", "n"))
+_CAUSAL_DIMS = ("causal", "is_causal")
+
+
+def _flag(v: Any) -> bool | None:
+    if isinstance(v, bool):
+        return v
+    if isinstance(v, (int, float)) and v in (0, 1):
+        return bool(v)
+    if isinstance(v, str) and v.strip().casefold() in ("true", "false", "0", "1"):
+        return v.strip().casefold() in ("true", "1")
+    return None
+
+
+def _handicapped_call(p: Any, t: Any, call: str, add: Add) -> None:
+    """KE207: a kernel baseline's call that handicaps it or runs another problem than the
+    candidate's (the items :func:`_call_handicaps` reads), against the candidate's dtypes
+    and timed shape."""
+    items = _HANDICAP_CACHE.get(call)
+    if items is None:
+        items = _call_handicaps(call)
+    if not items:
+        return
+    task = p.task
+    cd, _ = cand(t, "dtypes")
+    if not cd and task is not None and task.dtypes:
+        cd = task.dtypes
+    na = _narrowest(cd) if cd else frozenset()
+    width = max((_WIDTH[c] for c in na), default=None) if na and na <= _WIDTH.keys() else None
+    why = None
+    for it in items:
+        kind = it[0]
+        if kind == "pedantic" and width is not None and width <= 19:
+            why = f"`{it[1]}`: cuBLAS without tensor cores, against a {'/'.join(sorted(na))} candidate"
+        elif kind == "workspace":
+            why = f"`{it[1]}`: no workspace, none of the split-K or stream-K kernels that need one"
+        elif kind == "algo":
+            why = f"`{it[1]}`: a heuristic result past the first forced, not the library's choice"
+        elif kind == "copy":
+            why = f"`{it[1]}`: an operand copied inside the timed call"
+        elif kind == "dropout":
+            why = f"`{it[1]}`: dropout on the baseline, work the candidate's attention does not do"
+        elif kind == "probs":
+            why = f"`{it[1]}`: the attention probabilities written out, work the candidate does not do"
+        elif kind == "highest" and width is not None and width <= 16:
+            why = f"`{it[1]}`: XLA's multi-pass fp32 matmul, against a {'/'.join(sorted(na))} candidate"
+        if why is not None:
+            break
+    if why is None:
+        why = _call_extents(p, t, items)
+    if why is not None:
+        add(("KE207", "/timing/baseline/call", f"the baseline call states {why}"))
+
+
+def _call_extents(p: Any, t: Any, items: tuple[tuple[Any, ...], ...]) -> str | None:
+    """The causal flag, head counts and tensor extents a call states against the
+    candidate's timed dims (not across devices: a split gives each device a part)."""
+    if not any(it[0] in ("causal", "head", "qkv", "alloc") for it in items):
+        return None
+    h = p.hardware
+    if h is not None and h.count is not None and h.count > 1:
+        return None
+    cc = t.conditions
+    bc = t.baseline.conditions
+    for c in (cc, bc):
+        if c is not None and c.device_count is not None and c.device_count > 1:
+            return None
+    cdims = cc.dims if cc is not None else None
+    if not cdims:
+        sid, _ = cand(t, "shape_id")
+        cdims = _shape_dims(p.task, sid)
+    if not cdims or len(cdims) > 32:
+        return None
+    att: dict[str, Any] = {}
+    folded: dict[str, Any] = {}
+    for k, v in cdims.items():
+        f = str(k).casefold()
+        folded[f] = v
+        a = _ATT_DIM.get(f)
+        if a is not None and isinstance(v, int) and not isinstance(v, bool):
+            att[a] = v
+    for it in items:
+        kind = it[0]
+        if kind == "causal":
+            mine = next((_flag(folded[x]) for x in _CAUSAL_DIMS if x in folded), None)
+            if mine is not None and mine != it[1]:
+                return (
+                    f"causal={it[1]}, the candidate's timed dims causal={int(mine)}: another amount of work"
+                )
+        elif kind == "head":
+            want = att.get("hk", att.get("h")) if it[1] == "kv" else att.get("h" if it[1] == "q" else "d")
+            if want is not None and it[2] != want:
+                name = {"kv": "kv_heads", "q": "heads", "d": "head_dim"}[it[1]]
+                return f"`{it[3]}`, the candidate's timed dims {name}={want}: another problem"
+        elif kind == "qkv" and "b" in att and "h" in att and "s" in att and "d" in att:
+            if it[1] == "q":
+                want = (att["b"], att["s"], att["h"], att["d"])
+            else:
+                want = (att["b"], att.get("sk", att["s"]), att.get("hk", att["h"]), att["d"])
+            if sorted(it[2]) != sorted(want):
+                return (
+                    f"`{it[3]}`, the candidate's timed dims give {it[1]} the extents "
+                    f"{', '.join(map(str, want))}: another problem"
+                )
+        elif kind == "alloc":
+            for rk, ck in _NORM_DIMS:
+                r, c = folded.get(rk), folded.get(ck)
+                if not (isinstance(r, int) and isinstance(c, int)) or (rk == "m" and "k" in folded):
+                    continue
+                ext = it[1]
+                rows = 1
+                for x in ext[:-1]:
+                    rows *= x
+                if rows != r or ext[-1] != c:
+                    return f"`{it[2]}`, the candidate's timed shape {rk}={r}, {ck}={c}: another problem"
+                break
+    return None
 
 
 def _devices_and_timers(t: Any, b: Any, bc: Any, cc: Any, h: Any, add: Add) -> None:
