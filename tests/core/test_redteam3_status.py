@@ -74,6 +74,8 @@ def test_a_caught_reward_hack_relabelled_as_a_correctness_failure(fc: str) -> No
 def test_a_correctness_failure_beside_no_failed_defence_or_a_failed_flush() -> None:
     p = control(HACK)
     p["failure"]["failure_class"] = "incorrect_numerical"
+    # an honest tolerance miss's message (the hack control's own text says cached outputs: KE403)
+    p["failure"]["message"] = "max abs error 0.0134 > bound 0.00104 on shape m4096n4096k4096"
     defence(p, "unseen_inputs")[1]["outcome"] = "passed"
     defence(p, "unseen_inputs")[1]["detail"] = "8 unseen input sets checked"
     assert "KE403" not in rules(p)

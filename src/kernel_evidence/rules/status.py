@@ -12,7 +12,8 @@ from ._common import LO as _LO
 from ._common import a as _a
 from ._context import Add, Ctx
 from ._engine import declare
-from .baseline import small_flush
+from ._units import FACTOR as _FACTOR
+from .baseline import _llc, small_flush
 
 declare(
     "KE401",
@@ -48,8 +49,9 @@ declare(
     "false`): a candidate that was built and failed is `failed`. A `failed` or `error` packet "
     "of another class MUST NOT say, in `failure.message` or `failure.log_excerpt`, that the "
     "harness caught the candidate (a defence check named beside failed/caught, `timer_integrity "
-    "FAILED`; the clock replaced, patched or monkeypatched; `reward hack`), in a clause that does "
-    "not deny it, unless the packet records that check passed: that failure is `reward_hack`.",
+    "FAILED`; the clock replaced, patched or monkeypatched; `reward hack`; cached, stale or memoized "
+    "outputs keyed by an input hash, pointer or the inputs, which `unseen_inputs` catches), in a clause "
+    "that does not deny it, unless the packet records that check passed: that failure is `reward_hack`.",
 )
 declare(
     "KE404",
@@ -149,7 +151,18 @@ declare(
     "`disabled via --no-unseen` too, the same after a `;`; or says anywhere, in a "
     "clause that neither negates nor counts it, `not checked`/`not verified`, `is assumed`/"
     "`is trusted`, `on assumption`, `the check was skipped`; or counts zero items checked, "
-    "`on 0 of 1000 requests`, `0 unseen input sets`, in a clause that counts no faults). A "
+    "`on 0 of 1000 requests`, `0 unseen input sets`, in a clause that counts no faults; or "
+    "whose own detail contradicts it: `timer_integrity` reports a spin measured more than 5% off "
+    "its length, or a sleep or delay measured more than 5% short (`a 1 ms spin measured 0.80 ms`); "
+    "`fresh_inputs` says its inputs were reused, allocated once or the same inputs, in a clause "
+    "that neither denies it nor speaks only of outputs or of both sides sharing a round's inputs, "
+    "with no word of their contents renewed; `outputs_checked_after_timing` says only the warm-up "
+    "or first call was compared, or a comparison ran before the timed loop, with no timed call's "
+    "outputs compared after it; `cache_flush` names as its flush (a size beside a memset, buffer "
+    "or write, not the cache's own size) no more than a size below the last-level cache or below "
+    "a side's `cache.flush_bytes` (read at the most its digits and unit can mean); "
+    "`hidden_workload` says the seed was fixed or public in advance (`fixed in the public "
+    "config`, `public seed`; a seed released for the replay afterwards is honest). A "
     "packet with timing MUST NOT be replayed under a clock-warping tool, with or without a "
     "`timer_integrity` record: a `faketime`/`datefudge`/`libfaketime` wrapper or `FAKETIME=` in "
     "`replay.command`, a `FAKETIME` variable in `replay.env`, or (where no `timer_integrity` "
@@ -272,16 +285,21 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
                         why = _public_seed(p.replay, d.detail)
                 if why is None:
                     det = d.detail
-                    if det is None or _NOT_RUN_CACHE.get(det) == "":
+                    if det is None:
                         continue
-                    said = _says_not_run(det)
-                    if not said:
+                    said = _NOT_RUN_CACHE.get(det)
+                    if said is None:
+                        said = _says_not_run(det)
+                    if said:
+                        why = (
+                            f"its detail counts zero items checked (`{det.strip()[:80]}`)"
+                            if said == "zero"
+                            else f"its detail says it did not run (`{det.strip()[:80]}`)"
+                        )
+                    elif c in _DETAIL_READERS:
+                        why = _detail_contradicts(p, c, det)
+                    if why is None:
                         continue
-                    why = (
-                        f"its detail counts zero items checked (`{det.strip()[:80]}`)"
-                        if said == "zero"
-                        else f"its detail says it did not run (`{det.strip()[:80]}`)"
-                    )
                 ptr = f"/defences/{i}"
                 if isinstance(why, tuple):
                     ptr, why = why
@@ -421,7 +439,15 @@ _HACK_TEXT = lazy_re(
     r"\s+(?:was\s+|were\s+|is\s+|got\s+|been\s+|had\s+been\s+)*(?:replaced|patched|monkey-?patched|"
     r"overridden|overwritten|stubbed|hooked|tampered)\b)"
     r"|\bmonkey-?patch\w*(?:\s+\w+){0,3}?\s+(?:harness|reference|allclose|the\s+check)"
-    r"|\breward[\s_-]?hack",
+    r"|\breward[\s_-]?hack"
+    r"|(?P<cached>\b(?:cached|memoi[sz]ed|stale|pre-?computed|stored|saved|recorded|replayed)\s+"
+    r"(?:(?!referenc)[\w-]+\s+){0,2}?(?:outputs?|results?|answers?)\b(?:(?!referenc)[^.;\n]){0,60}?"
+    r"\b(?:keyed|indexed|looked\s+up|selected|chosen|retrieved)\s+(?:by|on|with|via|using|from)\b"
+    r"|(?<!reference\s)(?<!reference's\s)\b(?:outputs?|results?|answers?)\s+(?:were\s+|was\s+|are\s+|is\s+)?"
+    r"(?:cached|memoi[sz]ed)\b(?:(?!referenc)[^.;\n]){0,40}?|(?<!reference\s)(?<!reference's\s)"
+    r"\b(?:outputs?|results?)\s+(?:cache|lookup\s+table|table)\b(?:(?!referenc)[^.;\n]){0,40}?)"
+    r"(?:(?!referenc)[^.;\n]){0,40}?\b(?:hash\w*|checksum\w*|digests?|fingerprint\w*|data_ptr|pointers?|"
+    r"addresses|address|inputs?)\b",
     re.IGNORECASE,
 )
 #: words before a match, in its clause, that deny it (`no cached outputs`, `not a reward hack`)
@@ -449,7 +475,15 @@ def _hack_claims(text: str) -> tuple[tuple[str | None, str], ...]:
             if _DENIED.search(head, cut, start):
                 continue
             named = m.group("named") or m.group("named2")
-            check = named.lower() if named else "timer_integrity" if m.group("clock") else None
+            check = (
+                named.lower()
+                if named
+                else "timer_integrity"
+                if m.group("clock")
+                else "unseen_inputs"
+                if m.group("cached")
+                else None
+            )
             found.append((check, m.group(0)[:60]))
             if len(found) >= 8:
                 break
@@ -873,6 +907,301 @@ def _public_seed(r: Any, detail: str) -> str | None:
         f"its detail names only the replay's own public seed(s) {listed} ({where}): the timed run's inputs, "
         "not inputs the candidate had not seen"
     )
+
+
+# ---------------------------------------------------------------- KE412: a detail that contradicts "passed"
+
+#: a time unit as a detail writes it, longest spellings first
+_T_UNIT = (
+    r"(milliseconds?|microseconds?|nanoseconds?|seconds?|msecs?|usecs?|nsecs?|secs?|ms|us|\u03bcs|\u00b5s|ns|s)"
+    r"(?![a-z])"
+)
+_T_FACTOR = {"n": 1e-9, "u": 1e-6, "\u03bc": 1e-6, "\u00b5": 1e-6, "m": 1e-3, "s": 1.0}
+_T_NUM = r"(\d+(?:\.\d+)?)\s*"
+_MEASURED = r"(?:measured|reads?|timed|took|came\s+out\s+(?:as|at)|gave|reported|registered|showed?)"
+#: a timer check's own figures: `a 1 ms spin measured 0.80 ms`, `sleep(1 ms) measured 0.8 ms`,
+#: `measured 0.8 ms for a 1 ms sleep`
+_TIMER_FIGURES = lazy_re(
+    rf"(?<![\w.]){_T_NUM}{_T_UNIT}[\s-]*(?:[a-z-]+\s+){{0,2}}?(?P<k1>spin|sleep|delay|busy[\s-]?wait|wait)\w*"
+    rf"[^0-9;]{{0,40}}?\b{_MEASURED}\s+(?:as\s+|at\s+)?(?:~|about\s+|approx\w*\s+)?{_T_NUM}{_T_UNIT}"
+    rf"|\b(?P<k2>spin|sleep|delay|busy[\s-]?wait)\w*\s*(?:\(|of\s+|for\s+)?\s*{_T_NUM}{_T_UNIT}\)?"
+    rf"[^0-9;]{{0,40}}?\b{_MEASURED}\s+(?:as\s+|at\s+)?(?:~|about\s+|approx\w*\s+)?{_T_NUM}{_T_UNIT}"
+    rf"|\b{_MEASURED}\s+(?:~|about\s+|approx\w*\s+)?{_T_NUM}{_T_UNIT}\s+(?:for|on|over|against|across|during|in)\s+"
+    rf"(?:a\s+|an\s+|the\s+|one\s+)?{_T_NUM}{_T_UNIT}[\s-]*(?P<k3>spin|sleep|delay|busy[\s-]?wait)",
+    re.IGNORECASE,
+)
+
+
+def _seconds(value: str, unit: str) -> float:
+    u = unit.lower()
+    return float(value) * (1.0 if u in ("s", "sec", "secs", "second", "seconds") else _T_FACTOR[u[0]])
+
+
+def _timer_detail(text: str) -> str | None:
+    """timer_integrity: the detail's own spin (or sleep) measured off by more than 5%: a
+    spin either way, a sleep or delay short (one that ends early shows a slow clock; one
+    that overruns is the scheduler's slack, not the timer's)."""
+    if "measur" not in text and "read" not in text and "took" not in text and "time" not in text:
+        return None
+    for m in _TIMER_FIGURES.finditer(text):
+        g = m.groups()
+        if m.group("k1"):
+            nominal, measured, kind = _seconds(g[0], g[1]), _seconds(g[3], g[4]), m.group("k1")
+        elif m.group("k2"):
+            nominal, measured, kind = _seconds(g[6], g[7]), _seconds(g[8], g[9]), m.group("k2")
+        else:
+            measured, nominal, kind = _seconds(g[10], g[11]), _seconds(g[12], g[13]), m.group("k3")
+        if nominal <= 0:
+            continue
+        ratio = measured / nominal
+        if ratio < 0.95 or (ratio > 1.05 and measured - nominal > 2e-6 and kind.lower().startswith("spin")):
+            return (
+                f"its detail reports a {kind.lower()} of {nominal * 1e3:g} ms measured as {measured * 1e3:g} ms "
+                f"(ratio {ratio:.3g}, outside 1 +/- 5%): the timer does not keep time (`{m.group(0)[:80]}`)"
+            )
+    return None
+
+
+#: inputs kept across rounds: reused, allocated once, the same inputs
+_REUSED = lazy_re(
+    r"\bre-?(?:used|uses?|using)\b|\brecycled\b"
+    r"|\b(?:allocated|generated|created|drawn|built|made|initiali[sz]ed|filled|randomi[sz]ed|sampled)\s+"
+    r"(?:only\s+|just\s+)?once\b"
+    r"|\b(?:the\s+)?(?:same|identical)\s+(?:inputs?|operands?|input\s+(?:tensors?|buffers?|data|values|batch(?:es)?|"
+    r"sets?)|data)\b(?!\s+(?:shapes?|sizes?|dims?|dtypes?|layouts?|distribution|format|generator|recipe))",
+    re.IGNORECASE,
+)
+#: ... unless the detail says their contents were renewed (`buffers allocated once, refilled
+#: with new random values each round`)
+_RENEWED = lazy_re(
+    r"\bre-?fill\w*|\bregenerat\w*|\bre-?randomi[sz]\w*|\bre-?drawn\b|\bre-?sampled\b|\bre-?initiali[sz]\w*"
+    r"|\b(?:new|fresh|different)\s+(?:random\s+)?(?:values|data|contents?|numbers)\b|\bcopied\s+in\b"
+    r"|\b(?:over)?writ(?:ten|es?)\s+(?:\w+\s+){0,3}?(?:new|fresh|random)\b",
+    re.IGNORECASE,
+)
+_INPUT_WORD = lazy_re(r"\binputs?\b|\boperands?\b", re.IGNORECASE)
+_OUTPUT_WORD = lazy_re(r"\boutputs?\b|\bresults?\b|\bworkspaces?\b|\bscratch\b", re.IGNORECASE)
+#: a clause about the two sides sharing a round's inputs, not one input kept across rounds
+_SIDES = lazy_re(r"\bsides?\b|\bbaseline\b|\bcandidate\b|\bboth\b", re.IGNORECASE)
+
+
+def _clause(text: str, start: int, end: int) -> tuple[int, int]:
+    """The bounds of the clause around ``text[start:end]``."""
+    cut = 0
+    for c in _CLAUSE.finditer(text, 0, start):
+        cut = c.end()
+    nxt = _CLAUSE.search(text, end)
+    return cut, nxt.start() if nxt is not None else len(text)
+
+
+def _fresh_detail(text: str) -> str | None:
+    """fresh_inputs: the detail says its inputs were kept across rounds (reused, allocated
+    once, the same inputs), in a clause that does not deny it, nor speaks only of outputs
+    or of the two sides sharing a round's inputs, and says nowhere their contents were
+    renewed."""
+    for m in _REUSED.finditer(text):
+        lo, hi = _clause(text, m.start(), m.end())
+        if _DENIED.search(text, lo, m.start()):
+            continue
+        clause = text[lo:hi]
+        if _OUTPUT_WORD.search(clause) and not _INPUT_WORD.search(clause):
+            continue
+        if _SIDES.search(clause):
+            continue  # the two sides given a round's same inputs: fair, not kept across rounds
+        if _RENEWED.search(text):
+            return None
+        return f"its detail says the inputs were kept across rounds (`{m.group(0).strip()}`: `{clause.strip()[:80]}`)"
+    return None
+
+
+_CALLS = r"(?:calls?|runs?|iterations?|launch(?:es)?|pass(?:es)?|invocations?)"
+#: the outputs compared were not the timed calls': only the warm-up or the first call, or
+#: the comparison ran before the timed loop
+_BEFORE_TIMING = lazy_re(
+    rf"\b(?P<only>only\s+(?:the\s+)?(?:first|initial|warm-?\s?up)\s+(?:warm-?\s?up\s+)?{_CALLS})\b"
+    rf"|\b(?:first\s+|initial\s+|single\s+)?warm-?\s?up\s+(?:{_CALLS}|outputs?|results?)\b"
+    r"(?!\s+(?:were\s+|was\s+|are\s+|is\s+)?(?:excluded|skipped|discarded|ignored|dropped|omitted|not\b))"
+    rf"|\b(?:first|initial)\s+(?:untimed\s+)?{_CALLS}\b(?!\s+(?:after|following|once|past|beyond))"
+    r"|\bbefore\s+(?:the\s+)?(?:timed|timing|measured|measurement|benchmark\w*)(?:\s+(?:loop|run|calls?|"
+    r"iterations?|phase|region|section|window|began|started|starts))?\b",
+    re.IGNORECASE,
+)
+_COMPARED = lazy_re(r"\bcompar\w*|\bcheck\w*|\bverif\w*|\bvalidat\w*|\bmatch\w*", re.IGNORECASE)
+#: ... unless the detail says a timed call's outputs were compared after timing
+_AFTER_TIMING = lazy_re(
+    r"\b(?:last|final|every|each|all(?:\s+the)?|the)\s+timed\s+(?:calls?|runs?|iterations?|launch(?:es)?)\b"
+    r"|\bafter\s+(?:the\s+)?(?:timed|timing|measurement|benchmark\w*)\b",
+    re.IGNORECASE,
+)
+
+
+def _outputs_detail(text: str) -> str | None:
+    """outputs_checked_after_timing: the detail says the outputs compared were the warm-up
+    call's or the first call's, or compared before the timed loop (the check's opposite),
+    in a clause that compares and does not deny it."""
+    for m in _BEFORE_TIMING.finditer(text):
+        lo, hi = _clause(text, m.start(), m.end())
+        if _DENIED.search(text, lo, m.start()):
+            continue
+        if not m.group("only") and (not _COMPARED.search(text, lo, hi) or _AFTER_TIMING.search(text)):
+            continue  # a warm-up beside a timed call compared, or no comparison in its clause
+        return (
+            f"its detail says the outputs compared were not the timed calls' (`{m.group(0).strip()}`: "
+            f"`{text[lo:hi].strip()[:80]}`)"
+        )
+    return None
+
+
+#: a byte size (`4 MiB`, `256MB`, `1.5 GiB`, `65536 bytes`)
+_SIZE = lazy_re(
+    r"(?<![\w.])(\d+(?:\.\d+)?)\s*(tib|tb|gib|gb|mib|mb|kib|kb|bytes?|b)(?![a-z0-9/])", re.IGNORECASE
+)
+_SIZE_POW = {"t": 4, "g": 3, "m": 2, "k": 1, "b": 0}
+#: words beside a size that make it the cache's size, not the flush's
+_CACHE_SIZE_WORD = lazy_re(
+    r"cache|\bl[123]\b|\bllc\b|last[\s-]level|\bsram\b|\bsmem\b|\bshared\b|\bhbm\b|\bvram\b|capacity",
+    re.IGNORECASE,
+)
+#: a clause that speaks of a flush (a memset, a buffer written between calls)
+_FLUSH_WORD = lazy_re(
+    r"memset|flush|\bbuffers?\b|\bwr(?:i|o)te|written|writing|\bfill|\bzero|scrub|evict|\bclear|thrash|\btouch",
+    re.IGNORECASE,
+)
+_ROTATION_WORD = lazy_re(r"rotat|\bcopies\b|\bcycl", re.IGNORECASE)
+
+
+def _flush_size(text: str) -> tuple[float, str] | None:
+    """cache_flush: the largest flush size the detail names, in bytes at the most its
+    digits and unit can mean (half a unit in the last digit up, MB read as MiB), with its
+    words; None when it names none (sizes of a cache, or of a rotation, are not flushes)."""
+    if not any(ch.isdigit() for ch in text):
+        return None
+    best: tuple[float, str] | None = None
+    for m in _SIZE.finditer(text):
+        lo, hi = _clause(text, m.start(), m.end())
+        before = text[max(lo, m.start() - 24) : m.start()]
+        after = text[m.end() : min(hi, m.end() + 16)]
+        if _CACHE_SIZE_WORD.search(before) or _CACHE_SIZE_WORD.search(after):
+            continue
+        clause = text[lo:hi]
+        if not _FLUSH_WORD.search(clause) or _ROTATION_WORD.search(clause):
+            continue
+        num, unit = m.group(1), m.group(2).lower()
+        frac = num.partition(".")[2]
+        hi_value = float(num) + 0.5 * 10.0 ** -len(frac)
+        pw = _SIZE_POW[unit[0]] if unit[0] in _SIZE_POW and not unit.startswith("byte") else 0
+        size = hi_value * max(1000.0**pw, 1024.0**pw)
+        if best is None or size > best[0]:
+            best = (size, m.group(0).strip())
+    return best
+
+
+class _NoCache:
+    """A side without a cache block: the last-level cache comes from the hardware alone."""
+
+    last_level_cache = None
+
+
+def _flush_detail(p: Any, found: tuple[float, str]) -> str | None:
+    """cache_flush: the flush its detail names is smaller than the last-level cache, or
+    than the flush the conditions record."""
+    size, words = found
+    t = p.timing
+    conds = (t.conditions, t.baseline.conditions if t.baseline is not None else None) if t is not None else ()
+    cache = next((c.cache for c in conds if c is not None and c.cache is not None), None)
+    llc = _llc(p, cache if cache is not None else _NoCache)
+    if llc is not None and size < llc:
+        return (
+            f"its detail names a flush of {words}, smaller than the last-level cache ({llc / 2**20:g} MiB): "
+            "it evicts nothing"
+        )
+    recorded = [
+        c.cache.flush_bytes.value * _FACTOR[c.cache.flush_bytes.unit]
+        for c in conds
+        if c is not None
+        and c.cache is not None
+        and c.cache.mode == "flushed"
+        and c.cache.flush_bytes is not None
+    ]
+    if recorded and size < min(recorded):
+        return (
+            f"its detail names a flush of {words}, smaller than the {min(recorded) / 2**20:g} MiB the conditions "
+            "record (cache.flush_bytes)"
+        )
+    return None
+
+
+#: the workload's seed fixed in advance or public: `fixed in the public config`, `public seed`
+_PUBLIC_SEED = lazy_re(
+    r"\bpublic(?:ly)?\s+(?:known\s+)?(?:seeds?|config\w*|workloads?|datasets?|inputs?|repo\w*|files?|defaults?|"
+    r"prompts?)\b"
+    r"|\b(?:in|from|by|via)\s+(?:the\s+)?(?:public|published|committed|checked-in|repo(?:sitory)?(?:'s)?)\s+"
+    r"(?:config\w*|yaml|json|toml|files?|repo\w*)\b"
+    r"|(?P<seed>\bseeds?\b(?:\s*[:=]?\s*\d+)?,?\s+(?:(?:was|is|were|are|been|had\s+been|kept|stays?)\s+)*"
+    r"(?:fixed|hard-?coded|constant|static|preset|predetermined|published|public|known\s+(?:in\s+advance|"
+    r"beforehand|ahead))\b"
+    r"|\b(?:fixed|hard-?coded|constant|static|preset|predetermined|published)\s+(?:input\s+|workload\s+)?seeds?\b)",
+    re.IGNORECASE,
+)
+#: ... in a clause that denies or contrasts it (`unlike the public config's`)
+_CONTRASTED = lazy_re(
+    r"\bdiffer\w*|\bunlike\b|\binstead\b|\brather\s+than\b|\bdistinct\b|\bother\s+than\b|\bapart\b|\bseparate\w*",
+    re.IGNORECASE,
+)
+#: ... or says the seed was chosen late (`fixed after the candidate was loaded`, `at run time`)
+_LATE = lazy_re(
+    r"\bafter\b|\bonce\b|\blater\b|\bat\s+(?:run|launch|start)|\brun-?time\b|\brandom\w*|\bsecret\b|\bprivate\b|"
+    r"\bhidden\b|\bunknown\b|\bnever\b",
+    re.IGNORECASE,
+)
+
+
+def _hidden_detail(text: str) -> str | None:
+    """hidden_workload: the detail says the workload's seed was fixed or public before
+    the run (a seed released for the replay afterwards is honest)."""
+    for m in _PUBLIC_SEED.finditer(text):
+        lo, hi = _clause(text, m.start(), m.end())
+        if _DENIED.search(text, lo, m.start()) or _CONTRASTED.search(text, lo, hi):
+            continue
+        if m.group("seed") and _LATE.search(text, lo, hi):
+            continue
+        return f"its detail says the workload's seed was fixed or public in advance (`{m.group(0).strip()[:60]}`)"
+    return None
+
+
+_DETAIL_READERS = {
+    "timer_integrity": _timer_detail,
+    "fresh_inputs": _fresh_detail,
+    "outputs_checked_after_timing": _outputs_detail,
+    "cache_flush": _flush_size,
+    "hidden_workload": _hidden_detail,
+}
+_DETAIL_CACHE: dict[tuple[str, str], Any] = {}
+_UNREAD = object()
+
+
+def _detail_contradicts(p: Any, check: str, detail: str) -> str | None:
+    """KE412: the figures or words of a passed defence's own detail contradict its passing
+    (a spin measured off, inputs reused, the warm-up compared, a flush below the cache, the
+    seed public); the reading of each detail is cached."""
+    key = (check, detail)
+    hit = _DETAIL_CACHE.get(key, _UNREAD)
+    if hit is _UNREAD:
+        head = detail[:1024]
+        if not head.isascii():
+            head = "".join(
+                ch
+                for ch in unicodedata.normalize("NFKC", head).casefold()
+                if unicodedata.category(ch) != "Cf"
+            )
+        hit = _DETAIL_READERS[check](head)
+        if len(_DETAIL_CACHE) < 4096 and len(detail) <= CACHED_CHARS:
+            _DETAIL_CACHE[key] = hit
+    if hit is None:
+        return None
+    if check == "cache_flush":
+        return _flush_detail(p, hit)
+    return hit  # type: ignore[no-any-return]
 
 
 #: names an output tensor goes by
