@@ -9,10 +9,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..devices import identify
+from ..devices import candidates, identify
 from ._common import CACHED_CHARS
 from ._context import Add, Ctx
 from ._engine import declare
+from ._tables import dtype_class
 from ._units import FACTOR
 
 declare(
@@ -42,7 +43,15 @@ declare(
     "figure cut down below the floor. On a run of more than one device (the larger of "
     "`hardware.count` and `timing.conditions.device_count`), a source naming a single device "
     "(`GPU 0`, `device 0`, `rank 0`, `cuda:0`) SHOULD NOT be recorded: the energy of one "
-    "device is not the run's. The finding points at `cost.energy.energy` (at "
+    "device is not the run's. Whatever the source says (above idle, dynamic, incremental), the "
+    "energy SHOULD NOT be below the work its window holds at the device's own efficiency at "
+    "peak: the timed calls (the kept samples, else `timing.repeats`, else `timing.stats.n`; "
+    "only where the window is at least their time) x the timed shape's `work.flops` (else "
+    "`task.work.flops`) x board power / peak FLOP/s for the work's dtype labels (the highest "
+    "of them, any peak of the device where a label is unknown; the device table's figures, "
+    "of the most efficient model the name could be; half that under a recorded "
+    "`hardware.power_limit` below the board power), 10% slack: no device does a FLOP for "
+    "less energy than at its peak. The finding points at `cost.energy.energy` (at "
     "`cost.energy.window` for the window).",
     caps="C",
 )
@@ -107,6 +116,8 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
         return
     if c.energy is not None and c.energy.window is not None:
         _energy(p, c.energy, add)
+        if p.timing is not None and p.timing.stats is not None and p.task is not None:
+            _work_floor(p, c.energy, add)
         if c.wall_time is not None:
             _window(c.energy.window, c.wall_time, add)
     if c.money is not None:
@@ -234,6 +245,109 @@ def _energy(p: Any, e: Any, add: Add) -> None:
                 "/cost/energy/energy",
                 f"{e.energy.value:g} {e.energy.unit} over {e.window.value:g} {e.window.unit} is {watts:.4g} W, "
                 f"above {n} x {limit:g} W ({where})",
+            )
+        )
+
+
+#: by (device, arch, dtype labels) (short ones only): the least energy per FLOP of the
+#: device at its peak and the lowest board power, over the models the name could be (None
+#: where the table has no model, or one lacks a figure)
+_JOULES_CACHE: dict[tuple[str, str | None, tuple[str, ...]], tuple[float, float] | None] = {}
+
+
+def _joules_per_flop(device: str, arch: str | None, dtypes: tuple[str, ...]) -> tuple[float, float] | None:
+    """The least J/FLOP of any model ``device`` could name, at its peak for ``dtypes`` (the
+    highest peak among their classes; an unknown or absent label allows the device's
+    highest), and the lowest board power among those models."""
+    models = candidates(device, arch=arch)
+    if not models:
+        return None
+    classes: list[str] = []
+    for d in dtypes:
+        c = dtype_class(d) if len(d) <= 64 else None
+        if c is None:
+            classes = []  # an unknown label: the device's highest peak
+            break
+        classes.append(c)
+    if "fp32" in classes:
+        classes.append("tf32")  # fp32 inputs on TF32 math
+    best = board = float("inf")
+    for e in models:
+        if not e.tdp_watts or not e.flops:
+            return None
+        # the highest peak among the labels' classes; the device's highest where the table
+        # has no figure for one of them (or there is no label)
+        peaks = [e.flops[c] for c in classes if c in e.flops]
+        missing = any(c not in e.flops for c in classes if c != "tf32")
+        peak = max(peaks) if peaks and not missing else max(e.flops.values())
+        best = min(best, e.tdp_watts / peak)
+        board = min(board, e.tdp_watts)
+    return best, board
+
+
+def _work_floor(p: Any, e: Any, add: Add) -> None:
+    """KE1203: energy below the FLOPs its window holds at the device's efficiency at peak."""
+    h = p.hardware
+    if h is None or p.subject.kind == "serving":
+        return
+    t = p.timing
+    task = p.task
+    w = None
+    sid = t.shape_id
+    if sid and task.shapes:
+        for sh in task.shapes:
+            if sh.id == sid:
+                w = sh.work
+                break
+    if w is None:
+        w = task.work
+    if w is None or w.flops is None:
+        return
+    flops = w.flops.value * FACTOR[w.flops.unit]
+    if flops <= 0:
+        return
+    st = t.stats
+    f = FACTOR[st.unit]
+    if st.samples:
+        calls = len(st.samples)
+        timed = sum(st.samples) * f
+        how = f"{calls} samples"
+    else:
+        calls = t.repeats if t.repeats is not None else st.n
+        low = st.min if st.min is not None else st.median
+        if not calls or calls < 1 or low is None:
+            return
+        timed = calls * low * f
+        how = f"{calls} repeats"
+    window = e.window.value * FACTOR[e.window.unit]
+    if window <= 0 or window * _SLACK < timed:
+        return  # a window shorter than the timed calls need not hold them
+    dtypes = tuple(task.dtypes) if task.dtypes else ()
+    key = (h.device, h.arch, dtypes)
+    hit = _JOULES_CACHE.get(key, _UNSET)
+    if hit is _UNSET:
+        size = len(h.device) + len(h.arch or "") + sum(map(len, dtypes))
+        hit = _joules_per_flop(h.device, h.arch, dtypes) if size <= 512 else None
+        if len(_JOULES_CACHE) < 1024 and size <= CACHED_CHARS:
+            _JOULES_CACHE[key] = hit
+    if hit is None:
+        return
+    per_flop, board = hit
+    capped = ""
+    if h.power_limit is not None and h.power_limit.value * FACTOR[h.power_limit.unit] < board * 0.9:
+        # a power cap lowers the clock and the voltage: at most about twice as efficient
+        per_flop /= 2
+        capped = ", halved for the recorded power_limit"
+    need = calls * flops * per_flop
+    have = e.energy.value * FACTOR[e.energy.unit]
+    if have * _SLACK < need:
+        add(
+            (
+                "KE1203",
+                "/cost/energy/energy",
+                f"energy {e.energy.value:g} {e.energy.unit} is below the work its window holds: {how} x "
+                f"{flops:.4g} FLOP x {per_flop * 1e12:.3g} pJ/FLOP (board power / peak FLOP/s{capped}) = "
+                f"{need:.4g} J: no device does a FLOP for less energy than at its peak",
             )
         )
 

@@ -111,7 +111,12 @@ declare(
     "`--random-input-len`/`--input-len`/`--sonnet-input-len` (a `--random-prefix-len` added or "
     "not), `--random-output-len`/`--output-len`, `--max-concurrency`, `--request-rate` and "
     "`--tensor-parallel-size`/`-tp` against `num_prompts`, `input_len`, `output_len`, "
-    "`max_concurrency`, `request_rate` and `tensor_parallel_size` (pointer: that field). A "
+    "`max_concurrency`, `request_rate` and `tensor_parallel_size` (pointer: that field); a "
+    "server's (or offline engine's) `--quantization` (vLLM's `-q`) naming a weight format "
+    "narrower than 16 bits (fp8, int8, int4, AWQ, GPTQ, bitsandbytes, marlin, w8a8...) MUST NOT "
+    "run beside dtypes (`task.dtypes` and `timing.conditions.dtypes`, those recorded) that are "
+    "all 16-bit or wider: it serves another precision (pointer `/replay/command`; "
+    "`--kv-cache-dtype` and `--dtype` are no weight format). A "
     "kernel benchmark: `--m`/`--n`/`--k` (or `-m -n -k`, `--M --N --K`, all three given) and "
     "`--shape 8192x8192x8192` (or a shape id) against the dims of the timed shape "
     "(`timing.shape_id`), `--dtype` against `task.dtypes` (pointer: `/replay/command`). A flag "
@@ -1757,6 +1762,8 @@ _SERVING_FLAGS = {
     "--tp-size": "tensor_parallel_size", "--tp": "tensor_parallel_size",
     # where a client sends its requests (guidellm's `--target`)
     "--base-url": "endpoint", "--host": "endpoint", "--target": "endpoint",
+    # the format a server (or an offline engine) loads the weights in (vLLM's `-q` too)
+    "--quantization": "quantization", "-q": "quantization",
 }  # fmt: skip
 #: a unique prefix of a serving flag (argparse reads `--max-conc` as `--max-concurrency`),
 #: by the prefix (``-`` for ``_``), to the flag: prefixes of flags of one field only, of 6
@@ -1772,7 +1779,9 @@ for _f in _SERVING_FLAGS:
 _SERVING_PREFIXES = {k: v for k, v in _SERVING_PREFIXES.items() if v}
 del _f, _k, _p
 #: the flags that take one word (a name), not one number or several
-_ONE_WORD = frozenset({"model", "alias", "dataset", "baseline", "reload", "check", "endpoint"})
+_ONE_WORD = frozenset(
+    {"model", "alias", "dataset", "baseline", "reload", "check", "endpoint", "quantization"}
+)
 #: a kernel benchmark's workload flags: the GEMM dims (short ones: numbers only), its shape, its dtype
 _KERNEL_FLAGS = {
     "--m": "m", "--n": "n", "--k": "k", "--M": "m", "--N": "n", "--K": "k",
@@ -1827,7 +1836,7 @@ class _Workload:
     __slots__ = (
         "serving", "model", "mnk", "shape", "dtype", "getter", "expect", "mnk_expect",
         "run", "dry", "nocheck", "baseline", "repeats", "iters", "warmup", "warmup_bare", "git",
-        "unpinned", "remote", "images",
+        "unpinned", "remote", "images", "quant",
     )  # fmt: skip
 
     def __init__(self, flags: _Flags) -> None:
@@ -1868,6 +1877,7 @@ class _Workload:
         )
         self.shape = flags.get("shape") or None
         self.dtype = flags.get("dtype") or None
+        self.quant = flags.get("quantization") or None
         # the run's own flags and the code it changes (read by :func:`_run_flags`)
         self.dry = flags.get("dry") or None
         self.nocheck = flags.get("nocheck") or None
@@ -1887,7 +1897,7 @@ class _Workload:
 
     def __bool__(self) -> bool:
         """Whether it holds workload flags (the run's own flags apart: ``run``)."""
-        return bool(self.serving or self.model or self.mnk or self.shape or self.dtype)
+        return bool(self.serving or self.model or self.mnk or self.shape or self.dtype or self.quant)
 
 
 def _as_field(x: Any) -> Any:
@@ -2423,6 +2433,8 @@ def _read_serving(argv: list[str], kind: str, start: int, out: _Flags) -> None:
     ):
         if kind == "guidellm" and field not in ("model", "endpoint"):
             continue  # its rates and lengths are read other ways
+        if flag == "-q" and kind not in ("serve", "server"):
+            continue  # (`-q` is vLLM's server's `--quantization`; a client's may be anything)
         if field == "endpoint":
             if kind in ("client", "guidellm") and vals:
                 host = _public_host(vals[0])
@@ -2781,6 +2793,8 @@ def _runs_what_it_records(p: Any, t: Any, w: _Workload, add: Add) -> None:
     """KE106: each workload flag of the replay against the packet's field."""
     st = t.serving
     if st is not None:
+        if w.quant is not None:
+            _served_quantization(p, t, w.quant, add)
         if w.getter is not None and w.getter(st) == w.expect:
             return  # (the common case: every field as the replay gives it)
         for field, (occ, got) in w.serving:
@@ -2837,6 +2851,43 @@ def _runs_what_it_records(p: Any, t: Any, w: _Workload, add: Add) -> None:
     dtype = w.dtype
     if dtype is not None and t.dtypes and not (len(dtype) == 1 and dtype[0][1] in t.dtypes):
         _dtype_flags(t.dtypes, dtype, add)
+
+
+#: precision classes of 16 bits or wider
+_WIDE = frozenset({"bf16", "fp16", "fp32", "tf32", "fp64"})
+
+
+def _served_quantization(p: Any, task: Any, occ: list[tuple[str, str]], add: Add) -> None:
+    """KE106: a server the replay starts with `--quantization` naming a format narrower than
+    16 bits (fp8, int8, AWQ, GPTQ, bitsandbytes...) while the dtypes recorded (the task's,
+    the candidate's conditions') are all 16-bit or wider: it serves another precision."""
+    from ._tables import dtype_class
+    from .serving import narrow_weights
+
+    t = p.timing
+    cond = t.conditions if t is not None else None
+    lists = [d for d in (task.dtypes, cond.dtypes if cond is not None else None) if d]
+    if not lists or not all(
+        (dtype_class(d) if len(d) <= 64 else None) in _WIDE for dts in lists for d in dts
+    ):
+        return  # no dtypes recorded, or one of them narrow (or unknown)
+    for flag, v in occ:
+        if len(v) > 256:
+            continue
+        narrow = narrow_weights(v)
+        if narrow is None and "bitsandbytes" in v.casefold():
+            narrow = "int8/int4"
+        if narrow is not None:
+            shown = ", ".join(d for dts in lists for d in dts)
+            add(
+                (
+                    "KE106",
+                    "/replay/command",
+                    f"the replay starts the server with `{_short(flag)} {_short(v)}` ({narrow} weights), but "
+                    f"the dtypes recorded ({_short(shown)}) are all 16-bit or wider: it serves another precision",
+                )
+            )
+            return
 
 
 def _run_flags(p: Any, r: Any, w: _Workload, add: Add, idle: bool) -> None:
