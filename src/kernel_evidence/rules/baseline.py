@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Callable
 from typing import Any
 
 from ._common import CACHED_CHARS, cache_mode, cand, is_placeholder, lazy_re
@@ -2182,7 +2183,7 @@ def _engine_off(
     ms: dict[str, Any],
     theirs_by: dict[str, str],
     mine_by: dict[str, str],
-    flag: Any,
+    flag: Callable[[str, str], bool],
 ) -> bool:
     """KE207 for serving, baseline-only: less KV cache than the benchmark's concurrency
     needs for its prompts, CUDA graphs captured for fewer sequences (or shorter ones) than
@@ -2281,7 +2282,7 @@ def _same_workload(p: Any, st: Any, settings: dict[str, Any], add: Add) -> None:
         where.update(where_c)
         outer = add
 
-        def add(f: tuple[str, str, str]) -> None:  # type: ignore[misc]
+        def add(f: tuple[str, str, str]) -> None:
             outer((f[0], where.get(f[1], f[1]), f[2]))
 
         if any(k.startswith(_SETTINGS) for k in where):
@@ -2484,6 +2485,7 @@ def _quantized(
             ptr, key, mine = _SETTINGS, qk_b, "the candidate's unquantized"
         else:
             ptr, key, mine = _TASK_SETTINGS, qk_c, "the baseline's unquantized"
+    assert key is not None  # (the side that states a method)
     side = "baseline's" if ptr == _SETTINGS else "candidate's"
     v = settings[key] if ptr == _SETTINGS else ms[key]
     add(

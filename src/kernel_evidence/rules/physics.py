@@ -847,12 +847,12 @@ def _served_precision(p: Any, task: Any, serving: Any, add: Add) -> None:
         bc = b.conditions
         dts = bc.dtypes if bc is not None and bc.dtypes else task.dtypes
         if dts and _all_wide(tuple(dts)):
-            key, v, narrow = q
+            key, v, served = q
             add(
                 (
                     "KE606",
                     f"/timing/baseline/settings/{key}",
-                    f"baseline setting {key} `{v}` serves {narrow} weights, but its dtypes ({', '.join(dts)}) "
+                    f"baseline setting {key} `{v}` serves {served} weights, but its dtypes ({', '.join(dts)}) "
                     "are all 16-bit or wider: the precision recorded is not the one that ran",
                 )
             )

@@ -2295,7 +2295,7 @@ class _Filled(list):  # type: ignore[type-arg]
         self.into = into
         self.fill = fill
 
-    def append(self, argv: list[str]) -> None:  # type: ignore[override]
+    def append(self, argv: list[str]) -> None:
         self.into.append(argv if argv[:1] == [_MARK] else [_expand(a, self.fill) for a in argv])
 
 
