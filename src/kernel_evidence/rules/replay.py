@@ -195,25 +195,24 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
     r = p.replay
     if r is not None:
         cmd = r.command
-        # KE103: only a program that can be a no-op (or a wrapper, shell or interpreter
-        # running one) is looked at in full
-        # (an interpreter only when it runs code given with -c)
-        prog = _base_name(cmd[0]) if cmd else ""
         why = None
-        if cmd and (r.shell or (prog in _LOOK and (prog not in _PYTHONS or "-c" in cmd or "-m" in cmd))):
-            limits: list[tuple[float, str]] = []
-            why = _noop(cmd, bool(r.shell), limits)
+        key: tuple[Any, ...] = ()  # (set with the argv)
+        reading = _NO_ARGV
+        if cmd:
+            # KE103 (and KE106's readings, where they do not hang on replay.env): the argv's
+            # readings, cached per argv (the next packet runs the same command)
+            key = tuple(cmd) if not r.shell else ("\0sh", *cmd)
+            reading = _ARGV_CACHE.get(key) or _read_argv(cmd, r.shell, key)
+            why, limits = reading[0], reading[1]
             if why:
                 add(("KE103", "/replay/command", f"the replay command {why}: it reproduces nothing"))
             elif limits:
                 _cut_short(p, limits, add)
-        elif cmd and not _QUIET.isdisjoint(cmd):
-            why = _idle(prog, cmd, 1)
-            if why:
-                add(("KE103", "/replay/command", f"the replay command {why}: it reproduces nothing"))
         repo = r.repository
-        if repo is not None and repo.commit is not None:
-            commit = repo.commit
+        commit = repo.commit if repo is not None else None
+        # (a commit that passed every KE104 test before passes them again: they read the
+        # string alone, and a placeholder verdict of None stays None)
+        if commit is not None and commit not in _GOOD_COMMITS:
             # a hash: 7 to 64 hexadecimal digits (and one line end after them, as
             # `^[0-9a-fA-F]{7,64}$` allows), without a regular expression
             h = commit[:-1] if commit[-1:] == "\n" else commit
@@ -253,6 +252,8 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
                             f"commit `{commit}` is a placeholder ({fill}), not the hash of a commit: it pins no code",
                         )
                     )
+                elif len(_GOOD_COMMITS) < 4096 and len(commit) <= CACHED_CHARS:
+                    _GOOD_COMMITS.add(commit)
         c = r.container
         if c is not None and c.digest is None:
             at = c.image.find("@sha256:")
@@ -298,58 +299,117 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
         # nothing to read in most replays)
         t = p.task
         if cmd and t is not None:
-            w, run = _readings(cmd, r.shell, r.env)
+            got = reading[2]
+            if got is None:
+                got = _readings(cmd, r.shell, r.env, key)
+                _settle(key, reading)
+            w, run = got
             if w is not None:
                 _runs_what_it_records(p, t, w, add)
             if run is not None:
                 _run_flags(p, r, run, add, bool(why))
         # _replay re-checks in full; this guard (on the values read above) only skips it
         # when it has nothing to say (the common case)
-        if (
-            cmd
-            and cmd[0].strip()
-            and not (r.shell and len(cmd) != 1)
-            and ((repo is not None and repo.commit) or (c is not None and c.digest))
-        ):
+        if reading[3] and ((repo is not None and repo.commit) or (c is not None and c.digest)):
             return
     _replay(r, add)
+
+
+#: an argv's readings: KE103's (why it does nothing, or None; the ``timeout`` limits it runs
+#: under), KE106's (:func:`_readings`, once it holds them for good: :func:`_settle`; None
+#: until then, and where they hang on ``replay.env``), and whether it is well formed as
+#: :func:`_replay` reads it (a program, and one string for a shell)
+_ArgvReading = tuple["str | None", "list[tuple[float, str]]", "_Readings | None", bool]
+#: each argv's readings, by the argv (with ``"\0sh"`` before a shell string)
+_ARGV_CACHE: dict[tuple[Any, ...], _ArgvReading] = {}
+_NO_ARGV: _ArgvReading = (None, [], None, False)
+#: commits that passed every KE104 test (bounded)
+_GOOD_COMMITS: set[str] = set()
+
+
+def _read_argv(cmd: list[str], shell: bool | None, key: tuple[Any, ...]) -> _ArgvReading:
+    """An argv's readings (:data:`_ArgvReading`; cached). KE103: only a program that can
+    be a no-op (or a wrapper, shell or interpreter running one; an interpreter only when it
+    runs code given with -c or a module with -m) is looked at in full."""
+    prog = _base_name(cmd[0])
+    limits: list[tuple[float, str]] = []
+    why = None
+    if shell or (prog in _LOOK and (prog not in _PYTHONS or "-c" in cmd or "-m" in cmd)):
+        why = _noop(cmd, bool(shell), limits)
+    elif not _QUIET.isdisjoint(cmd):
+        why = _idle(prog, cmd, 1)
+    reading = (why, limits, None, bool(cmd[0].strip()) and not (shell and len(cmd) != 1))
+    if len(_ARGV_CACHE) < 4096 and sum(map(len, cmd)) <= CACHED_CHARS:
+        _ARGV_CACHE[key] = reading
+    return reading
+
+
+def _settle(key: tuple[Any, ...], reading: _ArgvReading) -> None:
+    """Keep an argv's KE106 readings beside its other ones once :func:`_readings` holds
+    them for good (under the argv alone: not hanging on ``replay.env``); it returns them for
+    the argv from then on, so reading them from here is the same."""
+    final = _WORKLOAD_CACHE.get(key)
+    if final is not None and final is not _BY_ENV and _ARGV_CACHE.get(key) is reading:
+        _ARGV_CACHE[key] = (reading[0], reading[1], final, reading[3])
 
 
 def _digests(p: Any, add: Add) -> None:
     """KE107: each SHA-256 the packet records outside the replay's container (that one is
     KE105's) against :func:`_no_content`. Cheap on the common path: the digests are few and
-    their verdicts cached."""
+    their verdicts cached; a digest whose cached verdict is None (nothing wrong) is passed
+    over before its pointer is formatted, and :func:`_digest` reads every other one in full."""
+    known = _HASH_VERDICTS.get
     c = p.compile
     if c is not None:
         d = c.source_digest
-        if d is not None:
+        if d is not None and known(d, _MISS) is not None:
             _digest(d, "/compile/source_digest", add)
-        for i, a in enumerate(c.artifacts or ()):
-            if a.sha256 is not None:
-                _digest(a.sha256, f"/compile/artifacts/{i}/sha256", add)
+        arts = c.artifacts
+        if arts:
+            for i, a in enumerate(arts):
+                d = a.sha256
+                if d is not None and known(d, _MISS) is not None:
+                    _digest(d, f"/compile/artifacts/{i}/sha256", add)
     r = p.replay
     if r is not None and r.inputs:
         for i, x in enumerate(r.inputs):
-            if x.sha256 is not None:
-                _digest(x.sha256, f"/replay/inputs/{i}/sha256", add)
+            d = x.sha256
+            if d is not None and known(d, _MISS) is not None:
+                _digest(d, f"/replay/inputs/{i}/sha256", add)
     t = p.task
     ref = t.reference if t is not None else None
-    if ref is not None and ref.source is not None and ref.source.sha256 is not None:
-        _digest(ref.source.sha256, "/task/reference/source/sha256", add)
-    for i, cap in enumerate(p.profiler or ()):
-        src = cap.source
-        if src is not None and src.sha256 is not None:
-            _digest(src.sha256, f"/profiler/{i}/source/sha256", add)
-        raw = cap.raw_table
-        if raw is not None and raw.sha256 is not None:
-            _digest(raw.sha256, f"/profiler/{i}/raw_table/sha256", add)
+    if ref is not None and ref.source is not None:
+        d = ref.source.sha256
+        if d is not None and known(d, _MISS) is not None:
+            _digest(d, "/task/reference/source/sha256", add)
+    prof = p.profiler
+    if prof:
+        for i, cap in enumerate(prof):
+            src = cap.source
+            if src is not None:
+                d = src.sha256
+                if d is not None and known(d, _MISS) is not None:
+                    _digest(d, f"/profiler/{i}/source/sha256", add)
+            raw = cap.raw_table
+            if raw is not None:
+                d = raw.sha256
+                if d is not None and known(d, _MISS) is not None:
+                    _digest(d, f"/profiler/{i}/raw_table/sha256", add)
     tm = p.timing
     if tm is not None:
-        for side, ptr in ((tm, "/timing"), (tm.baseline, "/timing/baseline")):
-            sv = side.serving if side is not None else None
-            art = sv.samples_artifact if sv is not None else None
-            if art is not None and art.sha256 is not None:
-                _digest(art.sha256, f"{ptr}/serving/samples_artifact/sha256", add)
+        sv = tm.serving
+        art = sv.samples_artifact if sv is not None else None
+        if art is not None:
+            d = art.sha256
+            if d is not None and known(d, _MISS) is not None:
+                _digest(d, "/timing/serving/samples_artifact/sha256", add)
+        bl = tm.baseline
+        sv = bl.serving if bl is not None else None
+        art = sv.samples_artifact if sv is not None else None
+        if art is not None:
+            d = art.sha256
+            if d is not None and known(d, _MISS) is not None:
+                _digest(d, "/timing/baseline/serving/samples_artifact/sha256", add)
 
 
 def _digest(d: str, ptr: str, add: Add) -> None:
@@ -1917,12 +1977,18 @@ def _workload(cmd: list[str], shell: bool | None, env: Mapping[str, str] | None 
     return _readings(cmd, shell, env)[0]
 
 
-def _readings(cmd: list[str], shell: bool | None, env: Mapping[str, str] | None = None) -> _Readings:
+def _readings(
+    cmd: list[str],
+    shell: bool | None,
+    env: Mapping[str, str] | None = None,
+    base: tuple[Any, ...] | None = None,
+) -> _Readings:
     """What the replay gives the programs it runs, read once (cached per argv, and per
     ``replay.env`` where a word names a variable): its workload flags (None when it gives
     none, or only values it does not hold: ``$N``), and its run's own flags and code changes
     (None when none: ``_Workload.run``)."""
-    base: tuple[Any, ...] = tuple(cmd) if not shell else ("\0sh", *cmd)
+    if base is None:  # (the argv's key: the caller may have built it)
+        base = tuple(cmd) if not shell else ("\0sh", *cmd)
     hit = _WORKLOAD_CACHE.get(base)
     key = base
     if hit is _BY_ENV:  # (an argv that names a variable: read per environment)
