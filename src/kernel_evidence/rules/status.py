@@ -223,7 +223,7 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
             elif (
                 fc != "reward_hack"
                 and not (p.defences and _relabelled_hack(p.defences, fc, add))
-                and (f.message or f.log_excerpt)
+                and _may_claim_hack(f)
             ):
                 _hack_text(f, fc, "", _passed_checks(p.defences), add)
         elif status == "error":
@@ -235,9 +235,9 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
                         f"failure class `{fc}` is a fault of the candidate; use status `failed`",
                     )
                 )
-            elif not ((p.defences or v is not None) and _candidate_fault(p.defences, v, fc, add)) and (
-                f.message or f.log_excerpt
-            ):
+            elif not (
+                (p.defences or v is not None) and _candidate_fault(p.defences, v, fc, add)
+            ) and _may_claim_hack(f):
                 _hack_text(f, fc, "; use status `failed`", _passed_checks(p.defences), add)
         elif status == "skipped":
             if fc not in _SKIP_REASONS:
@@ -281,23 +281,21 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
                 elif c == "unseen_inputs":
                     if v is not None and v.inputs_regenerated is False:
                         why = _contradicted(p, d)
-                    if why is None and d.detail and p.replay is not None:
-                        why = _public_seed(p.replay, d.detail)
+                    det = d.detail
+                    # a detail known to name no seed (cached empty) gives _public_seed nothing
+                    if why is None and det and p.replay is not None and _SEEDS_NAMED.get(det) != _NO_SEEDS:
+                        why = _public_seed(p.replay, det)
                 if why is None:
                     det = d.detail
                     if det is None:
                         continue
-                    said = _NOT_RUN_CACHE.get(det)
+                    said = _VERDICT_CACHE.get((c, det), _UNREAD)
+                    if said is _UNREAD:
+                        said = _detail_verdict(c, det)
                     if said is None:
-                        said = _says_not_run(det)
-                    if said:
-                        why = (
-                            f"its detail counts zero items checked (`{det.strip()[:80]}`)"
-                            if said == "zero"
-                            else f"its detail says it did not run (`{det.strip()[:80]}`)"
-                        )
-                    elif c in _DETAIL_READERS:
-                        why = _detail_contradicts(p, c, det)
+                        continue
+                    # a message, or the flush a cache_flush detail names, held against this packet's caches
+                    why = said if type(said) is str else _flush_detail(p, said)
                     if why is None:
                         continue
                 ptr = f"/defences/{i}"
@@ -491,6 +489,14 @@ def _hack_claims(text: str) -> tuple[tuple[str | None, str], ...]:
         if len(_HACK_CACHE) < 1024 and len(text) <= 4 * CACHED_CHARS:
             _HACK_CACHE[text] = hit
     return hit
+
+
+def _may_claim_hack(f: Any) -> bool:
+    """Whether a failure's message or log excerpt may say the harness caught the candidate:
+    False only when each is empty or known (cached) to claim nothing, where
+    :func:`_hack_text` would add nothing."""
+    m, log = f.message, f.log_excerpt
+    return bool((m and _HACK_CACHE.get(m) != ()) or (log and _HACK_CACHE.get(log) != ()))
 
 
 def _hack_text(f: Any, fc: str, hint: str, passed: Any, add: Add) -> None:
@@ -696,6 +702,8 @@ _PRELOADS = (
     "ROCP_TOOL_LIBRARIES",
 )
 _PRELOAD_VARS = frozenset(_PRELOADS)
+#: the variables a clock shim is read from (libfaketime's, the preloads)
+_SHIM_VARS = _PRELOAD_VARS | {"FAKETIME", "FAKETIME_TIMESTAMP_FILE"}
 
 
 def _preloaded(p: Any) -> tuple[str, str] | None:
@@ -734,7 +742,7 @@ def _clock_shim(r: Any, ds: Any) -> tuple[str, str] | None:
     """A replay that runs under a clock-warping tool (KE412, with or without a
     ``timer_integrity`` record, in a migrated 0.1 packet too): the pointer and the message."""
     env = r.env
-    if env:
+    if env and not _SHIM_VARS.isdisjoint(env):  # else nothing below applies
         if "FAKETIME" in env or "FAKETIME_TIMESTAMP_FILE" in env:
             var = "FAKETIME" if env.get("FAKETIME") else "FAKETIME_TIMESTAMP_FILE"
             if env.get(var):
@@ -757,7 +765,7 @@ def _clock_shim(r: Any, ds: Any) -> tuple[str, str] | None:
                         )
     cmd = r.command
     if cmd:
-        text = " ".join(cmd[:256])
+        text = " ".join(cmd if len(cmd) <= 256 else cmd[:256])
         low = _CLOCK_WORDS.get(text)
         if low is None:
             low = text.lower()
@@ -803,25 +811,26 @@ def _contradicted(p: Any, d: Any) -> str | tuple[str, str] | None:
     t = p.timing
     if t is None:
         return None
-    sides = (
-        (t.conditions, "candidate"),
-        (t.baseline.conditions if t.baseline is not None else None, "baseline"),
-    )
+    cc = t.conditions
+    bc = t.baseline.conditions if t.baseline is not None else None
     if check == "fresh_inputs":
-        for c, side in sides:
+        for c, side in ((cc, "candidate"), (bc, "baseline")):
             if c is not None and c.fresh_inputs is False:
                 return f"the {side}'s conditions record its inputs reused (fresh_inputs: false)"
         v = p.validation
         if v is not None and v.inputs_regenerated is False:
             return "the validation records its inputs not regenerated (/validation/inputs_regenerated: false)"
     elif check == "cache_flush":
-        for c, side in sides:
-            if c is not None and c is not sides[0][0] and c == sides[0][0]:
-                break  # the baseline's conditions are the candidate's, checked already
+        first = cc.cache if cc is not None else None
+        for c, side in ((cc, "candidate"), (bc, "baseline")):
             cache = c.cache if c is not None else None
-            if cache is not None and cache.mode == "warm":
+            if cache is None:
+                continue  # nothing below reads a side without a cache
+            if cache is not first and first is not None and cache == first:
+                break  # the baseline's cache is the candidate's: its checks gave nothing already
+            if cache.mode == "warm":
                 return f"the {side}'s conditions record warm caches"
-            if cache is not None and cache.mode == "unknown":
+            if cache.mode == "unknown":
                 return f"the {side}'s conditions do not know what its caches held (cache mode unknown)"
             if small_flush(p, cache):
                 return f"the {side}'s flush is smaller than the last-level cache"
@@ -864,6 +873,7 @@ _ARGV_SEED = lazy_re(r"^--?(?:[\w-]*[-_])?seed(?:=(\d+))?$", re.IGNORECASE)
 
 #: the seeds a detail names (numbers of 3 digits or more beside the word `seed`), cached
 _SEEDS_NAMED: dict[str, frozenset[int]] = {}
+_NO_SEEDS: frozenset[int] = frozenset()
 
 
 def _public_seed(r: Any, detail: str) -> str | None:
@@ -1108,21 +1118,22 @@ def _flush_detail(p: Any, found: tuple[float, str]) -> str | None:
     size, words = found
     t = p.timing
     conds = (t.conditions, t.baseline.conditions if t.baseline is not None else None) if t is not None else ()
-    cache = next((c.cache for c in conds if c is not None and c.cache is not None), None)
-    llc = _llc(p, cache if cache is not None else _NoCache)
+    cache: Any = _NoCache  # the first side's cache
+    for c in conds:
+        if c is not None and c.cache is not None:
+            cache = c.cache
+            break
+    llc = _llc(p, cache)
     if llc is not None and size < llc:
         return (
             f"its detail names a flush of {words}, smaller than the last-level cache ({llc / 2**20:g} MiB): "
             "it evicts nothing"
         )
-    recorded = [
-        c.cache.flush_bytes.value * _FACTOR[c.cache.flush_bytes.unit]
-        for c in conds
-        if c is not None
-        and c.cache is not None
-        and c.cache.mode == "flushed"
-        and c.cache.flush_bytes is not None
-    ]
+    recorded = []  # the flushes the sides record, in bytes
+    for c in conds:
+        side = c.cache if c is not None else None
+        if side is not None and side.mode == "flushed" and side.flush_bytes is not None:
+            recorded.append(side.flush_bytes.value * _FACTOR[side.flush_bytes.unit])
     if recorded and size < min(recorded):
         return (
             f"its detail names a flush of {words}, smaller than the {min(recorded) / 2**20:g} MiB the conditions "
@@ -1176,17 +1187,29 @@ _DETAIL_READERS = {
     "cache_flush": _flush_size,
     "hidden_workload": _hidden_detail,
 }
-_DETAIL_CACHE: dict[tuple[str, str], Any] = {}
-_UNREAD = object()
+_UNREAD: Any = object()
 
 
-def _detail_contradicts(p: Any, check: str, detail: str) -> str | None:
-    """KE412: the figures or words of a passed defence's own detail contradict its passing
-    (a spin measured off, inputs reused, the warm-up compared, a flush below the cache, the
-    seed public); the reading of each detail is cached."""
-    key = (check, detail)
-    hit = _DETAIL_CACHE.get(key, _UNREAD)
-    if hit is _UNREAD:
+#: what a passed defence's detail says against it, by (check, detail): None (nothing), the
+#: message, or the flush (bytes, words) a cache_flush detail names (see :func:`_detail_verdict`)
+_VERDICT_CACHE: dict[tuple[str, str], str | tuple[float, str] | None] = {}
+
+
+def _detail_verdict(check: str, detail: str) -> str | tuple[float, str] | None:
+    """KE412: what a passed defence's own detail says against it, read once per check and
+    detail (cached): that it did not run or counted zero items (the message); or its figures
+    or words contradict its passing (a spin measured off, inputs reused, the warm-up
+    compared, the seed public: the message; a cache_flush detail: the flush it names, which
+    :func:`_flush_detail` holds against the packet's caches); else None."""
+    said = _says_not_run(detail)
+    hit: str | tuple[float, str] | None
+    if said:
+        hit = (
+            f"its detail counts zero items checked (`{detail.strip()[:80]}`)"
+            if said == "zero"
+            else f"its detail says it did not run (`{detail.strip()[:80]}`)"
+        )
+    elif check in _DETAIL_READERS:
         head = detail[:1024]
         if not head.isascii():
             head = "".join(
@@ -1195,13 +1218,11 @@ def _detail_contradicts(p: Any, check: str, detail: str) -> str | None:
                 if unicodedata.category(ch) != "Cf"
             )
         hit = _DETAIL_READERS[check](head)
-        if len(_DETAIL_CACHE) < 4096 and len(detail) <= CACHED_CHARS:
-            _DETAIL_CACHE[key] = hit
-    if hit is None:
-        return None
-    if check == "cache_flush":
-        return _flush_detail(p, hit)
-    return hit  # type: ignore[no-any-return]
+    else:
+        hit = None
+    if len(_VERDICT_CACHE) < 4096 and len(detail) <= CACHED_CHARS:
+        _VERDICT_CACHE[(check, detail)] = hit
+    return hit
 
 
 #: names an output tensor goes by
@@ -1228,7 +1249,11 @@ def _output_elements(task: Any, shape_id: str) -> int | None:
         if sh.id != shape_id:
             continue
         for tensor in sh.tensors or ():
-            if _is_output(tensor.name):
+            name = tensor.name
+            out = _OUTPUT_NAMES.get(name)  # _is_output's cache, read here: a call per tensor saved
+            if out is None:
+                out = _is_output(name)
+            if out:
                 n = 1
                 for x in tensor.shape:
                     n *= x
