@@ -114,17 +114,18 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
     c = p.cost
     if c is None:
         return
-    if c.energy is not None and c.energy.window is not None:
-        _energy(p, c.energy, add)
-        if p.timing is not None and p.timing.stats is not None and p.task is not None:
-            _work_floor(p, c.energy, add)
+    t = p.timing
+    e = c.energy
+    if e is not None and e.window is not None:
+        _energy(p, e, add)
+        if t is not None and t.stats is not None and p.task is not None:
+            _work_floor(p, e, add)
         if c.wall_time is not None:
-            _window(c.energy.window, c.wall_time, add)
+            _window(e.window, c.wall_time, add)
     if c.money is not None:
         _money(p, c, add)
     if c.wall_time is not None and c.gpu_time is not None:
         _wall_time(p, c.gpu_time, c.wall_time, add)
-    t = p.timing
     if c.gpu_time is not None and t is not None:
         if p.subject.kind == "serving":
             # request latencies overlap: the run's duration on every device is the work
@@ -237,6 +238,8 @@ def _energy(p: Any, e: Any, add: Add) -> None:
         where = f"{entry.id} board power"
     else:
         return
+    if not watts > limit * _SLACK:
+        return  # within one device's limit (the common case): n >= 1 and limit >= 0 by the schema
     n = _devices(p)
     if watts > limit * n * _SLACK:
         add(
@@ -285,6 +288,26 @@ def _joules_per_flop(device: str, arch: str | None, dtypes: tuple[str, ...]) -> 
     return best, board
 
 
+#: by (device, arch) (short ones only): the most J/FLOP :func:`_joules_per_flop` can give
+#: for any dtype labels (None where it gives None for all of them)
+_CEILING_CACHE: dict[tuple[str, str | None], float | None] = {}
+
+
+def _joules_ceiling(device: str, arch: str | None) -> float | None:
+    """An upper bound of :func:`_joules_per_flop`'s J/FLOP over every ``dtypes``: the peak it
+    divides by is one of each model's figures, so at least the lowest of them."""
+    models = candidates(device, arch=arch)
+    if not models:
+        return None
+    best = float("inf")
+    for e in models:
+        if not e.tdp_watts or not e.flops:
+            return None
+        lowest = min(e.flops.values())
+        best = min(best, e.tdp_watts / lowest if lowest > 0 else float("inf"))
+    return best
+
+
 def _work_floor(p: Any, e: Any, add: Add) -> None:
     """KE1203: energy below the FLOPs its window holds at the device's efficiency at peak."""
     h = p.hardware
@@ -307,21 +330,27 @@ def _work_floor(p: Any, e: Any, add: Add) -> None:
     if flops <= 0:
         return
     st = t.stats
-    f = FACTOR[st.unit]
-    if st.samples:
-        calls = len(st.samples)
-        timed = sum(st.samples) * f
-        how = f"{calls} samples"
+    samples = st.samples
+    if samples:
+        calls = len(samples)
+        low = 0.0  # unused: the samples give the timed total
     else:
         calls = t.repeats if t.repeats is not None else st.n
         low = st.min if st.min is not None else st.median
         if not calls or calls < 1 or low is None:
             return
-        timed = calls * low * f
-        how = f"{calls} repeats"
-    window = e.window.value * FACTOR[e.window.unit]
-    if window <= 0 or window * _SLACK < timed:
-        return  # a window shorter than the timed calls need not hold them
+    have = e.energy.value * FACTOR[e.energy.unit]
+    if len(h.device) + len(h.arch or "") <= CACHED_CHARS:
+        # the J/FLOP below is at most this ceiling, whatever the labels (and None for all of
+        # them where it is): enough energy at the ceiling is enough (the common case)
+        dev = (h.device, h.arch)
+        top = _CEILING_CACHE.get(dev, _UNSET)
+        if top is _UNSET:
+            top = _joules_ceiling(h.device, h.arch)
+            if len(_CEILING_CACHE) < 1024:
+                _CEILING_CACHE[dev] = top
+        if top is None or not have * _SLACK < calls * flops * top:
+            return
     dtypes = tuple(task.dtypes) if task.dtypes else ()
     key = (h.device, h.arch, dtypes)
     hit = _JOULES_CACHE.get(key, _UNSET)
@@ -339,17 +368,23 @@ def _work_floor(p: Any, e: Any, add: Add) -> None:
         per_flop /= 2
         capped = ", halved for the recorded power_limit"
     need = calls * flops * per_flop
-    have = e.energy.value * FACTOR[e.energy.unit]
-    if have * _SLACK < need:
-        add(
-            (
-                "KE1203",
-                "/cost/energy/energy",
-                f"energy {e.energy.value:g} {e.energy.unit} is below the work its window holds: {how} x "
-                f"{flops:.4g} FLOP x {per_flop * 1e12:.3g} pJ/FLOP (board power / peak FLOP/s{capped}) = "
-                f"{need:.4g} J: no device does a FLOP for less energy than at its peak",
-            )
+    if not have * _SLACK < need:
+        return  # enough energy (the common case): the window's test below only lets more through
+    f = FACTOR[st.unit]
+    timed = sum(samples) * f if samples else calls * low * f
+    window = e.window.value * FACTOR[e.window.unit]
+    if window <= 0 or window * _SLACK < timed:
+        return  # a window shorter than the timed calls need not hold them
+    how = f"{calls} samples" if samples else f"{calls} repeats"
+    add(
+        (
+            "KE1203",
+            "/cost/energy/energy",
+            f"energy {e.energy.value:g} {e.energy.unit} is below the work its window holds: {how} x "
+            f"{flops:.4g} FLOP x {per_flop * 1e12:.3g} pJ/FLOP (board power / peak FLOP/s{capped}) = "
+            f"{need:.4g} J: no device does a FLOP for less energy than at its peak",
         )
+    )
 
 
 def _gpu_time(p: Any, g: Any, add: Add) -> None:
@@ -442,6 +477,18 @@ _DC_MEMORY = 40e9
 def _money(p: Any, c: Any, add: Add) -> None:
     """KE1204: a price per device-hour no data-centre accelerator is rented for."""
     m = c.money
+    # the rate first: a price at or above the floor (the common case) is never reported,
+    # whatever the currency, the price source or the device
+    if c.gpu_time is not None:
+        hours = c.gpu_time.value * FACTOR[c.gpu_time.unit] / 3600
+        n = 0
+    elif c.wall_time is not None:
+        n = _devices(p)
+        hours = c.wall_time.value * FACTOR[c.wall_time.unit] * n / 3600
+    else:
+        return
+    if hours <= 0 or not m.amount / hours < _MONEY_FLOOR:
+        return
     if m.currency not in _DOLLAR_LIKE:
         return
     src = m.price_source
@@ -453,17 +500,6 @@ def _money(p: Any, c: Any, add: Add) -> None:
                 _PRICE_CACHE[src] = exempt
         if exempt:
             return
-    if c.gpu_time is not None:
-        hours = c.gpu_time.value * FACTOR[c.gpu_time.unit] / 3600
-        how = f"gpu_time {c.gpu_time.value:g} {c.gpu_time.unit}"
-    elif c.wall_time is not None:
-        n = _devices(p)
-        hours = c.wall_time.value * FACTOR[c.wall_time.unit] * n / 3600
-        how = f"wall_time {c.wall_time.value:g} {c.wall_time.unit} x {n} device(s)"
-    else:
-        return
-    if hours <= 0:
-        return
     h = p.hardware
     if h is None:
         return
@@ -478,12 +514,15 @@ def _money(p: Any, c: Any, add: Add) -> None:
     if not (entry.id.startswith("google-tpu") or max(entry.memory_bytes or (0.0,)) >= _DC_MEMORY):
         return
     rate = m.amount / hours
-    if rate < _MONEY_FLOOR:
-        add(
-            (
-                "KE1204",
-                "/cost/money/amount",
-                f"money {m.amount:g} {m.currency} over {how} is {rate:.3g} {m.currency} per "
-                f"device-hour, below {_MONEY_FLOOR:g}: no {entry.id} is rented for that",
-            )
+    if c.gpu_time is not None:
+        how = f"gpu_time {c.gpu_time.value:g} {c.gpu_time.unit}"
+    else:
+        how = f"wall_time {c.wall_time.value:g} {c.wall_time.unit} x {n} device(s)"
+    add(
+        (
+            "KE1204",
+            "/cost/money/amount",
+            f"money {m.amount:g} {m.currency} over {how} is {rate:.3g} {m.currency} per "
+            f"device-hour, below {_MONEY_FLOOR:g}: no {entry.id} is rented for that",
         )
+    )

@@ -17,7 +17,7 @@ from ..devices import (
     units_agree,
 )
 from ._common import CACHED_CHARS as _CACHED_CHARS
-from ._common import cand, lazy_re
+from ._common import lazy_re
 from ._context import Add, Ctx
 from ._engine import declare
 from ._units import FACTOR as _FACTOR
@@ -524,8 +524,20 @@ def _device_count(p: Any, h: Any, add: Add) -> None:
     cc = cond.device_count if cond is not None else None
     count = h.count
     if t is not None:
-        low, lowp = (cc, "/timing/conditions/device_count") if cc is not None else cand(t, "device_count")
-        if isinstance(low, int) and low >= 1:
+        low = cc if cc is not None else getattr(t, "device_count", None)  # as cand() reads it
+        # from below, a capture with more kernel records than low, or a hardware.count above
+        # low (it caps the launcher's processes; KE808 needs it above), may say more: else
+        # nothing does (the common case)
+        if (
+            isinstance(low, int)
+            and low >= 1
+            and (
+                count is None
+                or count > low
+                or (p.profiler and any(len(cap.kernels or ()) > low for cap in p.profiler))
+            )
+        ):
+            lowp = "/timing/conditions/device_count" if cc is not None else "/timing/device_count"
             _devices_below(p, h, low, lowp, add)
     if cc is None and (count is None or count == 1) and (p.task is None or p.task.serving is None):
         return  # one device, nothing that says otherwise (the common case)

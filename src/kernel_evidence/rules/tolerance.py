@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._common import lazy_re
+from ._common import CACHED_CHARS, lazy_re
 from ._context import Add, Ctx
 from ._engine import declare
 from ._tables import dtype_class
@@ -76,10 +76,22 @@ _SPECIFIC = lazy_re(r"[_0-9]")
 _HEAD = lazy_re(r"[\s(\[,;:]")
 
 
+#: by reference name (short ones only): its folded whole and first word, or () where the
+#: whole has no underscore or digit (nor then has its first word, a part of it): a name
+#: that matches one of them must have one, so a generic reference matches none
+_REF_CACHE: dict[str, tuple[str, ...]] = {}
+
+
 def _self_reference(p: Any, name: str, add: Add) -> None:
     """KE701: the reference is the candidate: a check against itself cannot fail."""
-    ref = name.strip().casefold()
-    head = _HEAD.split(ref, 1)[0]
+    refs = _REF_CACHE.get(name)
+    if refs is None:
+        ref = name.strip().casefold()
+        refs = (ref, _HEAD.split(ref, 1)[0]) if _SPECIFIC.search(ref) else ()
+        if len(_REF_CACHE) < 1024 and len(name) <= CACHED_CHARS and len(ref) <= CACHED_CHARS:
+            _REF_CACHE[name] = refs
+    if not refs:
+        return
     mine = [p.subject.name]
     lin = p.lineage
     if lin is not None and lin.candidate_id:
@@ -90,7 +102,7 @@ def _self_reference(p: Any, name: str, add: Add) -> None:
             mine.extend(of.expected_kernels)
     for m in mine:
         m = m.strip().casefold()
-        if m in (ref, head) and _SPECIFIC.search(m):
+        if m in refs and _SPECIFIC.search(m):
             add(
                 (
                     "KE701",
