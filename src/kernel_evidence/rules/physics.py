@@ -298,7 +298,13 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
     if task is not None:
         if task.serving is not None:
             _served_precision(p, task, task.serving, add)
-        elif task.dtypes and (p.profiler or (p.compile is not None and p.compile.flags)):
+        elif (
+            task.dtypes
+            and (p.profiler or (p.compile is not None and p.compile.flags))
+            and not _known_clean(p)
+        ):
+            # (a packet whose names and flags are all known to name no narrow dtype has
+            # nothing _narrow_kernels could find: the honest case skips it)
             _narrow_kernels(p, task, add)
     spelled = _work_figures(p, task, add) if task is not None and task.shapes else None
     h = p.hardware
@@ -340,7 +346,11 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
     if fl is None and by is None:
         return
     h = p.hardware
-    peaks = _hw_peaks(h) if h is not None else None
+    peaks = None
+    if h is not None:
+        peaks = _PEAKS_CACHE.get((h.device, h.arch, h.device_id), _UNSET)  # _hw_peaks' cache first
+        if peaks is _UNSET:
+            peaks = _hw_peaks(h)
     count = h.count if h is not None and h.count else 1
     if peaks is None and not (
         h is not None and (h.peak_flop_rate is not None or h.peak_bandwidth is not None)
@@ -502,13 +512,16 @@ _RAW_DRAM_RATE = lazy_re(
 )
 _RAW_PCT = lazy_re(r"(?:pct_of_peak|\.pct$|_pct$|hit_rate)", re.IGNORECASE)
 _RAW_MEMORY_UNIT = lazy_re(r"^(?:dram|gpu__dram|fbpa|hbm|lts|l1tex|gpu__compute_memory|mem)", re.IGNORECASE)
-_RAW_METRIC_CACHE: dict[str, str | None] = {}
+#: :func:`_raw_metric` by name, seeded with the canonical names (each its own): one lookup
+#: reads any metric's name
+_RAW_METRIC_CACHE: dict[str, str | None] = {name: name for name in _CAPTURE_METRICS}
 
 
 def _raw_metric(name: str) -> str | None:
     """The canonical metric a profiler's own metric name measures (``dram__bytes.sum.per_second``
     is ``dram_bandwidth``; ``sm__throughput.avg.pct_of_peak_sustained_elapsed`` a percentage
-    of a compute peak), None for one not held to a limit (cached, bounded)."""
+    of a compute peak; a canonical name is its own), None for one not held to a limit
+    (cached, bounded)."""
     hit = _RAW_METRIC_CACHE.get(name, _UNSET)
     if hit is not _UNSET:
         return hit  # type: ignore[no-any-return]
@@ -559,7 +572,9 @@ def _capture_metrics(p: Any, add: Add) -> None:
             if not m:
                 continue
             for name, q in m.items():
-                canon = name if name in _CAPTURE_METRICS else _raw_metric(name)
+                canon = _RAW_METRIC_CACHE.get(name, _UNSET)
+                if canon is _UNSET:
+                    canon = _raw_metric(name)
                 if canon is None:
                     if q.unit not in _FLOP_RATE_UNITS:
                         continue
@@ -576,9 +591,10 @@ def _capture_metrics(p: Any, add: Add) -> None:
                     if f is None or not q.unit.endswith("/s"):
                         continue
                     if mode is None:
-                        if len(cap.tool) > _CACHED_CHARS:
+                        tool = cap.tool
+                        if len(tool) > _CACHED_CHARS:
                             mode = 0
-                        elif _COST_MODEL_TOOL.search(cap.tool):
+                        elif (_TOOL_CACHE.get(tool) or _tool_kind(tool))[0]:
                             mode = 0 if _tpu(p.hardware) else 2
                         else:
                             mode = 1
@@ -641,10 +657,13 @@ def _capture_limits(p: Any) -> tuple[float | None, float | None, str] | None:
     if h is None or len(h.device) + len(h.arch or "") > _CACHED_CHARS:
         return None
     task = p.task
-    dtypes = tuple(task.dtypes[:64]) if task is not None and task.dtypes else ()
-    tensors = (
-        tuple(tn.dtype for sh in task.shapes or () for tn in sh.tensors or ()) if task is not None else ()
-    )
+    dtypes: tuple[str, ...] = ()
+    tensors: tuple[str, ...] = ()
+    if task is not None:
+        if task.dtypes:
+            dtypes = tuple(task.dtypes[:64])
+        if task.shapes:
+            tensors = tuple([tn.dtype for sh in task.shapes for tn in sh.tensors or ()])
     rf, rb = h.peak_flop_rate, h.peak_bandwidth
     key = (
         h.device,
@@ -707,6 +726,19 @@ def _capture_limits_of(p: Any, h: Any) -> tuple[float | None, float | None, str]
 _FLUSHING_TOOL = lazy_re(r"\bncu\b|nsight.?compute", re.IGNORECASE)
 
 
+#: :func:`_tool_kind` by tool name (a batch repeats a few profilers)
+_TOOL_CACHE: dict[str, tuple[bool, bool]] = {}
+
+
+def _tool_kind(tool: str) -> tuple[bool, bool]:
+    """Whether a profiler is a cost-model tool (:data:`_COST_MODEL_TOOL`) and whether it
+    flushes the caches (:data:`_FLUSHING_TOOL`), cached (bounded; a long name is not held)."""
+    hit = (bool(_COST_MODEL_TOOL.search(tool)), bool(_FLUSHING_TOOL.search(tool)))
+    if len(_TOOL_CACHE) < 1024 and len(tool) <= _CACHED_CHARS:
+        _TOOL_CACHE[tool] = hit
+    return hit
+
+
 def _capture_work(p: Any, task: Any, add: Add) -> None:
     """KE601/KE602 on a capture's kernel time: a capture clearly of one task shape's kernel
     (`of.shape_id` naming a shape with work, or no shape named on a task of one; one kernel
@@ -735,7 +767,14 @@ def _capture_work(p: Any, task: Any, add: Add) -> None:
                 w = task.work
         if w is None or (w.flops is None and w.bytes is None):
             continue
-        if len(cap.tool) > _CACHED_CHARS or _COST_MODEL_TOOL.search(cap.tool):
+        tool = cap.tool
+        if len(tool) > _CACHED_CHARS:
+            continue
+        kind = _TOOL_CACHE.get(tool)
+        if kind is None:
+            kind = _tool_kind(tool)
+        cost_model, flushing = kind
+        if cost_model:
             continue
         # the kernel: one name in the capture (a harness's fills aside), else the expected
         # ones where the capture names its shape; one stream (the kernels' time adds up)
@@ -750,13 +789,30 @@ def _capture_work(p: Any, task: Any, add: Add) -> None:
                 continue
             if _utility(rec.name) and (not rec.raw_name or _utility(rec.raw_name)):
                 continue
-            names.add(rec.name)
+            name = rec.name
+            names.add(name)
             streams.add(rec.stream)
-            if first is None and (wanted is None or any(e in rec.name.casefold() for e in wanted)):
-                first = j
+            if first is None:
+                if wanted is None:
+                    first = j
+                else:
+                    folded = name.casefold()
+                    for e in wanted:
+                        if e in folded:
+                            first = j
+                            break
         if first is None or len(streams) != 1 or (len(names) != 1 and wanted is None):
             continue
-        sec = _kernel_time_per_call(cap, expected if len(names) != 1 else None)
+        if len(ks) == 1:
+            # one record (the common capture), with a duration and no fill's name (see
+            # above): the time _kernel_time_per_call gives it, in its arithmetic
+            rec = ks[0]
+            d = rec.metrics["duration"]
+            n = rec.invocations if rec.invocations is not None else 1
+            f = _FACTOR.get(d.unit)
+            sec = 0.0 + d.value * f * n / n if f is not None and n > 0 else None
+        else:
+            sec = _kernel_time_per_call(cap, expected if len(names) != 1 else None)
         if not sec or sec <= 0:
             continue
         if limits is _UNSET:
@@ -766,7 +822,6 @@ def _capture_work(p: Any, task: Any, add: Add) -> None:
         fl, bw, src = limits
         h = p.hardware
         count = h.count if h.count else 1
-        ptr = f"/profiler/{i}/kernels/{first}/metrics/duration"
         q = w.flops
         if q is not None and fl:
             rate = q.value * _FACTOR[q.unit] / sec
@@ -774,14 +829,14 @@ def _capture_work(p: Any, task: Any, add: Add) -> None:
                 add(
                     (
                         "KE601",
-                        ptr,
+                        f"/profiler/{i}/kernels/{first}/metrics/duration",
                         f"the capture's kernel time {sec * 1e6:.4g} us per call for {q.value:g} {q.unit} gives "
                         f"{rate / 1e12:.4g} TFLOP/s, above {src} {fl * count / 1e12:.4g} TFLOP/s",
                     )
                 )
                 continue
         q = w.bytes
-        if q is not None and bw and _FLUSHING_TOOL.search(cap.tool):
+        if q is not None and bw and flushing:
             t = p.timing
             if t is not None:
                 cond = t.conditions
@@ -793,7 +848,7 @@ def _capture_work(p: Any, task: Any, add: Add) -> None:
                 add(
                     (
                         "KE602",
-                        ptr,
+                        f"/profiler/{i}/kernels/{first}/metrics/duration",
                         f"the capture's kernel time {sec * 1e6:.4g} us per call for {q.value:g} {q.unit} gives "
                         f"{rate / 1e9:.4g} GB/s, above {src} {bw * count / 1e9:.4g} GB/s",
                     )
@@ -818,13 +873,24 @@ def _all_wide(dtypes: tuple[str, ...]) -> bool:
 _QUANT_KEYS = frozenset({"quantization", "quantize", "quant_method", "quantization_method"})
 
 
+#: setting keys known not to be one of :data:`_QUANT_KEYS` (casefolded): a set, so one
+#: ``issuperset`` call clears a settings dict without a quantization key
+_PLAIN_KEYS: set[str] = set()
+
+
 def _quant_setting(settings: Any) -> tuple[str, str, str] | None:
     """(key, value, precision) of a quantization setting naming a format narrower than 16
     bits (`fp8`, `awq`, `gptq`, `bitsandbytes`...), else None."""
-    if not settings:
-        return None
+    if not settings or _PLAIN_KEYS.issuperset(settings):
+        return None  # no key that could be a quantization setting (the common case)
     for key, v in settings.items():
-        if type(v) is not str or key.casefold() not in _QUANT_KEYS or len(v) > 256:
+        if key in _PLAIN_KEYS:
+            continue
+        if key.casefold() not in _QUANT_KEYS:
+            if len(_PLAIN_KEYS) < 1024 and len(key) <= _CACHED_CHARS:
+                _PLAIN_KEYS.add(key)
+            continue
+        if type(v) is not str or len(v) > 256:
             continue
         narrow = narrow_weights(v)
         if narrow is None and "bitsandbytes" in v.casefold():
@@ -856,6 +922,11 @@ def _served_precision(p: Any, task: Any, serving: Any, add: Add) -> None:
                     "are all 16-bit or wider: the precision recorded is not the one that ran",
                 )
             )
+    model = serving.model
+    narrow = _narrow_model(model) if model else None
+    q = _quant_setting(serving.settings)
+    if narrow is None and q is None:
+        return  # nothing served says it is narrow: no finding below (the common case)
     lists = (
         (task.dtypes, "/task/dtypes"),
         (cond.dtypes if cond is not None else None, "/timing/conditions/dtypes"),
@@ -865,8 +936,6 @@ def _served_precision(p: Any, task: Any, serving: Any, add: Add) -> None:
     wide = [dts for dts, _ in lists if dts and _all_wide(tuple(dts))]
     if not wide:
         return
-    model = serving.model
-    narrow = narrow_weights(model) if model and len(model) <= 256 else None
     if narrow is not None:
         for dts, ptr in lists:
             if dts and _all_wide(tuple(dts)):
@@ -878,17 +947,31 @@ def _served_precision(p: Any, task: Any, serving: Any, add: Add) -> None:
                         f"is a {narrow} checkpoint by its name: the precision recorded is not the one that ran",
                     )
                 )
-    q = _quant_setting(serving.settings)
     if q is not None:
-        key, v, narrow = q
+        key, v, served = q
         add(
             (
                 "KE606",
                 f"/task/serving/settings/{key}",
-                f"setting {key} `{v}` serves {narrow} weights, but the dtypes ({', '.join(wide[0])}) are all "
+                f"setting {key} `{v}` serves {served} weights, but the dtypes ({', '.join(wide[0])}) are all "
                 "16-bit or wider: the precision recorded is not the one that ran",
             )
         )
+
+
+#: :func:`narrow_weights` by served model name (a batch repeats a few models)
+_NARROW_MODEL_CACHE: dict[str, str | None] = {}
+
+
+def _narrow_model(model: str) -> str | None:
+    """:func:`narrow_weights` of a served model's name (None for a name over 256 characters),
+    cached (bounded; a long name is not held)."""
+    hit = _NARROW_MODEL_CACHE.get(model, _UNSET)
+    if hit is _UNSET:
+        hit = narrow_weights(model) if len(model) <= 256 else None
+        if len(_NARROW_MODEL_CACHE) < 1024 and len(model) <= _CACHED_CHARS:
+            _NARROW_MODEL_CACHE[model] = hit
+    return hit  # type: ignore[no-any-return]
 
 
 # ---------------------------------------------------------------- KE605-KE607: work figures
@@ -1191,11 +1274,13 @@ def _work_figures(p: Any, task: Any, add: Add) -> set[str]:
         w = sh.work
         if w is not None and (q := w.flops) is not None:
             _flops_check(f"/task/shapes/{i}/work/flops", q, rng, kind, sh, op, add)
-    reads = _reads_everything(op, kind)
-    if reads:
-        for i, sh in enumerate(task.shapes):
-            w = sh.work
-            if w is not None and w.bytes is not None and sh.tensors:
+    reads = None  # asked where a shape lists its tensors and bytes
+    for i, sh in enumerate(task.shapes):
+        w = sh.work
+        if w is not None and w.bytes is not None and sh.tensors:
+            if reads is None:
+                reads = _reads_everything(op, kind)
+            if reads:
                 _bytes_cover(i, sh.tensors, w.bytes, add, reads == 2)
     w = task.work
     if derived and w is not None and (q := w.flops) is not None:
@@ -1210,7 +1295,7 @@ def _work_figures(p: Any, task: Any, add: Add) -> set[str]:
         if sh.tensors:
             for tn in sh.tensors:
                 spelled.add(tn.dtype)
-    if task.dtypes:
+    if spelled and task.dtypes:  # (_dtype_labels has nothing to say without tensors)
         _dtype_labels(task, spelled, add)
     return spelled
 
@@ -1256,12 +1341,13 @@ def _gemm_extents(i: int, sh: Any, add: Add) -> None:
         else:
             continue
         x, y = (m, k) if role == 0 else (k, n) if role == 1 else (m, n)
+        exact = (e0 == x and e1 == y) or (e0 == y and e1 == x)
+        if exact and (rank == 2 or role == 1):
+            continue  # the common case: the dims' extents exactly (no batch to hold)
         if batch is None:
             batch = g("batch") or g("b") or g("batch_size") or g("bs") or 0
-        if ((e0 == x and e1 == y) or (e0 == y and e1 == x)) and (
-            rank == 2 or role == 1 or batch <= 1 or shape[0] >= batch
-        ):
-            continue  # the common case: the dims' extents exactly
+        if exact and (batch <= 1 or shape[0] >= batch):
+            continue
         if (dtype_class(tn.dtype) if len(tn.dtype) <= 64 else None) not in _UNPACKED:
             continue  # packed sub-byte values hold a fraction of the extent
         what = _ROLE_WHAT[role]
@@ -1462,6 +1548,9 @@ _FLAG_TOGGLE = lazy_re(
     r"skip|off|false)(?![a-z])|=0$"
 )
 _TOKEN_CACHE: dict[str, tuple[str, str] | None] = {}
+#: the names and flags :data:`_TOKEN_CACHE` holds as naming no narrow dtype (a set: one
+#: ``issuperset`` call tells a packet's flags are all clean)
+_TOKEN_CLEAN: set[str] = set()
 
 
 def _narrow_token(text: str) -> tuple[str, str] | None:
@@ -1475,6 +1564,8 @@ def _narrow_token(text: str) -> tuple[str, str] | None:
             hit = (tok, _TOKEN_CLASS[tok])
         if len(_TOKEN_CACHE) < 4096 and len(text) <= _CACHED_CHARS:
             _TOKEN_CACHE[text] = hit
+            if hit is None:
+                _TOKEN_CLEAN.add(text)
     return hit  # type: ignore[no-any-return]
 
 
@@ -1501,6 +1592,22 @@ def _allowed_narrow(task: Any) -> tuple[frozenset[str], int] | None:
     return hit  # type: ignore[no-any-return]
 
 
+def _known_clean(p: Any) -> bool:
+    """Whether every kernel name, raw name, expected kernel and compile flag of the packet
+    is known (cached) to name no narrow dtype: an uncached one is not known clean."""
+    clean = _TOKEN_CLEAN
+    for cap in p.profiler or ():
+        for rec in cap.kernels or ():
+            raw = rec.raw_name
+            if rec.name not in clean or (raw and raw not in clean):
+                return False
+        of = cap.of
+        if of is not None and of.expected_kernels and not clean.issuperset(of.expected_kernels):
+            return False
+    co = p.compile
+    return co is None or not co.flags or clean.issuperset(co.flags)
+
+
 def _narrow_kernels(p: Any, task: Any, add: Add) -> None:
     """KE606: a dtype narrower than every one the task names (`e4m3`, `fp8`, `int8`, `nvfp4`,
     `int4`...) in the candidate capture's kernel names, its expected kernels or the compile
@@ -1508,6 +1615,7 @@ def _narrow_kernels(p: Any, task: Any, add: Add) -> None:
     one's peak). The names are scanned first (cached per name): the task's precisions are
     only worked out where one names a narrow dtype."""
     cache = _TOKEN_CACHE
+    co = p.compile
     found: list[tuple[str, str, tuple[str, str]]] = []  # candidates: (pointer, text, token)
     for i, cap in enumerate(p.profiler or ()):
         of = cap.of
@@ -1531,7 +1639,6 @@ def _narrow_kernels(p: Any, task: Any, add: Add) -> None:
             for k, e in enumerate(of.expected_kernels):
                 if (hit := _narrow_token(e)) is not None:
                     found.append((f"/profiler/{i}/of/expected_kernels/{k}", e, hit))
-    co = p.compile
     if co is not None and co.flags:
         for k, fl in enumerate(co.flags):
             if (
