@@ -381,7 +381,8 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
         _twice(ts.settings, "/task/serving/settings/", add)
     if kernel and b.call:
         _call_problem(p, t, b.call, add)
-        _handicapped_call(p, t, b.call, add)
+        if _HANDICAP_CACHE.get(b.call) != ():  # () is a call known to state none: nothing to judge
+            _handicapped_call(p, t, b.call, add)
     if entry is not None and entry.kind == "reference":
         add(
             (
@@ -530,21 +531,43 @@ def _cublas_major(version: str) -> int | None:
     return _major(version, _CUBLAS_INT)
 
 
+_TOOLKIT_CACHE: dict[tuple[str, str, str | None], tuple[int, int] | None] = {}
+
+
+def _toolkit_majors(version: str, runtime: str, rt_version: str | None) -> tuple[int, int] | None:
+    """(the baseline's cuBLAS major, the CUDA runtime's major) where both are known and
+    differ, else None."""
+    mine = _cublas_major(version)
+    if mine is None or "cuda" not in runtime.casefold():
+        return None
+    theirs = _major(rt_version, _CUDA_MAJOR)
+    if theirs is None or theirs == mine:
+        return None
+    return mine, theirs
+
+
 def _toolkit_major(p: Any, entry: Any, version: str, add: Add) -> None:
     """KE210: cuBLAS (and cuBLASLt, which ships in it) ships with the CUDA toolkit of its
     own major (cuBLAS 11.x with CUDA 11.x, 12.x with 12.x): a baseline version of another
     major than the CUDA runtime the hardware records (and than the nvcc the candidate was
     built with, where recorded) is an older or newer toolkit's library than the one that ran."""
-    mine = _cublas_major(version)
-    if mine is None:
-        return
     h = p.hardware
     rt = h.runtime if h is not None else None
-    if rt is None or not rt.name or "cuda" not in rt.name.casefold():
+    if rt is None or not rt.name:
         return
-    theirs = _major(rt.version, _CUDA_MAJOR)
-    if theirs is None or theirs == mine:
+    # the two majors depend on three strings only: cached (a batch repeats a few)
+    key = (version, rt.name, rt.version)
+    hit = _TOOLKIT_CACHE.get(key, _UNSET)
+    if hit is _UNSET:
+        hit = _toolkit_majors(version, rt.name, rt.version)
+        if (
+            len(_TOOLKIT_CACHE) < 256
+            and max(len(version), len(rt.name), len(rt.version or "")) <= CACHED_CHARS
+        ):
+            _TOOLKIT_CACHE[key] = hit
+    if hit is None:
         return
+    mine, _ = hit
     c = p.compile
     cc = c.compiler if c is not None else None
     if (
@@ -814,7 +837,21 @@ _WIDTH = {"fp4": 4, "fp6": 6, "fp8": 8, "int8": 8, "bf16": 16, "fp16": 16, "tf32
 
 def _narrowest(dtypes: list[str]) -> frozenset[str]:
     """The dtype classes of the narrowest width among ``dtypes`` (unknown spellings kept as
-    written, casefolded, at an unknown width: they must match as spelled)."""
+    written, casefolded, at an unknown width: they must match as spelled). Cached per
+    dtype list: a batch repeats a few."""
+    key = tuple(dtypes)
+    hit = _NARROWEST_CACHE.get(key)
+    if hit is None:
+        hit = _narrowest_of(key)
+        if len(_NARROWEST_CACHE) < 1024 and len(key) <= 8 and all(len(d) <= CACHED_CHARS for d in key):
+            _NARROWEST_CACHE[key] = hit
+    return hit
+
+
+_NARROWEST_CACHE: dict[tuple[str, ...], frozenset[str]] = {}
+
+
+def _narrowest_of(dtypes: tuple[str, ...]) -> frozenset[str]:
     known: dict[int, set[str]] = {}
     other: set[str] = set()
     for d in dtypes:
@@ -1767,9 +1804,22 @@ def _llc(p: Any, c: Any) -> float | None:
     """The last-level cache a flush must cover, in bytes: the largest of what the side's
     conditions, the hardware block and the device table say (an understated cache size
     does not make a small flush evict)."""
+    return _side_llc(c, _hardware_llc(p))
+
+
+def _side_llc(c: Any, hw: float | None) -> float | None:
+    """The larger of a side's own last-level cache and ``hw`` (`_hardware_llc`; the side's
+    first where equal), None where neither is known."""
+    if c.last_level_cache is None:
+        return hw
+    own: float = c.last_level_cache.value * _FACTOR[c.last_level_cache.unit]
+    return own if hw is None else max(own, hw)
+
+
+def _hardware_llc(p: Any) -> float | None:
+    """The larger of the hardware block's and the device table's last-level cache (the
+    block's first where equal), None where neither gives one."""
     sizes = []
-    if c.last_level_cache is not None:
-        sizes.append(c.last_level_cache.value * _FACTOR[c.last_level_cache.unit])
     h = p.hardware
     if h is not None:
         if h.last_level_cache is not None:
@@ -1837,18 +1887,24 @@ def small_rotation(p: Any, c: Any) -> bool | None:
 def _flushes(p: Any, ca: Any, cb: Any, add: Add) -> None:
     """KE208: a flush smaller than the last-level cache evicts nothing, nor does a rotation
     through buffers that fit in it: that side's caches were warm while it says evicted."""
+    hw: Any = _UNSET  # the hardware's last-level cache, read once for both sides
     for c, ptr, who in (
         (ca, "/timing/conditions/cache/", "candidate"),
         (cb, _B + "cache/", "baseline"),
     ):
-        if small_flush(p, c):
-            add(
-                (
-                    "KE208",
-                    ptr + "flush_bytes",
-                    f"the {who}'s flush is smaller than the last-level cache: it evicts nothing, so its caches were warm",
+        if c is not None and c.mode == "flushed" and c.flush_bytes is not None:
+            # small_flush inline (a flushed side is not rotating: small_rotation is None)
+            if hw is _UNSET:
+                hw = _hardware_llc(p)
+            llc = _side_llc(c, hw)
+            if llc is not None and c.flush_bytes.value * _FACTOR[c.flush_bytes.unit] < llc:
+                add(
+                    (
+                        "KE208",
+                        ptr + "flush_bytes",
+                        f"the {who}'s flush is smaller than the last-level cache: it evicts nothing, so its caches were warm",
+                    )
                 )
-            )
         elif small_rotation(p, c):
             add(
                 (
@@ -1925,6 +1981,7 @@ _WORKLOAD = (
 )
 
 
+_WORKLOAD_NAMES = frozenset(n for _, names in _WORKLOAD for n in names)
 _SETTING_NAMES: dict[str, str] = {}
 
 
@@ -1958,6 +2015,8 @@ _ENGINE_PREFIXES = ("vllm_", "sglang_")
 #: settings that turn CUDA graphs off
 _EAGER = frozenset({"enforce_eager", "disable_cuda_graph"})
 _BY_NAME: dict[tuple[str, ...], tuple[dict[str, str], dict[int, str], str | None]] = {}
+#: `_by_name` of no settings
+_NO_NAMES: tuple[dict[str, str], dict[int, str], str | None] = ({}, {}, None)
 
 
 def _by_name(settings: dict[str, Any]) -> tuple[dict[str, str], dict[int, str], str | None]:
@@ -2033,15 +2092,23 @@ _BACKEND_ENV = ("VLLM_ATTENTION_BACKEND", "SGLANG_ATTENTION_BACKEND")
 
 
 def _handicaps(
-    p: Any, st: Any, settings: dict[str, Any], ms: dict[str, Any], theirs_by: dict[str, str], add: Add
+    p: Any,
+    st: Any,
+    settings: dict[str, Any],
+    ms: dict[str, Any],
+    theirs_by: dict[str, str],
+    mine_by: dict[str, str],
+    hn: frozenset[str],
+    add: Add,
 ) -> bool:
     """KE207 for serving: baseline-only settings that slow its engine: a dtype wider than the
     candidate's (float32 against bf16), weights offloaded to the CPU beyond the candidate's,
     beam search, best_of, parallel sampling (`n`) or a scheduler delay above the candidate's,
     an attention backend forced where the candidate's engine chose its own, and the engine
     capacity or optimisations (`_engine_off`) the candidate's default has. True when one was
-    found. ``ms`` is the candidate's settings (CLI strings split)."""
-    mine_by = _by_name(ms)[0] if ms else {}
+    found. ``ms`` is the candidate's settings (CLI strings split), ``mine_by`` its names;
+    ``hn`` the names of `_HANDICAP_NAMES` the baseline states: each check reads a setting the
+    baseline states, so one whose names it states none of is skipped (it would find nothing)."""
 
     def flag(key: str, what: str) -> bool:
         add(
@@ -2053,7 +2120,7 @@ def _handicaps(
         )
         return True
 
-    for n in _DTYPE_SETTINGS:
+    for n in _DTYPE_SETTINGS if not hn.isdisjoint(_DTYPE_SETTINGS) else ():
         key = theirs_by.get(n)
         if key is None:
             continue
@@ -2075,12 +2142,7 @@ def _handicaps(
             mine = _narrowest(cd) if cd else frozenset()
         if mine and mine <= _WIDTH.keys() and _WIDTH[c] > _WIDTH[next(iter(mine))]:
             return flag(key, f", the candidate in {', '.join(sorted(mine))}: a wider, slower precision")
-    for n, default, what in (
-        ("cpu_offload_gb", 0.0, ": weights held in host memory"),
-        ("best_of", 1.0, ": more sequences decoded per request"),
-        ("n", 1.0, ": more completions generated per request (one counted)"),
-        ("scheduler_delay_factor", 0.0, ": the scheduler waits between steps"),
-    ):
+    for n, default, what in _MORE_WORK if not hn.isdisjoint(_MORE_WORK_NAMES) else ():
         key = theirs_by.get(n)
         if key is None:
             continue
@@ -2114,7 +2176,7 @@ def _handicaps(
             return flag(
                 key, f", below the benchmark's max_concurrency {conc:g}: its requests queued in the engine"
             )
-    for n in _BACKEND_SETTINGS:
+    for n in _BACKEND_SETTINGS if not hn.isdisjoint(_BACKEND_SETTINGS) else ():
         key = theirs_by.get(n)
         if key is None or str(settings[key]).strip().casefold() in _NO_BACKEND:
             continue
@@ -2126,7 +2188,17 @@ def _handicaps(
         if env and any(x in env for x in _BACKEND_ENV):
             continue  # the candidate's backend set through its environment
         return flag(key, ", forced on the baseline alone: the candidate's engine chose its own")
-    return _engine_off(st, settings, ms, theirs_by, mine_by, flag)
+    return _engine_off(st, settings, ms, theirs_by, mine_by, hn, flag)
+
+
+#: baseline settings above the candidate's (or the engine's default) that add work
+_MORE_WORK = (
+    ("cpu_offload_gb", 0.0, ": weights held in host memory"),
+    ("best_of", 1.0, ": more sequences decoded per request"),
+    ("n", 1.0, ": more completions generated per request (one counted)"),
+    ("scheduler_delay_factor", 0.0, ": the scheduler waits between steps"),
+)
+_MORE_WORK_NAMES = tuple(n for n, _, _ in _MORE_WORK)
 
 
 #: settings that set vLLM's compilation level (`-O0`, `compilation_config: 0`)
@@ -2183,13 +2255,15 @@ def _engine_off(
     ms: dict[str, Any],
     theirs_by: dict[str, str],
     mine_by: dict[str, str],
+    hn: frozenset[str],
     flag: Callable[[str, str], bool],
 ) -> bool:
     """KE207 for serving, baseline-only: less KV cache than the benchmark's concurrency
     needs for its prompts, CUDA graphs captured for fewer sequences (or shorter ones) than
     the benchmark runs, compilation off (`-O0`), chunked prefill off against the candidate's
     on, where the candidate states none of these (two stated values are compared in
-    `_same_workload`)."""
+    `_same_workload`). ``hn`` as in `_handicaps`: a check of names the baseline does not
+    state is skipped."""
     conc = st.max_concurrency
     prompts = st.num_prompts
     if isinstance(conc, (int, float)) and not isinstance(conc, bool) and conc > 0:
@@ -2198,7 +2272,7 @@ def _engine_off(
     else:
         conc = None
     ilen, olen = st.input_len, st.output_len
-    if conc is not None and isinstance(ilen, int) and ilen > 0:
+    if conc is not None and isinstance(ilen, int) and ilen > 0 and not hn.isdisjoint(_KV_NAMES):
         need = conc * ilen
         for n, per in (("num_gpu_blocks_override", "block_size"), ("max_total_tokens", None)):
             key = theirs_by.get(n)
@@ -2217,7 +2291,7 @@ def _engine_off(
                     f" ({v * size:g} tokens of KV cache), below the {need:g} tokens of the benchmark's "
                     f"{conc:g} concurrent prompts of {ilen}: its requests preempted or queued",
                 )
-    if not any(mine_by.get(n) is not None for n in _GRAPH_NAMES):
+    if not hn.isdisjoint(_GRAPH_NAMES) and not any(mine_by.get(n) is not None for n in _GRAPH_NAMES):
         for n in _GRAPH_NAMES:
             key = theirs_by.get(n)
             if key is None:
@@ -2236,7 +2310,7 @@ def _engine_off(
                     key,
                     f", below the benchmark's max_concurrency {conc:g}: its larger batches run without CUDA graphs",
                 )
-    key, lv = _stated_level(settings, theirs_by)
+    key, lv = _stated_level(settings, theirs_by) if not hn.isdisjoint(_LEVEL_SETTINGS) else (None, None)
     if key is not None and lv == 0:
         _, mlv = _stated_level(ms, mine_by)
         if mlv != 0:
@@ -2252,6 +2326,7 @@ def _engine_off(
     return False
 
 
+_KV_NAMES = ("num_gpu_blocks_override", "max_total_tokens")
 _GRAPH_NAMES = (
     "cuda_graph_max_bs", "cuda_graph_sizes", "cudagraph_capture_sizes", "max_cudagraph_capture_size",
     "max_seq_len_to_capture",
@@ -2303,11 +2378,14 @@ def _same_workload(p: Any, st: Any, settings: dict[str, Any], add: Add) -> None:
                         return
 
     theirs_by, theirs_cap, theirs_eager = _by_name(settings)
-    if _HANDICAP_NAMES.intersection(theirs_by) and _handicaps(p, st, settings, ms, theirs_by, add):
+    mine_by, mine_cap, mine_eager = _by_name(ms) if ms else _NO_NAMES
+    hn = _HANDICAP_NAMES.intersection(theirs_by)
+    if hn and _handicaps(p, st, settings, ms, theirs_by, mine_by, hn, add):
         return
-    if _quantized(p, st, settings, ms, theirs_by, add):
+    if _quantized(p, st, settings, ms, theirs_by, mine_by, add):
         return
-    for field, names in _WORKLOAD:
+    # the workload's names: where the baseline states none, there is nothing to compare
+    for field, names in _WORKLOAD if not _WORKLOAD_NAMES.isdisjoint(theirs_by) else ():
         mine = getattr(st, field)
         if mine is None:
             continue
@@ -2330,7 +2408,6 @@ def _same_workload(p: Any, st: Any, settings: dict[str, Any], add: Add) -> None:
             return
     if not theirs_cap and theirs_eager is None:
         return
-    _, mine_cap, mine_eager = _by_name(ms) if ms else (None, {}, None)
     for g, b in theirs_cap.items():
         a = mine_cap.get(g)
         if a is None:
@@ -2372,7 +2449,10 @@ _SPLIT_CLI: dict[str, tuple[tuple[str, Any], ...] | None] = {}
 def _cli_in(settings: dict[str, Any]) -> bool:
     """Whether a setting's value reads as a command line (cheap: a string starting with `-`
     and naming a flag)."""
-    return any(isinstance(v, str) and v[:1] in ("-", " ") and _cli(v) is not None for v in settings.values())
+    for v in settings.values():  # noqa: SIM110  (a loop: any() over a generator costs more)
+        if isinstance(v, str) and v[:1] in ("-", " ") and _cli(v) is not None:
+            return True
+    return False
 
 
 def _cli(v: str) -> tuple[tuple[str, Any], ...] | None:
@@ -2457,15 +2537,20 @@ def _quant(settings: dict[str, Any], by: dict[str, str]) -> tuple[str | None, st
 
 
 def _quantized(
-    p: Any, st: Any, settings: dict[str, Any], ms: dict[str, Any], theirs_by: dict[str, str], add: Add
+    p: Any,
+    st: Any,
+    settings: dict[str, Any],
+    ms: dict[str, Any],
+    theirs_by: dict[str, str],
+    mine_by: dict[str, str],
+    add: Add,
 ) -> bool:
     """KE207 for serving: the two sides' engines quantize the weights differently (a
     method stated on both sides with two values; a method, or one that quantizes a 16-bit
     checkpoint at load, on one side against none stated as none, or not stated, on the
     other): another precision, another problem. True when found."""
-    qk_b, qb = _quant(settings, theirs_by) if _QUANT_NAMES.intersection(theirs_by) else (None, None)
-    mine_by = _by_name(ms)[0] if ms else {}
-    qk_c, qc = _quant(ms, mine_by) if _QUANT_NAMES.intersection(mine_by) else (None, None)
+    qk_b, qb = _quant(settings, theirs_by) if not _QUANT_NAMES.isdisjoint(theirs_by) else (None, None)
+    qk_c, qc = _quant(ms, mine_by) if not _QUANT_NAMES.isdisjoint(mine_by) else (None, None)
     if not qb and not qc:
         return False
     if qb == qc:
