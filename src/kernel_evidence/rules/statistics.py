@@ -879,11 +879,9 @@ def _mean_bounds(
     levels = _levels(keys)
     if levels is None:
         return
-    vals = list(pcts.values())
-    points = list(zip(levels, vals, strict=True))
+    points: Any = zip(levels, pcts.values(), strict=False)  # (one level per key)
     if med is not None and 0.5 not in levels:
-        points.append((0.5, med))
-        points.sort()
+        points = sorted([*points, (0.5, med)])
     # the common case first: the bounds with the levels as written and no rounding (the
     # exact ones below only widen them: levels moved toward the wider side, values by half
     # a unit of their last digit), in the same pass as the order check; a mean within them
@@ -902,6 +900,8 @@ def _mean_bounds(
         return
     if (down + (1 - p0) * prev) * 0.998 <= mean <= (up + (1 - p0) * hi) * 1.002:
         return
+    if not isinstance(points, list):
+        points = list(zip(levels, pcts.values(), strict=False))
     step = 1.0 / n
     up = down = 0.0  # the upper and lower bounds
     pu = 0.0  # the level reached (upper: levels moved down 1/n; lower: up)
