@@ -9,8 +9,10 @@ A      a vendor-baseline claim whose every supporting record is there and checks
        both sides' measurement conditions recorded (dtypes, shape, device, timing
        method, warmup, repeats, synchronisation, cache policy, session) and consistent, the
        defence record with every check run (the four core ones passed: fresh inputs,
-       outputs checked after timing, timer integrity, unseen inputs), raw samples or a
-       confidence interval, recorded clocks, pinned code (commit hash and container
+       outputs checked after timing, timer integrity, unseen inputs; a pass with no word
+       of what it checked, or no tool, is the producer's word), session ids that are no
+       placeholders, at least 10 timed calls a side, raw samples or a confidence interval
+       at 0.9 or more, clocks observed or locked at a stated clock, pinned code (commit hash and container
        digest), work figures or a profiler capture, the reference magnitude of every
        shape judged under a tolerance; no warnings
 B      a vendor-baseline claim missing some of A's records (the reasons list what
@@ -112,6 +114,9 @@ def _claim_caps(p: Any, t: Any, caps: list[tuple[str, str]]) -> None:
             for k in need:  # a loop, not a comprehension (its own frame): once per side
                 if getattr(c, k) is None:
                     missing.append(k)
+            sess = c.session
+            if sess is not None and _says_nothing(sess):
+                missing.append("session (a placeholder id)")
             if c.device is None and c.device_id is None:
                 missing.append("device")
             if missing:
@@ -127,7 +132,9 @@ def _claim_caps(p: Any, t: Any, caps: list[tuple[str, str]]) -> None:
             # shadow a skipped or failed one; a pass that names no tool as having run it
             # (`none`, `self-reported`, `manual`) is the producer's word, not a run
             o = d.outcome
-            if o == "passed" and d.tool is not None and _no_tool(d.tool):
+            if o == "passed" and (
+                (d.tool is not None and _no_tool(d.tool)) or d.detail is None or _says_nothing(d.detail)
+            ):
                 o = "skipped"
             if outcome.get(d.check, "passed") == "passed":
                 outcome[d.check] = o
@@ -148,11 +155,20 @@ def _claim_caps(p: Any, t: Any, caps: list[tuple[str, str]]) -> None:
             caps.append(("B", f"defences not run or not passed: {', '.join(weak)}"))
     # -- the records the remaining checks need
     st = t.stats
-    if st is not None and not st.samples and st.ci_low is None:
-        caps.append(("B", "no raw samples or confidence interval"))
+    if st is not None and not st.samples:
+        if st.ci_low is None:
+            caps.append(("B", "no raw samples or confidence interval"))
+        elif st.ci_level is not None and st.ci_level < _CI_LEVEL:
+            caps.append(("B", f"no raw samples, and a confidence interval at {st.ci_level:g} (below 0.9)"))
+    if kernel:
+        for side, sst in (("candidate", st), ("baseline", b.stats if b is not None else None)):
+            calls = _calls(sst)
+            if calls is not None and calls < _FEWEST_CALLS:
+                caps.append(("B", f"the {side} was timed {calls} times: too few to rest an A on"))
     h = p.hardware
-    if h is None or h.clocks is None or (h.clocks.locked is not True and h.clocks.sm_observed is None):
-        caps.append(("B", "clock state not recorded (neither locked nor observed)"))
+    ck = h.clocks if h is not None else None
+    if ck is None or (ck.sm_observed is None and not (ck.locked is True and ck.sm_requested is not None)):
+        caps.append(("B", "clock state not recorded (neither locked at a stated clock nor observed)"))
     r = p.replay
     if r is None or r.repository is None or not r.repository.commit:
         caps.append(("B", "replay pins no repository commit"))
@@ -166,9 +182,36 @@ def _claim_caps(p: Any, t: Any, caps: list[tuple[str, str]]) -> None:
 
 #: what a defence's `tool` says when no tool ran it
 _NO_TOOL = (
-    "none", "n/a", "na", "manual", "manually", "self-reported", "self reported", "selfreported",
-    "by hand", "unknown", "nobody", "not run", "-",
+    "none", "n/a", "na", "n.a.", "manual", "manually", "self-reported", "self reported",
+    "selfreported", "by hand", "unknown", "nobody", "not run", "-", "trust me", "trusted",
+    "assumed", "believed", "tbd", "todo",
 )  # fmt: skip
+#: a CI stands in for the samples at this level or more; an A rests on this many timed calls
+_CI_LEVEL = 0.9
+_FEWEST_CALLS = 10
+#: words that say nothing as a session id or as what a defence checked
+_NOTHING = frozenset({
+    "", "ok", "okay", "yes", "y", "true", "1", "0", "pass", "passed", "done", "fine", "good",
+    "checked", "verified", "success", "succeeded", "valid", "same", "unknown", "none", "n/a", "na",
+    "-", "--", "?", "default", "session", "tbd", "todo", "x", "null", "nil", "all good",
+})  # fmt: skip
+
+
+def _says_nothing(text: str) -> bool:
+    """Whether a session id or a defence's detail is a placeholder (`ok`, `same`, `unknown`):
+    read casefolded, without surrounding punctuation."""
+    return text.strip(" .!;:,-_'\"").casefold() in _NOTHING if len(text) <= 32 else False
+
+
+def _calls(st: Any) -> int | None:
+    """How many timed calls a statistics block rests on (its samples, else its n)."""
+    if st is None:
+        return None
+    if st.samples:
+        return len(st.samples) + (st.dropped or 0)
+    return st.n
+
+
 _NO_TOOL_CACHE: dict[str, bool] = {}
 
 
