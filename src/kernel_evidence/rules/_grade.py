@@ -209,7 +209,8 @@ def _calls(st: Any) -> int | None:
         return None
     if st.samples:
         return len(st.samples) + (st.dropped or 0)
-    return st.n
+    n: int | None = st.n
+    return n
 
 
 _NO_TOOL_CACHE: dict[str, bool] = {}
