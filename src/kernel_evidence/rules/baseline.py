@@ -30,7 +30,10 @@ declare(
     "vendor libraries (cuBLAS, cuBLASLt, cuDNN, CUTLASS, hipBLASLt, rocBLAS, MIOpen, Composable "
     "Kernel, AITER, FlashAttention, FlashInfer, XLA, ...) or reference implementations (torch "
     'eager, torch.compile, Triton, numpy, jax). "ours", "baseline" or "previous version" '
-    "are not baselines.",
+    "are not baselines. The call MUST NOT contradict the provider: a call whose namespaces "
+    "(`np.`/`numpy.`, `torch.`, `jnp.`/`jax.`, `cublas...(`, `rocblas_...(`, `cblas_...(`, "
+    "`mkl_...(`) all name libraries that cannot be built on the provider (a `np.` call "
+    "under cuBLAS or torch, a `rocblas_` call under cuBLASLt) timed another library.",
 )
 declare(
     "KE203",
@@ -125,7 +128,8 @@ declare(
     "type, by argument name or by a word of that clause: `fp32 accumulate`), "
     "and the types it casts its operands to (`a.float()`, `b.to(torch.float32)`: fp32, not "
     "against a tf32 candidate), include the candidate's narrowest class or are narrower; a batch count it names "
-    "(`batch_count=2`) is one of the timed shape's dimensions; and the `m=`, `n=`, `k=` it names (or the "
+    "(`batch_count=2`) is one of the timed shape's dimensions; and the `m=`, `n=`, `k=` it names (a number with grouping separators, `16.384`, "
+    "`16 384`, `16'384`, `16,384`, is one integer; a comma or a space may also end the number) (or the "
     "`m, n, k` of a `cublas<t>gemm(handle, opA, opB, m, n, k, ...)` call) are the timed "
     "shape's (m and n in either order: column-major calls swap them). The call MUST NOT "
     "handicap the baseline: cuBLAS's pedantic compute type or math mode (`CUBLAS_COMPUTE_32F_PEDANTIC`, "
@@ -133,7 +137,9 @@ declare(
     "(`workspaceSizeInBytes=0`, `workspace=NULL` with no size), a heuristic result past the first "
     "forced (`heuristicResult[7]`, `algo index 7 of 8`; not one chosen as the fastest), an operand "
     "copied inside the call (`b.t().contiguous()`, `.clone()` as an argument or said to be in the "
-    "timed call), attention `dropout_p` above 0 or probabilities returned (`return_attn_probs=True`, "
+    "timed call), on an accelerator and not a host library, a copy to the host or a host "
+    "synchronisation in the call (`.cpu()`, `.item()`, `.numpy()`, `.tolist()`, "
+    "`torch.cuda.synchronize()`; not one said to be after or outside the timed call), attention `dropout_p` above 0 or probabilities returned (`return_attn_probs=True`, "
     "`return_softmax=True`, `need_weights=True`), XLA's `Precision.HIGHEST` (or "
     "`jax_default_matmul_precision` `highest`) under a 16-bit or narrower candidate; and on one "
     "device, what it states of the problem MUST be the candidate's timed dims: `causal=` against "
@@ -168,7 +174,8 @@ declare(
     "bytes below that size: that side was warm), a flush inside the timed window on both sides or neither, "
     "clocks locked on both sides or neither (`clock_policy`; `unknown` only against "
     "`unknown`), "
-    "and CUDA-graph replays on both sides or neither. `same_session: true` MUST NOT stand "
+    "and CUDA-graph replays on both sides or neither; the candidate's warmup MUST NOT exceed "
+    "twice the baseline's by more than 10 calls. `same_session: true` MUST NOT stand "
     "beside two different `session` ids, nor `interleaved: true` beside conditions that "
     "record `interleaved: false`. `replay.env` MUST NOT set what slows the baseline's "
     "library alone: `CUBLAS_WORKSPACE_CONFIG` of no workspace (`:0:0`), `CUBLASLT_LOG_LEVEL`/"
@@ -216,7 +223,9 @@ declare(
     "version's numbers MUST fit it (cuBLASLt `2.5.1` is torch's version), and a version of "
     "three parts or more MUST agree (one a prefix of the other) with the version "
     "`replay.packages` records for a package of that library (`nvidia-cublas-cu12`, "
-    "`hipblaslt`, `rocblas`...) where it records one. A cuBLAS or cuBLASLt version MUST be of "
+    "`hipblaslt`, `rocblas`...) where it records one; for a library without such a pattern, "
+    "with `same_session: true`, a version of two parts or more MUST agree so with the version "
+    "`replay.packages` records for a package named as the library (`numpy`, `torch`, `mkl`). A cuBLAS or cuBLASLt version MUST be of "
     "the CUDA major `hardware.runtime` records (cuBLAS 11.x ships with CUDA 11, 12.x with CUDA 12; "
     "not where the candidate's nvcc is of the library's major), and `replay.env` "
     "`LD_LIBRARY_PATH` MUST NOT name only CUDA toolkit directories (`/usr/local/cuda-11.0/lib64`) "
@@ -281,15 +290,12 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
                         f"baseline {field} `{val.strip()[:80]}` is a placeholder",
                     )
                 )
-            elif (
-                field == "version"
-                and val
-                and entry is not None
-                and entry.key in _schemes()
-                and not _version_agrees(p, entry, val, add)
-                and entry.key in _NV_BLAS
-            ):
-                _toolkit_major(p, entry, val, add)
+            elif field == "version" and val and entry is not None:
+                if entry.key in _schemes():
+                    if not _version_agrees(p, entry, val, add) and entry.key in _NV_BLAS:
+                        _toolkit_major(p, entry, val, add)
+                elif b.same_session is True and p.replay is not None and p.replay.packages:
+                    _named_package(p.replay.packages, entry, val, add)
     elif (
         b.engine is not None
         and b.engine.version
@@ -380,6 +386,12 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
     if ts is not None and ts.settings:
         _twice(ts.settings, "/task/serving/settings/", add)
     if kernel and b.call:
+        if entry is not None:
+            fam = _NAMESPACE_CACHE.get(b.call)
+            if fam is None:
+                fam = _namespaces(b.call)
+            if fam and all(entry.key in _NOT_BUILT_ON[x] for x in fam):
+                _other_library(entry, b.call, fam, add)
         _call_problem(p, t, b.call, add)
         if _HANDICAP_CACHE.get(b.call) != ():  # () is a call known to state none: nothing to judge
             _handicapped_call(p, t, b.call, add)
@@ -500,6 +512,97 @@ def _version_agrees(p: Any, entry: Any, version: str, add: Add) -> bool:
         )
         return True
     return False
+
+
+def _named_package(packages: dict[str, str], entry: Any, version: str, add: Add) -> None:
+    """KE210: a baseline version that disagrees with the version `replay.packages` records
+    for a package named as the library itself (`numpy`, `torch` for torch eager, `mkl` for
+    oneMKL, `flash-attn`: the registry's names and aliases), for a library the registry
+    gives no package pattern of (one a prefix of the other, where the baseline's version
+    has two parts or more: `2.4` and `2.4.6` agree, `2.1.0` and `2.4.6` do not)."""
+    seen = None
+    mine = None
+    for name, ver in packages.items():
+        if len(name) > 64 or not isinstance(ver, str):
+            continue
+        other = baseline_entry(name)
+        if other is None or other.key != entry.key:
+            continue
+        m = _NUMBERS.search(ver[:200])
+        if m is None or "." not in m.group() or len(m.group()) > 40:
+            continue
+        if mine is None:
+            mine = [_parts(x) for x in _NUMBERS.findall(version[:200]) if "." in x and len(x) <= 40]
+        if not mine:
+            return
+        theirs = _parts(m.group())
+        if any(a[: len(theirs)] == theirs[: len(a)] for a in mine):
+            return
+        seen = seen or (name, ver)
+    if seen is not None:
+        add(
+            (
+                "KE210",
+                "/timing/baseline/version",
+                f"baseline version `{version.strip()[:40]}`, but replay.packages records {seen[0][:40]} "
+                f"{seen[1].strip()[:40]}: the {entry.name} that ran is another",
+            )
+        )
+
+
+#: the library a call's namespace names (`np.`, `torch.`, `jnp.`, `cublasLtMatmul(`,
+#: `rocblas_sgemm(`, `cblas_sgemm(`, `mkl_...(`)
+_NAMESPACE = lazy_re(
+    r"(?<![\w.])(?:(np|numpy)\.(?=[A-Za-z_])|(torch)\.(?=[A-Za-z_])|(jnp|jax)\.(?=[A-Za-z_])"
+    r"|(cublas)\w*\s*\(|(rocblas)_\w+\s*\(|(cblas)_\w+\s*\(|(mkl)_\w+\s*\()"
+)
+_NAMESPACE_FAMILY = ("numpy", "torch", "jax", "cublas", "rocblas", "cblas", "mkl")
+_GPU_LIBRARIES = frozenset({
+    "cublas", "cublaslt", "cudnn", "cutlass", "cusparse", "cufft", "tensorrt", "transformer_engine",
+    "hipblaslt", "hipblas", "rocblas", "miopen", "composable_kernel", "aiter", "rocfft",
+    "flashattention", "flashinfer", "xformers", "triton",
+})  # fmt: skip
+#: per namespace, the registry's libraries it cannot be built on (torch calls cuBLAS, XLA
+#: calls cuBLAS and rocBLAS, numpy may call OpenBLAS or MKL, hipBLAS wraps cuBLAS on NVIDIA:
+#: those are not here)
+_NOT_BUILT_ON = {
+    "numpy": _GPU_LIBRARIES | {"torch_eager", "torch_compile", "jax", "xla", "pallas_reference"},
+    "torch": frozenset({"numpy", "jax", "pallas_reference"}),
+    "jax": frozenset({"numpy", "torch_eager", "torch_compile", "openblas"}),
+    "cublas": frozenset({"rocblas", "miopen", "composable_kernel", "aiter", "rocfft", "openblas", "onemkl", "onednn", "numpy"}),
+    "rocblas": frozenset({"cublas", "cublaslt", "cudnn", "cutlass", "cusparse", "cufft", "tensorrt", "openblas", "onemkl", "onednn", "numpy"}),
+    "cblas": _GPU_LIBRARIES,
+    "mkl": _GPU_LIBRARIES | {"openblas"},
+}  # fmt: skip
+_NAMESPACE_CACHE: dict[str, frozenset[str]] = {}
+
+
+def _namespaces(call: str) -> frozenset[str]:
+    """The libraries a call's namespaces name (empty where none; none where it names
+    `cupy`, whose API is numpy's). Cached per call."""
+    text = call[:2000]
+    if "cupy" in text:
+        hit: frozenset[str] = frozenset()
+    else:
+        hit = frozenset(_NAMESPACE_FAMILY[m.lastindex - 1] for m in _NAMESPACE.finditer(text) if m.lastindex)
+    if len(_NAMESPACE_CACHE) < 1024 and len(call) <= 4 * CACHED_CHARS:
+        _NAMESPACE_CACHE[call] = hit
+    return hit
+
+
+def _other_library(entry: Any, call: str, fam: frozenset[str], add: Add) -> None:
+    """KE202: a provider that the call's namespaces contradict: every library the call names
+    is one that cannot be built on the provider (a `np.` call is not cuBLAS's)."""
+    if entry.name.casefold() in call[:2000].casefold():
+        return  # the call names the provider too
+    add(
+        (
+            "KE202",
+            "/timing/baseline/provider",
+            f"the baseline call (`{call.strip()[:60]}`) is {', '.join(sorted(fam))} code, which does not run "
+            f"{entry.name}: the provider is not the library that was timed",
+        )
+    )
 
 
 #: the major of a CUDA version (`12.4`, `12.4.131`; `12040` as cudaRuntimeGetVersion gives it)
@@ -923,6 +1026,9 @@ _TIMER_KIND = {
 _CACHE_STATE = {"flushed": "evicted", "rotating": "evicted", "warm": "warm", "cold_start": "cold"}
 
 _B = "/timing/baseline/conditions/"
+#: KE208: a candidate's warmup more than twice the baseline's and more than this many
+#: calls above it warmed the candidate alone
+_WARMUP_MARGIN = 10
 
 
 def _compare(p: Any, t: Any, b: Any, bc: Any, add: Add) -> None:
@@ -960,6 +1066,18 @@ def _compare(p: Any, t: Any, b: Any, bc: Any, add: Add) -> None:
             _flushes(p, t.conditions.cache if cc is not None and cc.cache is not None else None, bcache, add)
     if not same:
         _windows_and_session(b, bc, cc, add)
+        bw = bc.warmup
+        if bw is not None:
+            cw, cptr = cand(t, "warmup")
+            if cw is not None and cw > 2 * bw and cw - bw > _WARMUP_MARGIN:
+                add(
+                    (
+                        "KE208",
+                        cptr,
+                        f"the candidate was warmed with {cw} calls ({cptr}), the baseline with {bw}: "
+                        "autotuning and caches warmed for the candidate only",
+                    )
+                )
     _interleaved(t, b, bc, cc, add)
     fs = t.shape_id
     if (
@@ -1093,25 +1211,39 @@ _ROUTINE = lazy_re(
     r"(?:cublas|hipblas|rocblas_)?([sdh])gemm(?:_?strided_?batched|_?batched)?(?:_v2|_64)?", re.IGNORECASE
 )
 _ROUTINE_CLASS = {"s": "fp32", "d": "fp64", "h": "fp16"}
-#: m=, n=, k= in a call (chained: m=n=k=8192)
-_KW_DIMS = lazy_re(r"(?<![A-Za-z0-9_])((?:[mnkMNK]\s*=\s*)+)(\d+)(?![\d.])")
+#: m=, n=, k= in a call (chained: m=n=k=8192; a number written with grouping separators,
+#: `16.384`, `16,384`, `16 384`, `16'384`, is one integer: a dimension is never a fraction)
+_KW_DIMS = lazy_re(
+    r"(?<![A-Za-z0-9_])((?:[mnkMNK]\s*=\s*)+)(\d{1,3}([.,'\u2019\u00a0\u202f ])\d{3}(?:\3\d{3})*|\d+)(?![\d.])"
+)
+#: grouping separators that are also argument separators (`k=16,384` may be k=16 and 384)
+_AMBIGUOUS_SEP = (",", " ")
 #: the m, n, k of a classic BLAS gemm call: (handle, opA, opB, m, n, k, ...)
 _POS_DIMS = lazy_re(
     r"(?<![A-Za-z0-9_])(?:cublas|hipblas|rocblas_)[A-Za-z0-9_]*gemm[A-Za-z0-9_]*\s*\(\s*[^,()]+,\s*[^,()]+,"
     r"\s*[^,()]+,\s*(\d+)\s*,\s*(\d+)\s*,\s*(\d+)\s*[,)]",
     re.IGNORECASE,
 )
-_CALL_CACHE: dict[str, tuple[str | None, tuple[int | None, int | None, int | None] | None, bool]] = {}
+_CallStates = tuple[str | None, tuple[int | None, int | None, int | None] | None, bool, dict[str, int] | None]
+_CALL_CACHE: dict[str, _CallStates] = {}
 #: a call run several times over parts of the problem (`2x cublasLtMatmul(...)`)
 _REPEATED = lazy_re(r"(?<![A-Za-z0-9_.])\d+\s*[x\u00d7]\s+[A-Za-z]")
 
 
 def _call_states(call: str) -> tuple[str | None, tuple[int | None, int | None, int | None] | None, bool]:
+    """What a baseline call states unambiguously (:func:`_call_read`, without the other
+    readings of grouped numbers)."""
+    return _call_read(call)[:3]  # type: ignore[return-value]
+
+
+def _call_read(call: str) -> _CallStates:
     """What a baseline call states unambiguously: the dtype class of its BLAS routine
     (None where it names none, or routines of two precisions, or an sgemm under tf32), its
     (m, n, k) (None for one it does not name; None where it names none, or one of them twice
-    with two values), and whether
-    it is stated as run several times (`2x ...`: each run a part of the problem). Cached."""
+    with two values; a number with grouping separators read as one integer, `k=16.384` is
+    16384), whether it is stated as run several times (`2x ...`: each run a part of the
+    problem), and the other reading of a number grouped with a comma or a space (`k=16,384`:
+    16), or None. Cached."""
     hit = _CALL_CACHE.get(call)
     if hit is not None:
         return hit
@@ -1129,15 +1261,21 @@ def _call_states(call: str) -> tuple[str | None, tuple[int | None, int | None, i
     if m:
         dims = {"m": int(m.group(1)), "n": int(m.group(2)), "k": int(m.group(3))}
     clash = False
+    alts: dict[str, int] | None = None
     for m in _KW_DIMS.finditer(text):
-        v = int(m.group(2))
+        sep = m.group(3)
+        v = int(m.group(2).replace(sep, "")) if sep else int(m.group(2))
         for letter in re.findall(r"[mnkMNK]", m.group(1)):
             x = letter.lower()
             if dims.get(x, v) != v:
                 clash = True
             dims[x] = v
+            if sep in _AMBIGUOUS_SEP:
+                if alts is None:
+                    alts = {}
+                alts[x] = int(m.group(2).split(sep, 1)[0])
     mnk = None if clash or not dims else (dims.get("m"), dims.get("n"), dims.get("k"))
-    hit = (dtype, mnk, bool(_REPEATED.search(text)))
+    hit = (dtype, mnk, bool(_REPEATED.search(text)), alts)
     if len(_CALL_CACHE) < 1024 and len(call) <= 4 * CACHED_CHARS:
         _CALL_CACHE[call] = hit
     return hit
@@ -1272,7 +1410,7 @@ def _call_problem(p: Any, t: Any, call: str, add: Add) -> None:
     """KE207: the dtype and the m, n, k a kernel baseline's call states against the
     candidate's dtypes and timed shape."""
     st = _CALL_CACHE.get(call)
-    dtype, dims, repeated = st if st is not None else _call_states(call)
+    dtype, dims, repeated, alts = st if st is not None else _call_read(call)
     more = _CALL_MORE.get(call)
     named, batch = more if more is not None else _call_more(call)
     if dtype is None and dims is None and not named and batch is None:
@@ -1345,6 +1483,14 @@ def _call_problem(p: Any, t: Any, call: str, add: Add) -> None:
     dm, dn, dk = dims
     if dm == cm and dn == cn and dk == ck:
         return  # the common case: the call states the timed shape
+    if alts:
+        # `k=16,384` may be k=16 before another argument: either reading may be the shape's
+        if dk != ck and alts.get("k") == ck:
+            dk = ck
+        if dm not in (cm, cn) and alts.get("m") in (cm, cn):
+            dm = alts["m"]
+        if dn not in (cm, cn) and alts.get("n") in (cm, cn):
+            dn = alts["n"]
     why = None
     if dk is not None and dk != ck:
         why = f"k={dk}, the candidate's timed shape k={ck}"
@@ -1384,6 +1530,12 @@ _COPY = lazy_re(
 _OUTSIDE = lazy_re(
     r"before|outside|\bonce\b|pre-?comput|prepar|set-?up|untimed|not timed|ahead|exclud", re.IGNORECASE
 )
+#: a device-to-host copy or a host synchronisation (`.cpu()`, `.item()`, `.numpy()`,
+#: `.tolist()`, `torch.cuda.synchronize()`): on an accelerator, inside the timed call, it
+#: times the copy and the host's wait with the baseline
+_HOST = lazy_re(r"\.(?:cpu|item|numpy|tolist)\(\s*\)|torch\.cuda\.synchronize\(\s*\)")
+#: words that put a host copy after the timed call (`.cpu()` after timing)
+_AFTER = lazy_re(r"\bafter\b", re.IGNORECASE)
 #: words that put it inside
 _INSIDE = lazy_re(
     r"inside the (?:timed|call)|in the timed|(?:each|every|per) (?:call|iteration|run|rep)|timed (?:region|loop|window)",
@@ -1470,6 +1622,9 @@ def _call_handicaps(call: str) -> tuple[tuple[Any, ...], ...]:
             if inside or depth > 0:
                 out.append(("copy", m.group()))
                 break
+        m = _HOST.search(text)
+        if m is not None and (inside or not _AFTER.search(text)):
+            out.append(("host", m.group()))
     for m in _DROPOUT.finditer(text):
         if float(m.group(1)) > 0:
             out.append(("dropout", m.group()))
@@ -1545,6 +1700,8 @@ def _handicapped_call(p: Any, t: Any, call: str, add: Add) -> None:
             why = f"`{it[1]}`: a heuristic result past the first forced, not the library's choice"
         elif kind == "copy":
             why = f"`{it[1]}`: an operand copied inside the timed call"
+        elif kind == "host" and _on_accelerator(p):
+            why = f"`{it[1]}`: a copy to the host or a host synchronisation inside the timed call"
         elif kind == "dropout":
             why = f"`{it[1]}`: dropout on the baseline, work the candidate's attention does not do"
         elif kind == "probs":
@@ -1557,6 +1714,23 @@ def _handicapped_call(p: Any, t: Any, call: str, add: Add) -> None:
         why = _call_extents(p, t, items)
     if why is not None:
         add(("KE207", "/timing/baseline/call", f"the baseline call states {why}"))
+
+
+#: baselines that run on the host: their tensors are there already (`.numpy()` copies nothing)
+_HOST_LIBRARIES = frozenset({"numpy", "openblas", "onemkl", "onednn"})
+
+
+def _on_accelerator(p: Any) -> bool:
+    """Whether the baseline ran on an accelerator: the hardware is a GPU's vendor's (or a
+    device the table knows), and the provider is no host library."""
+    h = p.hardware
+    if h is None or h.vendor == "cpu":
+        return False
+    b = p.timing.baseline
+    entry = baseline_entry(b.provider) if b.provider else None
+    if entry is not None and entry.key in _HOST_LIBRARIES:
+        return False
+    return h.vendor in ("nvidia", "amd") or (bool(h.device) and _accelerator(h.device))
 
 
 def _call_extents(p: Any, t: Any, items: tuple[tuple[Any, ...], ...]) -> str | None:
