@@ -1067,7 +1067,8 @@ def _compare(p: Any, t: Any, b: Any, bc: Any, add: Add) -> None:
     if not same:
         _windows_and_session(b, bc, cc, add)
         bw = bc.warmup
-        if bw is not None:
+        cw = cc.warmup if cc is not None else None
+        if bw is not None and (cw is None or cw > bw + _WARMUP_MARGIN):
             cw, cptr = cand(t, "warmup")
             if cw is not None and cw > 2 * bw and cw - bw > _WARMUP_MARGIN:
                 add(
