@@ -36,7 +36,13 @@ declare(
     "`of.expected_kernels` matching its records; one stream; not `of.side: other`) MUST NOT "
     "give that shape's FLOPs over its kernel time per call (as KE1101 reads it) above the same "
     "peak (x the device count, 5% slack), profile-only packets too; the finding points at "
-    "`/profiler/i/kernels/j/metrics/duration`.",
+    "`/profiler/i/kernels/j/metrics/duration`. "
+    "Where neither the timed shape nor the task states work, a timed shape (named by "
+    "`timing.shape_id`, else the only one) whose dims are a bare GEMM's (`m`, `n`, `k`, at most "
+    "a `batch` and a `seed`), of an operator unnamed or GEMM-like, does at least 2 x batch x m x "
+    "n x k FLOP: over the median (else the mean) that MUST NOT exceed twice the device's highest "
+    "peak in any precision (structured sparsity), x its count, 5% slack; the finding points at "
+    "the median (mean).",
 )
 declare(
     "KE602",
@@ -48,7 +54,12 @@ declare(
     "`dram_bandwidth` above the device's peak memory bandwidth (5% slack; a summary x the device count; device-memory "
     "traffic, so warm caches are no excuse; not a capture of a cost-model tool such as XProf, whose bytes count "
     "on-chip traffic), nor a `memory_throughput` or `l2_hit_rate` above 101 %; the finding points "
-    "at `/profiler/i/kernels/j/metrics/<name>` or `/profiler/i/summary/<name>`. Likewise a capture by a tool that flushes the "
+    "at `/profiler/i/kernels/j/metrics/<name>` or `/profiler/i/summary/<name>`. Device-memory "
+    "reads and writes stated apart (`dram_read_bandwidth`, `dram_write_bandwidth`, "
+    "`dram__bytes_read.sum.per_second`, `dram__bytes_write.sum.per_second`, "
+    "`dram_read_throughput`...; not L1, L2, shared or global-load figures) MUST each be within "
+    "that peak, and the sum of a record's reads and writes (the largest figure of each "
+    "direction) too, at `/profiler/i/kernels/j/metrics` (`/profiler/i/summary`). Likewise a capture by a tool that flushes the "
     "caches (ncu, Nsight Compute) clearly of one task shape's kernel (as for KE601) MUST NOT give "
     "that shape's bytes over its kernel time per call above the peak memory bandwidth (x the "
     "device count, 5% slack; not judged where the timing says caches were warm), at "
@@ -99,7 +110,11 @@ declare(
     "dims and an unpacked precision (fp8 or wider) MUST hold the dims' problem: A's last two "
     "extents m and k, B's k and n, C's m and n (either order, padding may make them larger, "
     "never smaller), and a 3-D A or C at least `batch` matrices; the finding points at "
-    "`/task/shapes/i/tensors/j/shape`.",
+    "`/task/shapes/i/tensors/j/shape`. A streaming operator's shape (as for KE608) whose dims "
+    "name its rows and cols as a pair (`rows`/`cols`, `m`/`n`, `tokens`/`hidden`...) MUST NOT "
+    "list an operand tensor (fp8 or wider; not a mask or index) of two or more dims whose last "
+    "extent is the cols and whose leading extents hold another number of rows; the finding "
+    "points at `/task/shapes/i/dims`.",
 )
 declare(
     "KE606",
@@ -162,8 +177,11 @@ declare(
     "bytes (`task.shapes[].work.bytes`) MUST be at least half the bytes of those tensors: "
     "fewer bytes than the data make a rate that is too fast look possible. For an operator that "
     "only streams its tensors (norms, softmax, activations, element-wise; not GEMM, attention, "
-    "convolution, nor a backward pass or loop) with two or more tensors listed, the stated bytes "
-    "MUST NOT exceed twice the tensors' bytes plus 4 bytes per element of the largest one.",
+    "convolution, nor a backward pass or loop), the stated bytes MUST be at least 98% of its "
+    "operand tensors' bytes (each read or written once; masks, indices and biases aside; not "
+    "an operator named causal, masked, windowed, broadcast, strided, padded, chunked or "
+    "partial), and, with two or more tensors listed, MUST NOT exceed twice the tensors' bytes "
+    "plus 4 bytes per element of the largest one.",
 )
 
 #: :func:`device_peaks` by (device, arch) (short names only)
@@ -332,6 +350,8 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
     if w is None:
         w = task.work
         if w is None:
+            if task.shapes:
+                _inferred_gemm(p, t, st, task, add)
             return
     typical = st.median if st.median is not None else st.mean
     if typical is None:
@@ -455,6 +475,64 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
                     )
 
 
+#: dims keys of a bare GEMM problem (kernelbot's tasks add the input `seed`)
+_BARE_GEMM_DIMS = frozenset({"m", "n", "k", "M", "N", "K", "batch", "b", "batch_size", "bs", "seed"})
+#: structured (2:4) sparsity: up to twice the dense peak in 2mnk-per-time terms
+_SPARSE_GAIN = 2.0
+
+
+def _inferred_gemm(p: Any, t: Any, st: Any, task: Any, add: Add) -> None:
+    """KE601 without a work figure: the timed shape (named by ``timing.shape_id``, else the
+    only one) whose dims are a bare GEMM's (m, n, k; batch and a seed at most), of an operator
+    unnamed or GEMM-like, does at least 2 x batch x m x n x k FLOP; over the median (else the
+    mean) that MUST NOT exceed twice the device's highest peak in any precision (structured
+    sparsity counted), x its count, 5% slack: too fast whatever the dtype."""
+    op = task.operator
+    if op is not None and (len(op) > _CACHED_CHARS or _op_kind(op) not in ("gemm", "dims")):
+        return
+    sid = t.shape_id
+    sh = None
+    if sid:
+        for x in task.shapes:
+            if x.id == sid:
+                sh = x
+                break
+    elif len(task.shapes) == 1:
+        sh = task.shapes[0]
+    if sh is None or not sh.dims or not _BARE_GEMM_DIMS.issuperset(sh.dims):
+        return
+    g = sh.dims.get
+    m, n, k = g("m") or g("M"), g("n") or g("N"), g("k") or g("K")
+    if not (m and n and k and m > 0 and n > 0 and k > 0):
+        return
+    typical = st.median if st.median is not None else st.mean
+    f = _FACTOR.get(st.unit)
+    if typical is None or f is None or typical <= 0:
+        return
+    b = g("batch") or g("b") or g("batch_size") or g("bs") or 1
+    flops = 2.0 * (b if b > 0 else 1) * m * n * k
+    rate = flops / (typical * f)
+    if rate < 1e12:
+        return  # under 1 TFLOP/s: within any accelerator's peak, the table not asked
+    h = p.hardware
+    if h is None:
+        return
+    top, src = _device_top(h)
+    if not top:
+        return
+    top *= _SPARSE_GAIN * (h.count or 1)
+    if rate > top * _SLACK:
+        add(
+            (
+                "KE601",
+                _typical_ptr(t),
+                f"dims m={m}, n={n}, k={k}{f', batch={b}' if b > 1 else ''} are at least {flops:.4g} FLOP: "
+                f"{rate / 1e12:.4g} TFLOP/s over the timed {typical:g} {st.unit}, above twice "
+                f"{src} ({top / 1e12:.4g} TFLOP/s with structured sparsity)",
+            )
+        )
+
+
 def _hw_peaks(h: Any) -> Any:
     """The table's peaks for the device that ran: a table id in ``device_id`` names the
     model (KE806 holds it to the name's models); else the name, else the arch (None where
@@ -496,7 +574,12 @@ _PCT_METRICS = {
 #: ... at most 100, with this much over it for the profiler's rounding
 _PCT_MOST = 101.0
 #: canonical rates a kernel record can state, held to the device's peaks
-_RATE_METRICS = {"achieved_flop_rate": "KE601", "dram_bandwidth": "KE602"}
+_RATE_METRICS = {
+    "achieved_flop_rate": "KE601", "dram_bandwidth": "KE602",
+    "dram_read_bandwidth": "KE602", "dram_write_bandwidth": "KE602",
+}  # fmt: skip
+#: device-memory read and write rates: each within the peak, and so their sum (one bus)
+_SPLIT_RATES = {"dram_read_bandwidth": 0, "dram_write_bandwidth": 1}
 _CAPTURE_METRICS = {**_PCT_METRICS, **_RATE_METRICS}
 #: profilers whose FLOPs and bytes are a compiler's cost model over an op's time (XProf's
 #: HLO `flops` and `bytes_accessed`, on-chip traffic included), not counters: their rates
@@ -508,7 +591,13 @@ _COST_MODEL_TOOL = lazy_re(r"xprof|tensorboard|xla|jax|tpu", re.IGNORECASE)
 #: as the canonical metric they measure: device-memory bytes per second, and percentages of
 #: a peak or hit rates (memory units' as memory throughput, the rest as compute)
 _RAW_DRAM_RATE = lazy_re(
-    r"^(?:dram|fbpa|hbm|gpu__dram)__bytes(?:_read|_write)?\.(?:sum|avg|max)\.per_second$", re.IGNORECASE
+    r"^(?:dram|fbpa|hbm|gpu__dram)__bytes(_read|_write)?\.(?:sum|avg|max)\.per_second$", re.IGNORECASE
+)
+#: a device-memory read or write rate under a plain name (`dram_read_throughput`, nvprof's;
+#: `hbm_write_bw`): not L1/L2/shared traffic, which may exceed the DRAM peak
+_SPLIT_DRAM_RATE = lazy_re(
+    r"^(?:dram|hbm|fbpa|gpu_dram)_*(read|write|rd|wr|load|store)_*(?:bandwidth|throughput|bw|rate)$",
+    re.IGNORECASE,
 )
 _RAW_PCT = lazy_re(r"(?:pct_of_peak|\.pct$|_pct$|hit_rate)", re.IGNORECASE)
 _RAW_MEMORY_UNIT = lazy_re(r"^(?:dram|gpu__dram|fbpa|hbm|lts|l1tex|gpu__compute_memory|mem)", re.IGNORECASE)
@@ -527,10 +616,23 @@ def _raw_metric(name: str) -> str | None:
         return hit  # type: ignore[no-any-return]
     canon: str | None = None
     if "__" in name and len(name) <= _CACHED_CHARS:
-        if _RAW_DRAM_RATE.match(name):
-            canon = "dram_bandwidth"
+        if hit := _RAW_DRAM_RATE.match(name):
+            way = hit.group(1)
+            canon = (
+                "dram_bandwidth"
+                if not way
+                else "dram_read_bandwidth"
+                if way.casefold() == "_read"
+                else "dram_write_bandwidth"
+            )
         elif _RAW_PCT.search(name):
             canon = "memory_throughput" if _RAW_MEMORY_UNIT.match(name) else "sm_throughput"
+    elif len(name) <= _CACHED_CHARS and (hit := _SPLIT_DRAM_RATE.match(name)):
+        canon = (
+            "dram_read_bandwidth"
+            if hit.group(1).casefold() in ("read", "rd", "load")
+            else "dram_write_bandwidth"
+        )
     if len(_RAW_METRIC_CACHE) < 4096 and len(name) <= _CACHED_CHARS:
         _RAW_METRIC_CACHE[name] = canon
     return canon
@@ -571,6 +673,7 @@ def _capture_metrics(p: Any, add: Add) -> None:
             m = rec if j < 0 else rec.metrics
             if not m:
                 continue
+            rw: list[float] | None = None  # this record's device-memory read and write rates
             for name, q in m.items():
                 canon = _RAW_METRIC_CACHE.get(name, _UNSET)
                 if canon is _UNSET:
@@ -623,10 +726,32 @@ def _capture_metrics(p: Any, add: Add) -> None:
                             f"capture metric {name} {q.value:g} {q.unit} is above {src} {bw / 1e9:.4g} GB/s "
                             "(device-memory traffic: caches do not raise it)"
                         )
+                    elif bw and (way := _SPLIT_RATES.get(canon)) is not None:
+                        if rw is None:
+                            rw = [0.0, 0.0]
+                        if v > rw[way]:
+                            rw[way] = v  # the largest of a direction's names (one figure, two names)
                 if msg is not None:
                     base = f"/profiler/{i}/summary" if j < 0 else f"/profiler/{i}/kernels/{j}/metrics"
                     add((rule, f"{base}/{name}", msg))
                     seen.add(canon)
+            if rw is not None and rw[0] and rw[1] and "dram_rw" not in seen:
+                # reads and writes share the device-memory bus: their sum within the peak
+                bw = limits[1]
+                if j < 0:
+                    bw = bw * (p.hardware.count or 1)
+                if rw[0] + rw[1] > bw * _SLACK:
+                    base = f"/profiler/{i}/summary" if j < 0 else f"/profiler/{i}/kernels/{j}/metrics"
+                    add(
+                        (
+                            "KE602",
+                            base,
+                            f"capture metrics give device-memory reads {rw[0] / 1e9:.4g} GB/s plus writes "
+                            f"{rw[1] / 1e9:.4g} GB/s = {(rw[0] + rw[1]) / 1e9:.4g} GB/s, above {limits[2]} "
+                            f"{bw / 1e9:.4g} GB/s (reads and writes share the memory bus)",
+                        )
+                    )
+                    seen.add("dram_rw")
 
 
 def _device_top(h: Any) -> tuple[float | None, str]:
@@ -1274,14 +1399,22 @@ def _work_figures(p: Any, task: Any, add: Add) -> set[str]:
         w = sh.work
         if w is not None and (q := w.flops) is not None:
             _flops_check(f"/task/shapes/{i}/work/flops", q, rng, kind, sh, op, add)
-    reads = None  # asked where a shape lists its tensors and bytes
+    reads = None  # asked where a shape lists its tensors and bytes (or dims)
     for i, sh in enumerate(task.shapes):
+        tns = sh.tensors
+        if not tns:
+            continue
         w = sh.work
-        if w is not None and w.bytes is not None and sh.tensors:
+        if w is not None and w.bytes is not None:
             if reads is None:
                 reads = _reads_everything(op, kind)
             if reads:
-                _bytes_cover(i, sh.tensors, w.bytes, add, reads == 2)
+                _bytes_cover(i, tns, w.bytes, add, reads == 2, op or "")
+        if sh.dims:
+            if reads is None:
+                reads = _reads_everything(op, kind)
+            if reads == 2:
+                _rowwise_extents(i, sh, add)
     w = task.work
     if derived and w is not None and (q := w.flops) is not None:
         t = p.timing
@@ -1433,11 +1566,13 @@ def _reads_everything_named(operator: str, kind: str | None) -> int:
     return 1 if _many_passes(operator) else 2
 
 
-def _bytes_cover(i: int, tensors: Any, q: Any, add: Add, most: bool = False) -> None:
+def _bytes_cover(i: int, tensors: Any, q: Any, add: Add, most: bool = False, op: str = "") -> None:
     """KE608: the stated bytes of shape ``i`` against the bytes of its tensors: at least half
-    of them; for an operator that only streams them (``most``), with two or more tensors
-    listed, at most each of them read and written (2x) plus an unlisted fp32 output of the
-    largest one's size."""
+    of them; for an operator that only streams them (``most``), at least 98% of its operand
+    tensors' bytes (each read or written once; masks, indices and biases aside; not an
+    operator whose name says it skips part of a tensor: causal, masked, windowed...), and,
+    with two or more tensors listed, at most each of them read and written (2x) plus an
+    unlisted fp32 output of the largest one's size."""
     total = 0.0
     for tn in tensors:
         size = _CLASS_BYTES.get(dtype_class(tn.dtype) or "")
@@ -1453,6 +1588,28 @@ def _bytes_cover(i: int, tensors: Any, q: Any, add: Add, most: bool = False) -> 
                 f"{stated:.4g} B stated; the shape's tensors hold {total:.4g} B (less than half of them moved)",
             )
         )
+    elif most and stated < _STREAM_LEAST * total and not _skips_part(op):
+        # a streaming operator reads each input and writes each output at least once: its
+        # operand tensors' bytes (a mask or an index may be read in part) are a floor
+        ops = 0.0
+        for tn in tensors:
+            if not _not_operand(tn.name):
+                ops += _prod(tn.shape) * _CLASS_BYTES[dtype_class(tn.dtype) or ""]
+        if stated < _STREAM_LEAST * ops:
+            ratio = stated / ops
+            hint = ""
+            for conf, what in _BINARY_SLIPS:
+                if abs(ratio - conf) < 2e-3:
+                    hint = f" (the ratio {ratio:.4f} is {what}: a binary figure under a decimal unit?)"
+                    break
+            add(
+                (
+                    "KE608",
+                    f"/task/shapes/{i}/work/bytes",
+                    f"{stated:.4g} B stated; a streaming operator reads or writes each of the shape's "
+                    f"operand tensors once, {ops:.4g} B: below {_STREAM_LEAST:.0%} of them{hint}",
+                )
+            )
     elif (
         most
         and len(tensors) >= 2
@@ -1468,6 +1625,73 @@ def _bytes_cover(i: int, tensors: Any, q: Any, add: Add, most: bool = False) -> 
                 "copy of the largest)",
             )
         )
+
+
+#: a row-wise operator's (rows, cols) dims keys, in pairs: a pair names them unambiguously
+_ROW_COL = (
+    ("rows", "cols"), ("n_rows", "n_cols"), ("num_rows", "num_cols"), ("m", "n"), ("M", "N"),
+    ("tokens", "hidden"), ("num_tokens", "hidden_size"), ("tokens", "hidden_size"),
+    ("num_tokens", "hidden"), ("n_tokens", "hidden"), ("n_tokens", "hidden_size"),
+)  # fmt: skip
+
+
+def _rowwise_extents(i: int, sh: Any, add: Add) -> None:
+    """KE605 for a streaming (row-wise, element-wise) operator: where its dims name rows and
+    cols as a pair (rows/cols, m/n, tokens/hidden), an operand tensor of two or more dims
+    whose last extent is the cols MUST hold exactly the rows in its leading extents: a
+    tensor of another row count says the problem run is not the one the dims (and the work
+    counted from them) describe."""
+    dims = sh.dims
+    g = dims.get
+    for rk, ck in _ROW_COL:
+        rows = g(rk)
+        if rows is not None:
+            cols = g(ck)
+            if cols is not None:
+                break
+    else:
+        return
+    if not (rows > 0 and cols > 0):
+        return
+    for tn in sh.tensors:
+        shape = tn.shape
+        if len(shape) < 2 or shape[-1] != cols:
+            continue
+        lead = _prod(shape[:-1])
+        if lead == rows or lead <= 0:
+            continue
+        if _not_operand(tn.name) or (dtype_class(tn.dtype) if len(tn.dtype) <= 64 else None) not in _UNPACKED:
+            continue  # a mask's rows may differ; packed sub-byte values hold another extent
+        add(
+            (
+                "KE605",
+                f"/task/shapes/{i}/dims",
+                f"dims {rk}={rows}, {ck}={cols} but tensor `{tn.name}` {list(shape)} holds {lead} rows of "
+                f"{cols}: the problem run is not the one the dims describe",
+            )
+        )
+        return
+
+
+#: a streaming operator's stated bytes: at least this share of its operand tensors' bytes
+_STREAM_LEAST = 0.98
+#: binary-over-decimal ratios (GiB labelled GB, MiB as MB, KiB as kB)
+_BINARY_SLIPS = ((1e9 / 2**30, "1e9/2^30"), (1e6 / 2**20, "1e6/2^20"), (1e3 / 2**10, "1e3/2^10"))
+#: operator words that say part of a tensor may be skipped (a causal or masked softmax, a
+#: sliding window, a broadcast operand counted at its full shape, a strided view)
+_SKIPS_PART = frozenset({
+    "causal", "masked", "mask", "tril", "triu", "triangular", "window", "windowed", "sliding",
+    "local", "broadcast", "broadcasted", "strided", "stride", "partial", "chunk", "chunked",
+    "padded", "padding", "pad", "subset", "skip",
+})  # fmt: skip
+
+
+@lru_cache(maxsize=512)
+def _skips_part(operator: str) -> bool:
+    """Whether a streaming operator's name says some tensor is not read or written whole."""
+    if len(operator) > _CACHED_CHARS:
+        return True
+    return bool(set(_OP_WORD.findall(operator.casefold())) & _SKIPS_PART)
 
 
 #: the elements of a shape (math.prod: an empty shape, a scalar, has one)
