@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+import unicodedata
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
@@ -37,8 +38,13 @@ declare(
     "KE003",
     "error",
     "no duplicate keys",
-    "remove the repeated key; parsers disagree on which value wins",
-    "A JSON object must not repeat a key: readers would silently keep different values.",
+    "remove the repeated key (or give each shape its own id); parsers disagree on which value wins",
+    "A JSON object must not repeat a key: readers would silently keep different values. Nor "
+    "may two `task.shapes` share one `id`, compared NFKC-folded, casefolded and stripped: "
+    "every lookup by that id (the timed shape, its work, its validation, a capture's shape) "
+    "is ambiguous, and a reader taking the first match reads another shape than one taking "
+    "the last (pointer: the second one's id). (`validation.shapes` may repeat a `shape_id`: "
+    "one result per shape and seed.)",
 )
 declare(
     "KE004",
@@ -120,6 +126,55 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
     ext = p.extensions
     if ext:
         _extension_claims(p, ext, add)
+    # KE003: ids that key a list (one shape each); a single shape has no twin (two
+    # shapes, the common suite, without a list comprehension's frame). Not validation's
+    # shape ids: a harness records one result per shape and seed, so they repeat.
+    t = p.task
+    if t is not None:
+        sh = t.shapes
+        if sh is not None and len(sh) > 1:
+            ids = (sh[0].id, sh[1].id) if len(sh) == 2 else tuple([s.id for s in sh])
+            if ids not in _DISTINCT_IDS:
+                _twin_ids(ids, add)
+
+
+#: an id as compared (NFKC-folded, casefolded, stripped), by id (short ones only)
+_FOLDED_IDS: dict[str, str] = {}
+#: lists of ids known to be distinct as compared (short ones only): a batch repeats them
+_DISTINCT_IDS: set[tuple[str, ...]] = set()
+
+
+def _twin_ids(ids: tuple[str, ...], add: Add) -> None:
+    """KE003: two task shapes that share an id (as folded), at the second one."""
+    if len(set(ids)) == len(ids):
+        # distinct as written (the common case): only a fold can make two of them one
+        folded = []
+        for x in ids:
+            f = _FOLDED_IDS.get(x)
+            if f is None:
+                f = unicodedata.normalize("NFKC", x).casefold().strip()
+                if len(_FOLDED_IDS) < 4096 and len(x) <= CACHED_CHARS:
+                    _FOLDED_IDS[x] = f
+            folded.append(f)
+        if len(set(folded)) == len(folded):
+            if len(_DISTINCT_IDS) < 4096 and sum(map(len, ids)) <= CACHED_CHARS:
+                _DISTINCT_IDS.add(ids)
+            return
+    else:
+        folded = [unicodedata.normalize("NFKC", x).casefold().strip() for x in ids]
+    first: dict[str, int] = {}
+    for j, f in enumerate(folded):
+        i = first.setdefault(f, j)
+        if i != j:
+            same = "" if ids[i] == ids[j] else f" (`{ids[i][:60]}` as compared)"
+            add(
+                (
+                    "KE003",
+                    f"/task/shapes/{j}/id",
+                    f"task.shapes[{j}].id `{ids[j][:60]}` repeats task.shapes[{i}].id{same}: a "
+                    "lookup by that id (the timed shape, its work, its validation) may read either shape",
+                )
+            )
 
 
 #: member names of an extension that restate a claim of the packet's own fields

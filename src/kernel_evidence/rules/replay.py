@@ -166,7 +166,12 @@ declare(
     "`timing.serving.samples_artifact.sha256` and the baseline's) SHOULD be the hash of "
     "content: one digit repeated, a placeholder (as KE104's: a counting run, a hexspeak word or "
     "a short unit repeated) or the SHA-256 of empty input names no file, and a packet that "
-    "carries one fabricated its record.",
+    "carries one fabricated its record. Nor SHOULD a digest recorded for one kind of artifact "
+    "equal one recorded for another kind (code: `compile.source_digest`, `compile.artifacts`, "
+    "`task.reference.source`; a profiler capture's `source` and `raw_table`; a serving "
+    "`samples_artifact`; the container's digest; `replay.inputs` only against the container): "
+    "a profiler report is never the source file, so one of the two is a copied hash, not the "
+    "hash of its file (pointer: the later one, in that order).",
     caps="C",
 )
 declare(
@@ -185,14 +190,30 @@ declare(
     "guidellm) is not pointed (`--base-url`, `--host`, guidellm's `--target`) at a public host "
     "(a domain name or a public address: not loopback, a private or link-local address, a "
     "bare name, `*.local`, `*.internal`, `*.svc`, `*.lan`...): that measures another "
-    "machine than the one the packet records.",
+    "machine than the one the packet records. Nor SHOULD `replay.container.image` name another "
+    "vendor's GPU stack than `hardware.vendor`'s (pointer `/replay/container/image`): a ROCm "
+    "image (a `rocm` or `rocmN` token in its repository path or tag: `rocm/pytorch`, "
+    "`...:v0.4-rocm620`) on NVIDIA hardware, or a CUDA image (`nvcr.io/nvidia/...`, "
+    "`nvidia/cuda`, a `cuda`, `cudaN`, `cudnnN` or `cu1NN` token) on an AMD GPU (arch `gfx...`, "
+    "an Instinct or Radeon device), cannot have run the kernel there; an image naming both "
+    "stacks, or neither (`python:3.11`, `vllm/vllm-openai`), says nothing.",
     caps="C",
 )
 
 
 def check(p: Any, ctx: Ctx, add: Add) -> None:
-    _digests(p, add)
+    seen = _digests(p, add)
+    if seen:
+        _copied_digests(p, seen, add)
     r = p.replay
+    if r is not None:
+        c = r.container
+        # KE108: an image known to name no vendor's stack, or the hardware's (the common
+        # case), says nothing
+        if c is not None and _IMAGE_STACK.get(c.image) != "":
+            h = p.hardware
+            if h is not None and (_IMAGE_STACK.get(c.image), h.vendor) not in _NO_CLASH:
+                _container_vendor(c.image, h, add)
     if r is not None:
         cmd = r.command
         why = None
@@ -353,63 +374,238 @@ def _settle(key: tuple[Any, ...], reading: _ArgvReading) -> None:
         _ARGV_CACHE[key] = (reading[0], reading[1], final, reading[3])
 
 
-def _digests(p: Any, add: Add) -> None:
+def _digests(p: Any, add: Add) -> tuple[str, ...]:
     """KE107: each SHA-256 the packet records outside the replay's container (that one is
     KE105's) against :func:`_no_content`. Cheap on the common path: the digests are few and
     their verdicts cached; a digest whose cached verdict is None (nothing wrong) is passed
-    over before its pointer is formatted, and :func:`_digest` reads every other one in full."""
+    over before its pointer is formatted, and :func:`_digest` reads every other one in full.
+    Returns the digests it read (for :func:`_copied_digests`)."""
     known = _HASH_VERDICTS.get
+    seen: tuple[str, ...] = ()
     c = p.compile
     if c is not None:
         d = c.source_digest
-        if d is not None and known(d, _MISS) is not None:
-            _digest(d, "/compile/source_digest", add)
+        if d is not None:
+            seen += (d,)
+            if known(d, _MISS) is not None:
+                _digest(d, "/compile/source_digest", add)
         arts = c.artifacts
         if arts:
             for i, a in enumerate(arts):
                 d = a.sha256
-                if d is not None and known(d, _MISS) is not None:
-                    _digest(d, f"/compile/artifacts/{i}/sha256", add)
+                if d is not None:
+                    seen += (d,)
+                    if known(d, _MISS) is not None:
+                        _digest(d, f"/compile/artifacts/{i}/sha256", add)
     r = p.replay
     if r is not None and r.inputs:
         for i, x in enumerate(r.inputs):
             d = x.sha256
-            if d is not None and known(d, _MISS) is not None:
-                _digest(d, f"/replay/inputs/{i}/sha256", add)
+            if d is not None:
+                seen += (d,)
+                if known(d, _MISS) is not None:
+                    _digest(d, f"/replay/inputs/{i}/sha256", add)
     t = p.task
     ref = t.reference if t is not None else None
     if ref is not None and ref.source is not None:
         d = ref.source.sha256
-        if d is not None and known(d, _MISS) is not None:
-            _digest(d, "/task/reference/source/sha256", add)
+        if d is not None:
+            seen += (d,)
+            if known(d, _MISS) is not None:
+                _digest(d, "/task/reference/source/sha256", add)
     prof = p.profiler
     if prof:
         for i, cap in enumerate(prof):
             src = cap.source
             if src is not None:
                 d = src.sha256
-                if d is not None and known(d, _MISS) is not None:
-                    _digest(d, f"/profiler/{i}/source/sha256", add)
+                if d is not None:
+                    seen += (d,)
+                    if known(d, _MISS) is not None:
+                        _digest(d, f"/profiler/{i}/source/sha256", add)
             raw = cap.raw_table
             if raw is not None:
                 d = raw.sha256
-                if d is not None and known(d, _MISS) is not None:
-                    _digest(d, f"/profiler/{i}/raw_table/sha256", add)
+                if d is not None:
+                    seen += (d,)
+                    if known(d, _MISS) is not None:
+                        _digest(d, f"/profiler/{i}/raw_table/sha256", add)
     tm = p.timing
     if tm is not None:
         sv = tm.serving
         art = sv.samples_artifact if sv is not None else None
         if art is not None:
             d = art.sha256
-            if d is not None and known(d, _MISS) is not None:
-                _digest(d, "/timing/serving/samples_artifact/sha256", add)
+            if d is not None:
+                seen += (d,)
+                if known(d, _MISS) is not None:
+                    _digest(d, "/timing/serving/samples_artifact/sha256", add)
         bl = tm.baseline
         sv = bl.serving if bl is not None else None
         art = sv.samples_artifact if sv is not None else None
         if art is not None:
             d = art.sha256
-            if d is not None and known(d, _MISS) is not None:
-                _digest(d, "/timing/baseline/serving/samples_artifact/sha256", add)
+            if d is not None:
+                seen += (d,)
+                if known(d, _MISS) is not None:
+                    _digest(d, "/timing/baseline/serving/samples_artifact/sha256", add)
+    return seen
+
+
+#: KE107: the kinds of artifact a digest may be recorded for, in the order a copy is
+#: reported at the later one; an input of the replay may be any file (code, a report...), so
+#: it is held against the container only
+_CONTAINER, _CODE, _CAPTURE, _SAMPLES, _INPUT = range(5)
+_KIND_WORDS = ("the container", "the code", "a profiler capture", "the serving samples", "a replay input")
+
+
+def _copied_digests(p: Any, seen: tuple[str, ...], add: Add) -> None:
+    """KE107: a digest recorded for one kind of artifact equal to one of another kind (a
+    copied hash). ``seen``: the digests :func:`_digests` read, the container's added here;
+    all distinct (the common case) says nothing. The schema's pattern writes every digest
+    field as `sha256:` and lower-case hex, so equal digests are equal strings; only one in an
+    image reference is free text, and folded."""
+    r = p.replay
+    c = r.container if r is not None else None
+    if c is not None:
+        d = c.digest
+        if d is None:
+            d = c.image.partition("@")[2].strip().casefold()
+        if d:
+            seen += (d,)
+    if len(seen) > 1 and len(set(seen)) < len(seen):
+        _copied_kinds(p, add)
+
+
+def _copied_kinds(p: Any, add: Add) -> None:
+    """KE107 in full (two digests equal as strings): by the kind of artifact each is for."""
+    seen: list[tuple[str, int, str]] = []
+    r = p.replay
+    c = r.container if r is not None else None
+    if c is not None:
+        d = c.digest or c.image.partition("@")[2]
+        if d:
+            seen.append(
+                (d, _CONTAINER, "/replay/container/digest" if c.digest else "/replay/container/image")
+            )
+    cp = p.compile
+    if cp is not None:
+        if cp.source_digest:
+            seen.append((cp.source_digest, _CODE, "/compile/source_digest"))
+        for i, a in enumerate(cp.artifacts or ()):
+            if a.sha256:
+                kind = (
+                    _CAPTURE if a.kind in ("profile", "trace") else _CODE if a.kind in _CODE_KINDS else _INPUT
+                )
+                seen.append((a.sha256, kind, f"/compile/artifacts/{i}/sha256"))
+    t = p.task
+    ref = t.reference if t is not None else None
+    if ref is not None and ref.source is not None and ref.source.sha256:
+        seen.append((ref.source.sha256, _CODE, "/task/reference/source/sha256"))
+    for i, cap in enumerate(p.profiler or ()):
+        if cap.source is not None and cap.source.sha256:
+            seen.append((cap.source.sha256, _CAPTURE, f"/profiler/{i}/source/sha256"))
+        if cap.raw_table is not None and cap.raw_table.sha256:
+            seen.append((cap.raw_table.sha256, _CAPTURE, f"/profiler/{i}/raw_table/sha256"))
+    tm = p.timing
+    if tm is not None:
+        for sv, ptr in (
+            (tm.serving, "/timing/serving/samples_artifact/sha256"),
+            (
+                tm.baseline.serving if tm.baseline is not None else None,
+                "/timing/baseline/serving/samples_artifact/sha256",
+            ),
+        ):
+            art = sv.samples_artifact if sv is not None else None
+            if art is not None and art.sha256:
+                seen.append((art.sha256, _SAMPLES, ptr))
+    if r is not None:
+        for i, x in enumerate(r.inputs or ()):
+            if x.sha256:
+                seen.append((x.sha256, _INPUT, f"/replay/inputs/{i}/sha256"))
+    first: dict[str, tuple[int, str]] = {}
+    for d, kind, ptr in seen:
+        h = d.strip().casefold()
+        if len(h) < 32 or _HASH_VERDICTS.get(d):
+            continue  # not a full digest, or a placeholder (reported as such)
+        had = first.get(h)
+        if had is None:
+            first[h] = (kind, ptr)
+        elif had[0] != kind and (_INPUT not in (had[0], kind) or _CONTAINER in (had[0], kind)):
+            add(
+                (
+                    "KE107",
+                    ptr,
+                    f"digest `{_short(d)}` recorded for {_KIND_WORDS[kind]} is the one {had[1]} records for "
+                    f"{_KIND_WORDS[had[0]]}: two kinds of file never hash alike, so it is a copied hash, "
+                    "not the hash of that file",
+                )
+            )
+
+
+#: KE107: the kinds of `compile.artifacts` entry that are code (a source or what compiles
+#: from it); profiles and traces are captures, the others (logs, data, outputs) any file
+_CODE_KINDS = frozenset({"source", "ptx", "sass", "cubin", "hsaco", "isa", "llvm_ir", "hlo", "mlir"})
+
+
+#: KE108: a container image's reading, by image (short ones only): "rocm", "cuda" or ""
+_IMAGE_STACK: dict[str, str] = {}
+_ROCM_TOKEN = lazy_re(r"rocm\d*")
+_CUDA_TOKEN = lazy_re(r"(?:cuda|cudnn)\d*|cu1\d\d")
+_AMD_GPU = lazy_re(r"instinct|radeon|\bmi\d{3}")
+#: an image's stack and a hardware vendor it runs on (or says nothing of)
+_NO_CLASH = frozenset(
+    (stack, vendor)
+    for stack in ("rocm", "cuda")
+    for vendor in ("nvidia", "amd", "google", "intel", "apple", "aws", "huawei", "cpu", "other")
+    if (stack, vendor) not in (("rocm", "nvidia"), ("cuda", "amd"))
+)
+
+
+def _image_stack(image: str) -> str:
+    """The GPU stack an image reference's repository path and tag name by a clear token
+    (``rocm`` or ``cuda``), "" for none or both."""
+    ref = image.partition("@")[0].strip().casefold()
+    tokens = [x for x in re.split(r"[/:._\-]+", ref) if x]
+    rocm = any(_ROCM_TOKEN.fullmatch(x) for x in tokens)
+    cuda = (
+        ref.startswith("nvcr.io/nvidia/")
+        or "nvidia/cuda" in ref
+        or any(_CUDA_TOKEN.fullmatch(x) for x in tokens)
+    )
+    return "rocm" if rocm and not cuda else "cuda" if cuda and not rocm else ""
+
+
+def _container_vendor(image: str, h: Any, add: Add) -> None:
+    """KE108: a container image of another vendor's GPU stack than the hardware's."""
+    vendor = h.vendor
+    if vendor != "nvidia" and vendor != "amd":
+        return
+    stack = _IMAGE_STACK.get(image)
+    if stack is None:
+        stack = _image_stack(image[:1024])
+        if len(_IMAGE_STACK) < 1024 and len(image) <= CACHED_CHARS:
+            _IMAGE_STACK[image] = stack
+    if not stack:
+        return
+    if vendor == "nvidia" and stack == "rocm":
+        other = "AMD's ROCm"
+    elif (
+        vendor == "amd"
+        and stack == "cuda"
+        and ((h.arch or "").casefold().startswith("gfx") or _AMD_GPU.search(h.device[:256].casefold()))
+    ):
+        other = "NVIDIA's CUDA"
+    else:
+        return
+    add(
+        (
+            "KE108",
+            "/replay/container/image",
+            f"container image `{_short(image)}` is built on {other} stack, but the run records "
+            f"{_short(h.device)} (vendor {vendor}): that container cannot have run the kernel there",
+        )
+    )
 
 
 def _digest(d: str, ptr: str, add: Add) -> None:

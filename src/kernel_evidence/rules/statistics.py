@@ -82,7 +82,11 @@ declare(
     "A block's `std` MUST agree with its samples (within 10% of their standard deviation) "
     "and with its range: no larger than max - min (widened by one unit of the last digit "
     "min and max are written with, which rounding for a report may hide), and not 0 when "
-    "min < max.",
+    "min < max. Nor, with `n`, no samples kept and none dropped, smaller than the range forces: "
+    "n values whose extremes lie max - min apart deviate from their mean by at least "
+    "(max - min)^2 / 2 in squares, so their standard deviation (either convention) is at "
+    "least (max - min) / sqrt(2n); the range is narrowed by one unit of the last digit min "
+    "and max are written with and std widened by half a unit of its own, 10% slack.",
 )
 declare(
     "KE507",
@@ -110,7 +114,9 @@ declare("KE508", "warning", "a claim rests on warmed, repeated timings",
      "A speedup claim SHOULD rest on at least three timed calls per side and on timings after "
      "a warmup (`warmup` >= 1; cold-start timing on both sides excepted): one cold call "
      "measures compilation, autotuning and noise, and the median of two calls is their mean, "
-     "which one cold call moves. Graded C at best.", caps="C")  # fmt: skip
+     "which one cold call moves. The repeats a side's conditions record and the calls its "
+     "statistics block holds (`n`, else its samples) are each held to this (pointer: that "
+     "block's `n` where the block holds fewer). Graded C at best.", caps="C")  # fmt: skip
 
 _PCT = lazy_re(r"^p(\d+(?:\.\d+)?)$")
 _LATENCIES = ("ttft", "tpot", "itl", "e2el")
@@ -244,6 +250,30 @@ def _std(ptr: str, s: Any, add: Add, total: float | None = None) -> None:
         if std == 0 and hi > lo:
             add(("KE506", f"{ptr}/std", f"std 0 while the values range from {lo:g} to {hi:g}"))
             return
+        # from below: n values spanning the range deviate by at least (hi - lo)^2 / 2 in
+        # squares (the two extremes about their midpoint), so std >= (hi - lo) / sqrt(2n);
+        # without the slack and rounding first, squared (the common case passes it)
+        # (kept samples give the exact test below)
+        n = s.n
+        if (
+            n is not None
+            and n > 1
+            and 2 * n * std * std < (hi - lo) * (hi - lo)
+            and not s.samples
+            and not s.dropped
+        ):
+            rng = hi - lo - max(_quantum(lo), _quantum(hi))
+            least = rng / math.sqrt(2 * n)
+            if (std + _quantum(std) / 2) * _SLACK_STD < least:
+                add(
+                    (
+                        "KE506",
+                        f"{ptr}/std",
+                        f"std {std:g} is below what {n} values ranging from {lo:g} to {hi:g} "
+                        f"allow: at least (max - min) / sqrt(2n) = {least:.3g}",
+                    )
+                )
+                return
     xs = s.samples
     if not xs or len(xs) < 2:
         return
@@ -256,6 +286,9 @@ def _std(ptr: str, s: Any, add: Add, total: float | None = None) -> None:
     if std < sd0 * 0.9 - slack or std > sd1 * 1.1 + slack:
         add(("KE506", f"{ptr}/std", f"std {std:g} does not match the samples' standard deviation {sd1:.4g}"))
 
+
+#: KE506: slack on the least std the range allows (beyond the rounding of the digits written)
+_SLACK_STD = 1.1
 
 #: KE508: the fewest timed calls per side a claim can rest on (the median of two is their mean)
 _FEWEST = 3
@@ -280,11 +313,18 @@ def _warmed(t: Any, st: Any, b: Any, add: Add) -> None:
         r = t.repeats
         if r is None:
             r = st.n
+    rptr = ""
     if r is not None and 0 < r < _FEWEST:
         stated, rptr = cand(t, "repeats")
         if stated is None:
             rptr = "/timing/stats/n"
         add(("KE508", rptr, _few("candidate", r)))
+    if rptr != "/timing/stats/n":
+        # the timings themselves (as the baseline's below)
+        xs = st.samples
+        sn = len(xs) if xs else st.n
+        if sn is not None and 0 < sn < _FEWEST:
+            add(("KE508", "/timing/stats/n", _few("candidate", sn)))
     w = c.warmup if c is not None else None
     if w is None:
         w = t.warmup
@@ -306,6 +346,14 @@ def _warmed(t: Any, st: Any, b: Any, add: Add) -> None:
         br, brptr = b.stats.n, "/timing/baseline/stats/n"
     if br is not None and 0 < br < _FEWEST:
         add(("KE508", brptr, _few("baseline", br)))
+    bs = b.stats
+    if bs is not None and brptr != "/timing/baseline/stats/n":
+        # the timings themselves: a stats block of fewer than three calls is what the claim
+        # rests on, whatever its conditions say
+        xs = bs.samples
+        bn = len(xs) if xs else bs.n
+        if bn is not None and 0 < bn < _FEWEST:
+            add(("KE508", "/timing/baseline/stats/n", _few("baseline", bn)))
     if bc is not None and bc.warmup == 0 and not (bc.cache is not None and bc.cache.mode == "cold_start"):
         add(
             (
