@@ -143,7 +143,19 @@ declare(
     "`CUDA_INJECTION32_PATH`, ROCm's `HSA_TOOLS_LIB`/`ROCP_TOOL_LIBRARIES`) other than a "
     "memory allocator or a vendor profiler's own library: it can patch the clock; "
     "`unseen_inputs` passed while its detail names as its seeds only the replay's public ones, "
-    "a `replay.seeds` value or the replay command's `--seed`) or whose "
+    "a `replay.seeds` value or the replay command's `--seed`, or seeds the validation drew "
+    "(`validation.seeds`); `timer_integrity` passed while `replay.env` sets `PYTHONSTARTUP` or a "
+    "`PYTHONPATH` entry in a folder the candidate controls (`candidate`, `submission`, `solution`, "
+    "the subject's name), or any injection variable by pattern (`*_INJECTION64_PATH`, "
+    "`*_INJECTION32_PATH`, `NVTX_INJECTION*`); `fresh_inputs` or `unseen_inputs` passed while "
+    "`validation.seeds` repeats a seed beside `inputs_regenerated: true` (pointer "
+    "`/validation/seeds`), or the replay turns reuse of inputs or outputs on: a `replay.env` "
+    "variable or command flag named `(reuse|cache|pool|memo)-(input|output|result)s`, "
+    "`persist-inputs` or `input-pool` (not a cache's folder, not negated `--no-...`) with a true "
+    "value, no value, or a pool size below the timed calls (pointer the variable or "
+    "`/replay/command`)) or whose `tool` names the candidate (`subject.name` or a kernel of "
+    "`profiler[].of.expected_kernels`, as a whole word; pointer `/defences/i/tool`): the "
+    "candidate certified itself; or whose "
     "own `detail` (NFKC-folded, casefolded) says it was not run or not checked (begins `skipped`, "
     "`not run`, `never executed`/`never ran`, `did not`/`was not`/`has not been` run or executed, "
     "`not applicable`, `n/a`, `TODO`, `TBD`, `FIXME`, `pending`, `deferred`, `will run`/`to be run`, "
@@ -156,9 +168,13 @@ declare(
     "its length, or a sleep or delay measured more than 5% short (`a 1 ms spin measured 0.80 ms`); "
     "`fresh_inputs` says its inputs were reused, allocated once or the same inputs, in a clause "
     "that neither denies it nor speaks only of outputs or of both sides sharing a round's inputs, "
-    "with no word of their contents renewed; `outputs_checked_after_timing` says only the warm-up "
-    "or first call was compared, or a comparison ran before the timed loop, with no timed call's "
-    "outputs compared after it; `cache_flush` names as its flush (a size beside a memset, buffer "
+    "with no word of their contents renewed, or draws them from a pool or ring of N (`a pool of "
+    "2`, `round-robin over 4`) below the timed calls (repeats); `outputs_checked_after_timing` says "
+    "only the warm-up or first call was compared, or a comparison ran before the timed loop, with no "
+    "timed call's outputs compared after it, or that the candidate's output buffer is shared with "
+    "the reference or written by it; any check restricted to one rank or GPU (`rank 0 only`, `only "
+    "on GPU 0`, `on the first rank only`) while the run used more than one (a side's "
+    "`device_count`, a launcher's `--nproc_per_node`/`-np`, a tensor-parallel size); `cache_flush` names as its flush (a size beside a memset, buffer "
     "or write, not the cache's own size) no more than a size below the last-level cache or below "
     "a side's `cache.flush_bytes` (read at the most its digits and unit can mean); "
     "`hidden_workload` says the seed was fixed or public in advance (`fixed in the public "
@@ -263,28 +279,54 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
                     )
                 )
     ds = p.defences
+    r = p.replay
+    env = r.env if r is not None else None
+    kinds = _env_kinds(env) if env and not _CLEAN_NAMES.issuperset(env) else 0
     if ds:
+        tool0 = None  # the last tool read, and whether it names the candidate
+        own = None
+        fresh = None  # the first passed fresh_inputs or unseen_inputs check
         for i, d in enumerate(ds):
             if d.outcome == "failed":
                 if status == "passed":
                     add(("KE412", f"/defences/{i}", f"the `{d.check}` defence failed on a passed packet"))
             elif d.outcome == "passed":
                 c = d.check
+                tool = d.tool
+                if tool is not None:
+                    if tool != tool0:
+                        tool0, own = tool, _self_tool(p, tool)
+                    if own is not None:
+                        add(
+                            (
+                                "KE412",
+                                f"/defences/{i}/tool",
+                                f"the `{c}` defence is recorded passed by `{tool[:80]}`, a tool named for the "
+                                f"candidate ({own}): the candidate certified itself",
+                            )
+                        )
                 why = None
-                if c == "fresh_inputs" or c == "cache_flush":
+                if c == "fresh_inputs":
+                    fresh = fresh or c
+                    why = _contradicted(p, d)
+                elif c == "cache_flush":
                     why = _contradicted(p, d)
                 elif c == "timer_integrity":
-                    r = p.replay
-                    env = r.env if r is not None else None
-                    if env and not _PRELOAD_VARS.isdisjoint(env):
+                    if kinds & (_K_LOAD | _K_PY):
                         why = _contradicted(p, d)
                 elif c == "unseen_inputs":
+                    fresh = fresh or c
                     if v is not None and v.inputs_regenerated is False:
                         why = _contradicted(p, d)
                     det = d.detail
                     # a detail known to name no seed (cached empty) gives _public_seed nothing
-                    if why is None and det and p.replay is not None and _SEEDS_NAMED.get(det) != _NO_SEEDS:
-                        why = _public_seed(p.replay, det)
+                    if (
+                        why is None
+                        and det
+                        and (r is not None or v is not None)
+                        and _SEEDS_NAMED.get(det) != _NO_SEEDS
+                    ):
+                        why = _public_seed(r, det, v)
                 if why is None:
                     det = d.detail
                     if det is None:
@@ -294,17 +336,40 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
                         said = _detail_verdict(c, det)
                     if said is None:
                         continue
-                    # a message, or the flush a cache_flush detail names, held against this packet's caches
-                    why = said if type(said) is str else _flush_detail(p, said)
+                    # a message; or what the detail names, held against this packet: the flush a
+                    # cache_flush detail names, a pool of inputs, the one rank checked
+                    ts = type(said)
+                    why = said if ts is str else _flush_detail(p, said) if ts is tuple else said.against(p)
                     if why is None:
                         continue
                 ptr = f"/defences/{i}"
                 if isinstance(why, tuple):
                     ptr, why = why
                 add(("KE412", ptr, f"the `{c}` defence is recorded passed, but {why}"))
-    r = p.replay
-    if r is not None and (r.env or r.command) and p.timing is not None:
-        shim = _clock_shim(r, ds)
+        if fresh is not None:
+            # the packet's own record against fresh or unseen inputs, said once: the validation
+            # drew a seed twice, or the replay turns reuse of inputs or outputs on
+            seeds = v.seeds if v is not None and v.inputs_regenerated else None
+            if (
+                seeds
+                and len(seeds) > 1
+                and (seeds[0] == seeds[1] if len(seeds) == 2 else len(set(seeds)) < len(seeds))
+            ):
+                add(
+                    (
+                        "KE412",
+                        "/validation/seeds",
+                        f"the `{fresh}` defence is recorded passed, but {_dup_seeds(seeds)}",
+                    )
+                )
+            if r is not None:
+                cmd = r.command
+                if kinds & _K_REUSE or (cmd and _ARGV_REUSE.get(tuple(cmd)) != ()):
+                    hit = _reuse_on(p, r, kinds)
+                    if hit is not None:
+                        add(("KE412", hit[0], f"the `{fresh}` defence is recorded passed, but {hit[1]}"))
+    if r is not None and (env or r.command) and p.timing is not None:
+        shim = _clock_shim(r, ds, kinds)
         if shim is not None:
             add(("KE412", shim[0], shim[1]))
     if status == "passed" and p.compile is not None and p.compile.succeeded is False:
@@ -702,24 +767,134 @@ _PRELOADS = (
     "ROCP_TOOL_LIBRARIES",
 )
 _PRELOAD_VARS = frozenset(_PRELOADS)
-#: the variables a clock shim is read from (libfaketime's, the preloads)
-_SHIM_VARS = _PRELOAD_VARS | {"FAKETIME", "FAKETIME_TIMESTAMP_FILE"}
+#: any tool-injection variable by its pattern (NVTX's `NVTX_INJECTION64_PATH`, a vendor's
+#: `*_INJECTION64_PATH`/`*_INJECTION32_PATH`): each loads a library into the process
+_INJECTION_VAR = lazy_re(r"^(?:\w+_INJECTION(?:64|32)_PATH|NVTX_INJECTION\w*)$")
+#: what a replay.env variable's name can be, as bits (one word per name, cached): a library
+#: loader (`_K_LOAD`), Python's startup hooks (`_K_PY`), libfaketime's (`_K_SHIM`), a
+#: switch of input/output reuse (`_K_REUSE`); `_K_SEEN` marks a name read (so a clean one is
+#: not 0)
+_K_SEEN, _K_LOAD, _K_PY, _K_SHIM, _K_REUSE = 0x100, 1, 2, 4, 8
+#: Python's startup hooks: code run before the harness's (`PYTHONSTARTUP`, a
+#: `sitecustomize`/`.pth` found on `PYTHONPATH`)
+_PY_HOOKS = frozenset({"PYTHONSTARTUP", "PYTHONPATH"})
+#: a switch that turns reuse or caching of inputs or outputs on: `--reuse-inputs`,
+#: `BENCH_INPUT_POOL`, `CACHE_OUTPUTS` (not a cache's folder or file)
+_REUSE_NAME = lazy_re(
+    r"(?<![a-z])(?:(?P<pool1>pool(?:ed)?|ring)|re-?use[ds]?|cach(?:e|ed|ing)|memo(?:i[sz]e[ds]?)?|persist(?:ent)?"
+    r"(?=[-_]?inputs?))[-_]?(?:inputs?|outputs?|results?)(?![a-z])"
+    r"|(?<![a-z])(?:inputs?|outputs?|results?)[-_]?(?:(?P<pool2>pool|ring)|cache|re-?use|memo)(?![a-z])"
+)
+#: ... after a word that turns it off (`--no-reuse-inputs`, `DISABLE_INPUT_CACHE`), or naming
+#: where a cache lives, not whether it is on
+_REUSE_OFF = lazy_re(r"(?:^|[-_])(?:no|disable[ds]?|skip|without|off)[-_]")
+_REUSE_WHERE = lazy_re(r"[-_]?(?:dir|directory|path|file|folder|root|location|loc|prefix|name|url|key)")
+_ENV_KIND: dict[str, int] = {}
+#: the names read and found to carry no bit (`CUDA_VISIBLE_DEVICES`): an env of these alone is 0
+_CLEAN_NAMES: set[str] = set()
 
 
-def _preloaded(p: Any) -> tuple[str, str] | None:
-    """The replay environment's preload variable and a library it preloads that is not a
-    memory allocator, or None."""
+def _env_kind(name: str) -> int:
+    """The bits of :data:`_K_LOAD` ... that a replay.env variable's name carries (cached)."""
+    k = _K_SEEN
+    if name in _PRELOAD_VARS or ("INJECTION" in name and _INJECTION_VAR.match(name[:200])):
+        k |= _K_LOAD
+    elif name in _PY_HOOKS:
+        k |= _K_PY
+    elif name == "FAKETIME" or name == "FAKETIME_TIMESTAMP_FILE":
+        k |= _K_SHIM
+    elif _reuse_switch(name) is not None:
+        k |= _K_REUSE
+    if len(_ENV_KIND) < 4096 and len(name) <= CACHED_CHARS:
+        _ENV_KIND[name] = k
+        if k == _K_SEEN:
+            _CLEAN_NAMES.add(name)
+    return k
+
+
+def _env_kinds(env: Any) -> int:
+    """The union of the bits of a replay.env's variable names."""
+    kinds = 0
+    for name in env:
+        kinds |= _ENV_KIND.get(name) or _env_kind(name)
+    return kinds
+
+
+def _load_vars(env: Any) -> list[str]:
+    """The variables of a replay.env that load a library: the fixed list first, then the
+    injection variables matched by pattern."""
+    found = [var for var in _PRELOADS if var in env]
+    found += sorted(k for k in env if k not in _PRELOAD_VARS and _ENV_KIND.get(k, 0) & _K_LOAD)
+    return found
+
+
+#: a folder on PYTHONPATH the candidate controls: its name a word of these
+_CANDIDATE_DIR = frozenset(
+    {"candidate", "candidates", "submission", "submissions", "solution", "solutions", "contestant", "entry"}
+)
+
+
+def _candidate_path(val: str, subject: str) -> str | None:
+    """A PYTHONPATH entry that points into a folder the candidate controls (a path component
+    named for the candidate, the submission or the solution, or the subject's own name):
+    a `sitecustomize` or `.pth` file there runs before the harness. None else."""
+    sub = subject.casefold()
+    for entry in re.split(r"[:;]", val[:4096]):
+        for part in re.split(r"[/\\]", entry.strip().casefold()):
+            if not part or part in (".", ".."):
+                continue
+            if part == sub or (len(sub) >= 3 and _bounded(part, sub)):
+                return entry.strip()
+            if not _CANDIDATE_DIR.isdisjoint(re.split(r"[-_.\s]+", part)):
+                return entry.strip()
+    return None
+
+
+def _bounded(text: str, name: str) -> bool:
+    """Whether ``name`` occurs in ``text`` (both casefolded) as a whole word: neither side
+    touching a letter or digit."""
+    i = text.find(name)
+    while i >= 0:
+        j = i + len(name)
+        if (i == 0 or not text[i - 1].isalnum()) and (j == len(text) or not text[j].isalnum()):
+            return True
+        i = text.find(name, i + 1)
+    return False
+
+
+def _preloaded(p: Any) -> tuple[str, str, str] | None:
+    """The replay environment's variable that runs code in the timed process before the
+    harness, the library or file it names, and what it is: a preloaded or injected library
+    that is not a memory allocator (nor a vendor profiler's), Python's `PYTHONSTARTUP`, or a
+    `PYTHONPATH` entry in a folder the candidate controls. None else."""
     r = p.replay
     env = r.env if r is not None else None
     if not env:
         return None
-    for var in _PRELOADS:
+    for var in _load_vars(env):
         val = env.get(var)
         if not val or not isinstance(val, str):
             continue
         for lib in re.split(r"[\s:]+", val.strip()):
             if lib and not _ALLOCATOR.search(lib[:512]):
-                return var, lib
+                return var, lib, "a preloaded library can replace the clock"
+    val = env.get("PYTHONSTARTUP")
+    if val and isinstance(val, str) and val.strip():
+        return (
+            "PYTHONSTARTUP",
+            val.strip(),
+            "Python runs that file before the harness: it can patch the timer",
+        )
+    val = env.get("PYTHONPATH")
+    if val and isinstance(val, str):
+        entry = _candidate_path(val, p.subject.name)
+        if entry is not None:
+            return (
+                "PYTHONPATH",
+                entry,
+                "a folder the candidate controls on the path runs its `sitecustomize`/`.pth` before the harness: it "
+                "can patch the timer",
+            )
     return None
 
 
@@ -738,11 +913,12 @@ _CLOCK_ARGV = lazy_re(
 _CLOCK_WORDS: dict[str, str] = {}
 
 
-def _clock_shim(r: Any, ds: Any) -> tuple[str, str] | None:
+def _clock_shim(r: Any, ds: Any, kinds: int) -> tuple[str, str] | None:
     """A replay that runs under a clock-warping tool (KE412, with or without a
-    ``timer_integrity`` record, in a migrated 0.1 packet too): the pointer and the message."""
+    ``timer_integrity`` record, in a migrated 0.1 packet too): the pointer and the message.
+    ``kinds``: the bits of the replay.env's names (:func:`_env_kinds`)."""
     env = r.env
-    if env and not _SHIM_VARS.isdisjoint(env):  # else nothing below applies
+    if kinds & (_K_LOAD | _K_SHIM):  # else nothing below applies
         if "FAKETIME" in env or "FAKETIME_TIMESTAMP_FILE" in env:
             var = "FAKETIME" if env.get("FAKETIME") else "FAKETIME_TIMESTAMP_FILE"
             if env.get(var):
@@ -750,9 +926,9 @@ def _clock_shim(r: Any, ds: Any) -> tuple[str, str] | None:
                     f"/replay/env/{var}",
                     f"the replay sets `{var}` (libfaketime): the clock it times with is warped",
                 )
-        if not _PRELOAD_VARS.isdisjoint(env) and not any(d.check == "timer_integrity" for d in ds or ()):
+        if kinds & _K_LOAD and not any(d.check == "timer_integrity" for d in ds or ()):
             # passed, any such preload is reported already; skipped or failed, the record says so
-            for var in _PRELOADS:
+            for var in _load_vars(env):
                 val = env.get(var)
                 if not val or not isinstance(val, str):
                     continue
@@ -798,11 +974,9 @@ def _contradicted(p: Any, d: Any) -> str | tuple[str, str] | None:
         pre = _preloaded(p)
         if pre is None:
             return None
-        var, lib = pre
-        return (
-            f"/replay/env/{var}",
-            f"the replay preloads `{lib[:120]}` ({var}): a preloaded library can replace the clock",
-        )
+        var, lib, why = pre
+        verb = "preloads" if why.startswith("a preloaded") else "sets"
+        return (f"/replay/env/{var}", f"the replay {verb} `{lib[:120]}` ({var}): {why}")
     if check == "unseen_inputs":
         v = p.validation
         if v is None or v.inputs_regenerated is not False:
@@ -876,11 +1050,12 @@ _SEEDS_NAMED: dict[str, frozenset[int]] = {}
 _NO_SEEDS: frozenset[int] = frozenset()
 
 
-def _public_seed(r: Any, detail: str) -> str | None:
+def _public_seed(r: Any, detail: str, v: Any = None) -> str | None:
     """unseen_inputs passed while its detail names, as the seeds of its inputs, only seeds
     the replay publishes (a `replay.seeds` value not kept for the check itself, or a
-    `--seed` of the replay's command): those inputs are the timed run's own, public ones,
-    not inputs the candidate could not have seen."""
+    `--seed` of the replay's command) or the validation drew (`validation.seeds`): those
+    inputs are the timed run's own, public ones, or the ones the validation showed the
+    candidate, not inputs the candidate could not have seen."""
     named = _SEEDS_NAMED.get(detail)
     if named is None:
         head = detail[:2000]
@@ -894,11 +1069,11 @@ def _public_seed(r: Any, detail: str) -> str | None:
     if not named:
         return None
     public: dict[int, str] = {}
-    for key, val in (r.seeds or {}).items():
+    for key, val in ((r.seeds if r is not None else None) or {}).items():
         k = key.casefold()
         if "unseen" not in k and "hidden" not in k and "check" not in k and "defen" not in k:
             public[val] = f"/replay/seeds/{key}"
-    cmd = r.command
+    cmd = r.command if r is not None else None
     if cmd:
         for j, tok in enumerate(cmd[:256]):
             if "seed" not in tok.lower():
@@ -909,14 +1084,168 @@ def _public_seed(r: Any, detail: str) -> str | None:
             val = m.group(1) or (cmd[j + 1] if j + 1 < len(cmd) else "")
             if val.isdigit():
                 public.setdefault(int(val), "/replay/command")
-    if not public or not named <= public.keys():
-        return None
     listed = ", ".join(str(x) for x in sorted(named)[:4])
-    where = ", ".join(sorted({public[x] for x in named}))
+    if public and named <= public.keys():
+        where = ", ".join(sorted({public[x] for x in named}))
+        return (
+            f"its detail names only the replay's own public seed(s) {listed} ({where}): the timed run's inputs, "
+            "not inputs the candidate had not seen"
+        )
+    if v is None or not v.seeds:
+        return None
+    seen = set(v.seeds)
+    if not named <= seen | public.keys():
+        return None
     return (
-        f"its detail names only the replay's own public seed(s) {listed} ({where}): the timed run's inputs, "
-        "not inputs the candidate had not seen"
+        f"its detail names only seed(s) {listed} that the validation drew (/validation/seeds) or the replay "
+        "published: inputs the candidate was shown, not inputs it had not seen"
     )
+
+
+def _dup_seeds(seeds: list[int]) -> str:
+    """The validation says its inputs were regenerated (`inputs_regenerated: true`) but
+    draws a seed twice: the second draw is the same inputs, which a cache keyed by the
+    inputs passes. The message (the caller found the repeat)."""
+    dup = next(x for i, x in enumerate(seeds) if x in seeds[:i])
+    return (
+        f"/validation/seeds draws seed {dup} {seeds.count(dup)} times beside inputs_regenerated: true: "
+        f"{len(set(seeds))} distinct input set(s) in {len(seeds)} draws, the same inputs drawn again"
+    )
+
+
+def _self_tool(p: Any, tool: str) -> str | None:
+    """A defence's tool that names the subject (`subject.name`) or a kernel the candidate's
+    capture expects (`profiler[].of.expected_kernels`), as a whole word: the candidate ran
+    its own check. A subject named as the producer or a capture's own tool (a profile named
+    for its profiler) is no such name. The name, or None."""
+    low = tool[:400].casefold()
+    name = p.subject.name
+    names = [name]
+    for cap in p.profiler or ():
+        of = cap.of
+        if of is not None and of.expected_kernels and of.side == "candidate":
+            names.extend(of.expected_kernels)
+    for n in names:
+        nl = n.casefold()
+        if len(nl) < 4 or len(nl) > len(low) or not _bounded(low, nl):
+            continue
+        if nl == p.producer.name.casefold() or any(
+            nl == (cap.tool or "").casefold() for cap in p.profiler or ()
+        ):
+            continue
+        return f"`{n[:80]}`, the " + ("subject" if n is name else "candidate's expected kernel")
+    return None
+
+
+#: a value that turns a switch on
+_TRUE = frozenset({"1", "true", "yes", "on", "y", "t", "enable", "enabled"})
+_FALSE = frozenset({"0", "false", "no", "off", "n", "f", "disable", "disabled", "none", ""})
+
+
+def _reuse_switch(name: str) -> tuple[str, bool] | None:
+    """A variable or flag name (casefolded here) that switches reuse or caching of inputs
+    or outputs on: (its words, whether it sizes a pool or ring); None else."""
+    low = name.casefold().lstrip("-")
+    m = _REUSE_NAME.search(low[:200])
+    if m is None or _REUSE_OFF.search(low, 0, m.start() + 1) or _REUSE_WHERE.match(low, m.end()):
+        return None
+    return m.group(0), bool(m.group("pool1") or m.group("pool2"))
+
+
+#: the reuse switches an argv turns on, cached per argv: ((the flag, the value or None), ...)
+_ARGV_REUSE: dict[tuple[str, ...], tuple[tuple[str, str | None], ...]] = {}
+
+
+def _argv_reuse(cmd: list[str]) -> tuple[tuple[str, str | None], ...]:
+    """The reuse switches an argv sets (a flag alone, or its value), read once per argv."""
+    key = tuple(cmd)
+    hit = _ARGV_REUSE.get(key)
+    if hit is None:
+        toks = " ".join(cmd[:256])[:20000].split()
+        found: list[tuple[str, str | None]] = []
+        for j, tok in enumerate(toks):
+            if not tok.startswith("-") or _reuse_switch(tok.partition("=")[0]) is None:
+                continue
+            flag, eq, val = tok.partition("=")
+            if not eq:
+                nxt = toks[j + 1] if j + 1 < len(toks) else None
+                val = nxt if nxt is not None and not nxt.startswith("-") and _switch_value(nxt) else None
+            found.append((flag, val if eq or val else None))
+        hit = tuple(found)
+        if len(_ARGV_REUSE) < 1024 and sum(len(x) for x in key) <= 4 * CACHED_CHARS:
+            _ARGV_REUSE[key] = hit
+    return hit
+
+
+def _switch_value(val: str) -> bool:
+    """Whether a token reads as a switch's value (a boolean word or a number)."""
+    low = val.strip().casefold()
+    return low in _TRUE or low in _FALSE or low.isdigit()
+
+
+def _repeats(p: Any) -> int | None:
+    """The timed calls of the candidate: its conditions' repeats, timing.repeats, or its
+    samples' count."""
+    t = p.timing
+    if t is None:
+        return None
+    if t.conditions is not None and t.conditions.repeats:
+        return t.conditions.repeats
+    if t.repeats:
+        return t.repeats
+    return t.stats.n if t.stats is not None and t.stats.n else None
+
+
+def _switched_on(name: str, val: str | None, p: Any) -> str | None:
+    """Whether a reuse switch with this value (None: a flag alone) turns reuse on: the
+    value in words, or None."""
+    if val is None:
+        return "set"
+    low = val.strip().casefold()
+    if low in _TRUE:
+        return f"= {val.strip()[:20]}"
+    if low.isdigit():
+        n = int(low)
+        if n < 1:
+            return None
+        sw = _reuse_switch(name)
+        if sw is not None and sw[1]:  # a pool's size: reuse when below the timed calls
+            reps = _repeats(p)
+            if reps is not None and n >= reps:
+                return None
+            return f"= {n} (a pool of {n} below the {reps} timed calls)" if reps else f"= {n}"
+        return f"= {n}"
+    return None
+
+
+def _reuse_on(p: Any, r: Any, kinds: int) -> tuple[str, str] | None:
+    """fresh_inputs or unseen_inputs passed while the replay itself turns reuse or caching
+    of inputs or outputs on: a `replay.env` variable (`BENCH_INPUT_POOL=1`) or a flag of
+    its command (`--reuse-inputs`) with a true value, no value, or a pool smaller than
+    the timed calls. The pointer and the message, or None."""
+    if kinds & _K_REUSE:
+        env = r.env
+        for name in sorted(env):
+            if not _ENV_KIND.get(name, 0) & _K_REUSE:
+                continue
+            val = env[name]
+            on = _switched_on(name, val if isinstance(val, str) else str(val), p)
+            if on is not None:
+                return (
+                    f"/replay/env/{name}",
+                    f"the replay sets `{name}` {on}: it turns reuse of inputs or outputs on",
+                )
+    cmd = r.command
+    if cmd:
+        for flag, val in _argv_reuse(cmd):
+            on = _switched_on(flag, val, p)
+            if on is not None:
+                shown = flag if val is None else f"{flag} {val}"
+                return (
+                    "/replay/command",
+                    f"the replay command passes `{shown[:80]}`: it turns reuse of inputs or outputs on",
+                )
+    return None
 
 
 # ---------------------------------------------------------------- KE412: a detail that contradicts "passed"
@@ -1004,7 +1333,7 @@ def _clause(text: str, start: int, end: int) -> tuple[int, int]:
     return cut, nxt.start() if nxt is not None else len(text)
 
 
-def _fresh_detail(text: str) -> str | None:
+def _fresh_detail(text: str) -> str | _Pool | None:
     """fresh_inputs: the detail says its inputs were kept across rounds (reused, allocated
     once, the same inputs), in a clause that does not deny it, nor speaks only of outputs
     or of the two sides sharing a round's inputs, and says nowhere their contents were
@@ -1021,7 +1350,133 @@ def _fresh_detail(text: str) -> str | None:
         if _RENEWED.search(text):
             return None
         return f"its detail says the inputs were kept across rounds (`{m.group(0).strip()}`: `{clause.strip()[:80]}`)"
+    for m in _POOL.finditer(text):
+        lo, hi = _clause(text, m.start(), m.end())
+        if _DENIED.search(text, lo, m.start()):
+            continue
+        clause = text[lo:hi]
+        if _OUTPUT_WORD.search(clause) and not _INPUT_WORD.search(clause):
+            continue
+        if m.group("n4") and not _CYCLED.search(text):
+            continue  # pre-generated inputs, not said to be cycled
+        if _RENEWED.search(text):
+            return None
+        n = int(next(g for g in m.group("n1", "n2", "n3", "n4") if g))
+        return _Pool(n, m.group(0).strip()[:60])
     return None
+
+
+#: a pool or ring of N inputs cycled through: `a pool of 2`, `round-robin over 4`, `an 8-entry
+#: ring`, `2 pre-generated tensors` (beside a word of cycling)
+_POOL = lazy_re(
+    r"\b(?:pool|ring|rotation|bank)\s+of\s+(?P<n1>\d+)\b"
+    r"|\b(?P<n2>\d+)[\s-]+(?:entry|slot|element|buffer|set|input|tensor|deep)s?[\s-]+(?:pool|ring)\b"
+    r"|\b(?:cycl\w*|rotat\w*|round[\s-]?robin)\s+(?:through|over|across|among|between|from)\s+(?:a\s+|the\s+)?"
+    r"(?:pool\s+of\s+|ring\s+of\s+|set\s+of\s+)?(?P<n3>\d+)\b"
+    r"|\b(?P<n4>\d+)\s+(?:[\w-]+\s+){0,2}?(?:pre-?generated|pre-?allocated|pre-?computed|pre-?built)\b",
+    re.IGNORECASE,
+)
+_CYCLED = lazy_re(r"\bcycl\w*|\brotat\w*|\bround[\s-]?robin|\bpool\b|\bring\b|\brepeat\w*", re.IGNORECASE)
+
+
+class _Pool:
+    """fresh_inputs: the pool of inputs its detail names, held against the timed calls."""
+
+    __slots__ = ("n", "words")
+
+    def __init__(self, n: int, words: str) -> None:
+        self.n, self.words = n, words
+
+    def against(self, p: Any) -> str | None:
+        reps = _repeats(p)
+        if reps is None or self.n >= reps:
+            return None
+        return (
+            f"its detail draws the inputs from a pool of {self.n} (`{self.words}`) over {reps} timed calls: each "
+            "input comes back, and a cache keyed by the inputs hits"
+        )
+
+
+#: a check restricted to one rank, process or GPU: `rank 0 only`, `only on rank 0`, `GPU 0
+#: only`, `on the first rank only`, `on one rank` (not one that only logs there)
+_ONE_RANK = lazy_re(
+    r"(?<![\w-])(?:"
+    r"(?:rank|gpu|device|process|worker|gcd|local[\s_-]rank)\s*#?\s*\d+\s+only(?!\s+(?:logs?|prints?|reports?|writes?|"
+    r"records?|saves?|gathers?|collects?|outputs?))"
+    r"|only\s+(?:on|for|in|at|from|by)?\s*(?:the\s+)?(?:rank|gpu|device|process|worker|gcd)\s*#?\s*\d+"
+    r"|only\s+(?:on|for|in|at|by)?\s*(?:the\s+)?(?:first|main|master|leader|lead|primary|zeroth|one|a\s+single|single)\s+"
+    r"(?:rank|gpu|device|process|worker)"
+    r"|(?:on|for|in|by)\s+(?:the\s+)?(?:first|main|master|leader|primary|zeroth)\s+(?:rank|process|gpu|device|worker)"
+    r"(?:\s+only)?"
+    r"|(?:on|for|in|by)\s+(?:just\s+|only\s+)?(?:one|a\s+single|a)\s+(?:rank|process|gpu|worker)(?!\w)"
+    r")(?!\w)",
+    re.IGNORECASE,
+)
+
+
+class _OneRank:
+    """A defence's detail that restricts its check to one rank or GPU, held against the
+    processes and devices the run used."""
+
+    __slots__ = ("words",)
+
+    def __init__(self, words: str) -> None:
+        self.words = words
+
+    def against(self, p: Any) -> str | None:
+        n, where = _processes(p)
+        if n <= 1:
+            return None
+        return (
+            f"its detail restricts the check to one rank or device (`{self.words}`) while the run used {n} "
+            f"({where}): the other ranks went unchecked"
+        )
+
+
+#: launchers that start several processes, and their flags that count them
+_LAUNCHERS = frozenset({
+    "torchrun", "torch.distributed.run", "torch.distributed.launch", "mpirun", "mpiexec", "srun", "accelerate",
+    "deepspeed", "horovodrun", "jsrun", "aprun",
+})  # fmt: skip
+_COUNT_FLAGS = frozenset({
+    "--nproc_per_node", "--nproc-per-node", "-np", "-n", "--np", "--ntasks", "--ntasks-per-node", "--num_processes",
+    "--num-processes", "--num_gpus", "--num-gpus", "--gpus", "--gpus-per-node", "--nnodes", "-N",
+    "--tensor-parallel-size", "--tensor_parallel_size", "-tp", "--tp", "--tp-size", "--tp_size",
+})  # fmt: skip
+_PARALLEL_FLAGS = frozenset(
+    {"--tensor-parallel-size", "--tensor_parallel_size", "-tp", "--tp", "--tp-size", "--tp_size"}
+)
+
+
+def _processes(p: Any) -> tuple[int, str]:
+    """How many processes or devices the run used, and where the packet says so: a side's
+    `device_count`, or the replay's launcher (`torchrun --nproc_per_node=2`, `mpirun -np
+    4`) or tensor-parallel size. (1, "") when it says none."""
+    best, where = 1, ""
+    t = p.timing
+    if t is not None:
+        for c, ptr in (
+            (t.conditions, "/timing/conditions/device_count"),
+            (
+                t.baseline.conditions if t.baseline is not None else None,
+                "/timing/baseline/conditions/device_count",
+            ),
+        ):
+            if c is not None and c.device_count is not None and c.device_count > best:
+                best, where = c.device_count, ptr
+    r = p.replay
+    if r is not None and r.command:
+        toks = " ".join(r.command[:256])[:20000].split()
+        launched = any(tok.rpartition("/")[2] in _LAUNCHERS for tok in toks)
+        for j, tok in enumerate(toks):
+            flag, eq, val = tok.partition("=")
+            if flag not in _COUNT_FLAGS or not (launched or flag in _PARALLEL_FLAGS):
+                continue
+            if not eq:
+                val = toks[j + 1] if j + 1 < len(toks) else ""
+            if val.isdigit() and int(val) > best:
+                best, where = int(val), f"/replay/command `{flag}{'=' if eq else ' '}{val}`"
+    return best, where
 
 
 _CALLS = r"(?:calls?|runs?|iterations?|launch(?:es)?|pass(?:es)?|invocations?)"
@@ -1045,10 +1500,34 @@ _AFTER_TIMING = lazy_re(
 )
 
 
+#: the candidate's output buffer is the reference's: shared or aliased with it, or written
+#: by the reference (what is compared may be the reference's own result)
+_SHARED_OUT = lazy_re(
+    r"\b(?:outputs?|results?)(?:\s+(?:buffers?|tensors?|storage|allocations?))?\s+(?:(?:is|was|are|were|being|been)\s+)*"
+    r"(?:shared|aliased|reused|the\s+same)\s+(?:with|as|by|from)\s+(?:the\s+)?reference"
+    r"|\b(?:shared|aliased|same|single|common)\s+(?:output\s+|result\s+)?(?:buffers?|tensors?|storage|allocations?)"
+    r"\s+(?:with|as)\s+(?:the\s+)?reference"
+    r"|\breference(?:'s)?\s+(?:call\s+|kernel\s+|run\s+|implementation\s+)?(?:wrote|writes|had\s+written|has\s+written|"
+    r"overwrote|filled|populated)\s+(?:into\s+|to\s+)?(?:it\b|the\s+(?:same|shared)\b|(?:the\s+)?candidate'?s?\b)"
+    r"|\bcandidate'?s?\s+(?:outputs?|results?)(?:\s+(?:buffers?|tensors?))?\s+(?:(?:is|was|were|are|been)\s+)*"
+    r"(?:written|filled|populated|overwritten)\s+by\s+(?:the\s+)?reference",
+    re.IGNORECASE,
+)
+
+
 def _outputs_detail(text: str) -> str | None:
     """outputs_checked_after_timing: the detail says the outputs compared were the warm-up
     call's or the first call's, or compared before the timed loop (the check's opposite),
-    in a clause that compares and does not deny it."""
+    in a clause that compares and does not deny it; or that the candidate's output buffer
+    is the reference's (shared with it, written by it), in a clause that does not deny it."""
+    for m in _SHARED_OUT.finditer(text):
+        lo, hi = _clause(text, m.start(), m.end())
+        if _DENIED.search(text, lo, m.start()):
+            continue
+        return (
+            f"its detail says the candidate's output buffer is the reference's (`{m.group(0).strip()[:60]}`): what "
+            "it compared may be the reference's own result"
+        )
     for m in _BEFORE_TIMING.finditer(text):
         lo, hi = _clause(text, m.start(), m.end())
         if _DENIED.search(text, lo, m.start()):
@@ -1192,17 +1671,17 @@ _UNREAD: Any = object()
 
 #: what a passed defence's detail says against it, by (check, detail): None (nothing), the
 #: message, or the flush (bytes, words) a cache_flush detail names (see :func:`_detail_verdict`)
-_VERDICT_CACHE: dict[tuple[str, str], str | tuple[float, str] | None] = {}
+_VERDICT_CACHE: dict[tuple[str, str], Any] = {}
 
 
-def _detail_verdict(check: str, detail: str) -> str | tuple[float, str] | None:
+def _detail_verdict(check: str, detail: str) -> Any:
     """KE412: what a passed defence's own detail says against it, read once per check and
     detail (cached): that it did not run or counted zero items (the message); or its figures
     or words contradict its passing (a spin measured off, inputs reused, the warm-up
     compared, the seed public: the message; a cache_flush detail: the flush it names, which
     :func:`_flush_detail` holds against the packet's caches); else None."""
     said = _says_not_run(detail)
-    hit: str | tuple[float, str] | None
+    hit: Any
     if said:
         hit = (
             f"its detail counts zero items checked (`{detail.strip()[:80]}`)"
@@ -1220,6 +1699,13 @@ def _detail_verdict(check: str, detail: str) -> str | tuple[float, str] | None:
         hit = _DETAIL_READERS[check](head)
     else:
         hit = None
+    if hit is None:
+        head = detail[:1024]
+        low = head.lower()
+        if "only" in low or "first" in low or "one" in low or "single" in low or "main" in low:
+            m = _ONE_RANK.search(head)
+            if m is not None and not _DENIED.search(head, _clause(head, m.start(), m.end())[0], m.start()):
+                hit = _OneRank(m.group(0).strip()[:60])
     if len(_VERDICT_CACHE) < 4096 and len(detail) <= CACHED_CHARS:
         _VERDICT_CACHE[(check, detail)] = hit
     return hit
