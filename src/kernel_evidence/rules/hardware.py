@@ -41,7 +41,10 @@ declare(
     "warning",
     "clocks are recorded",
     "record /hardware/clocks: locked or not, and the clocks observed while measuring",
-    "Packets that claim performance SHOULD record the clock state: whether clocks were locked, and the clocks observed during measurement.",
+    "Packets that claim performance SHOULD record the clock state: whether clocks were locked, and the clocks observed during measurement. "
+    "A claim's `clock_policy` of `locked` (`timing.clock_policy`, or either side's conditions) SHOULD be backed by "
+    "`hardware.clocks.locked: true` where `hardware.clocks` is recorded: a lock the clock record does not show is the producer's word "
+    "(at the first `clock_policy` that says locked).",
 )
 declare(
     "KE804",
@@ -65,11 +68,17 @@ declare(
     "(only where the replay lists no visible devices: a run profiled on one rank shows one), or "
     "a serving run's "
     "`tensor_parallel_size` x `pipeline_parallel_size` x `data_parallel_size` (the last from "
-    "`task.serving.settings`, when recorded). A serving run's tensor x pipeline parallel size, "
+    "`task.serving.settings`, when recorded). A serving run's tensor x pipeline parallel size "
+    "(the pipeline size the largest of `pipeline_parallel_size` and the settings' "
+    "`pipeline_parallel_size`/`pp_size` or the replay command's `--pipeline-parallel-size`/`-pp`/"
+    "`--pp-size`), "
     "times its data-parallel replicas where `task.serving.settings` records them "
     "(`data_parallel_size`, `data-parallel-size`, `dp_size`; not under SGLang, whose dp "
-    "attention splits the tensor-parallel group), MUST NOT exceed `hardware.count`, and "
-    "`conditions.device_count` MUST NOT exceed it either. From below, the candidate's "
+    "attention splits the tensor-parallel group; or the replay command's `--data-parallel-size`/"
+    "`-dp`/`--dp-size`, not under SGLang), and at least the nodes it spans (settings `nnodes`, the "
+    "command's `--nnodes`), MUST NOT exceed `hardware.count`, nor the candidate's "
+    "`conditions.device_count` (at `/timing/conditions/device_count`), and "
+    "`conditions.device_count` MUST NOT exceed `hardware.count` either. From below, the candidate's "
     "`conditions.device_count` (else the flat `timing.device_count`), where given, MUST be at "
     "least the distinct `device` values of a candidate capture's kernel records (those of its "
     "`of.expected_kernels`, when it names them), and at least the processes a launcher in "
@@ -111,7 +120,11 @@ declare(
     "of several suffices (the finding points at `hardware.device`; a name the table does not "
     "know is not judged). A profiler capture's own device name "
     "(ncu's `device__attribute_display_name`) MUST NOT name a model of another arch than "
-    "`hardware.device` (the finding points at `hardware.device`). A `hardware.device` the "
+    "`hardware.device` (the finding points at `hardware.device`). A claim's `hardware.clocks.memory_observed` "
+    "MUST NOT be, where every model the name can be has a known memory clock (H100 SXM 2619 MHz, "
+    "H200 3201 MHz), more than 10% off each of them and within 3% of the memory clock of another "
+    "model of the same arch and SM count (an H100's HBM3 under an H200's name; the finding points "
+    "at `hardware.device`, or `hardware.device_id` when given). A `hardware.device` the "
     "table does not know MUST NOT be a table name spelled with look-alike characters (Cyrillic "
     "or Greek letters, fullwidth or mathematical forms, invisible characters: `NVIDIA Н100` "
     "with a Cyrillic En), which hide it from the peak table (at `hardware.device`). A CPU "
@@ -129,7 +142,10 @@ declare(
     "Where `hardware.clocks.locked` is true and both `sm_requested` and `sm_observed` are "
     "given, `sm_observed` MUST NOT exceed `sm_requested` by more than 5%: a locked clock does "
     "not boost above the lock, so the clocks were not locked (or the observation is of "
-    "another run).",
+    "another run). Nor MAY a packet that claims a speedup, or records its clocks locked, "
+    "record an `sm_observed` below 20 MHz or above 10 GHz (0, or a "
+    "MHz figure written in Hz): no device measures work at such a clock, so the record shows "
+    "nothing (at `hardware.clocks.sm_observed`).",
 )
 
 #: how far an observed SM clock may sit above the one it was locked to (reporting rounding)
@@ -155,8 +171,34 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
                 _cpu_cores(h, add)
         _device_count(p, h, add)
         c = h.clocks
-        if c is not None and c.locked is True and c.sm_requested is not None and c.sm_observed is not None:
-            _locked_clocks(c, add)
+        if c is not None:
+            locked = c.locked
+            # a claim's clock record, and a lock's (read below anyway)
+            so = c.sm_observed if claim or locked is True else None
+            if so is not None:
+                if so.unit != "MHz" or not 20.0 <= so.value <= 10000.0:  # MHz in range: the common case
+                    hz = so.value * _FACTOR[so.unit]
+                    if not _FEWEST_HZ <= hz <= _MOST_HZ:
+                        _implausible_clock(so, hz, add)
+                        so = None
+                if so is not None and locked is True and c.sm_requested is not None:
+                    _locked_clocks(c, add)
+            mo = c.memory_observed if claim else None
+            if mo is not None:
+                named = _MEMORY_NAMED.get(h.device_id or h.device)
+                if named is None:
+                    named = _memory_named(h)
+                if named:
+                    v = mo.value if mo.unit == "MHz" else mo.value * _FACTOR[mo.unit] / 1e6
+                    for m in named:
+                        if abs(v - m) <= 0.1 * m:
+                            break  # a named model's own clock: the common case
+                    else:
+                        _memory_clock(h, mo, named, add)
+            if locked is not True and claim:
+                ptr = _policy_locked(p.timing)
+                if ptr is not None:
+                    _policy_finding(ptr, locked, add)
     # _hardware re-checks in full; this guard only skips it when it has nothing to say (the
     # common case)
     if (
@@ -166,6 +208,124 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
         or (p.subject.kind == "serving" and (p.task is None or p.task.serving is None))
     ):
         _hardware(p, p.timing, claim, add)
+
+
+#: the SM clocks any device measuring work can run at: below 20 MHz (a clock written in Hz
+#: under a MHz figure, or 0) or above 10 GHz (the overclocking record is under that) the record
+#: is of no clock
+_FEWEST_HZ = 20e6
+_MOST_HZ = 10e9
+
+
+def _implausible_clock(so: Any, hz: float, add: Add) -> None:
+    """KE807: an observed SM clock no device runs work at (0, 1755 Hz, 50 GHz)."""
+    add(
+        (
+            "KE807",
+            "/hardware/clocks/sm_observed",
+            f"sm_observed {so.value:g} {so.unit} ({hz / 1e6:.4g} MHz) is no clock a device measures at "
+            f"(20 MHz to 10 GHz): the clock record proves nothing",
+        )
+    )
+
+
+def _policy_locked(t: Any) -> str | None:
+    """Where a clock_policy says `locked`: timing's, else the candidate's conditions', else
+    (where neither says a policy) the baseline's conditions'; None where none says so."""
+    cp = t.clock_policy
+    if cp == "locked":
+        return "/timing/clock_policy"
+    cond = t.conditions
+    ccp = cond.clock_policy if cond is not None else None
+    if ccp == "locked":
+        return "/timing/conditions/clock_policy"
+    if cp is None and ccp is None:
+        b = t.baseline
+        bc = b.conditions if b is not None else None
+        if bc is not None and bc.clock_policy == "locked":
+            return "/timing/baseline/conditions/clock_policy"
+    return None
+
+
+def _policy_finding(ptr: str, locked: Any, add: Add) -> None:
+    """KE803: a clock_policy `locked` where `hardware.clocks.locked` is not true: the lock is
+    not in the clock record."""
+    said = "not recorded" if locked is None else "false"
+    add(
+        (
+            "KE803",
+            ptr,
+            f"clock_policy is locked, but hardware.clocks.locked is {said}: a lock is recorded as "
+            "hardware.clocks.locked true (with the clock it was locked to)",
+        )
+    )
+
+
+#: the memory clock (MHz, as nvidia-smi and ncu report it) of table models that share their
+#: arch and SM count with a sibling told apart by the memory only (HBM3 vs HBM3e)
+_MEMORY_MHZ = {
+    "nvidia-h100-sxm5-80gb": 2619.0,
+    "nvidia-h200-sxm-141gb": 3201.0,
+    "nvidia-h200-nvl-141gb": 3201.0,
+}
+#: by device_id (else device name): the memory clocks of the models it can be, when every one
+#: has a known clock (else empty: not judged)
+_MEMORY_NAMED: dict[str, tuple[float, ...]] = {}
+#: KE806 (memory clock) by (device, device_id, value, unit): the finding, or None
+_MEMCLOCK_CACHE: dict[tuple[Any, ...], tuple[str, str, str] | None] = {}
+
+
+def _memory_cands(h: Any) -> tuple[Any, ...]:
+    did = h.device_id
+    if did is not None:
+        entry = device(did) if len(did) <= _CACHED_CHARS else None
+        return (entry,) if entry is not None else ()
+    return _name_candidates(h.device) if len(h.device) <= _CACHED_CHARS else ()
+
+
+def _memory_named(h: Any) -> tuple[float, ...]:
+    cands = _memory_cands(h)
+    named = tuple(_MEMORY_MHZ.get(e.id, 0.0) for e in cands)
+    if not named or 0.0 in named:
+        named = ()
+    key = h.device_id or h.device
+    if len(_MEMORY_NAMED) < 1024 and len(key) <= _CACHED_CHARS:
+        _MEMORY_NAMED[key] = named
+    return named
+
+
+def _memory_clock(h: Any, q: Any, named: tuple[float, ...], add: Add) -> None:
+    """KE806: an observed memory clock that is a sibling model's, not the named one's (an
+    H100's 2619 MHz HBM3 under an H200's name, whose HBM3e runs at 3201 MHz)."""
+    mhz = q.value * _FACTOR[q.unit] / 1e6
+    key = (h.device, h.device_id, q.value, q.unit)
+    found = _MEMCLOCK_CACHE.get(key, _NOT_LOOKED)
+    if found is _NOT_LOOKED:
+        found = None
+        if all(abs(mhz / m - 1) > 0.1 for m in named):
+            cands = _memory_cands(h)
+            for sib in all_devices():
+                m = _MEMORY_MHZ.get(sib.id)
+                if (
+                    m is not None
+                    and sib not in cands
+                    and abs(mhz / m - 1) <= 0.03
+                    and any(sib.arch == e.arch and sib.compute_units == e.compute_units for e in cands)
+                ):
+                    where = "/hardware/device_id" if h.device_id is not None else "/hardware/device"
+                    have = "/".join(f"{x:g}" for x in named)
+                    found = (
+                        "KE806",
+                        where,
+                        f"`{h.device[:80]}` runs its memory at {have} MHz, but memory_observed is "
+                        f"{q.value:g} {q.unit}: the memory clock of {sib.id}, a model of the same arch "
+                        "and SM count (the name is what the peaks were read from)",
+                    )
+                    break
+        if len(_MEMCLOCK_CACHE) < 1024 and len(h.device) + len(h.device_id or "") <= _CACHED_CHARS:
+            _MEMCLOCK_CACHE[key] = found
+    if found is not None:
+        add(found)
 
 
 def _locked_clocks(c: Any, add: Add) -> None:
@@ -551,19 +711,43 @@ def _device_count(p: Any, h: Any, add: Add) -> None:
             add(("KE805", ptr, f"{claimed} devices claimed, but {why}"))
     task = p.task
     sv = task.serving if task is not None else None
-    if sv is not None and count is not None:
-        need = (sv.tensor_parallel_size or 1) * (sv.pipeline_parallel_size or 1)
+    if sv is not None and (count is not None or cc is not None):
+        cpp, cdp, nodes, inside = _command_sizes(p.replay)
+        settings = sv.settings if sv.settings and not _PARALLEL_KEYS.isdisjoint(sv.settings) else None
+        pp = max(sv.pipeline_parallel_size or 1, cpp)
+        if settings:
+            pp = max(pp, _setting(settings, _PP_KEYS))
+            nodes = max(nodes, _setting(settings, _NNODES_KEYS))
+        need = (sv.tensor_parallel_size or 1) * pp
         dp = _data_parallel_replicas(sv) if sv.settings else None
+        if cdp > 1 and (dp is None or dp == 1) and not inside:
+            engine = sv.engine
+            if not (engine is not None and "sglang" in (engine.name or "").casefold()):
+                dp = cdp
         what = "tensor x pipeline"
         if dp is not None and dp > 1:
             need *= dp
             what = "tensor x pipeline x data"
-        if need > count:
+        if nodes > need:
+            need, what = nodes, "nodes"
+        if count is not None and need > count:
             add(
                 (
                     "KE805",
                     "/hardware/count",
-                    f"{what} parallel size {need} needs {need} devices, hardware.count is {count}",
+                    f"{what} parallel size {need} needs {need} devices, hardware.count is {count}"
+                    if what != "nodes"
+                    else f"the run spans {need} nodes, each with a device, hardware.count is {count}",
+                )
+            )
+        elif cc is not None and need > cc:
+            add(
+                (
+                    "KE805",
+                    "/timing/conditions/device_count",
+                    f"{what} parallel size {need} needs {need} devices, conditions.device_count is {cc}"
+                    if what != "nodes"
+                    else f"the run spans {need} nodes, each with a device, conditions.device_count is {cc}",
                 )
             )
 
@@ -679,6 +863,75 @@ _DP_KEYS = ("data_parallel_size", "data-parallel-size", "dp_size", "dp-size")
 #: settings under which SGLang's data parallelism splits attention inside the tensor-parallel
 #: group instead of adding replicas
 _DP_INSIDE_TP = ("enable_dp_attention", "enable-dp-attention")
+
+
+#: a serving run's pipeline-parallel size, data-parallel size and nodes, in its settings and
+#: on a serving command line (vLLM's and SGLang's spellings)
+_PP_KEYS = ("pipeline_parallel_size", "pipeline-parallel-size", "pp_size", "pp-size")
+_PP_FLAGS = ("--pipeline-parallel-size", "-pp", "--pp-size", "--pp")
+_DP_FLAGS = ("--data-parallel-size", "-dp", "--dp-size", "--dp")
+_DP_INSIDE_TP_FLAGS = ("--enable-dp-attention", "--enable_dp_attention")
+_NNODES_KEYS = ("nnodes", "num_nodes", "num-nodes")
+_NNODES_FLAGS = ("--nnodes", "--num-nodes")
+_PARALLEL_KEYS = frozenset(_PP_KEYS + _NNODES_KEYS)
+
+
+#: a replay command's (pipeline, data parallel size, nodes, dp attention) by the command (short
+#: ones only)
+_CMD_SIZES: dict[Any, tuple[int, int, int, bool]] = {}
+_NO_SIZES = (1, 1, 1, False)
+
+
+def _command_sizes(r: Any) -> tuple[int, int, int, bool]:
+    """The pipeline-parallel size, data-parallel size and nodes a serving replay command
+    names (``--flag N`` or ``--flag=N``; 1 where it names none), and whether it turns on
+    SGLang's dp attention (its dp then splits the tensor-parallel group)."""
+    cmd = r.command if r is not None else None
+    if not cmd:
+        return _NO_SIZES
+    key = tuple(cmd) if isinstance(cmd, list) else cmd
+    hit = _CMD_SIZES.get(key)
+    if hit is None:
+        line = " ".join(cmd) if isinstance(cmd, list) else str(cmd)
+        if len(line) > 4096 or (
+            "-pp" not in line and "-dp" not in line and "node" not in line and "parallel" not in line
+        ):
+            hit = _NO_SIZES
+        else:
+            toks = line.split()
+            hit = (
+                _flag(toks, _PP_FLAGS),
+                _flag(toks, _DP_FLAGS),
+                _flag(toks, _NNODES_FLAGS),
+                any(f in line for f in _DP_INSIDE_TP_FLAGS),
+            )
+        if len(_CMD_SIZES) < 1024 and len(line) <= 4 * _CACHED_CHARS:
+            _CMD_SIZES[key] = hit
+    return hit
+
+
+def _flag(toks: list[str], flags: tuple[str, ...]) -> int:
+    """The largest positive integer given to one of ``flags`` (1 when none is)."""
+    best = 1
+    for j, tok in enumerate(toks):
+        key, eq, val = tok.partition("=")
+        if key in flags:
+            v = val if eq else (toks[j + 1] if j + 1 < len(toks) else "")
+            if v.isdigit() and int(v) > best:
+                best = int(v)
+    return best
+
+
+def _setting(settings: Any, keys: tuple[str, ...]) -> int:
+    """The largest positive integer a serving run's settings give under ``keys`` (1 when none)."""
+    best = 1
+    for k in keys:
+        v = settings.get(k)
+        if isinstance(v, str) and v.strip().isdigit():
+            v = int(v.strip())
+        if isinstance(v, int) and not isinstance(v, bool) and v > best:
+            best = v
+    return best
 
 
 def _data_parallel_replicas(sv: Any) -> int | None:

@@ -16,7 +16,15 @@ declare(
     "the tolerance can fail",
     "tighten atol below the reference's magnitude, keep rtol below 1, and use inputs with non-trivial outputs",
     "A correctness check that an all-zeros output would pass is vacuous: it happens when the largest reference magnitude r satisfies r <= atol + rtol * r (in particular when r <= atol, or when rtol >= 1). Such a check MUST NOT back a passed shape. "
-    "Nor MUST a passed validation be against the candidate itself: `task.reference.name` (whole, or its first word before a space or parenthesis) MUST NOT be the subject's name, the lineage's `candidate_id`, or a kernel the candidate's capture expects (`of.expected_kernels`); only names with an underscore or a digit are compared (a generic `gemm` may name an operator).",
+    "Nor MUST a passed validation be against the candidate itself: `task.reference.name` (whole, or its first word before a space or parenthesis) MUST NOT be the subject's name, the lineage's `candidate_id`, or a kernel the candidate's capture expects (`of.expected_kernels`); only names with an underscore or a digit are compared (a generic `gemm` may name an operator). "
+    "Nor MUST a passed shape behind a speedup claim have been validated on inputs set to zero: a dim of its task shape "
+    "that sets the inputs' magnitude (a name ending in scale, std, range, magnitude or amplitude "
+    "after a word naming the inputs: `input_scale`, `x_std`, `init_range`; or a bare `std`, "
+    "`sigma`, `magnitude`, `amplitude`) MUST NOT be 0 (at `/task/shapes/N/dims/NAME`). Nor MUST "
+    "a passed floating-point shape that requires every element to match record `max_rel_error` "
+    ">= 1 (an element wrong by all of its value) beside a `max_abs_error` of at least half its "
+    "`reference_max_abs`: a check that wide passes outputs zeroed where the signal is (at "
+    "`/validation/shapes/N/max_rel_error`).",
 )
 
 declare(
@@ -67,8 +75,65 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
     if v is not None:
         if v.shapes:
             _tolerance(p, v, ctx.claim, add)
+            task = p.task
+            if ctx.claim and task is not None:
+                shapes = task.shapes
+                if shapes:
+                    for sh in shapes:
+                        d = sh.dims
+                        if d and 0 in d.values():  # no zero dim: the common case
+                            _zero_scale(shapes, v.shapes, add)
+                            break
         if v.verdict == "passed" and p.task is not None and p.task.reference is not None:
             _self_reference(p, p.task.reference.name, add)
+
+
+#: the last word of a dim that sets the inputs' magnitude (`input_scale`, `init_std`,
+#: `value_range`): 0 makes every input the same (zeros), and any kernel that writes the
+#: constant output passes
+_SCALE_WORDS = frozenset({"scale", "std", "stddev", "sigma", "range", "magnitude", "amplitude"})
+#: ... when it names the inputs (`input_scale`, `x_std`): a bare `scale` or a `rope_scale`
+#: may be an operator's parameter (0: not set); a bare spread word is the inputs'
+_INPUT_WORDS = frozenset(
+    {"input", "inputs", "in", "x", "data", "init", "value", "values", "rand", "random", "noise"}
+)
+_SPREAD_WORDS = frozenset({"std", "stddev", "sigma", "magnitude", "amplitude"})
+_DIM_WORD = lazy_re(r"[^a-z]+")
+#: by dim name (short ones only): whether it names the inputs' magnitude
+_SCALE_DIM_CACHE: dict[str, bool] = {}
+
+
+def _scale_dim(name: str) -> bool:
+    hit = _SCALE_DIM_CACHE.get(name)
+    if hit is None:
+        words = [w for w in _DIM_WORD.split(name.casefold()) if w]
+        hit = bool(words) and (
+            (words[-1] in _SCALE_WORDS and any(w in _INPUT_WORDS for w in words[:-1]))
+            or (len(words) == 1 and words[0] in _SPREAD_WORDS)
+        )
+        if len(_SCALE_DIM_CACHE) < 1024 and len(name) <= CACHED_CHARS:
+            _SCALE_DIM_CACHE[name] = hit
+    return hit
+
+
+def _zero_scale(shapes: Any, results: Any, add: Add) -> None:
+    """KE701: a passed shape whose dims set the inputs' magnitude to 0 (`input_scale: 0`)."""
+    for i, sh in enumerate(shapes):
+        dims = sh.dims
+        if not dims or 0 not in dims.values():
+            continue
+        for k, x in dims.items():
+            if x == 0 and x is not False and _scale_dim(k):
+                if any(r.passed and r.shape_id == sh.id for r in results):
+                    add(
+                        (
+                            "KE701",
+                            f"/task/shapes/{i}/dims/{k.replace('~', '~0').replace('/', '~1')}",
+                            f"shape `{sh.id}` passed with dims {k[:64]} 0: its inputs are all zero (or all the "
+                            "same), so a kernel that writes the constant output passes",
+                        )
+                    )
+                break
 
 
 #: identifier-like names (an underscore or a digit): a generic `gemm` may name an operator
@@ -233,6 +298,34 @@ def _tolerance(p: Any, v: Any, claim: bool, add: Add) -> None:
             and (bound := ((atol or 0.0) + (rtol or 0.0) * ref) / ref) > _LOOSEST_TIGHT
         ):
             _loose(p, i, s, atol, rtol, ref, bound, add)
+            if bound >= 0.5:
+                _zeroed(p, i, s, ref, req, add)
+
+
+def _zeroed(p: Any, i: int, s: Any, ref: float, req: Any, add: Add) -> None:
+    """KE701: a passed shape with an element wrong by all of its value and an error half the
+    output's range (only under a bound of half the range or more: else KE411's)."""
+    rel = s.max_rel_error
+    err = s.max_abs_error
+    if (
+        rel is not None
+        and rel >= 1
+        and err is not None
+        and err >= 0.5 * ref
+        and (req is None or req >= 1)
+        and _float_output(p.task, s.shape_id)
+    ):
+        # an element wrong by all of itself, and an error half the output's range: a
+        # check this wide passes outputs that are zero where most of the signal is
+        add(
+            (
+                "KE701",
+                f"/validation/shapes/{i}/max_rel_error",
+                f"shape `{s.shape_id}` passed with max_rel_error {rel:g} (an element wrong by all of its "
+                f"value) and max_abs_error {err:g}, {err / ref:.3g} of the reference's largest magnitude "
+                f"{ref:g}: a check this wide passes outputs zeroed where the signal is",
+            )
+        )
 
 
 #: the bound at the reference's largest magnitude ((atol + rtol * ref) / ref) a passed shape's
