@@ -1066,7 +1066,7 @@ def goodput_file(tmp_path: Path, **keys: Any) -> Path:
         "ttfts": ttfts, "latencies": lats, "output_lens": olens, "errors": errors,
         "input_lens": [10] * 5, **keys,
         # each request's gaps as its TPOT gives them (a TPOT is the mean of a request's gaps)
-        "itls": [[(lat - t) / (o - 1)] * (o - 1) if o > 1 else [] for t, lat, o in zip(ttfts, lats, olens)],
+        "itls": [[(lat - t) / (o - 1)] * (o - 1) if o > 1 else [] for t, lat, o in zip(ttfts, lats, olens, strict=True)],
     }  # fmt: skip
     f = tmp_path / f"run{len(list(tmp_path.glob('run*.json')))}.json"
     f.write_text(json.dumps(rec))

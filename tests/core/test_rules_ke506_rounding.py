@@ -10,6 +10,7 @@ def test_ke506_allows_for_min_and_max_rounded_for_a_report() -> None:
     class S:
         def __init__(self, lo: float, hi: float, std: float) -> None:
             self.min, self.max, self.std, self.samples = lo, hi, std, None
+            self.n, self.dropped = None, None  # (no count: the lower bound on std is not read)
 
     def fired(lo: float, hi: float, std: float) -> bool:
         out: list[tuple[str, str, str]] = []

@@ -1234,7 +1234,7 @@ _REPEATED = lazy_re(r"(?<![A-Za-z0-9_.])\d+\s*[x\u00d7]\s+[A-Za-z]")
 def _call_states(call: str) -> tuple[str | None, tuple[int | None, int | None, int | None] | None, bool]:
     """What a baseline call states unambiguously (:func:`_call_read`, without the other
     readings of grouped numbers)."""
-    return _call_read(call)[:3]  # type: ignore[return-value]
+    return _call_read(call)[:3]
 
 
 def _call_read(call: str) -> _CallStates:

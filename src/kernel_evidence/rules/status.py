@@ -1166,7 +1166,8 @@ def _argv_reuse(cmd: list[str]) -> tuple[tuple[str, str | None], ...]:
         for j, tok in enumerate(toks):
             if not tok.startswith("-") or _reuse_switch(tok.partition("=")[0]) is None:
                 continue
-            flag, eq, val = tok.partition("=")
+            flag, eq, given = tok.partition("=")
+            val: str | None = given
             if not eq:
                 nxt = toks[j + 1] if j + 1 < len(toks) else None
                 val = nxt if nxt is not None and not nxt.startswith("-") and _switch_value(nxt) else None
@@ -1189,11 +1190,14 @@ def _repeats(p: Any) -> int | None:
     t = p.timing
     if t is None:
         return None
+    n: int | None = None
     if t.conditions is not None and t.conditions.repeats:
-        return t.conditions.repeats
-    if t.repeats:
-        return t.repeats
-    return t.stats.n if t.stats is not None and t.stats.n else None
+        n = t.conditions.repeats
+    elif t.repeats:
+        n = t.repeats
+    elif t.stats is not None and t.stats.n:
+        n = t.stats.n
+    return n
 
 
 def _switched_on(name: str, val: str | None, p: Any) -> str | None:
