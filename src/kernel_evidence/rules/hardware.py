@@ -196,9 +196,13 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
                     else:
                         _memory_clock(h, mo, named, add)
             if locked is not True and claim:
-                ptr = _policy_locked(p.timing)
-                if ptr is not None:
-                    _policy_finding(ptr, locked, add)
+                t = p.timing
+                # no policy on timing, its conditions or the baseline's: none says locked (the
+                # common case; _policy_locked would find nothing)
+                if t.clock_policy is not None or t.conditions is not None or _baseline_conditions(t):
+                    ptr = _policy_locked(t)
+                    if ptr is not None:
+                        _policy_finding(ptr, locked, add)
     # _hardware re-checks in full; this guard only skips it when it has nothing to say (the
     # common case)
     if (
@@ -227,6 +231,11 @@ def _implausible_clock(so: Any, hz: float, add: Add) -> None:
             f"(20 MHz to 10 GHz): the clock record proves nothing",
         )
     )
+
+
+def _baseline_conditions(t: Any) -> bool:
+    b = t.baseline
+    return b is not None and b.conditions is not None
 
 
 def _policy_locked(t: Any) -> str | None:
@@ -713,13 +722,17 @@ def _device_count(p: Any, h: Any, add: Add) -> None:
     sv = task.serving if task is not None else None
     if sv is not None and (count is not None or cc is not None):
         cpp, cdp, nodes, inside = _command_sizes(p.replay)
-        settings = sv.settings if sv.settings and not _PARALLEL_KEYS.isdisjoint(sv.settings) else None
         pp = max(sv.pipeline_parallel_size or 1, cpp)
-        if settings:
-            pp = max(pp, _setting(settings, _PP_KEYS))
-            nodes = max(nodes, _setting(settings, _NNODES_KEYS))
+        dp = None
+        settings = sv.settings
+        # settings with none of the parallel keys give no pipeline, nodes or data-parallel
+        # size (the common case; _setting and _data_parallel_replicas would find none)
+        if settings and not _SERVING_KEYS.isdisjoint(settings):
+            if not _PARALLEL_KEYS.isdisjoint(settings):
+                pp = max(pp, _setting(settings, _PP_KEYS))
+                nodes = max(nodes, _setting(settings, _NNODES_KEYS))
+            dp = _data_parallel_replicas(sv)
         need = (sv.tensor_parallel_size or 1) * pp
-        dp = _data_parallel_replicas(sv) if sv.settings else None
         if cdp > 1 and (dp is None or dp == 1) and not inside:
             engine = sv.engine
             if not (engine is not None and "sglang" in (engine.name or "").casefold()):
@@ -874,6 +887,7 @@ _DP_INSIDE_TP_FLAGS = ("--enable-dp-attention", "--enable_dp_attention")
 _NNODES_KEYS = ("nnodes", "num_nodes", "num-nodes")
 _NNODES_FLAGS = ("--nnodes", "--num-nodes")
 _PARALLEL_KEYS = frozenset(_PP_KEYS + _NNODES_KEYS)
+_SERVING_KEYS = _PARALLEL_KEYS | frozenset(_DP_KEYS)
 
 
 #: a replay command's (pipeline, data parallel size, nodes, dp attention) by the command (short
