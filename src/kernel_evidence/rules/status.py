@@ -282,6 +282,9 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
     r = p.replay
     env = r.env if r is not None else None
     kinds = _env_kinds(env) if env and not _CLEAN_NAMES.issuperset(env) else 0
+    # the replay command as one string, joined once for the reuse and clock checks (each
+    # reads only this text, and caches its verdict by it)
+    text: str | None = None
     if ds:
         tool0 = None  # the last tool read, and whether it names the candidate
         own = None
@@ -364,12 +367,14 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
                 )
             if r is not None:
                 cmd = r.command
-                if kinds & _K_REUSE or (cmd and _ARGV_REUSE.get(tuple(cmd)) != ()):
-                    hit = _reuse_on(p, r, kinds)
+                if cmd:
+                    text = " ".join(cmd if len(cmd) <= 256 else cmd[:256])
+                if kinds & _K_REUSE or (text is not None and _ARGV_REUSE.get(text) != ()):
+                    hit = _reuse_on(p, r, kinds, text)
                     if hit is not None:
                         add(("KE412", hit[0], f"the `{fresh}` defence is recorded passed, but {hit[1]}"))
     if r is not None and (env or r.command) and p.timing is not None:
-        shim = _clock_shim(r, ds, kinds)
+        shim = _clock_shim(r, ds, kinds, text)
         if shim is not None:
             add(("KE412", shim[0], shim[1]))
     if status == "passed" and p.compile is not None and p.compile.succeeded is False:
@@ -913,10 +918,11 @@ _CLOCK_ARGV = lazy_re(
 _CLOCK_WORDS: dict[str, str] = {}
 
 
-def _clock_shim(r: Any, ds: Any, kinds: int) -> tuple[str, str] | None:
+def _clock_shim(r: Any, ds: Any, kinds: int, text: str | None) -> tuple[str, str] | None:
     """A replay that runs under a clock-warping tool (KE412, with or without a
     ``timer_integrity`` record, in a migrated 0.1 packet too): the pointer and the message.
-    ``kinds``: the bits of the replay.env's names (:func:`_env_kinds`)."""
+    ``kinds``: the bits of the replay.env's names (:func:`_env_kinds`); ``text``: the
+    command's first 256 words joined by spaces, if the caller joined them already."""
     env = r.env
     if kinds & (_K_LOAD | _K_SHIM):  # else nothing below applies
         if "FAKETIME" in env or "FAKETIME_TIMESTAMP_FILE" in env:
@@ -941,7 +947,8 @@ def _clock_shim(r: Any, ds: Any, kinds: int) -> tuple[str, str] | None:
                         )
     cmd = r.command
     if cmd:
-        text = " ".join(cmd if len(cmd) <= 256 else cmd[:256])
+        if text is None:
+            text = " ".join(cmd if len(cmd) <= 256 else cmd[:256])
         low = _CLOCK_WORDS.get(text)
         if low is None:
             low = text.lower()
@@ -1152,16 +1159,17 @@ def _reuse_switch(name: str) -> tuple[str, bool] | None:
     return m.group(0), bool(m.group("pool1") or m.group("pool2"))
 
 
-#: the reuse switches an argv turns on, cached per argv: ((the flag, the value or None), ...)
-_ARGV_REUSE: dict[tuple[str, ...], tuple[tuple[str, str | None], ...]] = {}
+#: the reuse switches an argv turns on, cached per argv (its first 256 words joined by
+#: spaces, the text they are read from): ((the flag, the value or None), ...)
+_ARGV_REUSE: dict[str, tuple[tuple[str, str | None], ...]] = {}
 
 
-def _argv_reuse(cmd: list[str]) -> tuple[tuple[str, str | None], ...]:
-    """The reuse switches an argv sets (a flag alone, or its value), read once per argv."""
-    key = tuple(cmd)
-    hit = _ARGV_REUSE.get(key)
+def _argv_reuse(text: str) -> tuple[tuple[str, str | None], ...]:
+    """The reuse switches an argv sets (a flag alone, or its value), read once per argv.
+    ``text``: the argv's first 256 words joined by spaces."""
+    hit = _ARGV_REUSE.get(text)
     if hit is None:
-        toks = " ".join(cmd[:256])[:20000].split()
+        toks = text[:20000].split()
         found: list[tuple[str, str | None]] = []
         for j, tok in enumerate(toks):
             if not tok.startswith("-") or _reuse_switch(tok.partition("=")[0]) is None:
@@ -1173,8 +1181,8 @@ def _argv_reuse(cmd: list[str]) -> tuple[tuple[str, str | None], ...]:
                 val = nxt if nxt is not None and not nxt.startswith("-") and _switch_value(nxt) else None
             found.append((flag, val if eq or val else None))
         hit = tuple(found)
-        if len(_ARGV_REUSE) < 1024 and sum(len(x) for x in key) <= 4 * CACHED_CHARS:
-            _ARGV_REUSE[key] = hit
+        if len(_ARGV_REUSE) < 1024 and len(text) <= 4 * CACHED_CHARS:
+            _ARGV_REUSE[text] = hit
     return hit
 
 
@@ -1222,11 +1230,12 @@ def _switched_on(name: str, val: str | None, p: Any) -> str | None:
     return None
 
 
-def _reuse_on(p: Any, r: Any, kinds: int) -> tuple[str, str] | None:
+def _reuse_on(p: Any, r: Any, kinds: int, text: str | None) -> tuple[str, str] | None:
     """fresh_inputs or unseen_inputs passed while the replay itself turns reuse or caching
     of inputs or outputs on: a `replay.env` variable (`BENCH_INPUT_POOL=1`) or a flag of
     its command (`--reuse-inputs`) with a true value, no value, or a pool smaller than
-    the timed calls. The pointer and the message, or None."""
+    the timed calls (``text``: the command joined, as :func:`_argv_reuse` reads it). The
+    pointer and the message, or None."""
     if kinds & _K_REUSE:
         env = r.env
         for name in sorted(env):
@@ -1239,9 +1248,8 @@ def _reuse_on(p: Any, r: Any, kinds: int) -> tuple[str, str] | None:
                     f"/replay/env/{name}",
                     f"the replay sets `{name}` {on}: it turns reuse of inputs or outputs on",
                 )
-    cmd = r.command
-    if cmd:
-        for flag, val in _argv_reuse(cmd):
+    if text is not None:
+        for flag, val in _argv_reuse(text):
             on = _switched_on(flag, val, p)
             if on is not None:
                 shown = flag if val is None else f"{flag} {val}"
