@@ -208,13 +208,15 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
     r = p.replay
     if r is not None:
         c = r.container
-        # KE108: an image known to name no vendor's stack, or the hardware's (the common
-        # case), says nothing
-        if c is not None and _IMAGE_STACK.get(c.image) != "":
-            h = p.hardware
-            if h is not None and (_IMAGE_STACK.get(c.image), h.vendor) not in _NO_CLASH:
-                _container_vendor(c.image, h, add)
-    if r is not None:
+        if c is not None:
+            # KE108: an image known to name no vendor's stack, or the hardware's (the common
+            # case), says nothing; only an image not read yet, or a ROCm image on NVIDIA
+            # hardware or a CUDA one on AMD's, can clash (_container_vendor reports no other)
+            stack = _IMAGE_STACK.get(c.image)
+            if stack != "":
+                h = p.hardware
+                if h is not None and (stack is None or _CLASH_VENDOR[stack] == h.vendor):
+                    _container_vendor(c.image, h, add)
         cmd = r.command
         why = None
         key: tuple[Any, ...] = ()  # (set with the argv)
@@ -553,13 +555,8 @@ _IMAGE_STACK: dict[str, str] = {}
 _ROCM_TOKEN = lazy_re(r"rocm\d*")
 _CUDA_TOKEN = lazy_re(r"(?:cuda|cudnn)\d*|cu1\d\d")
 _AMD_GPU = lazy_re(r"instinct|radeon|\bmi\d{3}")
-#: an image's stack and a hardware vendor it runs on (or says nothing of)
-_NO_CLASH = frozenset(
-    (stack, vendor)
-    for stack in ("rocm", "cuda")
-    for vendor in ("nvidia", "amd", "google", "intel", "apple", "aws", "huawei", "cpu", "other")
-    if (stack, vendor) not in (("rocm", "nvidia"), ("cuda", "amd"))
-)
+#: an image's stack and the one hardware vendor it clashes with
+_CLASH_VENDOR = {"rocm": "nvidia", "cuda": "amd"}
 
 
 def _image_stack(image: str) -> str:
