@@ -387,11 +387,13 @@ def check(p: Any, ctx: Ctx, add: Add) -> None:
         _twice(ts.settings, "/task/serving/settings/", add)
     if kernel and b.call:
         if entry is not None:
-            fam = _NAMESPACE_CACHE.get(b.call)
-            if fam is None:
-                fam = _namespaces(b.call)
-            if fam and all(entry.key in _NOT_BUILT_ON[x] for x in fam):
-                _other_library(entry, b.call, fam, add)
+            ns = _NAMESPACE_CACHE.get(b.call)
+            if ns is None:
+                ns = _namespaces(b.call)
+            # ns[1]: the providers no namespace of the call can be built on (empty for a
+            # call that names none), i.e. every one of them contradicts the provider
+            if entry.key in ns[1]:
+                _other_library(entry, b.call, ns[0], add)
         _call_problem(p, t, b.call, add)
         if _HANDICAP_CACHE.get(b.call) != ():  # () is a call known to state none: nothing to judge
             _handicapped_call(p, t, b.call, add)
@@ -574,17 +576,20 @@ _NOT_BUILT_ON = {
     "cblas": _GPU_LIBRARIES,
     "mkl": _GPU_LIBRARIES | {"openblas"},
 }  # fmt: skip
-_NAMESPACE_CACHE: dict[str, frozenset[str]] = {}
+_NAMESPACE_CACHE: dict[str, tuple[frozenset[str], frozenset[str]]] = {}
 
 
-def _namespaces(call: str) -> frozenset[str]:
+def _namespaces(call: str) -> tuple[frozenset[str], frozenset[str]]:
     """The libraries a call's namespaces name (empty where none; none where it names
-    `cupy`, whose API is numpy's). Cached per call."""
+    `cupy`, whose API is numpy's), and the providers that none of them can be built on
+    (those :data:`_NOT_BUILT_ON` lists for every one; empty where the call names none).
+    Cached per call."""
     text = call[:2000]
     if "cupy" in text:
-        hit: frozenset[str] = frozenset()
+        fam: frozenset[str] = frozenset()
     else:
-        hit = frozenset(_NAMESPACE_FAMILY[m.lastindex - 1] for m in _NAMESPACE.finditer(text) if m.lastindex)
+        fam = frozenset(_NAMESPACE_FAMILY[m.lastindex - 1] for m in _NAMESPACE.finditer(text) if m.lastindex)
+    hit = (fam, frozenset.intersection(*(_NOT_BUILT_ON[x] for x in fam)) if fam else frozenset())
     if len(_NAMESPACE_CACHE) < 1024 and len(call) <= 4 * CACHED_CHARS:
         _NAMESPACE_CACHE[call] = hit
     return hit
