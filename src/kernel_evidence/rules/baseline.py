@@ -492,28 +492,49 @@ def _version_agrees(p: Any, entry: Any, version: str, add: Add) -> bool:
     mine = [_parts(x) for x in _NUMBERS.findall(version[:200]) if x.count(".") >= 2 and len(x) <= 40]
     if not mine:
         return False
+    seen = _disagreeing(
+        pk,
+        lambda name: (
+            len(name) <= 128
+            and pat.fullmatch(name.strip().casefold().replace("_", "-").replace(".", "-")) is not None
+        ),
+        mine,
+    )
+    if seen is not None:
+        _disagrees(seen, entry, version, add)
+        return True
+    return False
+
+
+def _disagreeing(
+    packages: dict[str, str], ours: Callable[[str], bool], mine: list[tuple[int, ...]]
+) -> tuple[str, str] | None:
+    """The first package of ``packages`` that ``ours`` picks whose version agrees with none
+    of the baseline's versions ``mine`` (one a prefix of the other), or None when one of them
+    agrees (or none is read)."""
     seen = None
-    for name, ver in pk.items():
-        if len(name) > 128 or not pat.fullmatch(name.strip().casefold().replace("_", "-").replace(".", "-")):
+    for name, ver in packages.items():
+        if not isinstance(ver, str) or not ours(name):
             continue
         m = _NUMBERS.search(ver[:200])
         if m is None or "." not in m.group() or len(m.group()) > 40:
             continue
         theirs = _parts(m.group())
         if any(a[: len(theirs)] == theirs[: len(a)] for a in mine):
-            return False
+            return None
         seen = seen or (name, ver)
-    if seen is not None:
-        add(
-            (
-                "KE210",
-                "/timing/baseline/version",
-                f"baseline version `{version.strip()[:40]}`, but replay.packages records {seen[0][:40]} "
-                f"{seen[1].strip()[:40]}: the {entry.name} that ran is another",
-            )
+    return seen
+
+
+def _disagrees(seen: tuple[str, str], entry: Any, version: str, add: Add) -> None:
+    add(
+        (
+            "KE210",
+            "/timing/baseline/version",
+            f"baseline version `{version.strip()[:40]}`, but replay.packages records {seen[0][:40]} "
+            f"{seen[1].strip()[:40]}: the {entry.name} that ran is another",
         )
-        return True
-    return False
+    )
 
 
 def _named_package(packages: dict[str, str], entry: Any, version: str, add: Add) -> None:
@@ -522,34 +543,16 @@ def _named_package(packages: dict[str, str], entry: Any, version: str, add: Add)
     oneMKL, `flash-attn`: the registry's names and aliases), for a library the registry
     gives no package pattern of (one a prefix of the other, where the baseline's version
     has two parts or more: `2.4` and `2.4.6` agree, `2.1.0` and `2.4.6` do not)."""
-    seen = None
-    mine = None
-    for name, ver in packages.items():
-        if len(name) > 64 or not isinstance(ver, str):
-            continue
-        other = baseline_entry(name)
-        if other is None or other.key != entry.key:
-            continue
-        m = _NUMBERS.search(ver[:200])
-        if m is None or "." not in m.group() or len(m.group()) > 40:
-            continue
-        if mine is None:
-            mine = [_parts(x) for x in _NUMBERS.findall(version[:200]) if "." in x and len(x) <= 40]
-        if not mine:
-            return
-        theirs = _parts(m.group())
-        if any(a[: len(theirs)] == theirs[: len(a)] for a in mine):
-            return
-        seen = seen or (name, ver)
+    mine = [_parts(x) for x in _NUMBERS.findall(version[:200]) if "." in x and len(x) <= 40]
+    if not mine:
+        return
+    seen = _disagreeing(
+        packages,
+        lambda name: len(name) <= 64 and getattr(baseline_entry(name), "key", None) == entry.key,
+        mine,
+    )
     if seen is not None:
-        add(
-            (
-                "KE210",
-                "/timing/baseline/version",
-                f"baseline version `{version.strip()[:40]}`, but replay.packages records {seen[0][:40]} "
-                f"{seen[1].strip()[:40]}: the {entry.name} that ran is another",
-            )
-        )
+        _disagrees(seen, entry, version, add)
 
 
 #: the library a call's namespace names (`np.`, `torch.`, `jnp.`, `cublasLtMatmul(`,
