@@ -14,27 +14,11 @@ from kernel_evidence import validate
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "adversarial"))
 from _adv_build import finalize, recompute_speedup, scale_side  # noqa: E402
-from _adv_controls import CONTROLS  # noqa: E402
+from _adv_kit import control, found, grade, rules  # noqa: E402
 
 GEMM = "h100_bf16_gemm_vs_cublaslt"
 SERV = "serving_vllm_llama8b_h100"
 LN = "h100_layernorm_vs_transformer_engine"
-
-
-def control(name: str = GEMM) -> dict[str, Any]:
-    return copy.deepcopy(CONTROLS[name].build())
-
-
-def found(p: dict[str, Any]) -> set[tuple[str, str]]:
-    return {(f.rule_id, f.pointer) for f in validate(finalize(copy.deepcopy(p))).findings}
-
-
-def rules(p: dict[str, Any]) -> set[str]:
-    return {r for r, _ in found(p)}
-
-
-def grade(p: dict[str, Any]) -> str:
-    return validate(finalize(copy.deepcopy(p))).grade.letter
 
 
 def _real(label: str) -> str:

@@ -11,11 +11,9 @@ from typing import Any
 
 import pytest
 
-from kernel_evidence import validate
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "adversarial"))
-from _adv_build import finalize  # noqa: E402
 from _adv_controls import CONTROLS  # noqa: E402
+from _adv_kit import found  # noqa: E402
 
 GEMM = "h100_bf16_gemm_vs_cublaslt"
 A100 = "a100_fp16_gemm_vs_cublas"
@@ -34,10 +32,6 @@ LNC = "transformer_engine.pytorch.LayerNorm(8192, eps=1e-5, params_dtype=bf16)(x
 
 def control(name: str) -> dict[str, Any]:
     return copy.deepcopy(CONTROLS[name].build())
-
-
-def found(p: dict[str, Any]) -> set[tuple[str, str]]:
-    return {(f.rule_id, f.pointer) for f in validate(finalize(copy.deepcopy(p))).findings}
 
 
 def with_call(name: str, call: str) -> dict[str, Any]:

@@ -5,7 +5,6 @@ Each beside an honest twin that must still pass."""
 
 from __future__ import annotations
 
-import copy
 import json
 import os
 import subprocess
@@ -17,30 +16,13 @@ from typing import Any
 from kernel_evidence import validate
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "adversarial"))
-from _adv_build import finalize  # noqa: E402
-from _adv_controls import CONTROLS  # noqa: E402
+from _adv_kit import control, found, grade, rules  # noqa: E402
 
 GEMM = "h100_bf16_gemm_vs_cublaslt"
 SERV = "serving_vllm_llama8b_h100"
 MOE = "serving_mixtral_moe_low_concurrency_tp2"
 TP8 = "serving_sglang_tp8_llama70b"
 CPU = "cpu_epyc_sgemm_vs_openblas"
-
-
-def control(name: str = GEMM) -> dict[str, Any]:
-    return copy.deepcopy(CONTROLS[name].build())
-
-
-def found(p: dict[str, Any]) -> set[tuple[str, str]]:
-    return {(f.rule_id, f.pointer) for f in validate(finalize(copy.deepcopy(p))).findings}
-
-
-def rules(p: dict[str, Any]) -> set[str]:
-    return {r for r, _ in found(p)}
-
-
-def grade(p: dict[str, Any]) -> str:
-    return validate(finalize(copy.deepcopy(p))).grade.letter
 
 
 # ---------------------------------------------------------------- KE1203: the energy window

@@ -4,31 +4,15 @@ a replay that starts its server with a sub-16-bit `--quantization` beside 16-bit
 
 from __future__ import annotations
 
-import copy
 import sys
 from pathlib import Path
 from typing import Any
 
-from kernel_evidence import validate
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "adversarial"))
-from _adv_build import finalize  # noqa: E402
-from _adv_controls import CONTROLS  # noqa: E402
+from _adv_kit import control, found, grade  # noqa: E402
 
 GEMM = "h100_bf16_gemm_vs_cublaslt"
 SERV = "serving_vllm_llama8b_h100"
-
-
-def control(name: str = GEMM) -> dict[str, Any]:
-    return copy.deepcopy(CONTROLS[name].build())
-
-
-def found(p: dict[str, Any]) -> set[tuple[str, str]]:
-    return {(f.rule_id, f.pointer) for f in validate(finalize(copy.deepcopy(p))).findings}
-
-
-def grade(p: dict[str, Any]) -> str:
-    return validate(finalize(copy.deepcopy(p))).grade.letter
 
 
 FLOOR = ("KE1203", "/cost/energy/energy")

@@ -16,16 +16,13 @@ from kernel_evidence import validate
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "adversarial"))
 from _adv_build import finalize, recompute_speedup, scale_side  # noqa: E402
 from _adv_controls import CONTROLS  # noqa: E402
+from _adv_kit import control  # noqa: E402
 
 GEMM = "h100_bf16_gemm_vs_cublaslt"
 SLOW = "h100_honest_slowdown"
 LN = "h100_layernorm_vs_transformer_engine"
 TPU = "tpu_v6e_matmul_vs_xla"
 TOPK = "h100_topk_rows_with_m_n_k_dims"
-
-
-def control(name: str = GEMM) -> dict[str, Any]:
-    return copy.deepcopy(CONTROLS[name].build())
 
 
 def report(p: dict[str, Any]) -> Any:

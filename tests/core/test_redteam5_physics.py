@@ -6,30 +6,18 @@ beside an honest twin that must still pass."""
 
 from __future__ import annotations
 
-import copy
 import sys
 from pathlib import Path
 from typing import Any
 
-from kernel_evidence import validate
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "adversarial"))
-from _adv_build import finalize  # noqa: E402
-from _adv_controls import CONTROLS  # noqa: E402
+from _adv_kit import control, found  # noqa: E402
 
 GEMM = "h100_bf16_gemm_vs_cublaslt"
 FP8 = "h100_fp8_gemm_vs_cublaslt"
 SUITE = "h100_gemm_suite_three_shapes"
 TPU = "tpu_v6e_matmul_vs_xla"
 SERV = "serving_vllm_llama8b_h100"
-
-
-def control(name: str = GEMM) -> dict[str, Any]:
-    return copy.deepcopy(CONTROLS[name].build())
-
-
-def found(p: dict[str, Any]) -> set[tuple[str, str]]:
-    return {(f.rule_id, f.pointer) for f in validate(finalize(copy.deepcopy(p))).findings}
 
 
 def under(p: dict[str, Any], prefix: str) -> set[tuple[str, str]]:

@@ -13,7 +13,7 @@ from kernel_evidence import validate
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "adversarial"))
 from _adv_build import finalize, recompute_speedup, scale_side  # noqa: E402
-from _adv_controls import CONTROLS  # noqa: E402
+from _adv_kit import control, found, grade, rules  # noqa: E402
 
 GEMM = "h100_bf16_gemm_vs_cublaslt"
 ATT = "h200_attention_vs_flashattention"
@@ -31,22 +31,6 @@ CK_RAW = (
 CK_NAME = (
     "void ck::kernel_gemm_xdl_cshuffle_v3<ck::tensor_operation::device::DeviceGemm_Xdl_CShuffleV3_bf16>()"
 )
-
-
-def control(name: str = GEMM) -> dict[str, Any]:
-    return copy.deepcopy(CONTROLS[name].build())
-
-
-def found(p: dict[str, Any]) -> set[tuple[str, str]]:
-    return {(f.rule_id, f.pointer) for f in validate(finalize(copy.deepcopy(p))).findings}
-
-
-def rules(p: dict[str, Any]) -> set[str]:
-    return {r for r, _ in found(p)}
-
-
-def grade(p: dict[str, Any]) -> str:
-    return validate(finalize(copy.deepcopy(p))).grade.letter
 
 
 def _kernel(p: dict[str, Any], j: int = 0) -> dict[str, Any]:

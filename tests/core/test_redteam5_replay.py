@@ -17,27 +17,11 @@ from kernel_evidence import validate
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "adversarial"))
 from _adv_build import finalize  # noqa: E402
-from _adv_controls import CONTROLS  # noqa: E402
+from _adv_kit import control, found, grade, rules  # noqa: E402
 
 GEMM = "h100_bf16_gemm_vs_cublaslt"
 SERV = "serving_vllm_llama8b_h100"
 REAL_COMMIT = "6f95d75cc9f40b996a149617a3da9c58aec5e510"
-
-
-def control(name: str = GEMM) -> dict[str, Any]:
-    return copy.deepcopy(CONTROLS[name].build())
-
-
-def found(p: dict[str, Any]) -> set[tuple[str, str]]:
-    return {(f.rule_id, f.pointer) for f in validate(finalize(copy.deepcopy(p))).findings}
-
-
-def rules(p: dict[str, Any]) -> set[str]:
-    return {r for r, _ in found(p)}
-
-
-def grade(p: dict[str, Any]) -> str:
-    return validate(finalize(copy.deepcopy(p))).grade.letter
 
 
 def cmd(p: dict[str, Any]) -> list[str]:

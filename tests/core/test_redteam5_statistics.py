@@ -14,14 +14,10 @@ from kernel_evidence import validate
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "adversarial"))
 from _adv_build import finalize, set_side_samples  # noqa: E402
-from _adv_controls import CONTROLS  # noqa: E402
+from _adv_kit import control  # noqa: E402
 
 GEMM = "h100_bf16_gemm_vs_cublaslt"
 SERV = "serving_vllm_llama8b_h100"
-
-
-def control(name: str = GEMM) -> dict[str, Any]:
-    return copy.deepcopy(CONTROLS[name].build())
 
 
 def found(p: dict[str, Any], rule: str) -> set[str]:

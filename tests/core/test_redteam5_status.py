@@ -17,17 +17,13 @@ from kernel_evidence._codec.canonical import packet_id_for
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "adversarial"))
 from _adv_build import finalize  # noqa: E402
-from _adv_controls import CONTROLS  # noqa: E402
+from _adv_kit import control  # noqa: E402
 
 GEMM = "h100_bf16_gemm_vs_cublaslt"
 SERV = "serving_vllm_llama8b_h100"
 V01 = "migrated_v01_h100_gemm"
 FAIL = "failed_tolerance_miss_timed"
 TIMEOUT = "error_timeout_tpu"
-
-
-def control(name: str = GEMM) -> dict[str, Any]:
-    return copy.deepcopy(CONTROLS[name].build())
 
 
 def _finish(p: dict[str, Any]) -> dict[str, Any]:

@@ -5,34 +5,18 @@ candidate returned cached outputs keyed by its inputs (KE403). Each beside an ho
 
 from __future__ import annotations
 
-import copy
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from kernel_evidence import validate
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "adversarial"))
-from _adv_build import finalize  # noqa: E402
-from _adv_controls import CONTROLS  # noqa: E402
+from _adv_kit import control, found, rules  # noqa: E402
 
 GEMM = "h100_bf16_gemm_vs_cublaslt"
 SERV = "serving_vllm_llama8b_h100"
 HACK = "failed_reward_hack_caught"
-
-
-def control(name: str = GEMM) -> dict[str, Any]:
-    return copy.deepcopy(CONTROLS[name].build())
-
-
-def found(p: dict[str, Any]) -> set[tuple[str, str]]:
-    return {(f.rule_id, f.pointer) for f in validate(finalize(copy.deepcopy(p))).findings}
-
-
-def rules(p: dict[str, Any]) -> set[str]:
-    return {r for r, _ in found(p)}
 
 
 def defence(p: dict[str, Any], check: str) -> tuple[int, dict[str, Any]]:

@@ -5,30 +5,17 @@ Each beside an honest twin that must still pass."""
 
 from __future__ import annotations
 
-import copy
 import sys
 from pathlib import Path
-from typing import Any
-
-from kernel_evidence import validate
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "adversarial"))
-from _adv_build import finalize  # noqa: E402
-from _adv_controls import CONTROLS  # noqa: E402
+from _adv_kit import control, found  # noqa: E402
 
 GEMM = "h100_bf16_gemm_vs_cublaslt"
 EW = "l40s_fused_elementwise_30x_over_eager"
 CALL = (
     "cublasLtMatmul(bf16, transa=N, transb=T, m={m}, n={n}, k={k}, compute=CUBLAS_COMPUTE_32F, heuristic=0)"
 )
-
-
-def control(name: str = GEMM) -> dict[str, Any]:
-    return copy.deepcopy(CONTROLS[name].build())
-
-
-def found(p: dict[str, Any]) -> set[tuple[str, str]]:
-    return {(f.rule_id, f.pointer) for f in validate(finalize(copy.deepcopy(p))).findings}
 
 
 CALL_PTR = ("KE207", "/timing/baseline/call")

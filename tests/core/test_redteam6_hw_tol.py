@@ -17,23 +17,11 @@ from kernel_evidence import validate
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "adversarial"))
 from _adv_build import finalize  # noqa: E402
-from _adv_controls import CONTROLS  # noqa: E402
+from _adv_kit import control, found, rules  # noqa: E402
 
 GEMM = "h100_bf16_gemm_vs_cublaslt"
 LN = "h100_layernorm_vs_transformer_engine"
 TP8 = "serving_sglang_tp8_llama70b"
-
-
-def control(name: str = GEMM) -> dict[str, Any]:
-    return copy.deepcopy(CONTROLS[name].build())
-
-
-def found(p: dict[str, Any]) -> set[tuple[str, str]]:
-    return {(f.rule_id, f.pointer) for f in validate(finalize(copy.deepcopy(p))).findings}
-
-
-def rules(p: dict[str, Any]) -> set[str]:
-    return {r for r, _ in found(p)}
 
 
 def result(p: dict[str, Any]) -> Any:

@@ -17,6 +17,7 @@ from kernel_evidence.adapters import AdapterOptions, get_adapter
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "adversarial"))
 from _adv_build import finalize  # noqa: E402
 from _adv_controls import CONTROLS  # noqa: E402
+from _adv_kit import found  # noqa: E402
 
 LN = "h100_layernorm_vs_transformer_engine"
 L40 = "l40s_layernorm_llmc_vs_transformer_engine"
@@ -25,10 +26,6 @@ KBOT = Path(__file__).resolve().parents[1] / "fixtures" / "kernelbot"
 
 def control(name: str = LN) -> dict[str, Any]:
     return copy.deepcopy(CONTROLS[name].build())
-
-
-def found(p: dict[str, Any]) -> set[tuple[str, str]]:
-    return {(f.rule_id, f.pointer) for f in validate(finalize(copy.deepcopy(p))).findings}
 
 
 def rules(p: dict[str, Any], prefix: str = "KE6") -> set[tuple[str, str]]:

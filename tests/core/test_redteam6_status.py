@@ -6,29 +6,17 @@ twice, and a replay switch that turns input reuse on. Each beside an honest twin
 
 from __future__ import annotations
 
-import copy
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from kernel_evidence import validate
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "adversarial"))
-from _adv_build import finalize  # noqa: E402
-from _adv_controls import CONTROLS  # noqa: E402
+from _adv_kit import control, found  # noqa: E402
 
 GEMM = "h100_bf16_gemm_vs_cublaslt"
 TP2 = "serving_mixtral_moe_low_concurrency_tp2"
-
-
-def control(name: str = GEMM) -> dict[str, Any]:
-    return copy.deepcopy(CONTROLS[name].build())
-
-
-def found(p: dict[str, Any]) -> set[tuple[str, str]]:
-    return {(f.rule_id, f.pointer) for f in validate(finalize(copy.deepcopy(p))).findings}
 
 
 def ke412(p: dict[str, Any]) -> set[str]:
