@@ -928,16 +928,7 @@ def _capture_work(p: Any, task: Any, add: Add) -> None:
                             break
         if first is None or len(streams) != 1 or (len(names) != 1 and wanted is None):
             continue
-        if len(ks) == 1:
-            # one record (the common capture), with a duration and no fill's name (see
-            # above): the time _kernel_time_per_call gives it, in its arithmetic
-            rec = ks[0]
-            d = rec.metrics["duration"]
-            n = rec.invocations if rec.invocations is not None else 1
-            f = _FACTOR.get(d.unit)
-            sec = 0.0 + d.value * f * n / n if f is not None and n > 0 else None
-        else:
-            sec = _kernel_time_per_call(cap, expected if len(names) != 1 else None)
+        sec = _kernel_time_per_call(cap, expected if len(names) != 1 else None)
         if not sec or sec <= 0:
             continue
         if limits is _UNSET:

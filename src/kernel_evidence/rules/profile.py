@@ -820,6 +820,20 @@ def _per_call(
 ) -> tuple[float | None, tuple[int, float, float] | None]:
     """:func:`_kernel_time_per_call`, and the first kernel named a fill that counted as work
     for its duration (its index, its duration and the limit, in seconds), or None."""
+    ks = cap.kernels
+    if len(ks) == 1:
+        # one record (the common capture) with a duration and no fill's name: its duration
+        # per launch, in the arithmetic of the loop below
+        rec = ks[0]
+        m = rec.metrics
+        d = m.get("duration") if m else None
+        if (
+            d is not None
+            and d.unit in FACTOR
+            and not (_utility(rec.name) and (not rec.raw_name or _utility(rec.raw_name)))
+        ):
+            n = rec.invocations if rec.invocations is not None else 1
+            return (0.0 + d.value * FACTOR[d.unit] * n / n if n > 0 else None), None
     wanted = [w.casefold() for w in expected] if expected else None
     launches: dict[str, int] = {}
     durations: dict[str, list[float]] = {}
